@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Set up the course's environment and open it, test it, or benchmark it.
+
+    python3 tools/course.py lab     # set up .venv, open JupyterLab on chapter 00
+    python3 tools/course.py test    # set up .venv, run every test (unit, doctests, nbval)
+    python3 tools/course.py bench   # set up .venv, time widgets and models
+    python3 tools/course.py execute # set up .venv, re-execute notebooks and store outputs
+
+Standard library only, so it runs on a fresh machine with Python 3.11. The
+environment is a virtualenv in ``.venv`` holding exactly the pins in
+``pyproject.toml`` (the same pins as ``environment.yml``, which Binder uses).
+It is reinstalled whenever ``pyproject.toml`` changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV = Path(os.environ.get("TRAINIUM_LAB_VENV", ROOT / ".venv"))
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PY = BIN / ("python.exe" if os.name == "nt" else "python")
+STAMP = VENV / ".trainium-lab-installed"
+# jsonschema imports ~2 s slower in every kernel when this optional package is present
+# (jsonschema PR 1521; see ../shared/reference/jupyter_stack_notes.md). Nothing here needs it.
+SLOW_OPTIONAL = ["rfc3987-syntax"]
+
+
+def log(msg: str) -> None:
+    print(f"[course] {msg}", flush=True)
+
+
+def run(cmd: list[str], **kw) -> None:
+    log(" ".join(str(c) for c in cmd))
+    subprocess.run([str(c) for c in cmd], check=True, cwd=ROOT, **kw)
+
+
+def wanted_stamp() -> str:
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    return f"{digest} {sys.version_info[:2]}"
+
+
+def ensure_env() -> None:
+    """Create ``.venv`` if needed and install the pinned package with its test extras."""
+    if sys.version_info[:2] != (3, 11):
+        log(f"warning: tested with Python 3.11, this is {sys.version.split()[0]}")
+    if not PY.exists():
+        log(f"creating virtual environment in {VENV}")
+        venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
+    if STAMP.exists() and STAMP.read_text() == wanted_stamp():
+        return
+    run([PY, "-m", "pip", "install", "--disable-pip-version-check", "-q", "-e", ".[test]"])
+    run([PY, "-m", "pip", "uninstall", "--disable-pip-version-check", "-q", "-y", *SLOW_OPTIONAL])
+    run([PY, "-m", "ipykernel", "install", "--sys-prefix", "--name", "python3"])
+    STAMP.write_text(wanted_stamp())
+
+
+def env_vars() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env["VIRTUAL_ENV"] = str(VENV)
+    env.setdefault("PYTHONHASHSEED", "0")
+    env.setdefault("JUPYTER_PLATFORM_DIRS", "1")
+    return env
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in {"lab", "test", "bench", "execute"}:
+        print(__doc__)
+        return 2
+    what, rest = argv[0], argv[1:]
+    ensure_env()
+    env = env_vars()
+    if what == "lab":
+        cmd = [BIN / "jupyter", "lab", "notebooks/00_start_here.ipynb", *rest]
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            cmd.append("--allow-root")
+        log(" ".join(str(c) for c in cmd))
+        return subprocess.call([str(c) for c in cmd], cwd=ROOT, env=env)
+    if what == "test":
+        workers = ["-n", "2", "--dist", "loadfile"] if (os.cpu_count() or 1) > 1 else []
+        cmd = [PY, "-m", "pytest", *workers, *rest]
+    elif what == "bench":
+        cmd = [PY, "tools/benchmark.py", *rest]
+    else:
+        cmd = [PY, "tools/execute_notebooks.py", *rest]
+    log(" ".join(str(c) for c in cmd))
+    return subprocess.call([str(c) for c in cmd], cwd=ROOT, env=env)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
