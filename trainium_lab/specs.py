@@ -375,7 +375,7 @@ def _accelerators() -> dict[str, Accelerator]:
 
 
 def _lookup(kind: str, name: object, table: Mapping, aliases: Mapping[str, str]):
-    if isinstance(name, str):
+    if isinstance(name, str) and name.strip():
         wanted = name.strip().lower()
         for key in table:
             if wanted == key.lower():
@@ -383,7 +383,7 @@ def _lookup(kind: str, name: object, table: Mapping, aliases: Mapping[str, str])
         if wanted in aliases:
             return table[aliases[wanted]]
         for key, obj in table.items():
-            if wanted == str(getattr(obj, "name", "")).lower():
+            if hasattr(obj, "name") and wanted == str(obj.name).lower():
                 return obj
     listed = ", ".join(repr(k) for k in table)
     raise UnknownNameError(f"{kind} must be one of {listed}; got {name!r}")
