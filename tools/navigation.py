@@ -95,9 +95,10 @@ def updated_notebook(path: Path, chapter_list: list[tuple[str, str]]) -> tuple[s
 
 def update_notebook(path: Path) -> bool:
     old, new = updated_notebook(path, chapters())
-    if old != new:
+    if _normal(json.loads(old)) != _normal(json.loads(new)):
         path.write_text(new, encoding="utf-8")
-    return old != new
+        return True
+    return False
 
 
 def chapter_list_markdown(chapter_list: list[tuple[str, str]], prefix: str) -> str:
@@ -126,13 +127,21 @@ def update_readme() -> bool:
     return old != new
 
 
+def _normal(nb: dict) -> dict:
+    """Join list-valued sources so the two layouts nbformat accepts compare equal."""
+    for cell in nb["cells"]:
+        if isinstance(cell.get("source"), list):
+            cell["source"] = "".join(cell["source"])
+    return nb
+
+
 def stale() -> list[str]:
     """Files whose generated parts are out of date."""
     out = []
     chapter_list = chapters()
     for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
         old, new = updated_notebook(path, chapter_list)
-        if json.loads(old) != json.loads(new):
+        if _normal(json.loads(old)) != _normal(json.loads(new)):
             out.append(str(path.relative_to(ROOT)))
     old, new = updated_readme()
     if old != new:
