@@ -1,0 +1,530 @@
+"""What a collective costs: ring formulas, hierarchical all-reduce, nccl-tests bandwidths.
+
+Every cost here is the alpha-beta model: a collective over ``n`` participants that
+moves ``S`` bytes takes (bytes each participant sends) / ``B`` plus (number of
+sequential steps) × ``α``. ``B`` is the bandwidth one participant can send at and
+``α`` the per-step latency. The model ignores contention, link direction and
+protocol overheads, so it is a first-order estimate: measure before you commit.
+
+Public API (used by later chapters, e.g. the parallel-layout planner)
+---------------------------------------------------------------------
+Formulas, all in base units (bytes, bytes/s, s):
+
+``ring_allreduce_s(size_bytes, n, bandwidth_bytes_per_s, latency_s=0.0)``
+    2(n−1)/n · S/B + 2(n−1)·α.
+``ring_reduce_scatter_s(...)``, ``ring_allgather_s(...)``
+    (n−1)/n · S/B + (n−1)·α each; ``S`` is the full (unsharded) buffer.
+``ring_all_to_all_s(...)``, ``direct_all_to_all_s(...)``
+    All-to-all where each participant holds ``S`` bytes, ``S/n`` for each peer:
+    (n−1)/2 · S/B on a ring (messages travel several hops), (n−1)/n · S/B through
+    a switch.
+``collective_s(collective, size_bytes, n, bandwidth_bytes_per_s, latency_s=0.0)``
+    Dispatch by name: one of ``COLLECTIVES``.
+``hierarchical_allreduce_s(size_bytes, levels)``
+    Reduce-scatter inside each level, all-reduce across the top one, all-gather back.
+``algbw_bytes_per_s``, ``busbw_bytes_per_s``, ``bus_factor``
+    nccl-tests' algorithm and bus bandwidth.
+``latency_crossover_bytes(n, bandwidth_bytes_per_s, latency_s)``
+    The size below which the latency term is larger than the bandwidth term.
+
+Placed groups (from :func:`trainium_lab.topology.place`):
+
+``group_collective_s(placement, kind, size_bytes, collective="all_reduce", latency_s=None)``
+    Cost of one collective in every group of ``kind`` ("tp", "pp", "dp", "ep"),
+    run as a ring over the group's chips at the speed of the slowest level the
+    group crosses. ``size_bytes`` is per rank.
+``placement_costs(placement, size_bytes, collective="all_reduce") -> DataFrame``
+    One row per kind with level, bandwidth (scope and direction) and time.
+
+References
+----------
+R. Thakur, R. Rabenseifner, W. Gropp, "Optimization of Collective Communication
+Operations in MPICH", IJHPCA 19(1), 2005 (ring reduce-scatter / all-gather /
+all-reduce costs). P. Patarasuk, X. Yuan, "Bandwidth optimal all-reduce algorithms
+for clusters of workstations", JPDC 69(2), 2009 (ring all-reduce is bandwidth
+optimal). A. Grama et al., *Introduction to Parallel Computing*, 2nd ed., 2003,
+§4.5 (all-to-all personalized communication on a ring). X. Jia et al., "Highly
+Scalable Deep Learning Training System with Mixed-Precision", arXiv:1807.11205,
+2018 (hierarchical all-reduce). NVIDIA nccl-tests, ``doc/PERFORMANCE.md``
+(algorithm and bus bandwidth).
+
+Examples
+--------
+>>> from trainium_lab import specs
+>>> act = 2 * 4096 * 16384  # one BF16 activation block, seq 4096 x hidden 16384
+>>> round(ring_allreduce_s(act, 16, specs.link("trn2-neuronlink-intra").bytes_per_s) * 1e3, 2)
+0.25
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from trainium_lab._validate import choice, integer, positive
+
+__all__ = [
+    "COLLECTIVES", "ring_allreduce_s", "ring_reduce_scatter_s", "ring_allgather_s",
+    "ring_all_to_all_s", "direct_all_to_all_s", "collective_s", "hierarchical_allreduce_s",
+    "bus_factor", "algbw_bytes_per_s", "busbw_bytes_per_s", "latency_crossover_bytes",
+    "ring_allreduce_steps", "size_sweep", "group_collective_s", "placement_costs",
+]
+
+
+def _check(size_bytes: float, n: int, bandwidth_bytes_per_s: float, latency_s: float):
+    return (positive("size_bytes", size_bytes, allow_zero=True), integer("n", n, minimum=1),
+            positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s),
+            positive("latency_s", latency_s, allow_zero=True))
+
+
+def ring_allreduce_s(size_bytes: float, n: int, bandwidth_bytes_per_s: float,
+                     latency_s: float = 0.0) -> float:
+    """Seconds for a ring all-reduce: 2(n−1)/n · S/B + 2(n−1)·α.
+
+    The buffer is cut into ``n`` chunks. In ``n−1`` reduce-scatter steps each
+    participant sends one chunk to its neighbour and adds the chunk it receives;
+    afterwards each owns one fully reduced chunk. In ``n−1`` all-gather steps the
+    reduced chunks travel round the ring. Each participant sends
+    2(n−1) chunks of ``S/n`` bytes.
+
+    Parameters
+    ----------
+    size_bytes : float
+        Bytes in each participant's buffer (>= 0).
+    n : int
+        Participants (>= 1); ``n = 1`` costs nothing.
+    bandwidth_bytes_per_s : float
+        What one participant can send per second (> 0).
+    latency_s : float
+        Per-step latency α (>= 0).
+
+    Returns
+    -------
+    float
+        Seconds.
+
+    References
+    ----------
+    Thakur, Rabenseifner and Gropp (2005), §4; Patarasuk and Yuan (2009).
+
+    Examples
+    --------
+    >>> ring_allreduce_s(1e9, 4, 1e9)   # 2 · 3/4 · 1 s
+    1.5
+    >>> ring_allreduce_s(1e9, 4, 1e9, latency_s=1e-3)
+    1.506
+    """
+    s, n, b, a = _check(size_bytes, n, bandwidth_bytes_per_s, latency_s)
+    return 2 * (n - 1) / n * s / b + 2 * (n - 1) * a
+
+
+def ring_reduce_scatter_s(size_bytes: float, n: int, bandwidth_bytes_per_s: float,
+                          latency_s: float = 0.0) -> float:
+    """Seconds for a ring reduce-scatter of an ``S``-byte buffer: (n−1)/n · S/B + (n−1)·α.
+
+    Each participant ends with ``S/n`` reduced bytes. Parameters as in
+    :func:`ring_allreduce_s`.
+
+    References
+    ----------
+    Thakur, Rabenseifner and Gropp (2005), §4.
+
+    Examples
+    --------
+    >>> ring_reduce_scatter_s(1e9, 4, 1e9)
+    0.75
+    """
+    s, n, b, a = _check(size_bytes, n, bandwidth_bytes_per_s, latency_s)
+    return (n - 1) / n * s / b + (n - 1) * a
+
+
+def ring_allgather_s(size_bytes: float, n: int, bandwidth_bytes_per_s: float,
+                     latency_s: float = 0.0) -> float:
+    """Seconds for a ring all-gather into an ``S``-byte buffer: (n−1)/n · S/B + (n−1)·α.
+
+    ``size_bytes`` is the gathered (full) size; each participant starts with ``S/n``.
+
+    References
+    ----------
+    Thakur, Rabenseifner and Gropp (2005), §4.
+
+    Examples
+    --------
+    >>> ring_allgather_s(1e9, 4, 1e9) + ring_reduce_scatter_s(1e9, 4, 1e9) == ring_allreduce_s(1e9, 4, 1e9)
+    True
+    """
+    s, n, b, a = _check(size_bytes, n, bandwidth_bytes_per_s, latency_s)
+    return (n - 1) / n * s / b + (n - 1) * a
+
+
+def ring_all_to_all_s(size_bytes: float, n: int, bandwidth_bytes_per_s: float,
+                      latency_s: float = 0.0) -> float:
+    """Seconds for an all-to-all on a one-way ring: (n−1)/2 · S/B + (n−1)·α.
+
+    Each participant holds ``S`` bytes, ``S/n`` for each peer. A message to the peer
+    ``d`` hops away crosses ``d`` links, so each link carries
+    Σ_{d=1}^{n−1} d·S/n = (n−1)/2 · S bytes: ``n/2`` times what a switch would need
+    (:func:`direct_all_to_all_s`).
+
+    References
+    ----------
+    Grama et al. (2003), §4.5.1: t = (t_s + t_w·m·p/2)(p−1) with m = S/n.
+
+    Examples
+    --------
+    >>> ring_all_to_all_s(1e9, 4, 1e9)
+    1.5
+    """
+    s, n, b, a = _check(size_bytes, n, bandwidth_bytes_per_s, latency_s)
+    return (n - 1) / 2 * s / b + (n - 1) * a
+
+
+def direct_all_to_all_s(size_bytes: float, n: int, bandwidth_bytes_per_s: float,
+                        latency_s: float = 0.0) -> float:
+    """Seconds for an all-to-all through a switch: (n−1)/n · S/B + (n−1)·α.
+
+    Each participant sends ``S/n`` to each of ``n−1`` peers straight through its own
+    port; the switch is assumed non-blocking. The latency term assumes one
+    exchange per peer, in sequence.
+
+    References
+    ----------
+    Grama et al. (2003), §4.5 (pairwise exchange on a fully connected network).
+
+    Examples
+    --------
+    >>> direct_all_to_all_s(1e9, 4, 1e9)
+    0.75
+    """
+    s, n, b, a = _check(size_bytes, n, bandwidth_bytes_per_s, latency_s)
+    return (n - 1) / n * s / b + (n - 1) * a
+
+
+#: collective name -> cost function (size_bytes, n, bandwidth_bytes_per_s, latency_s)
+COLLECTIVES: dict[str, Callable[..., float]] = {
+    "all_reduce": ring_allreduce_s,
+    "reduce_scatter": ring_reduce_scatter_s,
+    "all_gather": ring_allgather_s,
+    "all_to_all": ring_all_to_all_s,
+    "all_to_all_direct": direct_all_to_all_s,
+}
+
+
+def collective_s(collective: str, size_bytes: float, n: int, bandwidth_bytes_per_s: float,
+                 latency_s: float = 0.0) -> float:
+    """Seconds for the collective called ``collective`` (a key of ``COLLECTIVES``).
+
+    Examples
+    --------
+    >>> collective_s("reduce_scatter", 1e9, 4, 1e9)
+    0.75
+    """
+    collective = choice("collective", collective, COLLECTIVES)
+    return COLLECTIVES[collective](size_bytes, n, bandwidth_bytes_per_s, latency_s)
+
+
+def hierarchical_allreduce_s(size_bytes: float,
+                             levels: Sequence[tuple[int, float] | tuple[int, float, float]]) -> float:
+    """Seconds for an all-reduce done level by level, innermost level first.
+
+    With levels ``(n_0, B_0, α_0), (n_1, B_1, α_1), …``: reduce-scatter the ``S``
+    bytes inside level 0 (each participant keeps ``S/n_0``), recurse on that shard
+    across the next level, all-reduce it across the outermost level, then
+    all-gather back down. Each slow level then carries only a ``1/(n_0 n_1 …)``
+    share of the data. With one level this is :func:`ring_allreduce_s`.
+
+    Parameters
+    ----------
+    size_bytes : float
+        Bytes per participant.
+    levels : sequence of (n, bandwidth_bytes_per_s) or (n, bandwidth_bytes_per_s, latency_s)
+        Participants and per-participant bandwidth at each level, fastest
+        (innermost) first.
+
+    References
+    ----------
+    Jia et al. (2018), §4 (hierarchical all-reduce); Thakur et al. (2005).
+
+    Examples
+    --------
+    >>> hierarchical_allreduce_s(1e9, [(4, 1e9)]) == ring_allreduce_s(1e9, 4, 1e9)
+    True
+    >>> round(hierarchical_allreduce_s(1e9, [(4, 4e9), (2, 1e9)]), 4)   # 2·(3/4)/4 + 2·(1/2)/4
+    0.625
+    """
+    size = positive("size_bytes", size_bytes, allow_zero=True)
+    if isinstance(levels, (str, bytes)) or len(levels) == 0:
+        raise ValueError("levels must be a non-empty sequence of (n, bandwidth_bytes_per_s[, latency_s])")
+    total = 0.0
+    for i, lv in enumerate(levels):
+        if len(lv) not in (2, 3):
+            raise ValueError(f"levels[{i}] must be (n, bandwidth_bytes_per_s[, latency_s]); got {lv!r}")
+        n, b = lv[0], lv[1]
+        a = lv[2] if len(lv) == 3 else 0.0
+        if i == len(levels) - 1:
+            total += ring_allreduce_s(size, n, b, a)
+        else:
+            total += ring_reduce_scatter_s(size, n, b, a) + ring_allgather_s(size, n, b, a)
+            size = size / integer("n", n, minimum=1)
+    return total
+
+
+# --------------------------------------------------------------------- nccl-tests
+
+_BUS = {"all_reduce": lambda n: 2 * (n - 1) / n, "reduce_scatter": lambda n: (n - 1) / n,
+        "all_gather": lambda n: (n - 1) / n, "all_to_all": lambda n: (n - 1) / n,
+        "broadcast": lambda n: 1.0, "reduce": lambda n: 1.0}
+
+
+def bus_factor(collective: str, n: int) -> float:
+    """nccl-tests' factor from algorithm to bus bandwidth.
+
+    2(n−1)/n for all-reduce; (n−1)/n for reduce-scatter, all-gather and
+    all-to-all; 1 for broadcast and reduce.
+
+    References
+    ----------
+    NVIDIA nccl-tests, ``doc/PERFORMANCE.md``.
+
+    Examples
+    --------
+    >>> bus_factor("all_reduce", 16)
+    1.875
+    """
+    collective = choice("collective", collective, _BUS)
+    return _BUS[collective](integer("n", n, minimum=1))
+
+
+def algbw_bytes_per_s(size_bytes: float, time_s: float) -> float:
+    """nccl-tests' algorithm bandwidth: ``S / t``.
+
+    Examples
+    --------
+    >>> from trainium_lab.units import GiB, us
+    >>> round(algbw_bytes_per_s(8 * GiB, 47535 * us) / 1e9, 2)
+    180.71
+    """
+    return positive("size_bytes", size_bytes) / positive("time_s", time_s)
+
+
+def busbw_bytes_per_s(size_bytes: float, time_s: float, n: int,
+                      collective: str = "all_reduce") -> float:
+    """nccl-tests' bus bandwidth: algorithm bandwidth × :func:`bus_factor`.
+
+    Bus bandwidth is what each rank's link actually carried, so it can be
+    compared with the link's rated speed whatever ``n`` is.
+
+    References
+    ----------
+    NVIDIA nccl-tests, ``doc/PERFORMANCE.md`` (its example: 8 GiB all-reduce on 16
+    ranks in 47,535 µs gives 180.71 and 338.82 GB/s).
+
+    Examples
+    --------
+    >>> from trainium_lab.units import GiB, us
+    >>> round(busbw_bytes_per_s(8 * GiB, 47535 * us, 16) / 1e9, 1)   # published: 338.82
+    338.8
+    """
+    return algbw_bytes_per_s(size_bytes, time_s) * bus_factor(collective, n)
+
+
+def latency_crossover_bytes(n: int, bandwidth_bytes_per_s: float, latency_s: float) -> float:
+    """Message size at which a ring collective's latency and bandwidth terms are equal.
+
+    For all-reduce, 2(n−1)α = 2(n−1)/n · S/B gives ``S* = n·α·B`` (the same for
+    reduce-scatter and all-gather). Below ``S*`` the time is mostly latency and
+    stops shrinking in proportion to the size.
+
+    Examples
+    --------
+    >>> latency_crossover_bytes(16, 25e9, 15e-6)
+    6000000.0
+    """
+    n = integer("n", n, minimum=2)
+    return n * positive("latency_s", latency_s) * positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+
+
+def size_sweep(sizes_bytes: Sequence[float], n: int, bandwidth_bytes_per_s: float,
+               latency_s: float = 0.0, collective: str = "all_reduce") -> pd.DataFrame:
+    """Time of one collective over a range of sizes, with and without the latency term.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``size_bytes, time_s, bandwidth_only_s, latency_share, effective_bytes_per_s``
+        (``S / time``, the algorithm bandwidth this model predicts).
+
+    Examples
+    --------
+    >>> df = size_sweep([1e3, 1e9], 16, 25e9, 15e-6)
+    >>> df["latency_share"].round(3).tolist()
+    [1.0, 0.006]
+    """
+    collective = choice("collective", collective, COLLECTIVES)
+    sizes = [positive("sizes_bytes", s) for s in sizes_bytes]
+    f = COLLECTIVES[collective]
+    t = np.array([f(s, n, bandwidth_bytes_per_s, latency_s) for s in sizes])
+    t0 = np.array([f(s, n, bandwidth_bytes_per_s, 0.0) for s in sizes])
+    sizes_arr = np.array(sizes)
+    share = np.divide(t - t0, t, out=np.zeros_like(t), where=t > 0)
+    eff = np.divide(sizes_arr, t, out=np.full_like(t, np.inf), where=t > 0)
+    return pd.DataFrame({"size_bytes": sizes_arr, "time_s": t, "bandwidth_only_s": t0,
+                         "latency_share": share, "effective_bytes_per_s": eff})
+
+
+# --------------------------------------------------------------------- the ring, step by step
+
+
+def ring_allreduce_steps(n: int, step: int) -> pd.DataFrame:
+    """State of a ring all-reduce over ``n`` participants after ``step`` steps.
+
+    Participant ``r`` sends to ``(r+1) % n``. In reduce-scatter step ``k``
+    (``k = 0 … n−2``) participant ``r`` sends its partial sum of chunk
+    ``(r − k) % n``; in all-gather step ``k`` it forwards the finished chunk
+    ``(r + 1 − k) % n``.
+
+    Parameters
+    ----------
+    n : int
+        Participants, 2 to 16.
+    step : int
+        Steps done so far, ``0 … 2(n−1)``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (participant, chunk): ``rank, chunk, contributions`` (how many
+        participants' data the held copy of the chunk includes; ``n`` means fully
+        reduced), ``sending`` (the chunk is what this rank sends in the *next*
+        step), ``phase`` of the next step and ``sent_fraction`` (share of the
+        buffer each participant has sent so far, ``step / n``).
+
+    Examples
+    --------
+    >>> df = ring_allreduce_steps(4, 6)
+    >>> bool((df["contributions"] == 4).all()), float(df["sent_fraction"].iloc[0])
+    (True, 1.5)
+    """
+    n = integer("n", n, minimum=2, maximum=16)
+    step = integer("step", step, minimum=0, maximum=2 * (n - 1))
+    held = np.ones((n, n), dtype=int)  # held[rank, chunk]: contributions included
+    for k in range(step):
+        send = held.copy()
+        for r in range(n):
+            dst = (r + 1) % n
+            if k < n - 1:
+                c = (r - k) % n
+                held[dst, c] = send[dst, c] + send[r, c]
+            else:
+                c = (r + 1 - (k - (n - 1))) % n
+                held[dst, c] = send[r, c]
+    if step < n - 1:
+        phase, chunk_of = "reduce-scatter", lambda r: (r - step) % n
+    elif step < 2 * (n - 1):
+        phase, chunk_of = "all-gather", lambda r: (r + 1 - (step - (n - 1))) % n
+    else:
+        phase, chunk_of = "done", lambda r: -1
+    rows = [dict(rank=r, chunk=c, contributions=int(held[r, c]), sending=c == chunk_of(r),
+                 phase=phase, sent_fraction=step / n) for r in range(n) for c in range(n)]
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------- placed groups
+
+
+def group_collective_s(placement, kind: str, size_bytes: float, collective: str = "all_reduce",
+                       latency_s: float | None = None) -> float:
+    """Seconds for one collective in each group of ``kind`` of a placed job.
+
+    The group's chips form a ring at the speed of the slowest level the group
+    crosses (``placement.level(kind)``), using that level's per-chip bandwidth as
+    the source gives it (scope and direction in ``placement.summary()``). When
+    ``k`` ranks of one chip belong to ``k`` different groups of this kind, those
+    groups run at once and share the chip's links, so each gets ``B/k``. Traffic
+    between logical cores of one chip is not modelled: a group inside one chip
+    costs 0. On a switched level an all-to-all uses :func:`direct_all_to_all_s`.
+
+    Parameters
+    ----------
+    placement : trainium_lab.topology.Placement
+        From :func:`trainium_lab.topology.place`.
+    kind : {"tp", "pp", "dp", "ep"}
+        Which groups.
+    size_bytes : float
+        Bytes per rank (>= 0).
+    collective : str
+        A key of ``COLLECTIVES``.
+    latency_s : float, optional
+        Per-step latency; by default the level's published latency, else 0.
+
+    Returns
+    -------
+    float
+        Seconds (the slowest group's time).
+
+    Examples
+    --------
+    >>> from trainium_lab.topology import place
+    >>> p = place(tp=64, pp=4, dp=2, system="trn2-ultraserver", lnc=2)
+    >>> round(group_collective_s(p, "tp", 2 * 4096 * 16384) * 1e3, 3)   # 16 chips at 1,024 GB/s
+    0.246
+    >>> round(group_collective_s(p, "dp", 2 * 405e9 / 64 / 4, latency_s=0.0), 3)  # per rank, 4 ranks a chip
+    0.506
+    """
+    collective = choice("collective", collective, COLLECTIVES)
+    size = positive("size_bytes", size_bytes, allow_zero=True)
+    groups = placement.groups(kind)
+    worst = groups.loc[groups["level_index"].idxmax()]
+    level = placement.cluster.level(str(worst["level"]))
+    if level.bytes_per_s is None or int(worst["n_chips"]) == 1:
+        return 0.0
+    alpha = (level.latency_s or 0.0) if latency_s is None else positive("latency_s", latency_s, allow_zero=True)
+    if collective == "all_to_all" and level.switched:
+        collective = "all_to_all_direct"
+    sharing = int(groups["sharing"].max())
+    return COLLECTIVES[collective](size * sharing, int(worst["n_chips"]), level.bytes_per_s, alpha)
+
+
+def placement_costs(placement, size_bytes: float | dict[str, float],
+                    collective: str | dict[str, str] = "all_reduce",
+                    latency_s: float | None = None) -> pd.DataFrame:
+    """One row per kind of group: where it runs and what one collective costs there.
+
+    Parameters
+    ----------
+    placement : trainium_lab.topology.Placement
+    size_bytes : float or dict
+        Bytes per rank, one figure for every kind or ``{"tp": ..., "dp": ...}``
+        (kinds left out are skipped).
+    collective : str or dict
+        A key of ``COLLECTIVES``, or one per kind.
+    latency_s : float, optional
+        Per-step latency for every level; default: each level's published latency, else 0.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``placement.summary()`` columns plus ``collective``, ``size_bytes`` and ``time_s``.
+
+    Examples
+    --------
+    >>> from trainium_lab.topology import place
+    >>> p = place(tp=64, pp=4, dp=2, system="trn2-ultraserver", lnc=2)
+    >>> costs = placement_costs(p, {"tp": 2**20, "dp": 2**30})
+    >>> costs["kind"].tolist(), costs["level"].tolist(), (costs["time_s"] * 1e3).round(3).tolist()
+    (['tp', 'dp'], ['instance', 'efa'], [0.002, 171.829])
+    """
+    summary = placement.summary()
+    rows = []
+    for row in summary.to_dict("records"):
+        kind = row["kind"]
+        size = size_bytes.get(kind) if isinstance(size_bytes, dict) else size_bytes
+        coll = collective.get(kind, "all_reduce") if isinstance(collective, dict) else collective
+        if size is None:
+            continue
+        t = group_collective_s(placement, kind, size, coll, latency_s)
+        rows.append({**row, "collective": coll, "size_bytes": float(size), "time_s": t})
+    return pd.DataFrame(rows)
