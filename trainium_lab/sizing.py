@@ -55,7 +55,7 @@ __all__ = [
     "training_flops", "system_flops_per_s", "training_time_s", "instance_days",
     "days_on_instances", "mfu_from_throughput",
     "ModelPreset", "preset", "presets", "presets_table", "parameter_count",
-    "SizingPlan", "size_job",
+    "SizingPlan", "size_job", "plan_memory_table",
 ]
 
 # --------------------------------------------------------------------------- training state
@@ -945,3 +945,43 @@ def size_job(n_params: float, n_tokens: float, *, system: str = "trn2.48xlarge",
         min_systems=None if chips is None else min_systems(chips, sysm.key),
         activation_bytes_per_chip=act, flops=flops,
         instance_days=instance_days(flops, mfu, sysm.key, dtype))
+
+
+def plan_memory_table(plan: SizingPlan) -> pd.DataFrame:
+    """One chip's HBM under a plan, as rows for a bar chart (GiB).
+
+    Rows: the chip's HBM; the state per chip at ``plan.min_chips`` chips
+    (or the unsharded state if it never fits); the activation reserve of the
+    35 % rule; the Korthikanti activation estimate for one micro-batch with no
+    model parallelism, when the plan has a model shape.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``item``, ``gib``, ``kind`` ("available", "needed", "reserve").
+
+    Examples
+    --------
+    >>> plan_memory_table(size_job(8e9, 1e12)).item.tolist()[:2]
+    ['HBM of one chip', 'state per chip (2 chips, ZeRO-3)']
+    """
+    sysm = specs.system(plan.system)
+    hbm = sysm.chip.hbm_bytes
+    if plan.min_chips is None:
+        state_item, state_bytes = "state (does not fit at any DP degree)", plan.state_bytes
+    else:
+        state_bytes = zero_bytes_per_device(
+            plan.n_params, plan.min_chips, plan.zero_stage,
+            RECIPES[plan.recipe].optimizer_bytes_per_param,
+            weight_bytes_per_param=RECIPES[plan.recipe].weights,
+            grad_bytes_per_param=RECIPES[plan.recipe].gradients)
+        if plan.zero_stage == 3:
+            state_bytes = plan.state_bytes / plan.min_chips
+        state_item = (f"state per chip ({plan.min_chips} chip{'s' if plan.min_chips != 1 else ''}, "
+                      f"ZeRO-{plan.zero_stage})")
+    rows = [("HBM of one chip", hbm, "available"), (state_item, state_bytes, "needed"),
+            (f"activation reserve ({plan.activation_share:.0%} of HBM)",
+             hbm * plan.activation_share, "reserve")]
+    if plan.activation_bytes_per_chip is not None:
+        rows.append(("activations, 1 micro-batch, no TP", plan.activation_bytes_per_chip, "needed"))
+    return pd.DataFrame([{"item": i, "gib": b / GiB, "kind": k} for i, b, k in rows])

@@ -1,0 +1,320 @@
+"""Tests for trainium_lab.sizing (chapter 04): published cases, identities, properties, bad input."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainium_lab import sizing, specs
+from trainium_lab.units import GB, GiB, day
+
+# --------------------------------------------------------------------------- published cases
+
+
+def test_405b_state_against_one_ultraserver():
+    # Background document 004 (worked example: a 405B model), checked in
+    # ../shared/reference/published_cases.md: 405e9 x 16 B = 6,035 GiB (6034.97)
+    # against 6,144 GiB of HBM in one Trn2 UltraServer.
+    state = sizing.training_state_bytes(405e9, 16)
+    assert state / GiB == pytest.approx(6034.97, abs=0.01)
+    assert specs.system("trn2-ultraserver").hbm_bytes_total / GiB == pytest.approx(6144)
+    assert state < specs.system("trn2-ultraserver").hbm_bytes_total
+
+
+def test_405b_fully_sharded_over_ultraservers():
+    # Background document 004: fully sharded over 1 / 2 / 4 UltraServers,
+    # 94.3 / 47.1 / 23.6 GiB per chip, 1.7 / 48.9 / 72.4 GiB left (printed to 0.1 GiB).
+    df = sizing.sharded_state_table(405e9 * 16, "trn2-ultraserver", (1, 2, 4))
+    assert df.n_chips.tolist() == [64, 128, 256]
+    assert df.state_gib_per_chip.tolist() == pytest.approx([94.3, 47.1, 23.6], abs=0.05)
+    assert df.left_gib_per_chip.tolist() == pytest.approx([1.7, 48.9, 72.4], abs=0.05)
+
+
+def test_8b_on_1t_tokens_on_trn2():
+    # Background document 000 ("Sizing a training job"): 16 B/param, 35 % of HBM kept for
+    # activations, MFU 40 %, 16 x 667 TFLOP/s: 119 GiB, >= 2 chips, 4.8e22 FLOPs,
+    # ~130 instance-days, ~8 days on 16 instances.
+    plan = sizing.size_job(8e9, 1e12, system="trn2.48xlarge", mfu=0.40)
+    assert plan.state_bytes / GiB == pytest.approx(119, abs=0.5)
+    assert plan.min_chips == 2
+    assert plan.min_systems == 1
+    assert plan.flops == pytest.approx(4.8e22, rel=0.005)
+    assert plan.instance_days == pytest.approx(130, abs=0.5)
+    assert plan.days_on(16) == pytest.approx(8, abs=0.5)
+
+
+def test_70b_on_2t_tokens_on_trn2():
+    # Background document 000: 1,043 GiB of state, >= 17 chips (so two trn2.48xlarge or one
+    # UltraServer), 2,278 instance-days at 40 % MFU.
+    plan = sizing.size_job(70e9, 2e12, system="trn2.48xlarge", mfu=0.40)
+    assert plan.state_bytes / GiB == pytest.approx(1043, abs=0.5)
+    assert plan.min_chips == 17
+    assert plan.min_systems == 2
+    assert sizing.min_systems(plan.min_chips, "trn2-ultraserver") == 1
+    assert plan.instance_days == pytest.approx(2278, abs=0.5)
+
+
+def test_zero_paper_7_5b_on_64_devices():
+    # Rajbhandari et al. 2020 (arXiv:1910.02054), Figure 1: Psi = 7.5B, N_d = 64, K = 12:
+    # 120 GB / 31.4 GB / 16.6 GB / 1.88 GB (decimal GB, three significant figures).
+    got = [sizing.zero_bytes_per_device(7.5e9, 64, s) / GB for s in range(4)]
+    assert got == pytest.approx([120, 31.4, 16.6, 1.88], rel=0.005)
+
+
+def test_korthikanti_gpt3_selective_saving():
+    # Korthikanti et al. 2022 (arXiv:2205.05198) section 5: for GPT-3 (a = 96, s = 2048,
+    # h = 12288) 5as/h = 80, and selective recomputation saves 70 % of activation memory.
+    a, s, h = 96, 2048, 12288
+    assert 5 * a * s / h == 80
+    for tp, sp in [(1, False), (8, True)]:
+        full = sizing.activation_bytes_per_layer(s, 1, h, a, tp=tp, sequence_parallel=sp)
+        sel = sizing.activation_bytes_per_layer(s, 1, h, a, tp=tp, sequence_parallel=sp,
+                                                recompute="selective")
+        assert 1 - sel / full == pytest.approx(0.70, abs=0.005)
+
+
+def test_llama3_405b_training_flops():
+    # Meta, The Llama 3 Herd of Models (arXiv:2407.21783) section 3.2.1: 405B parameters on
+    # 15.6T tokens, 3.8e25 FLOPs (two significant figures).
+    assert sizing.training_flops(405e9, 15.6e12) == pytest.approx(3.8e25, rel=0.01)
+
+
+def test_llama3_exact_parameter_counts():
+    # Exact counts of the released checkpoints, as published on the Hugging Face model pages
+    # (e.g. thamada/modelQuery README: Llama-3-8B 8,030,261,248); computed here from
+    # Meta's configuration in data/model_presets.csv.
+    assert sizing.preset("llama3-8b").exact_params() == 8_030_261_248
+    for p in sizing.presets():
+        assert p.exact_params() == pytest.approx(p.n_params, rel=0.015)
+
+
+def test_presets_match_llama3_paper_table3():
+    # arXiv:2407.21783 Table 3: layers, model dimension, FFN dimension, heads, KV heads.
+    table3 = {"llama3-8b": (32, 4096, 14336, 32, 8), "llama3-70b": (80, 8192, 28672, 64, 8),
+              "llama3-405b": (126, 16384, 53248, 128, 8)}
+    for key, want in table3.items():
+        p = sizing.preset(key)
+        assert (p.n_layers, p.d_model, p.ffn_dim, p.n_heads, p.n_kv_heads) == want
+        assert p.sources  # every preset carries its source titles
+
+
+# --------------------------------------------------------------------------- identities
+
+
+def test_recipes_add_up():
+    assert sizing.recipe("bf16-adam").bytes_per_param == 16
+    assert sizing.recipe("bf16-adam").optimizer_bytes_per_param == 12
+    assert sizing.recipe("bf16-sr-adam").bytes_per_param == 12
+    for r in sizing.RECIPES.values():
+        assert r.bytes_per_param == sum(r.components().values())
+        df = sizing.state_breakdown(1e9, r.key)
+        assert df.bytes.sum() == pytest.approx(1e9 * r.bytes_per_param)
+
+
+def test_zero_stage0_is_replicated_state_and_stage3_divides_it():
+    n = 13e9
+    full = sizing.training_state_bytes(n, 16)
+    for dp in (1, 2, 7, 64):
+        assert sizing.zero_bytes_per_device(n, dp, 0) == pytest.approx(full)
+        assert sizing.zero_bytes_per_device(n, dp, 3) == pytest.approx(full / dp)
+    for s in range(4):  # dp = 1: no sharding at all
+        assert sizing.zero_bytes_per_device(n, 1, s) == pytest.approx(full)
+
+
+def test_activation_table2_identities():
+    s, b, h, a = 4096, 2, 8192, 64
+    sbh = s * b * h
+    # tp = 1: the tensor-parallel formula reduces to sbh(34 + 5as/h)
+    assert sizing.activation_bytes_per_layer(s, b, h, a) == pytest.approx(sbh * (34 + 5 * a * s / h))
+    assert sizing.activation_bytes_per_layer(s, b, h, a, sequence_parallel=True) == \
+        pytest.approx(sizing.activation_bytes_per_layer(s, b, h, a))
+    t = 8
+    assert sizing.activation_bytes_per_layer(s, b, h, a, tp=t) == \
+        pytest.approx(sbh * (10 + 24 / t + 5 * a * s / (h * t)))
+    assert sizing.activation_bytes_per_layer(s, b, h, a, tp=t, sequence_parallel=True) == \
+        pytest.approx(sbh / t * (34 + 5 * a * s / h))
+    assert sizing.activation_bytes_per_layer(s, b, h, a, tp=t, recompute="selective") == \
+        pytest.approx(sbh * (10 + 24 / t))
+    assert sizing.activation_bytes_per_layer(s, b, h, a, tp=t, sequence_parallel=True,
+                                             recompute="selective") == pytest.approx(34 * sbh / t)
+    assert sizing.activation_bytes_per_layer(s, b, h, a, tp=t, recompute="full") == \
+        pytest.approx(2 * sbh)
+    assert sizing.activation_bytes(10, s, b, h, a) == \
+        pytest.approx(10 * sizing.activation_bytes_per_layer(s, b, h, a))
+
+
+def test_flops_and_time_are_consistent():
+    flops = sizing.training_flops(8e9, 1e12)
+    rate = sizing.system_flops_per_s("trn2.48xlarge")
+    assert rate == pytest.approx(16 * specs.chip("trn2").dense_flops_per_s["bf16"])
+    days = sizing.instance_days(flops, 0.4)
+    assert sizing.training_time_s(flops, 0.4, "trn2.48xlarge", 1) / day == pytest.approx(days)
+    assert sizing.days_on_instances(flops, 0.4, 16) == pytest.approx(days / 16)
+    # an UltraServer is four instances: same instance-days, a quarter of the wall-clock time
+    assert sizing.instance_days(flops, 0.4, "trn2-ultraserver") == pytest.approx(days)
+    assert sizing.training_time_s(flops, 0.4, "trn2-ultraserver") / day == pytest.approx(days / 4)
+    # MFU from a throughput is the inverse of time at MFU
+    tokens_per_s = 1e12 / sizing.training_time_s(flops, 0.4)
+    assert sizing.mfu_from_throughput(tokens_per_s, 8e9, 16) == pytest.approx(0.4)
+
+
+def test_attention_term_is_kaplan_6_l_ctx_d():
+    base = sizing.training_flops(8e9, 1e12)
+    with_attn = sizing.training_flops(8e9, 1e12, include_attention=True, n_layers=32,
+                                      seq_len=8192, d_model=4096)
+    assert with_attn - base == pytest.approx(6 * 32 * 8192 * 4096 * 1e12)
+
+
+def test_min_chips_zero_agrees_with_fully_sharded_rule():
+    for n in (8e9, 70e9, 405e9):
+        assert sizing.min_chips_zero(n, 3) == sizing.min_chips_for_state(n * 16)
+    assert sizing.min_chips_zero(70e9, 0) is None  # 1,043 GiB never fits replicated
+    n1 = sizing.min_chips_zero(8e9, 1)
+    room = sizing.usable_state_bytes_per_chip("trn2")
+    assert sizing.zero_bytes_per_device(8e9, n1, 1) <= room < sizing.zero_bytes_per_device(8e9, n1 - 1, 1)
+
+
+def test_plan_memory_table_rows():
+    plan = sizing.size_job(8e9, 1e12, model="llama3-8b", recompute="selective")
+    df = sizing.plan_memory_table(plan)
+    assert df.gib[0] == pytest.approx(specs.chip("trn2").hbm_bytes / GiB)
+    assert df.gib[1] == pytest.approx(plan.state_bytes / plan.min_chips / GiB)
+    assert len(df) == 4
+
+
+# --------------------------------------------------------------------------- properties
+
+pos = st.floats(min_value=1e6, max_value=1e13, allow_nan=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=pos, dp=st.integers(1, 4096), stage=st.integers(0, 2))
+def test_higher_zero_stage_never_uses_more_memory(n, dp, stage):
+    assert sizing.zero_bytes_per_device(n, dp, stage + 1) <= \
+        sizing.zero_bytes_per_device(n, dp, stage) * (1 + 1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=pos, dp=st.integers(1, 4096), stage=st.integers(0, 3))
+def test_more_data_parallelism_never_uses_more_memory(n, dp, stage):
+    assert sizing.zero_bytes_per_device(n, dp + 1, stage) <= \
+        sizing.zero_bytes_per_device(n, dp, stage) * (1 + 1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(s=st.integers(1, 65536), b=st.integers(1, 16), heads=st.sampled_from([8, 32, 64, 128]),
+       t=st.sampled_from([1, 2, 4, 8, 16]), sp=st.booleans())
+def test_activations_grow_with_sequence_and_recompute_saves(s, b, heads, t, sp):
+    h = heads * 128
+    none, sel, full = (sizing.activation_bytes_per_layer(s, b, h, heads, t, sp, m)
+                       for m in sizing.RECOMPUTE_MODES)
+    assert full <= sel <= none
+    assert sizing.activation_bytes_per_layer(s + 1, b, h, heads, t, sp) > none
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=pos, d=pos, mfu=st.floats(0.01, 1.0))
+def test_flops_and_days_scale(n, d, mfu):
+    f = sizing.training_flops(n, d)
+    assert sizing.training_flops(2 * n, d) == pytest.approx(2 * f)
+    assert sizing.instance_days(f, mfu) >= sizing.instance_days(f, min(1.0, mfu * 1.5)) * (1 - 1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(state=st.floats(1e9, 1e15), share=st.floats(0.0, 0.9))
+def test_min_chips_is_the_least_that_fits(state, share):
+    n = sizing.min_chips_for_state(state, "trn2", share)
+    room = sizing.usable_state_bytes_per_chip("trn2", share)
+    assert n * room >= state * (1 - 1e-9)
+    assert (n - 1) * room < state
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+@settings(max_examples=30, deadline=None)
+@given(bad=st.one_of(st.floats(max_value=0.0), st.just(float("nan")), st.just(float("inf"))))
+def test_non_positive_params_or_tokens_raise(bad):
+    with pytest.raises(ValueError, match="n_params"):
+        sizing.training_state_bytes(bad)
+    with pytest.raises(ValueError, match="n_params"):
+        sizing.training_flops(bad, 1e12)
+    with pytest.raises(ValueError, match="n_tokens"):
+        sizing.training_flops(1e9, bad)
+    with pytest.raises(ValueError, match="n_tokens"):
+        sizing.size_job(1e9, bad)
+
+
+@settings(max_examples=30, deadline=None)
+@given(bad=st.one_of(st.floats(max_value=0.0), st.floats(min_value=1.0000001, max_value=1e9)))
+def test_mfu_outside_unit_interval_raises(bad):
+    with pytest.raises(ValueError, match=r"mfu must be (in \(0, 1\]|a finite)"):
+        sizing.instance_days(1e22, bad)
+    with pytest.raises(ValueError, match="mfu"):
+        sizing.size_job(8e9, 1e12, mfu=bad)
+
+
+@settings(max_examples=30, deadline=None)
+@given(stage=st.integers().filter(lambda s: s not in (0, 1, 2, 3)))
+def test_bad_zero_stage_raises(stage):
+    with pytest.raises(ValueError, match="stage"):
+        sizing.zero_bytes_per_device(1e9, 8, stage)
+
+
+@settings(max_examples=30, deadline=None)
+@given(dp=st.integers(max_value=0))
+def test_bad_dp_raises(dp):
+    with pytest.raises(ValueError, match="dp"):
+        sizing.zero_bytes_per_device(1e9, dp, 1)
+
+
+def test_other_bad_input_names_the_parameter():
+    with pytest.raises(ValueError, match="preset must be one of 'llama3-8b'"):
+        sizing.preset("llama3-1t")
+    with pytest.raises(ValueError, match="recompute"):
+        sizing.activation_bytes_per_layer(2048, 1, 4096, 32, recompute="sometimes")
+    with pytest.raises(ValueError, match="tp"):
+        sizing.activation_bytes_per_layer(2048, 1, 4096, 32, tp=0)
+    with pytest.raises(ValueError, match="recipe"):
+        sizing.recipe("fp4-magic")
+    with pytest.raises(ValueError, match="activation_share"):
+        sizing.usable_state_bytes_per_chip("trn2", 1.0)
+    with pytest.raises(ValueError, match="system"):
+        sizing.size_job(8e9, 1e12, system="trn9")
+    with pytest.raises(ValueError, match="n_kv_heads"):
+        sizing.parameter_count(32, 4096, 32, 64, 14336, 128256)
+    with pytest.raises(ValueError, match="MFU"):
+        sizing.mfu_from_throughput(1e9, 8e9, 16)  # more than peak
+    with pytest.raises(ValueError, match="include_attention"):
+        sizing.training_flops(8e9, 1e12, include_attention=True)
+
+
+# --------------------------------------------------------------------------- widget
+
+
+def test_calculator_updates_fast_and_shows_bad_input_inline():
+    from trainium_lab.widgets.sizing import sizing_calculator
+
+    e = sizing_calculator()
+    assert e.last_error is None and "119.2 GiB" in e.summary.value
+    times = []
+    for name, value in [("model", "llama3-405b"), ("zero_stage", 1), ("system", "trn2-ultraserver"),
+                        ("recipe", "bf16-sr-adam"), ("mfu", 0.3), ("model", "llama3-70b")]:
+        t0 = time.perf_counter()
+        e.controls[name].value = value
+        times.append(time.perf_counter() - t0)
+        assert e.last_error is None
+    assert sorted(times)[len(times) // 2] < 0.1  # median update well under 100 ms
+    e.controls["mfu"].value = 1.5
+    assert "mfu must be in (0, 1]" in e.last_error
+    e.controls["mfu"].value = 0.4
+    e.controls["model"].value = "custom"
+    e.controls["n_params_billion"].value = -5.0
+    assert "n_params_billion" in e.last_error
+    e.controls["n_params_billion"].value = 70.0
+    assert e.last_error is None
+    assert "782.3 GiB" in e.summary.value  # 70e9 x 12 B (the stochastic-rounding recipe still set)
