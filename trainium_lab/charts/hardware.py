@@ -1,0 +1,149 @@
+"""Charts for chapter 01 (hardware). Encodings only: the numbers come from
+``trainium_lab.roofline`` and ``trainium_lab.cores``."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from altair.utils.schemapi import debug_mode
+
+from trainium_lab.charts.base import PALETTE, base
+
+__all__ = ["roofline_chart", "generations_chart", "neuroncore_chart", "utilisation_chart",
+           "core_counts_chart"]
+
+def _records(df: pd.DataFrame) -> alt.InlineData:
+    """Inline values for small frames: skips Altair's DataFrame sanitising, which costs
+    milliseconds per layer on every widget update. Frames must hold no NaN."""
+    cols = list(df.columns)
+    values = [{c: (v.item() if hasattr(v, "item") else v) for c, v in zip(cols, row)}
+              for row in zip(*(df[c].to_numpy() for c in cols))]
+    return alt.InlineData(values=values)
+
+
+_BOUND_COLORS = alt.Scale(domain=["HBM", "tensor engine"], range=["#e15759", "#59a14f"])
+
+
+def roofline_chart(curves: pd.DataFrame, point: pd.DataFrame | None = None, *,
+                   title: str = "Roofline: attainable FLOP/s against arithmetic intensity") -> alt.LayerChart:
+    """Log-log roofline(s), with an optional matmul placed on it.
+
+    Parameters
+    ----------
+    curves : DataFrame
+        From ``roofline.roofline_curve`` (one or several devices concatenated): columns
+        ``device``, ``dtype``, ``intensity``, ``tflops``.
+    point : DataFrame, optional
+        Columns ``intensity``, ``tflops`` (attainable), ``bound``, ``label``.
+    """
+    with debug_mode(False):  # skip per-object schema validation: widget updates stay fast
+        return _roofline_layers(curves, point, title)
+
+
+def _roofline_layers(curves, point, title):
+    lines = base(_records(curves[["device", "dtype", "intensity", "tflops"]]), title=title).mark_line(strokeWidth=2.5).encode(
+        x=alt.X("intensity:Q", scale=alt.Scale(type="log"),
+                title="arithmetic intensity (FLOP per byte of HBM traffic)"),
+        y=alt.Y("tflops:Q", scale=alt.Scale(type="log"), title="attainable TFLOP/s"),
+        color=alt.Color("device:N", title="roof"),
+        tooltip=[alt.Tooltip("device:N"), alt.Tooltip("dtype:N"),
+                 alt.Tooltip("intensity:Q", format=",.3g", title="FLOP/byte"),
+                 alt.Tooltip("tflops:Q", format=",.4g", title="TFLOP/s")],
+    )
+    if point is None:
+        return alt.layer(lines)
+    dot = alt.Chart(_records(point)).mark_point(size=180, filled=True, opacity=1, shape="diamond").encode(
+        x=alt.X("intensity:Q"), y=alt.Y("tflops:Q"),
+        fill=alt.Fill("bound:N", scale=_BOUND_COLORS, title="bound by"),
+        tooltip=[alt.Tooltip("label:N", title="matmul"), alt.Tooltip("bound:N", title="bound by"),
+                 alt.Tooltip("intensity:Q", format=",.3g", title="FLOP/byte"),
+                 alt.Tooltip("tflops:Q", format=",.4g", title="TFLOP/s")],
+    )
+    text = alt.Chart(_records(point)).mark_text(align="left", dx=9, dy=-9, fontSize=11).encode(
+        x=alt.X("intensity:Q"), y=alt.Y("tflops:Q"), text=alt.Text("label:N"))
+    return alt.layer(lines, dot, text)
+
+
+def generations_chart(df: pd.DataFrame) -> alt.LayerChart:
+    """Dense BF16 TFLOP/s against HBM TB/s, one labelled point per chip.
+
+    ``df`` is ``cores.generations_table()``: columns ``name``, ``kind``, ``tier``,
+    ``bf16_tflops``, ``hbm_tb_per_s``, ``ridge_bf16``, ``hbm_gib``.
+    """
+    enc = dict(
+        x=alt.X("hbm_tb_per_s:Q", title="HBM bandwidth per chip (TB/s)"),
+        y=alt.Y("bf16_tflops:Q", title="dense BF16 TFLOP/s per chip"),
+    )
+    pts = base(df, title="Compute against memory bandwidth (shape = source tier)",
+               height=300).mark_point(size=140, filled=True).encode(
+        **enc,
+        color=alt.Color("kind:N", title=None, scale=alt.Scale(
+            domain=["trainium", "comparison"], range=["#f28e2b", "#4e79a7"])),
+        shape=alt.Shape("tier:N", title="source tier"),
+        tooltip=[alt.Tooltip("name:N"), alt.Tooltip("tier:N", title="source tier"),
+                 alt.Tooltip("bf16_tflops:Q", format=",.0f", title="BF16 TFLOP/s"),
+                 alt.Tooltip("hbm_tb_per_s:Q", format=",.2f", title="HBM TB/s"),
+                 alt.Tooltip("hbm_gib:Q", format=",.0f", title="HBM GiB"),
+                 alt.Tooltip("ridge_bf16:Q", format=",.0f", title="ridge (FLOP/byte)")],
+    )
+    labels = alt.Chart(df).mark_text(align="left", dx=8, fontSize=11).encode(**enc, text=alt.Text("name:N"))
+    return alt.layer(pts, labels)
+
+
+def neuroncore_chart(blocks: pd.DataFrame, *, title: str = "One NeuronCore and what feeds it") -> alt.LayerChart:
+    """A block diagram from ``cores.neuroncore_blocks``: rectangles with multi-line labels."""
+    none = alt.Axis(labels=False, ticks=False, domain=False, grid=False, title=None)
+    rects = base(blocks, title=title, width=640, height=340).mark_rect(
+        stroke="#333", strokeWidth=1, cornerRadius=4, opacity=0.85).encode(
+        x=alt.X("x:Q", axis=none, scale=alt.Scale(domain=[0, 100])), x2=alt.X2("x2:Q"),
+        y=alt.Y("y:Q", axis=none, scale=alt.Scale(domain=[0, 100])), y2=alt.Y2("y2:Q"),
+        color=alt.Color("kind:N", title=None, scale=alt.Scale(
+            domain=["engine", "on-chip SRAM", "data movement", "device memory"],
+            range=["#f28e2b", "#76b7b2", "#bab0ac", "#4e79a7"])),
+        tooltip=[alt.Tooltip("block:N"), alt.Tooltip("label:N")],
+    )
+    text = alt.Chart(blocks).transform_calculate(
+        cx="(datum.x + datum.x2) / 2", cy="(datum.y + datum.y2) / 2").mark_text(
+        lineBreak="\n", fontSize=10, baseline="middle").encode(
+        x=alt.X("cx:Q", axis=none), y=alt.Y("cy:Q", axis=none), text=alt.Text("label:N"))
+    return alt.layer(rects, text).configure_view(stroke=None)
+
+
+def utilisation_chart(df: pd.DataFrame, *, title: str = "Tensor-engine array utilisation") -> alt.Chart:
+    """Utilisation (0-1) against one matmul dimension, from ``roofline.utilisation_curve``.
+
+    Columns ``dim``, ``utilisation``, ``tiles`` and optionally ``case`` (one line each).
+    """
+    color = alt.Color("case:N", title=None) if "case" in df.columns else alt.value(PALETTE[0])
+    return base(df, title=title).mark_line(interpolate="step-after", point=False).encode(
+        x=alt.X("dim:Q", title="dimension size (k, or m and k together)"),
+        y=alt.Y("utilisation:Q", title="fraction of the array doing useful work",
+                scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
+        color=color,
+        tooltip=[alt.Tooltip("dim:Q"), alt.Tooltip("utilisation:Q", format=".1%"),
+                 alt.Tooltip("tiles:Q", title="stationary tiles")],
+    )
+
+
+def core_counts_chart(long: pd.DataFrame, *, title: str = "Chips, physical and logical NeuronCores") -> alt.LayerChart:
+    """Grouped bars from ``cores.core_count_table(...).attrs["long"]``: columns ``level``,
+    ``what``, ``count``."""
+    with debug_mode(False):
+        return _core_counts_layers(long, title)
+
+
+def _core_counts_layers(long, title):
+    enc = dict(
+        y=alt.Y("level:N", sort=None, title=None),
+        yOffset=alt.YOffset("what:N", sort=None),
+        x=alt.X("count:Q", title="count", scale=alt.Scale(type="symlog")),
+    )
+    data = _records(long)
+    bars = base(data, title=title, height=60 * long["level"].nunique()).mark_bar().encode(
+        **enc, color=alt.Color("what:N", sort=None, title=None,
+                               scale=alt.Scale(range=["#4e79a7", "#bab0ac", "#f28e2b"])),
+        tooltip=[alt.Tooltip("level:N"), alt.Tooltip("what:N"), alt.Tooltip("count:Q", format=",")])
+    text = alt.Chart(data).mark_text(align="left", dx=3, fontSize=10).encode(
+        **enc, text=alt.Text("count:Q", format=","))
+    return alt.layer(bars, text)

@@ -1,0 +1,515 @@
+"""What bounds a matrix multiply: the roofline model and the 128 x 128 tensor engine.
+
+A matmul ``C[m, n] = A[m, k] @ B[k, n]`` does ``2·m·n·k`` FLOPs and, at the very least,
+reads A and B from HBM once and writes C once. Its time on a chip is at least the larger
+of the two times those take at the chip's peak rates; which one is larger names the
+binding resource (Williams, Waterman and Patterson 2009). Whether the tensor engine can
+run at its peak at all depends on how the shape fills its 128 x 128 array of processing
+elements (the tiling rules of the AWS NKI architecture guides).
+
+Every hardware figure comes from :mod:`trainium_lab.specs`; the chips are ``"trn1"``,
+``"trn2"``, ``"trn3"`` and the comparison accelerators (``"h100"``, ``"tpu-v6e"``...).
+
+References
+----------
+S. Williams, A. Waterman, D. Patterson, "Roofline: an insightful visual performance model
+for multicore architectures", Communications of the ACM 52(4), 2009.
+AWS Neuron docs, "Trainium/Inferentia2 Architecture Guide for NKI" (tensor engine tile
+sizes: contraction dimension on at most 128 partitions, stationary free size at most 128,
+output accumulated in FP32 in PSUM).
+OCP Microscaling Formats (MX) Specification v1.0, 2023 (one 8-bit shared scale per block
+of 32 elements).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable
+
+import ml_dtypes
+import numpy as np
+import pandas as pd
+
+from trainium_lab import specs
+from trainium_lab._validate import UnknownNameError, integer, positive
+
+__all__ = [
+    "Device", "device", "device_names", "bytes_per_element", "matmul_flops", "matmul_bytes",
+    "arithmetic_intensity", "ridge_point", "square_size_at_ridge", "MatmulBound",
+    "matmul_bound", "ArrayUtilisation", "array_utilisation", "roofline_curve",
+    "utilisation_curve", "ridge_table",
+]
+
+#: numpy / ml_dtypes element type for each canonical dtype key of ``specs.DTYPE_ALIASES``
+_ELEMENT_TYPES = {
+    "bf16": ml_dtypes.bfloat16, "fp16": np.float16, "fp32": np.float32,
+    # TF32 is a compute mode: its operands are stored as FP32 (4 bytes).
+    "tf32": np.float32,
+    "fp8": ml_dtypes.float8_e4m3fn, "mxfp8": ml_dtypes.float8_e4m3fn,
+    "fp4": ml_dtypes.float4_e2m1fn, "mxfp4": ml_dtypes.float4_e2m1fn,
+}
+#: MX formats share one E8M0 scale per block of 32 elements (OCP MX spec v1.0, section 5)
+_MX_BLOCK = 32
+_MX_SCALE_TYPE = ml_dtypes.float8_e8m0fnu
+
+
+@dataclass(frozen=True)
+class Device:
+    """The two roofs of one processor: peak dense FLOP/s per dtype and HBM bytes/s.
+
+    ``kind`` is ``"trainium"`` for the three Trainium chips and ``"comparison"`` for the
+    GPUs and TPUs, whose figures come from vendor pages or secondary compilations
+    (``tier``).
+    """
+
+    key: str
+    name: str
+    kind: str
+    dense_flops_per_s: specs.DtypeTable
+    hbm_bytes_per_s: float
+    tier: str
+
+
+def device_names() -> tuple[str, ...]:
+    """Keys accepted as ``chip``: the Trainium chips, then the comparison accelerators.
+
+    >>> device_names()[:3]
+    ('trn1', 'trn2', 'trn3')
+    """
+    return tuple(c.key for c in specs.chips()) + tuple(a.key for a in specs.accelerators())
+
+
+def device(chip: str) -> Device:
+    """Look up a Trainium chip or a comparison accelerator by name.
+
+    Parameters
+    ----------
+    chip : str
+        ``"trn1"``, ``"trn2"``, ``"trn3"`` (or ``"Trainium2"``...), or an accelerator key
+        such as ``"h100"`` or ``"tpu-v6e"``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name; the message names ``chip`` and lists the known names.
+
+    Examples
+    --------
+    >>> device("Trainium2").hbm_bytes_per_s / 1e12
+    2.9
+    >>> device("h100").kind
+    'comparison'
+    """
+    try:
+        c = specs.chip(chip)
+    except ValueError:
+        pass
+    else:
+        return Device(c.key, c.name, "trainium", c.dense_flops_per_s, c.hbm_bytes_per_s,
+                      specs.fact(c.key, "hbm_bytes_per_s").source_tier)
+    try:
+        a = specs.accelerator(chip)
+    except ValueError:
+        listed = ", ".join(repr(k) for k in device_names())
+        raise UnknownNameError(f"chip must be one of {listed}; got {chip!r}") from None
+    return Device(a.key, a.name, "comparison", a.dense_flops_per_s, a.hbm_bytes_per_s,
+                  specs.fact(a.key, "hbm_bytes_per_s").source_tier)
+
+
+def _dtype_key(dtype: str) -> str:
+    key = specs.DTYPE_ALIASES.get(dtype.lower()) if isinstance(dtype, str) else None
+    if key is None:
+        listed = ", ".join(repr(k) for k in specs.DTYPE_ALIASES)
+        raise UnknownNameError(f"dtype must be one of {listed}; got {dtype!r}")
+    return key
+
+
+def bytes_per_element(dtype: str) -> float:
+    """Bytes one element of ``dtype`` takes in memory.
+
+    Read from the element type's bit width (numpy / ml_dtypes). TF32 operands are stored
+    as FP32. MX formats add their shared 8-bit scale, one per 32 elements (OCP MX v1.0).
+
+    Parameters
+    ----------
+    dtype : str
+        ``"bf16"``/``"bfloat16"``, ``"fp16"``, ``"tf32"``, ``"fp32"``, ``"fp8"``/
+        ``"float8_e4m3fn"``/``"float8_e5m2"``, ``"mxfp8"``, ``"mxfp4"``, ``"fp4"``.
+
+    Returns
+    -------
+    float
+        Bytes per element.
+
+    Examples
+    --------
+    >>> bytes_per_element("bfloat16"), bytes_per_element("fp8"), bytes_per_element("tf32")
+    (2.0, 1.0, 4.0)
+    >>> bytes_per_element("mxfp4")
+    0.53125
+    """
+    key = _dtype_key(dtype)
+    bits = ml_dtypes.finfo(_ELEMENT_TYPES[key]).bits
+    if key.startswith("mx"):
+        bits += ml_dtypes.finfo(_MX_SCALE_TYPE).bits / _MX_BLOCK
+    return bits / 8
+
+
+def _dims(m, n, k) -> tuple[int, int, int]:
+    return integer("m", m), integer("n", n), integer("k", k)
+
+
+def matmul_flops(m: int, n: int, k: int) -> float:
+    """FLOPs of ``C[m, n] = A[m, k] @ B[k, n]``: one multiply and one add per term, ``2·m·n·k``.
+
+    >>> matmul_flops(128, 512, 128)
+    16777216.0
+    """
+    m, n, k = _dims(m, n, k)
+    return 2.0 * m * n * k
+
+
+def matmul_bytes(m: int, n: int, k: int, dtype: str) -> float:
+    """Bytes a matmul must move at least: read A (m×k) and B (k×n), write C (m×n) once.
+
+    All three at ``dtype``'s size. This is the lower bound of the roofline model: a real
+    kernel that cannot keep its tiles on chip re-reads some of them.
+
+    >>> matmul_bytes(4096, 4096, 4096, "bf16") / 2**20
+    96.0
+    """
+    m, n, k = _dims(m, n, k)
+    return float(m * k + k * n + m * n) * bytes_per_element(dtype)
+
+
+def arithmetic_intensity(m: int, n: int, k: int, dtype: str) -> float:
+    """FLOPs per byte of HBM traffic, ``2mnk / ((mk + kn + mn)·bytes)``.
+
+    For a square matmul of size s this is ``s / (3·bytes/2)``: s/3 in BF16.
+
+    >>> round(arithmetic_intensity(4096, 4096, 4096, "bf16"), 1)
+    1365.3
+    >>> round(arithmetic_intensity(1, 8192, 8192, "bf16"), 2)
+    1.0
+    """
+    return matmul_flops(m, n, k) / matmul_bytes(m, n, k, dtype)
+
+
+def ridge_point(chip: str, dtype: str = "bf16") -> float:
+    """The chip's ridge point: peak dense FLOP/s for ``dtype`` over HBM bytes/s (FLOP/byte).
+
+    A kernel whose arithmetic intensity is below the ridge point cannot reach peak
+    compute: HBM binds first.
+
+    Parameters
+    ----------
+    chip : str
+        A Trainium chip or comparison accelerator (see :func:`device_names`).
+    dtype : str
+        A dtype the chip has a dense rate for in ``data/`` (Trainium3 has ``mxfp8``, not
+        ``fp8``).
+
+    Returns
+    -------
+    float
+        FLOP per byte.
+
+    References
+    ----------
+    Williams, Waterman and Patterson (2009); rates from ``data/chips.csv``.
+
+    Examples
+    --------
+    >>> round(ridge_point("trn2", "bf16"))
+    230
+    >>> round(ridge_point("trn1", "fp32"))
+    54
+    """
+    d = device(chip)
+    return d.dense_flops_per_s[dtype] / d.hbm_bytes_per_s
+
+
+def square_size_at_ridge(chip: str, dtype: str = "bf16") -> float:
+    """The size s at which a square s×s×s matmul's intensity equals the ridge point.
+
+    From ``2s³ / (3s²·bytes) = ridge``: ``s = 1.5·bytes·ridge``. Smaller squares are
+    HBM-bound, larger ones compute-bound.
+
+    >>> round(square_size_at_ridge("trn2", "bf16"))
+    690
+    """
+    return 1.5 * bytes_per_element(dtype) * ridge_point(chip, dtype)
+
+
+@dataclass(frozen=True)
+class ArrayUtilisation:
+    """How a matmul shape fills a ``rows × cols`` tensor-engine array.
+
+    The contraction dimension k runs down the array's rows (the SBUF partitions) and
+    m (the stationary operand's free size) across its columns; n streams through.
+    Each dimension is cut into ``ceil(dim / size)`` tiles and the last tile is padded.
+    """
+
+    m: int
+    n: int
+    k: int
+    rows: int
+    cols: int
+    k_tiles: int
+    m_tiles: int
+    k_fill: float
+    m_fill: float
+
+    @property
+    def utilisation(self) -> float:
+        """Fraction of processing elements doing useful work, ``k_fill · m_fill``."""
+        return self.k_fill * self.m_fill
+
+    @property
+    def tiles(self) -> int:
+        """Stationary tiles loaded: ``k_tiles · m_tiles``."""
+        return self.k_tiles * self.m_tiles
+
+
+def array_utilisation(m: int, n: int, k: int, chip: str = "trn2") -> ArrayUtilisation:
+    """The fraction of the tensor engine's array a matmul shape keeps busy.
+
+    The NKI guides map the contraction dimension k onto the array's rows (at most
+    ``sbuf_partitions`` = ``tensor_rows`` = 128 per instruction) and the stationary
+    operand's free dimension m onto its columns (at most ``tensor_cols`` = 128); n streams
+    through. A dimension that is not a multiple of the array size leaves the last tile
+    part-empty: ``fill = dim / (ceil(dim / size) · size)``.
+
+    Parameters
+    ----------
+    m, n, k : int
+        Matmul dimensions (>= 1): ``C[m, n] = A[m, k] @ B[k, n]``.
+    chip : str
+        A Trainium chip; its NeuronCore's array size comes from ``data/cores.csv``.
+
+    Returns
+    -------
+    ArrayUtilisation
+
+    References
+    ----------
+    AWS Neuron docs, "Trainium/Inferentia2 Architecture Guide for NKI", Tensor Engine:
+    Tile Size (``stationary`` free size <= 128, partition size <= 128).
+
+    Examples
+    --------
+    >>> array_utilisation(4096, 4096, 4096).utilisation
+    1.0
+    >>> u = array_utilisation(100, 512, 100)
+    >>> round(u.utilisation, 3), u.tiles
+    (0.61, 1)
+    >>> round(array_utilisation(1, 8192, 8192).utilisation, 4)
+    0.0078
+    >>> round(array_utilisation(128, 128, 129).k_fill, 3)
+    0.504
+    """
+    m, n, k = _dims(m, n, k)
+    core = specs.chip(chip).core
+    rows, cols = core.tensor_rows, core.tensor_cols
+    k_tiles, m_tiles = math.ceil(k / rows), math.ceil(m / cols)
+    return ArrayUtilisation(m, n, k, rows, cols, k_tiles, m_tiles,
+                            k / (k_tiles * rows), m / (m_tiles * cols))
+
+
+@dataclass(frozen=True)
+class MatmulBound:
+    """A matmul's time lower bound on one chip, and which resource sets it."""
+
+    m: int
+    n: int
+    k: int
+    dtype: str
+    chip: str
+    flops: float
+    bytes: float
+    intensity_flop_per_byte: float
+    ridge_flop_per_byte: float
+    peak_flops_per_s: float
+    hbm_bytes_per_s: float
+    utilisation: float
+    compute_s: float
+    memory_s: float
+
+    @property
+    def time_s(self) -> float:
+        """The lower bound: ``max(compute_s, memory_s)`` (compute and data movement overlap)."""
+        return max(self.compute_s, self.memory_s)
+
+    @property
+    def bound(self) -> str:
+        """``"tensor engine"`` if compute takes at least as long as HBM traffic, else ``"HBM"``."""
+        return "tensor engine" if self.compute_s >= self.memory_s else "HBM"
+
+    @property
+    def achieved_flops_per_s(self) -> float:
+        """FLOPs over the time bound: the best rate this matmul can reach."""
+        return self.flops / self.time_s
+
+    @property
+    def fraction_of_peak(self) -> float:
+        """``achieved_flops_per_s / peak_flops_per_s``."""
+        return self.achieved_flops_per_s / self.peak_flops_per_s
+
+
+def matmul_bound(m: int, n: int, k: int, dtype: str = "bf16", chip: str = "trn2", *,
+                 tiled: bool = False) -> MatmulBound:
+    """Lower bound on a matmul's time on one chip and the binding resource.
+
+    ``compute_s = 2mnk / peak`` and ``memory_s = (mk + kn + mn)·bytes / HBM bytes/s``;
+    the bound is their maximum and the binding resource the larger of the two. With
+    ``tiled=True`` the tensor-engine time also pays for the padded part of the 128 × 128
+    array (``peak · utilisation``; Trainium chips only).
+
+    Parameters
+    ----------
+    m, n, k : int
+        Matmul dimensions (>= 1): ``C[m, n] = A[m, k] @ B[k, n]``.
+    dtype : str
+        Operand dtype; sets both the peak rate and the bytes per element.
+    chip : str
+        A Trainium chip or a comparison accelerator.
+    tiled : bool
+        Charge the tensor engine for part-empty tiles (see :func:`array_utilisation`).
+
+    Returns
+    -------
+    MatmulBound
+        ``time_s``, ``bound`` ("tensor engine" or "HBM") and the terms behind them.
+
+    References
+    ----------
+    Williams, Waterman and Patterson (2009), the roofline model.
+
+    Examples
+    --------
+    >>> b = matmul_bound(4096, 4096, 4096, "bf16", "trn2")
+    >>> b.bound, round(b.time_s * 1e6)
+    ('tensor engine', 206)
+    >>> b = matmul_bound(8, 8192, 8192, "bf16", "trn2")
+    >>> b.bound, round(b.time_s * 1e6, 1)
+    ('HBM', 46.4)
+    """
+    m, n, k = _dims(m, n, k)
+    d = device(chip)
+    peak = d.dense_flops_per_s[dtype]
+    flops = matmul_flops(m, n, k)
+    moved = matmul_bytes(m, n, k, dtype)
+    if tiled:
+        if d.kind != "trainium":
+            raise ValueError(f"tiled=True needs a Trainium chip (trn1, trn2, trn3); got chip={chip!r}")
+        util = array_utilisation(m, n, k, d.key).utilisation
+    else:
+        util = 1.0
+    return MatmulBound(m, n, k, d.dense_flops_per_s.key(dtype), d.key, flops, moved,
+                       flops / moved, peak / d.hbm_bytes_per_s, peak, d.hbm_bytes_per_s,
+                       util, flops / (peak * util), moved / d.hbm_bytes_per_s)
+
+
+def roofline_curve(chip: str, dtype: str = "bf16", *, low: float = 0.1,
+                   high: float = 1e5, n_points: int = 2) -> pd.DataFrame:
+    """Points on a chip's roofline: attainable FLOP/s against arithmetic intensity.
+
+    ``attainable = min(peak, intensity · HBM bytes/s)``. The ridge point is always
+    included, so two end points and the ridge draw the roof exactly on log-log axes.
+
+    Parameters
+    ----------
+    chip, dtype : str
+        As for :func:`ridge_point`.
+    low, high : float
+        Intensity range in FLOP/byte (0 < low < high).
+    n_points : int
+        Log-spaced points between ``low`` and ``high`` (>= 2), plus the ridge.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``device``, ``dtype``, ``intensity`` (FLOP/byte), ``flops_per_s``,
+        ``tflops`` (TFLOP/s), ``region`` ("HBM" or "tensor engine"), ``tier``.
+
+    Examples
+    --------
+    >>> df = roofline_curve("trn2", "bf16")
+    >>> len(df), round(df.tflops.max())
+    (3, 667)
+    """
+    low = positive("low", low)
+    high = positive("high", high)
+    if high <= low:
+        raise ValueError(f"high must be > low ({low:g}), got {high!r}")
+    n_points = integer("n_points", n_points, minimum=2)
+    d = device(chip)
+    peak = d.dense_flops_per_s[dtype]
+    ridge = peak / d.hbm_bytes_per_s
+    x = np.unique(np.concatenate([np.geomspace(low, high, n_points),
+                                  [ridge] if low < ridge < high else []]))
+    y = np.minimum(peak, x * d.hbm_bytes_per_s)
+    return pd.DataFrame({
+        "device": d.name, "dtype": d.dense_flops_per_s.key(dtype), "intensity": x,
+        "flops_per_s": y, "tflops": y / 1e12,
+        "region": np.where(x < ridge, "HBM", "tensor engine"), "tier": d.tier,
+    })
+
+
+def utilisation_curve(dims: Iterable[int], *, chip: str = "trn2", other: int | None = None) -> pd.DataFrame:
+    """Array utilisation as one dimension (k, and m with it) sweeps ``dims``.
+
+    Parameters
+    ----------
+    dims : iterable of int
+        Values of k to try (each >= 1).
+    chip : str
+        A Trainium chip.
+    other : int, optional
+        Fix m at this value; by default m = k (a square tile problem).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``dim``, ``m``, ``k``, ``utilisation``, ``tiles``.
+
+    Examples
+    --------
+    >>> utilisation_curve([128, 129, 256], other=128).utilisation.round(3).tolist()
+    [1.0, 0.504, 1.0]
+    """
+    rows = []
+    for dim in dims:
+        m = dim if other is None else other
+        u = array_utilisation(m, 512, dim, chip)
+        rows.append({"dim": u.k, "m": u.m, "k": u.k, "utilisation": u.utilisation,
+                     "tiles": u.tiles})
+    if not rows:
+        raise ValueError("dims must hold at least one dimension")
+    return pd.DataFrame(rows)
+
+
+def ridge_table(chips: Iterable[str] | None = None) -> pd.DataFrame:
+    """Ridge points of every chip for every dtype it has a dense rate for.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``chip``, ``name``, ``kind``, ``dtype``, ``tflops``, ``hbm_tb_per_s``,
+        ``ridge`` (FLOP/byte), ``tier``.
+
+    Examples
+    --------
+    >>> t = ridge_table(["trn2"])
+    >>> t.set_index("dtype").loc["bf16", "ridge"].round()
+    np.float64(230.0)
+    """
+    rows = []
+    for name in (device_names() if chips is None else chips):
+        d = device(name)
+        for dtype, rate in d.dense_flops_per_s.items():
+            rows.append({"chip": d.key, "name": d.name, "kind": d.kind, "dtype": dtype,
+                         "tflops": rate / 1e12, "hbm_tb_per_s": d.hbm_bytes_per_s / 1e12,
+                         "ridge": rate / d.hbm_bytes_per_s, "tier": d.tier})
+    return pd.DataFrame(rows)
