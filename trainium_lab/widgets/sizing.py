@@ -9,7 +9,7 @@ import ipywidgets as W
 from trainium_lab import sizing, specs
 from trainium_lab._validate import positive
 from trainium_lab.charts.sizing import plan_memory_chart
-from trainium_lab.units import GiB, format_bytes, format_flops
+from trainium_lab.units import GiB, day, format_bytes, format_flops
 from trainium_lab.widgets.base import Explorer, benchmarked
 
 CUSTOM = "custom"
@@ -34,6 +34,7 @@ def _render(result):
 def _describe(result) -> str:
     plan = result[0]
     sysm = specs.system(plan.system)
+    one_system = sizing.training_time_s(plan.flops, plan.mfu, plan.system) / day
     if plan.min_chips is None:
         chips = (f"does <b>not fit</b> with ZeRO-{plan.zero_stage} at any data-parallel degree: "
                  "shard more (a higher stage) or add tensor/pipeline parallelism (chapter 05)")
@@ -48,11 +49,13 @@ def _describe(result) -> str:
     return (f"State: <b>{format_bytes(plan.state_bytes)}</b> "
             f"({sizing.RECIPES[plan.recipe].bytes_per_param:g} bytes/param); {chips}.{act}"
             f"<br>Compute: <b>{format_flops(plan.flops)}</b> = <b>{plan.instance_days:,.0f}</b> "
-            f"instance-days at {plan.mfu:.0%} MFU (≈ {plan.days_on(16):,.1f} days on 16 instances)."
+            f"instance-days at {plan.mfu:.0%} MFU: {one_system:,.1f} days on one "
+            f"{html.escape(sysm.name)} ({sysm.n_instances} instance{'s' if sysm.n_instances != 1 else ''}), "
+            f"{plan.days_on(16):,.1f} days on 16 instances."
             "<br><i>MFU is the least certain number here: measure yours on a short run.</i>")
 
 
-@benchmarked(("model", "llama3-405b"), ("zero_stage", 1), ("mfu", 0.3), ("system", "trn2-ultraserver"))
+@benchmarked(("model", "llama3-405b"), ("system", "trn2-ultraserver"), ("zero_stage", 1), ("mfu", 0.3))
 def sizing_calculator(model: str = "llama3-8b", tokens_trillion: float = 1.0) -> Explorer:
     """The chapter's calculator: dropdowns and boxes in, a plan and one chip's HBM out."""
     controls = {
