@@ -1,0 +1,212 @@
+"""Tests for trainium_lab.collectives: published worked numbers, identities, properties."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainium_lab import collectives as c
+from trainium_lab import specs, topology
+from trainium_lab.units import GB, GiB, ms, us
+
+INTRA = specs.link("trn2-neuronlink-intra").bytes_per_s
+INTER = specs.link("trn2-neuronlink-inter").bytes_per_s
+EFA = specs.link("trn2-efa").bytes_per_s
+ACT = 2 * 4096 * 16384        # BF16 activation block, seq 4096 x hidden 16384 (seed 004)
+GRAD = 2 * 405e9 / 64         # BF16 gradient shard per chip, 405B on 64 chips (seed 004)
+
+sizes = st.floats(min_value=0.0, max_value=1e13, allow_nan=False)
+ns = st.integers(min_value=1, max_value=4096)
+bws = st.floats(min_value=1e6, max_value=1e14, allow_nan=False)
+lats = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
+
+
+# --- published worked numbers ------------------------------------------------------
+# Seed 004 ("Trainium 2 + UltraServers, in depth"), "What collectives cost at each level",
+# listed in ../shared/reference/published_cases.md with their unrounded values.
+
+def test_link_figures_are_the_ones_the_seed_uses():
+    # Trn2 architecture page / collectives doc: 1,024, 256 and 25 GB/s per chip
+    assert (INTRA / GB, INTER / GB, EFA / GB) == (1024.0, 256.0, 25.0)
+
+
+@pytest.mark.parametrize("size, n, bandwidth, published_s, unrounded_s, rel", [
+    (ACT, 16, INTRA, 0.25 * ms, 0.24576 * ms, 0.02),    # "about 0.25 ms" (2 s.f.)
+    (ACT, 4, INTER, 0.79 * ms, 0.786432 * ms, 0.007),   # "0.79 ms"
+    (ACT, 16, EFA, 10.1 * ms, 10.0663 * ms, 0.005),     # "10.1 ms"
+    (GRAD, 2, EFA, 0.51, 0.50625, 0.01),                # "0.51 s"
+])
+def test_seed_worked_numbers(size, n, bandwidth, published_s, unrounded_s, rel):
+    t = c.ring_allreduce_s(size, n, bandwidth)
+    assert t == pytest.approx(unrounded_s, rel=1e-5)
+    assert t == pytest.approx(published_s, rel=rel)
+
+
+def test_nccl_tests_busbw_example():
+    # nccl-tests doc/PERFORMANCE.md: 8 GiB all-reduce, 16 ranks, 47,535 us
+    # -> algbw 180.71 GB/s, busbw 338.82 GB/s (tolerance matches their 5 s.f. rounding)
+    assert c.algbw_bytes_per_s(8 * GiB, 47535 * us) / GB == pytest.approx(180.71, rel=1e-4)
+    assert c.busbw_bytes_per_s(8 * GiB, 47535 * us, 16) / GB == pytest.approx(338.82, rel=1e-4)
+
+
+def test_bus_factors():
+    # nccl-tests doc/PERFORMANCE.md: 2(n-1)/n for all-reduce, (n-1)/n for the others
+    assert c.bus_factor("all_reduce", 8) == 2 * 7 / 8
+    for name in ("reduce_scatter", "all_gather", "all_to_all"):
+        assert c.bus_factor(name, 8) == 7 / 8
+    assert c.bus_factor("broadcast", 8) == 1.0
+
+
+def test_placed_groups_reproduce_the_seed_numbers():
+    # the same worked numbers, reached through placement instead of typed-in n and B
+    p = topology.place(tp=64, pp=4, dp=2, system="trn2-ultraserver", lnc=2)
+    assert c.group_collective_s(p, "tp", ACT) == pytest.approx(0.24576 * ms, rel=1e-6)
+    per_rank = GRAD / p.cluster.ranks_per_chip
+    assert c.group_collective_s(p, "dp", per_rank, latency_s=0.0) == pytest.approx(0.50625, rel=1e-6)
+    # with EFA's published 15 us latency: two steps of alpha more
+    assert c.group_collective_s(p, "dp", per_rank) == pytest.approx(0.50625 + 2 * 15 * us, rel=1e-6)
+    # TP=16 chips placed across the four instances by a bad ordering runs on the ring
+    bad = topology.place(tp=64, pp=4, dp=2, system="trn2-ultraserver", lnc=2, ordering="pp-tp-dp")
+    assert bad.level("tp").name == "ultraserver"
+    assert c.group_collective_s(bad, "tp", ACT) > 3 * c.group_collective_s(p, "tp", ACT)
+
+
+# --- identities ---------------------------------------------------------------------
+
+@given(sizes, ns, bws, lats)
+def test_allreduce_is_reduce_scatter_plus_allgather(size, n, bw, lat):
+    total = c.ring_reduce_scatter_s(size, n, bw, lat) + c.ring_allgather_s(size, n, bw, lat)
+    assert c.ring_allreduce_s(size, n, bw, lat) == pytest.approx(total, rel=1e-12, abs=1e-300)
+
+
+@given(sizes, bws, lats)
+def test_one_participant_costs_nothing(size, bw, lat):
+    for f in c.COLLECTIVES.values():
+        assert f(size, 1, bw, lat) == 0.0
+
+
+@given(sizes, ns, bws)
+def test_hierarchical_with_one_level_is_the_ring(size, n, bw):
+    assert c.hierarchical_allreduce_s(size, [(n, bw)]) == pytest.approx(c.ring_allreduce_s(size, n, bw))
+
+
+def test_hierarchical_beats_flat_ring_over_the_slow_level():
+    # 64 chips: 16 in a torus at 1,024 GB/s, 4 instances on the ring at 256 GB/s
+    flat = c.ring_allreduce_s(ACT, 64, INTER)
+    hier = c.hierarchical_allreduce_s(ACT, [(16, INTRA), (4, INTER)])
+    expected = 2 * (15 / 16) * ACT / INTRA + 2 * (3 / 4) * (ACT / 16) / INTER
+    assert hier == pytest.approx(expected)
+    assert hier < flat / 3  # 0.29 ms against 1.03 ms
+
+
+@given(st.floats(1.0, 1e13), st.integers(2, 512), bws)
+def test_ring_all_to_all_is_n_over_2_times_switched(size, n, bw):
+    ratio = c.ring_all_to_all_s(size, n, bw) / c.direct_all_to_all_s(size, n, bw)
+    assert ratio == pytest.approx(n / 2)
+
+
+@given(st.integers(2, 512), bws, st.floats(1e-9, 1e-2))
+def test_crossover_is_where_terms_are_equal(n, bw, lat):
+    s = c.latency_crossover_bytes(n, bw, lat)
+    bandwidth_term = c.ring_allreduce_s(s, n, bw)
+    assert c.ring_allreduce_s(s, n, bw, lat) == pytest.approx(2 * bandwidth_term)
+
+
+def test_size_sweep_latency_share_falls_with_size():
+    df = c.size_sweep([1e3, 1e5, 1e7, 1e9], 16, EFA, specs.link("trn2-efa").latency_s)
+    assert df["latency_share"].is_monotonic_decreasing
+    assert df["effective_bytes_per_s"].is_monotonic_increasing
+
+
+# --- monotonicity (hypothesis) ------------------------------------------------------
+
+@settings(max_examples=200)
+@given(sizes, sizes, ns, bws, lats, st.sampled_from(sorted(c.COLLECTIVES)))
+def test_monotone_in_size(s1, s2, n, bw, lat, name):
+    lo, hi = sorted((s1, s2))
+    assert c.collective_s(name, lo, n, bw, lat) <= c.collective_s(name, hi, n, bw, lat)
+
+
+@settings(max_examples=200)
+@given(sizes, ns, bws, bws, lats, st.sampled_from(sorted(c.COLLECTIVES)))
+def test_monotone_in_inverse_bandwidth(size, n, b1, b2, lat, name):
+    slow, fast = sorted((b1, b2))
+    assert c.collective_s(name, size, n, fast, lat) <= c.collective_s(name, size, n, slow, lat)
+
+
+@given(sizes, st.integers(1, 2000), bws)
+def test_allreduce_monotone_in_n_and_bounded(size, n, bw):
+    t, t_next = c.ring_allreduce_s(size, n, bw), c.ring_allreduce_s(size, n + 1, bw)
+    assert t <= t_next * (1 + 1e-12)
+    assert t <= 2 * size / bw * (1 + 1e-12)  # never more than 2 S / B without latency
+
+
+# --- the step-by-step ring ----------------------------------------------------------
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 8])
+def test_ring_steps_end_fully_reduced(n):
+    half = c.ring_allreduce_steps(n, n - 1)
+    # after reduce-scatter each rank owns exactly one fully reduced chunk
+    assert (half[half.contributions == n].groupby("rank").size() == 1).all()
+    done = c.ring_allreduce_steps(n, 2 * (n - 1))
+    assert (done.contributions == n).all()
+    assert done.sent_fraction.iloc[0] == pytest.approx(2 * (n - 1) / n)
+    # every step, each rank sends exactly one chunk
+    for step in range(2 * (n - 1)):
+        df = c.ring_allreduce_steps(n, step)
+        assert (df.groupby("rank")["sending"].sum() == 1).all()
+
+
+def test_ring_steps_partial_sums_grow_one_contribution_per_step():
+    # in reduce-scatter step k each rank receives a partial sum of k + 1 contributions
+    # and adds its own: n chunks gain k + 1 each
+    n = 5
+    totals = [c.ring_allreduce_steps(n, k).contributions.sum() for k in range(n)]
+    assert [b - a for a, b in zip(totals, totals[1:])] == [n * (k + 1) for k in range(n - 1)]
+
+
+# --- bad input ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(size_bytes=-1, n=4, bandwidth_bytes_per_s=1e9), "size_bytes"),
+    (dict(size_bytes=1e6, n=0, bandwidth_bytes_per_s=1e9), "n"),
+    (dict(size_bytes=1e6, n=2.5, bandwidth_bytes_per_s=1e9), "n"),
+    (dict(size_bytes=1e6, n=4, bandwidth_bytes_per_s=0), "bandwidth_bytes_per_s"),
+    (dict(size_bytes=1e6, n=4, bandwidth_bytes_per_s=-3e9), "bandwidth_bytes_per_s"),
+    (dict(size_bytes=1e6, n=4, bandwidth_bytes_per_s=math.inf), "bandwidth_bytes_per_s"),
+    (dict(size_bytes=1e6, n=4, bandwidth_bytes_per_s=1e9, latency_s=-1e-6), "latency_s"),
+    (dict(size_bytes=float("nan"), n=4, bandwidth_bytes_per_s=1e9), "size_bytes"),
+])
+def test_bad_input_names_the_parameter(kwargs, name):
+    for f in c.COLLECTIVES.values():
+        with pytest.raises(ValueError, match=name):
+            f(**kwargs)
+
+
+@given(st.one_of(st.integers(max_value=0), st.floats(max_value=0.0), st.just(float("nan"))))
+def test_non_positive_bandwidth_always_rejected(bw):
+    with pytest.raises(ValueError, match="bandwidth_bytes_per_s"):
+        c.ring_allreduce_s(1e6, 4, bw)
+
+
+def test_other_bad_input():
+    with pytest.raises(ValueError, match="collective"):
+        c.collective_s("allreduce", 1e6, 4, 1e9)
+    with pytest.raises(ValueError, match="levels"):
+        c.hierarchical_allreduce_s(1e6, [])
+    with pytest.raises(ValueError, match="n"):
+        c.hierarchical_allreduce_s(1e6, [(0, 1e9), (2, 1e9)])
+    with pytest.raises(ValueError, match="time_s"):
+        c.algbw_bytes_per_s(1e6, 0)
+    with pytest.raises(ValueError, match="step"):
+        c.ring_allreduce_steps(4, 7)
+    with pytest.raises(ValueError, match="n"):
+        c.latency_crossover_bytes(1, 1e9, 1e-6)
+    p = topology.place(tp=4, system="trn2.48xlarge", lnc=2, ordering="tp-pp-dp", dp=16)
+    with pytest.raises(ValueError, match="kind"):
+        c.group_collective_s(p, "sp", 1e6)
+    with pytest.raises(ValueError, match="size_bytes"):
+        c.group_collective_s(p, "dp", -1.0)

@@ -1,0 +1,202 @@
+"""Tests for trainium_lab.topology: levels from data/, counting, rank placement."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainium_lab import specs, topology as t
+
+
+# --- levels come from data/ with their scope and direction --------------------------
+
+def test_levels_carry_bandwidth_scope_and_direction_from_specs():
+    c = t.cluster("trn2-ultraserver")
+    for name, key in (("instance", "trn2-neuronlink-intra"), ("ultraserver", "trn2-neuronlink-inter"),
+                      ("efa", "trn2-efa")):
+        lv, lk = c.level(name), specs.link(key)
+        assert (lv.link_key, lv.bytes_per_s, lv.scope, lv.direction) == (key, lk.bytes_per_s, lk.scope, lk.direction)
+    assert c.level("efa").latency_s == specs.link("trn2-efa").latency_s
+    assert c.level("chip").bytes_per_s is None
+
+
+def test_levels_get_slower_outwards_on_trn2():
+    table = t.levels_table(["trn2-ultraserver"])
+    assert table["bytes_per_s"].is_monotonic_decreasing
+    assert list(table["level"]) == ["instance", "ultraserver", "efa"]
+    # the ring gets a quarter of the torus (Trn2 architecture page: 1,024 vs 256 GB/s per chip)
+    assert table.bytes_per_s.iloc[0] / table.bytes_per_s.iloc[1] == 4
+
+
+def test_standalone_instance_has_no_ring_and_trn3_gen1_is_switched():
+    assert [lv.name for lv in t.cluster("trn2.48xlarge").levels] == ["chip", "instance", "efa"]
+    g1 = t.cluster("trn3-gen1-ultraserver")
+    assert g1.level("instance").bytes_per_s == g1.level("ultraserver").bytes_per_s
+    assert g1.level("ultraserver").switched and not t.cluster("trn2-ultraserver").level("ultraserver").switched
+
+
+def test_trn3_gen2_is_not_uniform():
+    # claims_audit §2.4 #7: two-level switch, per-level bandwidths differ (256 / 320 GB/s bidirectional)
+    g2 = t.cluster("trn3-gen2-ultraserver")
+    assert g2.level("instance").bytes_per_s != g2.level("ultraserver").bytes_per_s
+    assert g2.level("instance").direction == "bidirectional"
+    assert "rack" in g2.level("ultraserver").note
+
+
+def test_per_instance_efa_is_converted_to_per_chip():
+    lv = t.cluster("trn1.32xlarge").level("efa")
+    s = specs.system("trn1.32xlarge")
+    assert lv.bytes_per_s == specs.link("trn1-efa").bytes_per_s / s.chips_per_instance
+    assert "per chip" in lv.scope
+
+
+# --- counting in logical cores ------------------------------------------------------
+
+def test_logical_core_counts():
+    # seeds 000 and 004, confirmed by the LNC page: 64 per trn2.48xlarge, 256 per UltraServer at LNC=2
+    assert t.ranks_per_system("trn2.48xlarge", lnc=2) == 64
+    assert t.ranks_per_system("trn2-ultraserver", lnc=2) == 256
+    assert t.ranks_per_system("trn2.48xlarge", lnc=1) == 128
+    assert t.ranks_per_chip("trn2") == specs.chip("trn2").neuron_cores // specs.chip("trn2").lnc_default
+    assert t.cluster("trn2-ultraserver", n_systems=2, lnc=2).n_ranks == 512
+
+
+def test_check_degrees():
+    assert t.check_degrees(512, tp=64, pp=4, dp=2) == 512
+    assert t.check_degrees(512, tp=16, pp=4, dp=2, ep=4) == 512
+    with pytest.raises(ValueError, match=r"tp × pp × dp × ep"):
+        t.check_degrees(512, tp=16, pp=4, dp=2)
+
+
+# --- placement ----------------------------------------------------------------------
+
+LAYOUTS = [
+    dict(tp=64, pp=4, dp=2, system="trn2-ultraserver", lnc=2),
+    dict(tp=8, pp=4, dp=8, ep=2, system="trn2-ultraserver", lnc=1),
+    dict(tp=4, pp=2, dp=32, system="trn2.48xlarge", lnc=2),
+    dict(tp=16, dp=72, system="trn3-gen2-ultraserver", lnc=1, n_systems=1),
+    dict(tp=2, dp=16, system="trn1.32xlarge"),
+]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("ordering", t.all_orderings())
+def test_every_rank_on_exactly_one_logical_core(layout, ordering):
+    p = t.place(**layout, ordering=ordering)
+    r = p.ranks
+    assert len(r) == p.cluster.n_ranks == len(set(r["rank"]))
+    cores = set(zip(r.system, r.instance, r.chip, r.core))
+    assert len(cores) == p.cluster.n_ranks  # no two ranks share a core, none is left out
+    assert r.core.max() == p.cluster.ranks_per_chip - 1
+    assert r.chip.max() == p.cluster.chips_per_instance - 1
+    # every grid coordinate appears exactly once
+    assert len(set(zip(r.tp, r.pp, r.dp, r.ep))) == p.cluster.n_ranks
+    # groups partition the ranks
+    for kind in t.KINDS:
+        members = p._members(kind)
+        assert sorted(members.ravel().tolist()) == list(range(p.cluster.n_ranks))
+        assert (r.loc[members[:, 0], kind].to_numpy() == 0).all()
+
+
+def test_default_ordering_keeps_tp16_inside_an_instance():
+    # seed 004: TP across the 16 chips of an instance (TP = 64 logical cores at LNC=2),
+    # PP = 4 along the ring, DP = 2 over EFA, on two UltraServers
+    p = t.place(tp=64, pp=4, dp=2, system="trn2-ultraserver", lnc=2)
+    g = p.groups("tp")
+    assert (g.n_chips == 16).all() and (g.n_instances == 1).all()
+    assert [p.level(k).name for k in ("tp", "pp", "dp")] == ["instance", "ultraserver", "efa"]
+    assert p.problems == ()
+    s = p.summary().set_index("kind")
+    assert s.loc["tp", "bytes_per_s"] == specs.link("trn2-neuronlink-intra").bytes_per_s
+    assert s.loc["dp", "direction"] == specs.link("trn2-efa").direction
+
+
+@pytest.mark.parametrize("ordering, slow_level", [
+    ("pp-tp-dp", "ultraserver"), ("dp-tp-pp", "ultraserver"), ("dp-pp-tp", "efa"), ("pp-dp-tp", "efa"),
+])
+def test_bad_ordering_is_detected_and_reported(ordering, slow_level):
+    p = t.place(tp=64, pp=4, dp=2, system="trn2-ultraserver", lnc=2, ordering=ordering)
+    assert p.level("tp").name == slow_level
+    assert len(p.problems) == 1 and p.problems[0].startswith("TP groups")
+    assert slow_level in p.problems[0]
+
+
+def test_orderings_with_tp_innermost_are_never_flagged():
+    for ordering in t.all_orderings():
+        p = t.place(tp=64, pp=4, dp=2, system="trn2-ultraserver", lnc=2, ordering=ordering)
+        assert (p.problems == ()) == ordering.startswith("tp")
+
+
+def test_switched_fabric_is_not_flagged():
+    # on Trn3 Gen1 every level inside the UltraServer has the same figure, so a spread TP group costs nothing more
+    p = t.place(tp=16, dp=16, system="trn3-gen1-ultraserver", lnc=2, ordering="dp-tp-pp")
+    assert p.level("tp").name == "ultraserver"
+    assert p.problems == ()
+
+
+def test_tp_wider_than_an_instance_must_cross_the_ring():
+    p = t.place(tp=128, dp=2, system="trn2-ultraserver", lnc=2)
+    assert p.level("tp").name == "ultraserver" and p.problems == ()
+
+
+def test_lnc_changes_the_rank_count_not_the_chips():
+    p1 = t.place(tp=128, pp=4, dp=2, system="trn2-ultraserver", lnc=1)
+    p2 = t.place(tp=64, pp=4, dp=2, system="trn2-ultraserver", lnc=2)
+    assert p1.groups("tp").n_chips.max() == p2.groups("tp").n_chips.max() == 16
+
+
+def test_chip_map_matches_ranks():
+    p = t.place(tp=64, pp=4, dp=2, system="trn2-ultraserver", lnc=2, ordering="dp-pp-tp")
+    m = p.chip_map("tp")
+    assert len(m) == p.cluster.n_chips
+    assert (m.n_groups == p.cluster.ranks_per_chip).all()  # four TP groups on every chip
+    good = t.place(tp=64, pp=4, dp=2, system="trn2-ultraserver", lnc=2).chip_map("tp")
+    assert (good.n_groups == 1).all()
+    assert good.groupby(["system", "instance"]).group.nunique().eq(1).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from([1, 2, 4, 8, 16, 32, 64]), st.sampled_from([1, 2, 4]), st.sampled_from([1, 2]),
+       st.sampled_from(t.all_orderings()))
+def test_slowest_level_never_faster_than_group_size_allows(tp, pp, ep, ordering):
+    total = 256
+    dp = total // (tp * pp * ep)
+    if dp < 1:
+        return
+    p = t.place(tp=tp, pp=pp, dp=dp, ep=ep, system="trn2-ultraserver", lnc=2, ordering=ordering)
+    for row in p.summary().itertuples():
+        assert t.LEVEL_NAMES.index(row.level) >= t.LEVEL_NAMES.index(row.expected_level)
+        assert row.n_chips >= row.min_chips
+
+
+# --- bad input ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(tp=0), "tp"),
+    (dict(tp=64, pp=-1), "pp"),
+    (dict(tp=64, pp=4, dp=2.5), "dp"),
+    (dict(tp=64, pp=3), r"tp × pp × dp × ep"),
+    (dict(tp=64, pp=4, n_systems=2), r"tp × pp × dp × ep"),
+    (dict(tp=64, pp=4, system="trn2.96xlarge"), "system"),
+    (dict(tp=64, pp=4, system="trn2", ), "system"),
+    (dict(tp=64, pp=4, lnc=3), "lnc"),
+    (dict(tp=64, pp=4, ordering="tp-pp"), "ordering"),
+    (dict(tp=64, pp=4, ordering="tp-sp-dp"), "ordering"),
+    (dict(tp=64, pp=4, n_systems=0), "n_systems"),
+])
+def test_bad_input_names_the_parameter(kwargs, name):
+    kwargs = {"system": "trn2-ultraserver", **kwargs}
+    with pytest.raises(ValueError, match=name):
+        t.place(**kwargs)
+
+
+def test_unknown_names():
+    with pytest.raises(ValueError, match="system must be one of"):
+        t.cluster("p5.48xlarge")
+    with pytest.raises(ValueError, match="level"):
+        t.cluster("trn2.48xlarge").level("ultraserver")
+    with pytest.raises(ValueError, match="kind"):
+        t.place(tp=64, pp=4, lnc=2).groups("cp")
+    with pytest.raises(ValueError, match="lnc"):
+        t.ranks_per_chip("trn1", lnc=2)
