@@ -89,9 +89,10 @@ def resolve_lnc(chip: str, lnc: int | None = None) -> int:
             raise ValueError(f"lnc must be given for {c.name} (one of {listed}): "
                              "no AWS page states its default")
         return c.lnc_default
-    if isinstance(lnc, float) and lnc.is_integer():
-        lnc = int(lnc)
-    return choice("lnc", lnc, c.lnc_options)
+    if isinstance(lnc, bool) or not isinstance(lnc, (int, float)) or lnc not in c.lnc_options:
+        raise ValueError(f"lnc must be one of {listed} for {c.name} (or None for its default); "
+                         f"got {lnc!r}")
+    return int(lnc)
 
 
 def logical_cores_per_chip(chip: str, lnc: int | None = None) -> int:

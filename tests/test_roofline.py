@@ -1,0 +1,395 @@
+"""Chapter 01: roofline bounds, array utilisation, NeuronCore counting and claim checks."""
+
+from __future__ import annotations
+
+import math
+
+import altair as alt
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainium_lab import cores, roofline, specs
+from trainium_lab.charts import hardware as charts
+from trainium_lab.exercises import ch01
+from trainium_lab.units import GiB, Gbps, MiB, TB, TFLOPS
+from trainium_lab.widgets import hardware as widgets
+from trainium_lab.widgets.base import BENCHMARKS
+
+dims = st.integers(min_value=1, max_value=20_000)
+TRAINIUM = ["trn1", "trn2", "trn3"]
+
+
+# --------------------------------------------------------------------------- published figures
+
+def test_trainium2_figures_as_published():
+    # Trainium2 Architecture page (AWS Neuron docs, trainium2.rst): 667 dense BF16 TFLOPS, 2.9 TB/s HBM
+    trn2 = specs.chip("trn2")
+    assert trn2.dense_flops_per_s["bf16"] == pytest.approx(667 * TFLOPS)
+    assert trn2.hbm_bytes_per_s == pytest.approx(2.9 * TB)
+
+
+def test_trainium2_bf16_ridge_point_is_about_230():
+    # issue 3 and the chapter: 667e12 / 2.9e12 = 230 FLOP/byte (three significant figures)
+    assert roofline.ridge_point("trn2", "bf16") == pytest.approx(230, rel=0.005)
+    assert roofline.ridge_point("Trainium2", "bfloat16") == roofline.ridge_point("trn2", "bf16")
+
+
+@pytest.mark.parametrize("name", roofline.device_names())
+def test_ridge_point_is_peak_over_bandwidth_for_every_dtype(name):
+    d = roofline.device(name)
+    for dtype, rate in d.dense_flops_per_s.items():
+        assert roofline.ridge_point(name, dtype) == pytest.approx(rate / d.hbm_bytes_per_s)
+
+
+def test_ridge_table_covers_every_device_and_dtype():
+    t = roofline.ridge_table()
+    expected = sum(len(roofline.device(n).dense_flops_per_s) for n in roofline.device_names())
+    assert len(t) == expected
+    row = t[(t.chip == "trn2") & (t.dtype == "fp8")].iloc[0]
+    # FP8 doubles the rate, not the bandwidth: the ridge point moves right
+    assert row.ridge == pytest.approx(specs.chip("trn2").dense_flops_per_s["fp8"] / (2.9 * TB))
+    assert row.ridge > roofline.ridge_point("trn2", "bf16")
+
+
+def test_bytes_per_element_follows_the_formats():
+    # format constants (ml_dtypes bit widths; OCP MX v1.0: 8-bit scale per 32 elements)
+    assert [roofline.bytes_per_element(d) for d in ("fp32", "tf32", "bf16", "fp16", "fp8",
+                                                    "float8_e5m2")] == [4, 4, 2, 2, 1, 1]
+    assert roofline.bytes_per_element("mxfp8") == 1 + 1 / 32
+    assert roofline.bytes_per_element("mxfp4") == 0.5 + 1 / 32
+
+
+# --------------------------------------------------------------------------- the roofline
+
+def test_matmul_counts():
+    assert roofline.matmul_flops(2, 3, 4) == 2 * 2 * 3 * 4
+    # A 2x4, B 4x3, C 2x3 in BF16
+    assert roofline.matmul_bytes(2, 3, 4, "bf16") == (8 + 12 + 6) * 2
+    assert roofline.matmul_bytes(4096, 4096, 4096, "bf16") == 96 * MiB
+
+
+@given(s=dims)
+def test_square_intensity_is_s_over_three_in_bf16(s):
+    assert roofline.arithmetic_intensity(s, s, s, "bf16") == pytest.approx(s / 3)
+
+
+@pytest.mark.parametrize("chip,dtype", [("trn1", "bf16"), ("trn2", "bf16"), ("trn2", "fp8"),
+                                        ("trn3", "bf16"), ("trn3", "mxfp8"), ("h100", "bf16")])
+def test_bound_switches_from_hbm_to_tensor_engine_at_the_ridge(chip, dtype):
+    s_ridge = roofline.square_size_at_ridge(chip, dtype)
+    below = math.floor(s_ridge * 0.95)
+    above = math.ceil(s_ridge * 1.05)
+    lo = roofline.matmul_bound(below, below, below, dtype, chip)
+    hi = roofline.matmul_bound(above, above, above, dtype, chip)
+    assert lo.intensity_flop_per_byte < lo.ridge_flop_per_byte and lo.bound == "HBM"
+    assert hi.intensity_flop_per_byte > hi.ridge_flop_per_byte and hi.bound == "tensor engine"
+    # below the ridge the attainable rate is intensity x bandwidth; above it, the peak
+    assert lo.achieved_flops_per_s == pytest.approx(lo.intensity_flop_per_byte * lo.hbm_bytes_per_s)
+    assert hi.achieved_flops_per_s == pytest.approx(hi.peak_flops_per_s)
+
+
+def test_decode_like_matmul_is_hbm_bound_and_large_square_is_compute_bound():
+    small = roofline.matmul_bound(8, 8192, 8192, "bf16", "trn2")
+    assert small.bound == "HBM"
+    assert small.time_s == pytest.approx(small.bytes / (2.9 * TB))
+    big = roofline.matmul_bound(8192, 8192, 8192, "bf16", "trn2")
+    assert big.bound == "tensor engine"
+    assert big.time_s == pytest.approx(2 * 8192**3 / (667 * TFLOPS))
+
+
+@settings(max_examples=60, deadline=None)
+@given(m=dims, n=dims, k=dims, chip=st.sampled_from(TRAINIUM))
+def test_bound_properties(m, n, k, chip):
+    b = roofline.matmul_bound(m, n, k, "bf16", chip)
+    assert b.time_s == max(b.compute_s, b.memory_s)
+    assert (b.bound == "HBM") == (b.intensity_flop_per_byte < b.ridge_flop_per_byte)
+    assert 0 < b.fraction_of_peak <= 1 + 1e-12
+    t = roofline.matmul_bound(m, n, k, "bf16", chip, tiled=True)
+    assert t.time_s >= b.time_s and t.memory_s == b.memory_s
+
+
+@settings(max_examples=60, deadline=None)
+@given(m=dims, n=dims, k=dims, which=st.sampled_from("mnk"))
+def test_time_bound_never_falls_when_a_dimension_grows(m, n, k, which):
+    before = roofline.matmul_bound(m, n, k, "bf16", "trn2").time_s
+    grown = {"m": m, "n": n, "k": k}
+    grown[which] += 1
+    assert roofline.matmul_bound(**grown, dtype="bf16", chip="trn2").time_s >= before
+
+
+def test_roofline_curve_has_the_ridge_as_its_corner():
+    df = roofline.roofline_curve("trn2", "bf16")
+    ridge = roofline.ridge_point("trn2", "bf16")
+    corner = df[df.intensity == ridge]
+    assert len(corner) == 1 and corner.tflops.iloc[0] == pytest.approx(667)
+    assert (df.tflops <= 667 + 1e-9).all()
+    assert df.tflops.is_monotonic_increasing
+
+
+# --------------------------------------------------------------------------- array utilisation
+
+def test_tiling_facts_come_from_data():
+    # NKI guides: 128 x 128 systolic array, 128 SBUF partitions, 2 MiB PSUM per core
+    for chip in TRAINIUM:
+        core = specs.chip(chip).core
+        assert (core.tensor_rows, core.tensor_cols, core.sbuf_partitions) == (128, 128, 128)
+        assert core.psum_bytes == 2 * MiB
+
+
+@pytest.mark.parametrize("m,k", [(128, 128), (256, 4096), (4096, 128), (1024, 1024)])
+def test_multiples_of_128_fill_the_array(m, k):
+    u = roofline.array_utilisation(m, 512, k)
+    assert u.utilisation == 1.0
+    assert u.tiles == (m // 128) * (k // 128)
+
+
+@pytest.mark.parametrize("m,k,expected,tiles", [
+    (128, 100, 100 / 128, 1),          # K = 100: 28 of 128 rows idle
+    (1, 8192, 1 / 128, 64),            # M = 1 (one token): one column of 128
+    (128, 129, 129 / 256, 2),          # one element over: a second, almost empty tile
+    (200, 200, (200 / 256) ** 2, 4),
+    (100, 100, (100 / 128) ** 2, 1),
+])
+def test_shapes_that_are_not_multiples_of_128(m, k, expected, tiles):
+    u = roofline.array_utilisation(m, 4096, k, "trn2")
+    assert u.utilisation == pytest.approx(expected)
+    assert u.tiles == tiles
+
+
+@given(m=dims, k=dims)
+def test_utilisation_is_a_fraction_and_full_only_on_multiples(m, k):
+    u = roofline.array_utilisation(m, 64, k)
+    assert 0 < u.utilisation <= 1
+    assert (u.utilisation == 1) == (m % 128 == 0 and k % 128 == 0)
+    assert u.k_tiles == -(-k // 128) and u.m_tiles == -(-m // 128)
+
+
+def test_utilisation_curve_is_a_sawtooth():
+    df = roofline.utilisation_curve(range(1, 513), other=128)
+    assert df.utilisation.max() == 1.0
+    assert df.set_index("dim").loc[[128, 256, 384, 512], "utilisation"].eq(1.0).all()
+    assert df.set_index("dim").loc[129, "utilisation"] < 0.51
+
+
+# --------------------------------------------------------------------------- logical NeuronCores
+
+def test_logical_core_counts_as_published():
+    # Logical NeuronCore configuration (AWS Neuron docs): trn2.48xlarge exposes 128 physical
+    # NeuronCores; 64 logical at the default LNC=2, 128 at LNC=1; 4 logical cores per chip
+    c2 = cores.core_counts("trn2.48xlarge")
+    assert (c2.lnc, c2.n_chips, c2.physical_cores, c2.logical_cores) == (2, 16, 128, 64)
+    assert c2.logical_cores_per_chip == 4
+    assert cores.core_counts("trn2.48xlarge", lnc=1).logical_cores == 128
+    # 256 ranks per Trn2 UltraServer at LNC=2 (seed 004, confirmed by the claims audit)
+    assert cores.core_counts("trn2-ultraserver").ranks == 256
+
+
+def test_per_rank_resources_as_published():
+    # Collectives doc: 200 Gbps EFA per chip, 50 Gbps per rank at LNC=2
+    c = cores.core_counts("trn2.48xlarge")
+    assert c.efa_bytes_per_s_per_logical_core == pytest.approx(50 * Gbps)
+    # Training best practices: about 24 GiB of HBM per LNC=2 rank (before runtime overhead)
+    assert c.hbm_bytes_per_logical_core == pytest.approx(24 * GiB)
+
+
+def test_lnc_settings_per_generation_come_from_data():
+    assert cores.lnc_options("trn2") == (1, 2) and cores.lnc_options("trn3") == (1, 2)
+    assert cores.lnc_options("trn1") == ()
+    # Trainium1: no setting, logical = physical
+    c1 = cores.core_counts("trn1.32xlarge")
+    assert c1.lnc == 1 and c1.logical_cores == c1.physical_cores == 32
+    assert cores.logical_cores_per_chip("trn1", 1) == 2
+
+
+@pytest.mark.parametrize("system", ["trn2.48xlarge", "trn2-ultraserver", "trn3-gen1-ultraserver",
+                                    "trn3-gen2-ultraserver"])
+@pytest.mark.parametrize("lnc", [1, 2])
+@pytest.mark.parametrize("n_systems", [1, 3])
+def test_count_identities(system, lnc, n_systems):
+    c = cores.core_counts(system, lnc, n_systems)
+    s = specs.system(system)
+    assert c.n_chips == s.n_chips * n_systems
+    assert c.physical_cores == c.n_chips * s.chip.neuron_cores
+    assert c.logical_cores * lnc == c.physical_cores
+    table = cores.core_count_table(system, lnc, n_systems)
+    assert table.logical_cores.iloc[-1] == c.logical_cores
+    assert (table.physical_cores == table.logical_cores * lnc).all()
+
+
+def test_trainium3_needs_an_explicit_lnc():
+    with pytest.raises(ValueError, match="lnc"):
+        cores.core_counts("trn3-gen1-ultraserver")
+    assert cores.core_counts("trn3-gen1-ultraserver", lnc=2).logical_cores == 64 * 4
+
+
+@pytest.mark.parametrize("chip,lnc", [("trn2", 3), ("trn2", 0), ("trn1", 2), ("trn3", 4),
+                                      ("trn2", "2"), ("trn2", True)])
+def test_lnc_not_allowed_for_the_generation(chip, lnc):
+    with pytest.raises(ValueError, match="lnc"):
+        cores.logical_cores_per_chip(chip, lnc)
+
+
+# --------------------------------------------------------------------------- bad input
+
+@pytest.mark.parametrize("kwargs,param", [
+    (dict(m=0, n=1, k=1), "m"), (dict(m=1, n=-4, k=1), "n"), (dict(m=1, n=1, k=2.5), "k"),
+    (dict(m=1, n=1, k=float("nan")), "k"), (dict(m=True, n=1, k=1), "m"),
+    (dict(m=1, n=1, k=1, dtype="int4"), "dtype"), (dict(m=1, n=1, k=1, dtype="fp8", chip="trn3"), "dtype"),
+    (dict(m=1, n=1, k=1, chip="trn9"), "chip"), (dict(m=1, n=1, k=1, chip="h100", tiled=True), "chip"),
+])
+def test_bad_matmul_input_names_the_parameter(kwargs, param):
+    with pytest.raises(ValueError, match=param):
+        roofline.matmul_bound(**kwargs)
+
+
+@given(bad=st.one_of(st.integers(max_value=0), st.floats(allow_nan=True).filter(
+    lambda x: not (x == x and x.is_integer() and x >= 1)), st.text(max_size=3)))
+def test_any_bad_dimension_is_rejected(bad):
+    with pytest.raises(ValueError, match="m"):
+        roofline.array_utilisation(bad, 128, 128)
+
+
+def test_other_bad_input():
+    with pytest.raises(ValueError, match="chip"):
+        roofline.ridge_point("gpu", "bf16")
+    with pytest.raises(ValueError, match="dtype"):
+        roofline.bytes_per_element("int8")
+    with pytest.raises(ValueError, match="high"):
+        roofline.roofline_curve("trn2", low=10, high=1)
+    with pytest.raises(ValueError, match="n_systems"):
+        cores.core_counts("trn2.48xlarge", n_systems=0)
+    with pytest.raises(ValueError, match="system"):
+        cores.core_counts("trn2.96xlarge")
+    with pytest.raises(ValueError, match="unit"):
+        cores.check_figure("trn2", "hbm_bytes", 96, "gigs")
+    with pytest.raises(ValueError, match="unit"):
+        cores.check_figure("trn2", "hbm_bytes", 96, "TFLOPS")
+    with pytest.raises(ValueError, match="claimed"):
+        cores.check_figure("trn2", "hbm_bytes", -1, "GiB")
+    with pytest.raises(ValueError, match="claim"):
+        cores.check_claim("Trainium2 is made of cheese")
+
+
+# --------------------------------------------------------------------------- claims and tables
+
+def test_the_three_claims_of_the_chapter():
+    # claims_audit.md section 2.1, rows 2, 25 and 14
+    flops = cores.check_claim("1,300 TFLOPS BF16 per Trainium2 chip")
+    assert flops.verdict == "contradicted" and "dense_flops_per_s.fp8" in flops.evidence
+    sram = cores.check_claim("24 MB SRAM per core (Trainium2)")
+    assert sram.verdict == "contradicted" and "NeuronCore-v2 sbuf_bytes" in sram.evidence
+    fabric = cores.check_claim("a non-blocking all-to-all UltraServer (Trn2)")
+    assert fabric.verdict == "contradicted" and "trn3-gen2-ultraserver" in fabric.evidence
+
+
+def test_other_verdicts():
+    assert cores.check_claim("2.6 PFLOPS FP8 per Trainium2 chip").evidence.count("sparse") >= 1
+    assert cores.check_claim("6.1 TB of HBM in a Trn2 UltraServer").verdict == "unit mix-up"
+    assert cores.check_claim("3 TB/s of HBM bandwidth per Trainium2 chip").verdict == "disputed"
+    assert cores.check_claim("Trainium2 is built from NeuronCore-v2").verdict == "contradicted"
+    assert cores.check_text("trn3-gen1-ultraserver", "topology", "all-to-all").verdict == "supported"
+    t = cores.claims_table()
+    assert list(t.claim) == list(cores.CLAIMS)
+    assert set(t.verdict) <= {"supported", "contradicted", "unit mix-up", "disputed"}
+
+
+@given(factor=st.floats(min_value=0.985, max_value=1.015))
+def test_a_figure_within_rounding_is_supported(factor):
+    assert cores.check_figure("trn2", "dense_flops_per_s.bf16", 667 * factor, "TFLOPS").verdict == "supported"
+
+
+def test_generations_table_shows_tiers_and_disagreements():
+    t = cores.generations_table().set_index("key")
+    assert list(t.index[:3]) == TRAINIUM
+    assert set(t.index[3:]) == {a.key for a in specs.accelerators()}
+    assert t.loc["trn2", "tier"] == "A" and t.loc["h100", "tier"] == "B"
+    assert "hbm_bytes_per_s" in t.loc["trn2", "disputed"]
+    assert t.loc["trn3", "low_precision"] == "mxfp8"
+    assert t.loc["trn2", "ridge_bf16"] == pytest.approx(roofline.ridge_point("trn2", "bf16"))
+    d = cores.disagreements(["trn2", "trn3"])
+    assert {"hbm_bytes_per_s", "neuronlink_bytes_per_s"} <= set(d.field)
+    with pytest.raises(ValueError, match="entities"):
+        cores.disagreements(["trn7"])
+
+
+def test_neuroncore_facts_from_data():
+    t = cores.neuroncore_table()
+    assert t.loc["SBUF (MiB)"].tolist() == [24.0, 28.0, 32.0]
+    blocks = cores.neuroncore_blocks("trn2")
+    assert set(blocks.block) >= {"Tensor engine", "Vector engine", "Scalar engine", "GpSimd engine",
+                                 "SBUF", "PSUM", "DMA", "HBM"}
+    assert (blocks.x < blocks.x2).all() and (blocks.y < blocks.y2).all()
+
+
+# --------------------------------------------------------------------------- charts, widgets, exercises
+
+def test_charts_build_valid_specs():
+    curves = roofline.roofline_curve("trn2")
+    point = roofline.matmul_bound(8, 8192, 8192)
+    import pandas as pd
+    pt = pd.DataFrame([{"intensity": point.intensity_flop_per_byte,
+                        "tflops": point.achieved_flops_per_s / 1e12, "bound": point.bound,
+                        "label": "x"}])
+    made = [charts.roofline_chart(curves, pt), charts.roofline_chart(curves),
+            charts.generations_chart(cores.generations_table()),
+            charts.neuroncore_chart(cores.neuroncore_blocks()),
+            charts.utilisation_chart(roofline.utilisation_curve(range(1, 300))),
+            charts.core_counts_chart(cores.core_count_table("trn2-ultraserver").attrs["long"])]
+    for chart in made:
+        assert isinstance(chart, alt.TopLevelMixin)
+        chart.to_dict()  # validates against the Vega-Lite schema
+    spec = made[0].to_dict()
+    assert spec["layer"][0]["encoding"]["x"]["scale"]["type"] == "log"
+
+
+def test_roofline_explorer_updates_and_shows_bad_input_inline():
+    w = widgets.roofline_explorer()
+    assert w.last_error is None and "tensor engine-bound" in w.summary.value
+    w.controls["m"].value = 8
+    w.controls["k"].value = 8192
+    w.controls["n"].value = 8192
+    assert w.result.bound.bound == "HBM" and "HBM-bound" in w.summary.value
+    w.controls["m"].value = -1
+    assert "m must be" in w.last_error and "m must be" in w.error.value
+    w.controls["m"].value = 8
+    w.controls["chip"].value = "trn3"
+    w.controls["dtype"].value = "fp8"
+    assert "dtype" in w.last_error
+    w.controls["dtype"].value = "mxfp8"
+    assert w.last_error is None
+    w.controls["chip"].value = "h100"
+    w.controls["dtype"].value = "bf16"
+    assert w.last_error is None and "Trainium chips only" in w.summary.value
+
+
+def test_core_counter_shows_bad_input_inline():
+    w = widgets.core_counter()
+    assert "<b>64</b> logical" in w.summary.value
+    w.controls["system"].value = "trn3-gen1-ultraserver"
+    assert "lnc" in w.last_error
+    w.controls["lnc"].value = 2
+    assert w.last_error is None
+    w.controls["system"].value = "trn1.32xlarge"
+    assert "lnc" in w.last_error
+    w.controls["n_systems"].value = 0
+    w.controls["lnc"].value = "default"
+    assert "n_systems" in w.last_error
+
+
+def test_widgets_are_registered_for_the_benchmark():
+    assert {"hardware.roofline_explorer", "hardware.core_counter"} <= set(BENCHMARKS)
+    for name in ("hardware.roofline_explorer", "hardware.core_counter"):
+        factory, changes = BENCHMARKS[name]
+        w = factory()
+        for control, value in changes:
+            w.controls[control].value = value
+            assert w.last_error is None, (name, control, w.last_error)
+
+
+@pytest.mark.parametrize("q", ch01.ALL, ids=lambda q: q.name)
+def test_exercises_accept_the_answer_and_reject_the_wrong_one(q):
+    assert q.judge(q.expected).status == "correct"
+    assert q.judge(q.wrong).status == "wrong"
+    assert q.judge(...).status == "not attempted"
+    assert q.judge(object()).status == "wrong"
