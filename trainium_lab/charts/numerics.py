@@ -1,0 +1,176 @@
+"""Charts for chapter 02 (numerics). Encodings only: every number comes from
+``trainium_lab.numerics``."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from trainium_lab.charts.base import PALETTE, base
+
+__all__ = ["bits_chart", "spacing_chart", "rounding_chart", "repeated_updates_chart",
+           "loss_curves_chart", "memory_chart", "fp8_range_chart", "fp8_scaling_chart"]
+
+_FIELD_COLORS = alt.Scale(domain=["sign", "exponent", "mantissa"],
+                          range=["#b07aa1", "#59a14f", "#f28e2b"])
+
+
+def bits_chart(df: pd.DataFrame) -> alt.Chart:
+    """One box per bit, coloured by field; the bit is written in the axis label.
+
+    ``df`` is :func:`trainium_lab.numerics.bit_fields` output. One layer, so a widget
+    redraws it quickly.
+    """
+    n = len(df)
+    data = df.assign(cell=[f"{p:02d}:{b}" for p, b in zip(df.position, df.bit)],
+                     shade=df.bit.map({0: 0.35, 1: 1.0}))
+    title = f"{df.attrs.get('format', '')}: {df.attrs.get('formula', '')}"
+    return base(data, title=title, width=min(30 * n, 520), height=40).mark_rect(
+        stroke="white", strokeWidth=2).encode(
+        x=alt.X("cell:O", title=None, sort=None,
+                axis=alt.Axis(labelExpr="split(datum.value, ':')[1]", labelAngle=0,
+                              labelFontSize=14, ticks=False, domain=False)),
+        color=alt.Color("field:N", scale=_FIELD_COLORS, title=None,
+                        legend=alt.Legend(orient="bottom")),
+        opacity=alt.Opacity("shade:Q", legend=None, scale=None),
+        tooltip=["position:O", "field:N", "bit:Q"],
+    )
+
+
+def spacing_chart(df: pd.DataFrame, *, x_min: float | None = None,
+                  x_max: float | None = None) -> alt.Chart:
+    """Spacing between neighbouring values against value, log-log, one step line per format.
+
+    ``df`` is one or more :func:`trainium_lab.numerics.spacing_table` outputs stacked.
+    """
+    data = df
+    if x_min is not None:
+        data = data[data.end > x_min]
+    if x_max is not None:
+        data = data[data.start < x_max]
+    scale_x = alt.Scale(type="log", domain=[x_min, x_max]) if x_min and x_max else \
+        alt.Scale(type="log")
+    return base(data, title="Gap between neighbouring values").mark_line(
+        interpolate="step-after", clip=True).encode(
+        x=alt.X("start:Q", scale=scale_x, title="value", axis=alt.Axis(format=".0e")),
+        y=alt.Y("spacing:Q", scale=alt.Scale(type="log"), title="spacing (ulp)",
+                axis=alt.Axis(format=".0e")),
+        color=alt.Color("label:N", title=None, scale=alt.Scale(range=PALETTE)),
+        tooltip=["label:N", alt.Tooltip("start:Q", format=".3g"),
+                 alt.Tooltip("spacing:Q", format=".3g"), alt.Tooltip("relative:Q", format=".3g")],
+    )
+
+
+def rounding_chart(df: pd.DataFrame) -> alt.LayerChart:
+    """Stochastic rounding of one value: probability and observed share per neighbour.
+
+    ``df`` is :func:`trainium_lab.numerics.rounding_draws` output; a red rule marks
+    the input value and a dashed rule the mean of the draws.
+    """
+    long = df.melt(id_vars=["result", "nearest"], value_vars=["probability", "frequency"],
+                   var_name="what", value_name="share")
+    long["what"] = long["what"].map({"probability": "probability (theory)",
+                                     "frequency": "share of draws"})
+    long["result_text"] = [f"{r:.8g}" + (" (nearest)" if n else "")
+                           for r, n in zip(long.result, long.nearest)]
+    bars = base(long, title=f"Rounding {df.attrs['value']:.8g} to {df.attrs['format']}",
+                height=160).mark_bar().encode(
+        x=alt.X("result_text:N", title="rounded value", sort=None),
+        xOffset="what:N",
+        y=alt.Y("share:Q", title="probability", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("what:N", title=None, scale=alt.Scale(range=["#4e79a7", "#f28e2b"])),
+        tooltip=["result_text:N", "what:N", alt.Tooltip("share:Q", format=".4f")],
+    )
+    return bars
+
+
+def repeated_updates_chart(df: pd.DataFrame) -> alt.Chart:
+    """Mean weight against step per rounding mode, with the exact sum dashed.
+
+    ``df`` is one or more :func:`trainium_lab.numerics.repeated_updates` outputs
+    stacked. One layer, so a widget redraws it quickly.
+    """
+    exact = df.drop_duplicates("step")[["step", "exact"]].rename(columns={"exact": "mean"})
+    exact["mode"] = "exact sum"
+    data = pd.concat([df[["step", "mean", "mode"]], exact], ignore_index=True)
+    return base(data, title="Adding the same small update again and again").mark_line().encode(
+        x=alt.X("step:Q", title="step"),
+        y=alt.Y("mean:Q", title="mean weight", scale=alt.Scale(zero=False)),
+        color=alt.Color("mode:N", title=None, scale=alt.Scale(
+            domain=["nearest", "stochastic", "exact sum"], range=["#e15759", "#4e79a7", "#000000"])),
+        strokeDash=alt.StrokeDash("mode:N", legend=None, scale=alt.Scale(
+            domain=["nearest", "stochastic", "exact sum"], range=[[1, 0], [1, 0], [4, 4]])),
+        tooltip=["mode:N", "step:Q", alt.Tooltip("mean:Q", format=".6f")],
+    )
+
+
+def loss_curves_chart(df: pd.DataFrame) -> alt.Chart:
+    """Training loss against step, one line per way of keeping the weights (log y).
+
+    ``df`` is :func:`trainium_lab.numerics.train_linear_regression` output. One layer,
+    so a widget redraws it quickly; the least-squares loss is in the title.
+    """
+    data = df[["step", "label", "loss"]]
+    title = (f"Loss curves, learning rate {df.attrs.get('learning_rate', 0):g} "
+             f"(best possible {df.attrs['noise_floor']:.3f})")
+    return base(data, title=title).mark_line().encode(
+        x=alt.X("step:Q", title="step"),
+        y=alt.Y("loss:Q", scale=alt.Scale(type="log"), title="loss (log scale)"),
+        color=alt.Color("label:N", title=None, sort=None, scale=alt.Scale(range=PALETTE)),
+        strokeDash=alt.StrokeDash("label:N", sort=None, legend=None,
+                                  scale=alt.Scale(range=[[1, 0], [1, 0], [6, 3], [2, 2]])),
+        tooltip=["label:N", "step:Q", alt.Tooltip("loss:Q", format=".4f")],
+    )
+
+
+def memory_chart(df: pd.DataFrame) -> alt.LayerChart:
+    """Training state in GiB with and without the FP32 master copy.
+
+    ``df`` is :func:`trainium_lab.numerics.master_weights_saving` output.
+    """
+    bars = base(df, height=80, title=f"Training state, counted in {df.attrs['chip']} chips' HBM"
+                ).mark_bar().encode(
+        x=alt.X("chips:Q", title=f"{df.attrs['chip']} HBMs (state only)"),
+        y=alt.Y("setup:N", title=None, sort=None),
+        color=alt.Color("setup:N", legend=None, scale=alt.Scale(range=["#4e79a7", "#59a14f"])),
+        tooltip=["setup:N", alt.Tooltip("bytes_per_param:Q", title="bytes/param"),
+                 alt.Tooltip("state_gib:Q", format=",.0f", title="GiB"),
+                 alt.Tooltip("chips_needed:Q", title="chips needed")],
+    )
+    return bars
+
+
+def fp8_range_chart(df: pd.DataFrame) -> alt.LayerChart:
+    """Each format's range on a log axis: subnormals thin, normals thick.
+
+    ``df`` is :func:`trainium_lab.numerics.formats_table` output.
+    """
+    chart = base(df, height=30 * len(df) + 20, title="Representable magnitudes")
+    sub = chart.mark_rule(strokeWidth=4, opacity=0.5).encode(
+        x=alt.X("min_subnormal:Q", scale=alt.Scale(type="log"), title="magnitude",
+                axis=alt.Axis(format=".0e")),
+        x2="min_normal:Q", y=alt.Y("label:N", sort=None, title=None),
+        color=alt.Color("label:N", legend=None, scale=alt.Scale(range=PALETTE)))
+    normal = chart.mark_rule(strokeWidth=12).encode(
+        x="min_normal:Q", x2="max_finite:Q", y=alt.Y("label:N", sort=None),
+        color=alt.Color("label:N", legend=None),
+        tooltip=["label:N", alt.Tooltip("min_subnormal:Q", format=".3g"),
+                 alt.Tooltip("min_normal:Q", format=".3g"),
+                 alt.Tooltip("max_finite:Q", format=".4g")])
+    return sub + normal
+
+
+def fp8_scaling_chart(df: pd.DataFrame) -> alt.Chart:
+    """Share of values lost to underflow, per FP8 format, with and without scaling.
+
+    ``df`` is :func:`trainium_lab.numerics.fp8_scaling_demo` output.
+    """
+    return base(df, height=120, title="Small values flushed to zero in FP8").mark_bar().encode(
+        x=alt.X("underflow:Q", title="share of values that became 0",
+                axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
+        y=alt.Y("label:N", title=None),
+        yOffset="scaling:N",
+        color=alt.Color("scaling:N", title="scaling", scale=alt.Scale(range=["#e15759", "#59a14f"])),
+        tooltip=["label:N", "scaling:N", alt.Tooltip("underflow:Q", format=".1%"),
+                 alt.Tooltip("rel_error:Q", format=".3f", title="median relative error")],
+    )

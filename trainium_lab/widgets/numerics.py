@@ -1,0 +1,108 @@
+"""Chapter 02's widgets: bits of a float, one rounding, repeated updates, training.
+
+Each factory wires controls to a model in ``trainium_lab.numerics`` and a chart
+in ``trainium_lab.charts.numerics``; nothing is computed here.
+"""
+
+from __future__ import annotations
+
+import ipywidgets as W
+import pandas as pd
+
+from trainium_lab import numerics
+from trainium_lab.charts import numerics as charts
+from trainium_lab.widgets.base import Explorer, benchmarked
+
+__all__ = ["bits_explorer", "rounding_explorer", "repeated_updates_explorer",
+           "training_explorer"]
+
+_LOW = [(numerics.LABELS[f], f) for f in numerics.FORMATS if f != "float32"]
+_ALL = [(numerics.LABELS[f], f) for f in numerics.FORMATS]
+
+
+def _format_dropdown(value: str = "bfloat16", options=None) -> W.Dropdown:
+    return W.Dropdown(options=options or _LOW, value=value, description="format")
+
+
+@benchmarked(("value", -0.1), ("dtype", "float8_e4m3fn"))
+def bits_explorer(value: float = 1.0, dtype: str = "bfloat16") -> Explorer:
+    """A value and a format; the stored bits, coloured by field, and what they mean."""
+    controls = {"value": W.FloatText(value=value, description="value"),
+                "dtype": _format_dropdown(dtype, _ALL)}
+
+    def describe(df: pd.DataFrame) -> str:
+        a = df.attrs
+        return (f"stored as <b>{a['stored']:.10g}</b> ({a['kind']}): "
+                f"<code>{a['formula']}</code>")
+
+    return Explorer(controls, numerics.bit_fields, charts.bits_chart, describe)
+
+
+@benchmarked(("value", 1.003), ("dtype", "float8_e5m2"), ("n_draws", 200))
+def rounding_explorer(value: float = 1.001, dtype: str = "bfloat16") -> Explorer:
+    """One value rounded to nearest and, many times, stochastically."""
+    controls = {"value": W.FloatText(value=value, description="value"),
+                "dtype": _format_dropdown(dtype),
+                "n_draws": W.IntSlider(value=1000, min=10, max=10_000, step=10,
+                                       description="draws")}
+
+    def compute(value: float, dtype: str, n_draws: int) -> pd.DataFrame:
+        return numerics.rounding_draws(value, dtype, n_draws, seed=0)
+
+    def describe(df: pd.DataFrame) -> str:
+        a = df.attrs
+        return (f"{a['value']:.8g} → nearest <b>{a['nearest']:.8g}</b>; "
+                f"stochastic mean of {a['n_draws']:,} draws <b>{a['mean']:.8g}</b> "
+                f"(error {a['mean'] - a['value']:+.2g} against {a['nearest'] - a['value']:+.2g})")
+
+    return Explorer(controls, compute, charts.rounding_chart, describe)
+
+
+@benchmarked(("update", 1e-3), ("n_steps", 500), ("dtype", "float8_e4m3fn"),
+             ("mode", "stochastic"))
+def repeated_updates_explorer(n_weights: int = 256) -> Explorer:
+    """Update size, steps, format and mode; the mean weight against the exact sum."""
+    controls = {
+        "update": W.FloatLogSlider(value=1e-4, base=10, min=-6, max=-1, step=0.1,
+                                   description="update", readout_format=".1e"),
+        "n_steps": W.IntSlider(value=1000, min=0, max=1000, step=50, description="steps"),
+        "dtype": _format_dropdown("bfloat16"),
+        "mode": W.Dropdown(options=["both", "nearest", "stochastic"], value="both",
+                           description="mode"),
+    }
+
+    def compute(update: float, n_steps: int, dtype: str, mode: str) -> pd.DataFrame:
+        modes = numerics.MODES if mode == "both" else (mode,)
+        return pd.concat([numerics.repeated_updates(update, n_steps, dtype, m,
+                                                    n_weights=n_weights, record_every=10)
+                          for m in modes], ignore_index=True)
+
+    def describe(df: pd.DataFrame) -> str:
+        last = df[df.step == df.step.max()]
+        parts = [f"{r.mode}: <b>{r.mean:.5f}</b>" for r in last.itertuples()]
+        return (f"after {int(last.step.iloc[0])} steps, mean of {n_weights} weights: "
+                + ", ".join(parts) + f"; exact <b>{last.exact.iloc[0]:.5f}</b>")
+
+    return Explorer(controls, compute, charts.repeated_updates_chart, describe)
+
+
+@benchmarked(("learning_rate", 0.005), ("n_steps", 300), ("dtype", "float8_e5m2"))
+def training_explorer(learning_rate: float = 0.02) -> Explorer:
+    """Learning rate, steps and format; four loss curves of the same regression."""
+    controls = {
+        "learning_rate": W.FloatLogSlider(value=learning_rate, base=10, min=-3, max=0, step=0.1,
+                                          description="learning rate", readout_format=".3f"),
+        "n_steps": W.IntSlider(value=400, min=10, max=500, step=10, description="steps"),
+        "dtype": _format_dropdown("bfloat16"),
+    }
+
+    def compute(learning_rate: float, n_steps: int, dtype: str) -> pd.DataFrame:
+        return numerics.train_linear_regression(learning_rate, n_steps, dtype, record_every=5)
+
+    def describe(df: pd.DataFrame) -> str:
+        last = df[df.step == df.step.max()]
+        parts = [f"{r.label}: <b>{r.loss:.4f}</b>" for r in last.itertuples()]
+        return ("final loss: " + ", ".join(parts)
+                + f" (best possible {df.attrs['noise_floor']:.4f})")
+
+    return Explorer(controls, compute, charts.loss_curves_chart, describe)
