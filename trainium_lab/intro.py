@@ -54,7 +54,7 @@ def weights_vs_hbm(n_params: float, bytes_per_param: float = 2.0, chip: str = "t
     Examples
     --------
     >>> df = weights_vs_hbm(70e9, 2, "trn2")
-    >>> round(df.gib[0], 1), df.attrs["chips_needed"]
+    >>> round(float(df.gib[0]), 1), df.attrs["chips_needed"]
     (130.4, 2)
     """
     size = weights_bytes(n_params, bytes_per_param)
@@ -72,7 +72,7 @@ def gb_and_gib(n_bytes: float) -> pd.DataFrame:
     """One size expressed in GB (10^9 bytes) and GiB (2^30 bytes).
 
     >>> df = gb_and_gib(96 * GiB)
-    >>> [round(v, 2) for v in df.value]
+    >>> [round(float(v), 2) for v in df.value]
     [103.08, 96.0]
     """
     n_bytes = positive("n_bytes", n_bytes)
