@@ -19,7 +19,7 @@ def state_stack_chart(df: pd.DataFrame) -> alt.Chart:
     return base(df, height=30 * df["label"].nunique() + 20,
                 title="Training state: bytes per parameter by component").mark_bar().encode(
         x=alt.X("sum(bytes_per_param):Q", title="bytes per parameter"),
-        y=alt.Y("label:N", title=None, sort=None),
+        y=alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=320)),
         color=alt.Color("component:N", sort=_COMPONENT_ORDER,
                         scale=alt.Scale(domain=_COMPONENT_ORDER, range=PALETTE[:5]),
                         title="component"),
