@@ -250,7 +250,7 @@ def generations_table() -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        Columns ``key``, ``name``, ``vendor``, ``kind`` ("trainium"/"comparison"),
+        Columns ``key``, ``name``, ``short_name`` (without the vendor), ``vendor``, ``kind`` ("trainium"/"comparison"),
         ``bf16_tflops``, ``low_precision`` (which dtype the next column is: fp8, or mxfp8
         on Trainium3), ``low_precision_tflops``, ``hbm_gib``, ``hbm_tb_per_s``,
         ``ridge_bf16`` (FLOP/byte), ``scale_up_gb_per_s`` and ``scale_up_direction``
@@ -272,7 +272,7 @@ def generations_table() -> pd.DataFrame:
         f = specs.fact(c.key, "dense_flops_per_s.bf16")
         nl = specs.fact(c.key, "neuronlink_bytes_per_s")
         rows.append({
-            "key": c.key, "name": c.name, "vendor": "AWS", "kind": "trainium",
+            "key": c.key, "name": c.name, "short_name": c.name, "vendor": "AWS", "kind": "trainium",
             "bf16_tflops": c.dense_flops_per_s["bf16"] / u.TFLOPS, "low_precision": lp,
             "low_precision_tflops": lp_rate / u.TFLOPS, "hbm_gib": c.hbm_bytes / u.GiB,
             "hbm_tb_per_s": c.hbm_bytes_per_s / u.TB,
@@ -286,7 +286,8 @@ def generations_table() -> pd.DataFrame:
         lp, lp_rate = _low_precision(a.dense_flops_per_s)
         f = specs.fact(a.key, "dense_flops_per_s.bf16")
         rows.append({
-            "key": a.key, "name": a.name, "vendor": a.vendor, "kind": "comparison",
+            "key": a.key, "name": a.name, "short_name": a.name.removeprefix(a.vendor).strip(),
+            "vendor": a.vendor, "kind": "comparison",
             "bf16_tflops": a.dense_flops_per_s["bf16"] / u.TFLOPS, "low_precision": lp,
             "low_precision_tflops": lp_rate / u.TFLOPS, "hbm_gib": a.hbm_bytes / u.GiB,
             "hbm_tb_per_s": a.hbm_bytes_per_s / u.TB,
@@ -399,8 +400,7 @@ def neuroncore_blocks(chip: str = "trn2") -> pd.DataFrame:
          f"Vector engine\nreductions, norms\nFP32 {core.vector_fp32_flops_per_s / u.TFLOPS:g} TFLOP/s"),
         ("Scalar engine", "engine", 63, 81, 70, 100,
          f"Scalar engine\nelement-wise, activations\nFP32 {core.scalar_fp32_flops_per_s / u.TFLOPS:g} TFLOP/s"),
-        ("GpSimd engine", "engine", 83, 100, 70, 100, "GpSimd engine\n" + core.gpsimd.replace(
-            " programmable", "\nprogrammable")),
+        ("GpSimd engine", "engine", 83, 100, 70, 100, "GpSimd engine\n" + core.gpsimd),
         ("PSUM", "on-chip SRAM", 0, 40, 52, 66,
          f"PSUM (matmul accumulators)\n{mib(core.psum_bytes)}, {kib(core.psum_bytes_per_partition)} per partition"),
         ("SBUF", "on-chip SRAM", 0, 100, 26, 48,
@@ -412,7 +412,17 @@ def neuroncore_blocks(chip: str = "trn2") -> pd.DataFrame:
          f"HBM: {c.hbm_bytes / u.GiB:g} GiB and {c.hbm_bytes_per_s / u.TB:g} TB/s per chip, "
          f"shared by {c.neuron_cores} cores"),
     ]
-    return pd.DataFrame(blocks, columns=["block", "kind", "x", "x2", "y", "y2", "label"])
+    df = pd.DataFrame(blocks, columns=["block", "kind", "x", "x2", "y", "y2", "label"])
+    # about 1.3 characters per layout unit at the chart's width
+    df["label"] = [_wrap(text, int((x2 - x) * 1.3)) for text, x, x2 in zip(df.label, df.x, df.x2)]
+    return df
+
+
+def _wrap(text: str, width: int) -> str:
+    import textwrap
+
+    return "\n".join(part for line in text.split("\n")
+                     for part in (textwrap.wrap(line, max(width, 8)) or [""]))
 
 
 # --------------------------------------------------------------------------- checking claims
@@ -520,8 +530,9 @@ def check_figure(entity: str, field: str, claimed: float, unit: str, *,
     other = _OTHER_READING.get(unit)
     if other is not None and _close(claimed_value * _CLAIM_UNITS[other], target, rel_tol):
         return ClaimCheck(claim, "unit mix-up", shown,
-                          f"data/ has {shown} ({src}), which is {claimed:,g} {other}, not "
-                          f"{claimed:,g} {unit}: the claim mixes decimal and binary prefixes.", src)
+                          f"data/ has {shown} ({src}). {claimed:,g} {unit} matches it only if "
+                          f"{unit} is read as {other}: the claim mixes decimal and binary "
+                          "prefixes.", src)
     readings = [(unit, base)] + ([(other, claimed_value * _CLAIM_UNITS[other])] if other else [])
     matches = []
     for f in _all_facts():

@@ -22,7 +22,8 @@ def _records(df: pd.DataFrame) -> alt.InlineData:
     return alt.InlineData(values=values)
 
 
-_BOUND_COLORS = alt.Scale(domain=["HBM", "tensor engine"], range=["#e15759", "#59a14f"])
+# distinct from the roof lines' category colours
+_BOUND_COLORS = alt.Scale(domain=["HBM", "tensor engine"], range=["#7b3294", "#1a9641"])
 
 
 def roofline_chart(curves: pd.DataFrame, point: pd.DataFrame | None = None, *,
@@ -68,33 +69,36 @@ def _roofline_layers(curves, point, title):
 def generations_chart(df: pd.DataFrame) -> alt.LayerChart:
     """Dense BF16 TFLOP/s against HBM TB/s, one labelled point per chip.
 
-    ``df`` is ``cores.generations_table()``: columns ``name``, ``kind``, ``tier``,
+    ``df`` is ``cores.generations_table()``: columns ``name``, ``short_name`` (label), ``kind``, ``tier``,
     ``bf16_tflops``, ``hbm_tb_per_s``, ``ridge_bf16``, ``hbm_gib``.
     """
     enc = dict(
-        x=alt.X("hbm_tb_per_s:Q", title="HBM bandwidth per chip (TB/s)"),
-        y=alt.Y("bf16_tflops:Q", title="dense BF16 TFLOP/s per chip"),
+        x=alt.X("hbm_tb_per_s:Q", title="HBM bandwidth per chip (TB/s)",
+                scale=alt.Scale(domainMin=0, padding=40)),
+        y=alt.Y("bf16_tflops:Q", title="dense BF16 TFLOP/s per chip",
+                scale=alt.Scale(domainMin=0, padding=20)),
     )
     pts = base(df, title="Compute against memory bandwidth (shape = source tier)",
-               height=300).mark_point(size=140, filled=True).encode(
+               width=560, height=300).mark_point(size=140, filled=True).encode(
         **enc,
         color=alt.Color("kind:N", title=None, scale=alt.Scale(
-            domain=["trainium", "comparison"], range=["#f28e2b", "#4e79a7"])),
-        shape=alt.Shape("tier:N", title="source tier"),
+            domain=["trainium", "comparison"], range=["#f28e2b", "#4e79a7"]),
+            legend=alt.Legend(orient="bottom")),
+        shape=alt.Shape("tier:N", title="source tier", legend=alt.Legend(orient="bottom")),
         tooltip=[alt.Tooltip("name:N"), alt.Tooltip("tier:N", title="source tier"),
                  alt.Tooltip("bf16_tflops:Q", format=",.0f", title="BF16 TFLOP/s"),
                  alt.Tooltip("hbm_tb_per_s:Q", format=",.2f", title="HBM TB/s"),
                  alt.Tooltip("hbm_gib:Q", format=",.0f", title="HBM GiB"),
                  alt.Tooltip("ridge_bf16:Q", format=",.0f", title="ridge (FLOP/byte)")],
     )
-    labels = alt.Chart(df).mark_text(align="left", dx=8, fontSize=11).encode(**enc, text=alt.Text("name:N"))
+    labels = alt.Chart(df).mark_text(align="center", dy=-14, fontSize=11).encode(**enc, text=alt.Text("short_name:N"))
     return alt.layer(pts, labels)
 
 
 def neuroncore_chart(blocks: pd.DataFrame, *, title: str = "One NeuronCore and what feeds it") -> alt.LayerChart:
     """A block diagram from ``cores.neuroncore_blocks``: rectangles with multi-line labels."""
     none = alt.Axis(labels=False, ticks=False, domain=False, grid=False, title=None)
-    rects = base(blocks, title=title, width=640, height=340).mark_rect(
+    rects = base(blocks, title=title, width=680, height=360).mark_rect(
         stroke="#333", strokeWidth=1, cornerRadius=4, opacity=0.85).encode(
         x=alt.X("x:Q", axis=none, scale=alt.Scale(domain=[0, 100])), x2=alt.X2("x2:Q"),
         y=alt.Y("y:Q", axis=none, scale=alt.Scale(domain=[0, 100])), y2=alt.Y2("y2:Q"),
