@@ -207,7 +207,7 @@ def ulp(x: Any, dtype: Any) -> np.ndarray | float:
     if not np.all(np.isfinite(a)):
         raise ValueError("x must be finite")
     _, e = np.frexp(a)  # a = m * 2**e with m in [0.5, 1): floor(log2 a) = e - 1
-    exponent = np.maximum(e - 1, f.min_exponent)
+    exponent = np.where(a == 0, f.min_exponent, np.maximum(e - 1, f.min_exponent))
     out = np.ldexp(1.0, exponent - f.mantissa_bits)
     return float(out) if np.ndim(out) == 0 else out
 
@@ -219,7 +219,8 @@ def _as_float32(x: Any) -> np.ndarray:
         raise ValueError(f"x must be an array of real numbers ({exc})") from exc
     if arr.dtype.kind not in "biuf" and arr.dtype.name not in FORMATS:
         raise ValueError(f"x must be an array of real numbers, got dtype {arr.dtype}")
-    return arr.astype(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):  # beyond float32 becomes ±inf
+        return arr.astype(np.float32)
 
 
 def _rng(rng: Any) -> np.random.Generator:
@@ -233,7 +234,8 @@ def _rng(rng: Any) -> np.random.Generator:
 def _nearest(x32: np.ndarray, name: str) -> np.ndarray:
     if name == "float32":
         return x32.copy()
-    return x32.astype(_np_dtype(name)).astype(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):  # the format's own overflow/NaN rules
+        return x32.astype(_np_dtype(name)).astype(np.float32)
 
 
 def _draws(name: str, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
@@ -540,7 +542,6 @@ def repeated_updates(update: float = 1e-4, n_steps: int = 1000, dtype: Any = "bf
     seed = integer("seed", seed, minimum=0)
     record_every = integer("record_every", record_every, minimum=1)
     rng = np.random.default_rng(seed)
-    dt = _np_dtype(name)
     w = _nearest(np.full(n_weights, w0, np.float32), name)
     u = np.float32(update)
     steps = np.array([k for k in range(n_steps + 1) if k % record_every == 0 or k == n_steps])
@@ -554,7 +555,7 @@ def repeated_updates(update: float = 1e-4, n_steps: int = 1000, dtype: Any = "bf
         if name == "float32":
             w = s
         elif mode == "nearest":
-            w = s.astype(dt).astype(np.float32)
+            w = _nearest(s, name)
         else:
             i = (k - 1) % chunk
             if i == 0:
@@ -661,11 +662,10 @@ def train_linear_regression(learning_rate: float = 0.01, n_steps: int = 1000,
     floor = 0.5 * float(w_ls @ a @ w_ls - 2 * b @ w_ls + c)
     a32, b32, lr32 = a.astype(np.float32), b.astype(np.float32), np.float32(lr)
     rng = np.random.default_rng(seed + 1)
-    dt = _np_dtype(name)
     draws = _draws(name, (max(n_steps, 1), n_features), rng)
 
     def nearest(v: np.ndarray) -> np.ndarray:
-        return v if name == "float32" else v.astype(dt).astype(np.float32)
+        return v if name == "float32" else _nearest(v, name)
 
     # rows: fp32, nearest, stochastic, model copy of the master variant
     w = np.zeros((4, n_features), np.float32)
