@@ -476,16 +476,13 @@ def group_collective_s(placement, kind: str, size_bytes: float, collective: str 
     """
     collective = choice("collective", collective, COLLECTIVES)
     size = positive("size_bytes", size_bytes, allow_zero=True)
-    groups = placement.groups(kind)
-    worst = groups.loc[groups["level_index"].idxmax()]
-    level = placement.cluster.level(str(worst["level"]))
-    if level.bytes_per_s is None or int(worst["n_chips"]) == 1:
+    level, n_chips, sharing = placement.slowest(kind)
+    if level.bytes_per_s is None or n_chips == 1:
         return 0.0
     alpha = (level.latency_s or 0.0) if latency_s is None else positive("latency_s", latency_s, allow_zero=True)
     if collective == "all_to_all" and level.switched:
         collective = "all_to_all_direct"
-    sharing = int(groups["sharing"].max())
-    return COLLECTIVES[collective](size * sharing, int(worst["n_chips"]), level.bytes_per_s, alpha)
+    return COLLECTIVES[collective](size * sharing, n_chips, level.bytes_per_s, alpha)
 
 
 def placement_costs(placement, size_bytes: float | dict[str, float],

@@ -79,7 +79,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache, cached_property
 
 import numpy as np
@@ -467,7 +467,11 @@ class Placement:
     cluster: Cluster
     degrees: dict[str, int]
     ordering: tuple[str, ...]
-    ranks: pd.DataFrame = field(repr=False)
+
+    @cached_property
+    def ranks(self) -> pd.DataFrame:
+        """The rank-to-core map (see the class docstring for its columns)."""
+        return _rank_table(self.cluster, tuple(self.degrees[d] for d in self.ordering), self.ordering)
 
     def _members(self, kind: str) -> np.ndarray:
         """Ranks of every group of ``kind``: an array of shape (n_groups, degree)."""
@@ -484,63 +488,70 @@ class Placement:
         ``n_instances``, ``n_systems``, ``sharing`` (groups of this kind sharing each
         chip's links), ``level`` (slowest level crossed) and ``level_index``.
         """
+        kind = choice("kind", kind, KINDS)
+        return pd.DataFrame(self._groups[kind])
+
+    @cached_property
+    def _groups(self) -> dict[str, dict[str, np.ndarray]]:
+        return {kind: self._build_groups(kind) for kind in KINDS}
+
+    def _build_groups(self, kind: str) -> dict[str, np.ndarray]:
+        c = self.cluster
         members = self._members(kind)
-        gchip = self.ranks["global_chip"].to_numpy()[members]
-        inst = (self.ranks["system"].to_numpy() * self.cluster.instances_per_system
-                + self.ranks["instance"].to_numpy())[members]
-        system = self.ranks["system"].to_numpy()[members]
+        gchip = members // c.ranks_per_chip
+        inst = members // c.ranks_per_instance
+        system = members // c.ranks_per_system
         n_chips = _distinct(gchip)
         n_inst = _distinct(inst)
         n_sys = _distinct(system)
-        if self.cluster.instances_per_system == 1:
+        if c.instances_per_system == 1:
             level_index = np.where(n_sys > 1, 3, np.where(n_chips > 1, 1, 0))
         else:
             level_index = np.where(n_sys > 1, 3, np.where(n_inst > 1, 2, np.where(n_chips > 1, 1, 0)))
-        names = np.array(LEVEL_NAMES)[level_index]
-        ranks_on_chip = self.degrees[kind] / n_chips
-        sharing = (self.cluster.ranks_per_chip / ranks_on_chip).astype(int)
-        return pd.DataFrame({"group": np.arange(len(members)), "first_rank": members[:, 0],
-                             "n_ranks": self.degrees[kind], "n_chips": n_chips,
-                             "n_instances": n_inst, "n_systems": n_sys, "sharing": sharing,
-                             "level": names, "level_index": level_index})
+        sharing = (c.ranks_per_chip * n_chips) // self.degrees[kind]
+        return {"group": np.arange(len(members)), "first_rank": members[:, 0],
+                "n_ranks": np.full(len(members), self.degrees[kind]), "n_chips": n_chips,
+                "n_instances": n_inst, "n_systems": n_sys, "sharing": np.maximum(sharing, 1),
+                "level": np.array(LEVEL_NAMES)[level_index], "level_index": level_index}
+
+    def slowest(self, kind: str) -> tuple[Level, int, int]:
+        """``(level, n_chips, sharing)`` for the groups of ``kind``: the slowest level any
+        group crosses, the most chips a group spans, and how many groups of this kind
+        share one chip's links (ranks of one chip in different groups)."""
+        kind = choice("kind", kind, KINDS)
+        g = self._groups[kind]
+        return (self.cluster.level(LEVEL_NAMES[int(g["level_index"].max())]),
+                int(g["n_chips"].max()), int(g["sharing"].max()))
 
     def level(self, kind: str) -> Level:
         """The slowest level any group of ``kind`` crosses."""
-        g = self.groups(kind)
-        return self.cluster.level(LEVEL_NAMES[int(g["level_index"].max())])
+        return self.slowest(kind)[0]
 
     @cached_property
     def _summary(self) -> pd.DataFrame:
-        return self._build_summary()
-
-    def summary(self) -> pd.DataFrame:
-        """One row per kind: degree, chips per group, slowest level and its bandwidth.
-
-        See ``_build_summary`` for the columns; returns a copy.
-        """
-        return self._summary.copy()
-
-    def _build_summary(self) -> pd.DataFrame:
-        """One row per kind: degree, chips per group, slowest level and its bandwidth.
-
-        Columns: ``kind, degree, n_groups, n_chips, min_chips, sharing, level,
-        expected_level, bytes_per_s, scope, direction, latency_s``. ``min_chips`` is
-        the fewest chips that can hold ``degree`` ranks and ``expected_level`` the
-        fastest level that could hold a group of that many chips.
-        """
         rows = []
         for kind in KINDS:
-            g = self.groups(kind)
-            worst = g.loc[g["level_index"].idxmax()]
-            lv = self.cluster.level(str(worst["level"]))
+            lv, n_chips, sharing = self.slowest(kind)
             fewest = -(-self.degrees[kind] // self.cluster.ranks_per_chip)  # ceil
             expected = self.cluster.crossing_level(fewest)
-            rows.append(dict(kind=kind, degree=self.degrees[kind], n_groups=len(g),
-                             n_chips=int(g["n_chips"].max()), min_chips=fewest, sharing=int(g["sharing"].max()),
+            rows.append(dict(kind=kind, degree=self.degrees[kind],
+                             n_groups=self.cluster.n_ranks // self.degrees[kind],
+                             n_chips=n_chips, min_chips=fewest, sharing=sharing,
                              level=lv.name, expected_level=expected.name,
                              bytes_per_s=lv.bytes_per_s, scope=lv.scope, direction=lv.direction,
                              latency_s=lv.latency_s))
         return pd.DataFrame(rows)
+
+    def summary(self) -> pd.DataFrame:
+        """One row per kind: degree, chips per group, slowest level and its bandwidth.
+
+        Columns: ``kind, degree, n_groups, n_chips, min_chips, sharing, level,
+        expected_level, bytes_per_s, scope, direction, latency_s``. ``n_chips`` is the
+        most chips a group spans, ``min_chips`` the fewest chips that can hold
+        ``degree`` ranks and ``expected_level`` the fastest level that could hold a
+        group of that many chips; ``sharing`` as in :meth:`slowest`.
+        """
+        return self._summary.copy()
 
     @property
     def problems(self) -> tuple[str, ...]:
@@ -551,45 +562,56 @@ class Placement:
         and are not flagged (see ``summary()`` for their levels).
         """
         out = []
-        for row in self._summary.itertuples():
-            if row.kind not in LATENCY_CRITICAL or row.degree == 1 or row.level == row.expected_level:
+        for row in self._summary.to_dict("records"):
+            kind = row["kind"]
+            if kind not in LATENCY_CRITICAL or row["degree"] == 1 or row["level"] == row["expected_level"]:
                 continue
-            lv, ex = self.cluster.level(row.level), self.cluster.level(row.expected_level)
+            lv, ex = self.cluster.level(row["level"]), self.cluster.level(row["expected_level"])
             if lv.bytes_per_s is not None and ex.bytes_per_s is not None and lv.bytes_per_s >= ex.bytes_per_s:
                 continue  # e.g. a switched fabric: crossing costs nothing more
             have = "n/a" if lv.bytes_per_s is None else f"{lv.bytes_per_s / 1e9:,.0f} GB/s"
             could = "on chip" if ex.bytes_per_s is None else f"{ex.bytes_per_s / 1e9:,.0f} GB/s"
-            spread = ("" if row.n_chips == row.min_chips
-                      else f", spread over {row.n_chips} chips instead of {row.min_chips}")
-            out.append(f"{row.kind.upper()} groups ({row.degree} ranks{spread}) cross the "
+            spread = ("" if row["n_chips"] == row["min_chips"]
+                      else f", spread over {row['n_chips']} chips instead of {row['min_chips']}")
+            out.append(f"{kind.upper()} groups ({row['degree']} ranks{spread}) cross the "
                        f"{lv.name} level ({have} per chip) although they fit within the "
-                       f"{ex.name} level ({could}): put {row.kind} innermost in the ordering")
+                       f"{ex.name} level ({could}): put {kind} innermost in the ordering")
         return tuple(out)
 
-    def chip_map(self, kind: str = "tp") -> pd.DataFrame:
+    def chip_map(self, kind: str = "tp", highlight: int = 0) -> pd.DataFrame:
         """One row per chip: where it is, its ranks, and the ``kind`` groups on it.
 
         Columns: ``global_chip, system, instance, chip, row, col, label, first_rank,
         last_rank, group`` (the ``kind`` group of the chip's first rank),
-        ``n_groups`` (groups of ``kind`` with a rank on this chip).
+        ``n_groups`` (groups of ``kind`` with a rank on this chip), ``colour``
+        (``"group g"``, or ``"mixed"`` when several groups share the chip) and
+        ``highlighted`` (the chip runs a rank of group ``highlight``).
         """
         kind = choice("kind", kind, KINDS)
-        r = self.ranks
-        group_of_rank = np.empty(self.cluster.n_ranks, dtype=int)
+        c = self.cluster
+        highlight = integer("highlight", highlight, minimum=0, maximum=c.n_ranks // self.degrees[kind] - 1)
+        group_of_rank = np.empty(c.n_ranks, dtype=int)
         members = self._members(kind)
         group_of_rank[members] = np.arange(len(members))[:, None]
-        per_chip = self.cluster.ranks_per_chip
-        g = group_of_rank.reshape(-1, per_chip)
-        first = r.iloc[::per_chip].reset_index(drop=True)
-        n_groups = (np.diff(np.sort(g, axis=1), axis=1) != 0).sum(axis=1) + 1
-        ipsys = self.cluster.instances_per_system
-        label = [f"{'US' if ipsys > 1 else 'inst'}{s}" + (f"·i{i}" if ipsys > 1 else "")
-                 for s, i in zip(first["system"], first["instance"])]
-        return pd.DataFrame({"global_chip": first["global_chip"], "system": first["system"],
-                             "instance": first["instance"], "chip": first["chip"],
-                             "row": first["row"], "col": first["col"], "label": label,
-                             "first_rank": first["rank"], "last_rank": first["rank"] + per_chip - 1,
-                             "group": g[:, 0], "n_groups": n_groups})
+        g = group_of_rank.reshape(-1, c.ranks_per_chip)
+        n_groups = _distinct(g)
+        gchip = np.arange(c.n_chips)
+        system = gchip // c.chips_per_system
+        instance = (gchip % c.chips_per_system) // c.chips_per_instance
+        chip = gchip % c.chips_per_instance
+        if c.instances_per_system > 1:
+            label = [f"US{s}·i{i}" for s, i in zip(system.tolist(), instance.tolist())]
+        else:
+            label = [f"inst{s}" for s in system.tolist()]
+        first = gchip * c.ranks_per_chip
+        return pd.DataFrame({"global_chip": gchip, "system": system, "instance": instance,
+                             "chip": chip, "row": chip // c.grid_side, "col": chip % c.grid_side,
+                             "label": label, "first_rank": first,
+                             "last_rank": first + c.ranks_per_chip - 1,
+                             "group": g[:, 0], "n_groups": n_groups,
+                             "colour": np.where(n_groups > 1, "mixed",
+                                                np.char.add("group ", g[:, 0].astype(str))),
+                             "highlighted": (g == highlight).any(axis=1)})
 
 
 def _distinct(values: np.ndarray) -> np.ndarray:
@@ -650,7 +672,7 @@ def place(tp: int, pp: int = 1, dp: int = 1, ep: int = 1, *, system: str = "trn2
         n_systems = product // base.ranks_per_system
     c = cluster(base.system, n_systems, base.lnc)
     check_degrees(c.n_ranks, **degrees)
-    return Placement(c, degrees, order, _rank_table(c, tuple(degrees[d] for d in order), order))
+    return Placement(c, degrees, order)
 
 
 def _rank_table(c: Cluster, sizes: tuple[int, ...], order: tuple[str, ...]) -> pd.DataFrame:

@@ -1,0 +1,172 @@
+"""Charts for chapter 03 (topology and collectives). Encodings only: every number
+comes from ``trainium_lab.topology`` or ``trainium_lab.collectives``."""
+
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+from altair.utils.schemapi import debug_mode
+
+from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH
+
+__all__ = ["levels_chart", "ring_step_chart", "size_sweep_chart", "placement_chart"]
+
+_LEVEL_COLORS = alt.Scale(domain=["instance", "ultraserver", "efa"], range=PALETTE[:3])
+
+
+def _records(df: pd.DataFrame) -> alt.InlineData:
+    """Inline values (skips Altair's DataFrame sanitising, which is slow per update).
+
+    The rows are a tuple: Altair deep-copies lists of dicts every time a chart is
+    layered or serialised, but passes tuples through (``to_dict`` turns them into
+    lists). Frames must hold no NaN."""
+    cols = list(df.columns)
+    values = tuple({c: (v.item() if hasattr(v, "item") else v) for c, v in zip(cols, row)}
+                   for row in zip(*(df[c].to_numpy() for c in cols)))
+    with debug_mode(False):
+        return alt.InlineData(values=values)
+
+
+def levels_chart(df: pd.DataFrame, *, title: str = "Bandwidth per chip at each level") -> alt.HConcatChart:
+    """Horizontal bars (log scale) of per-chip bandwidth for each system and level, with
+    each figure's scope and direction as the source gives them in a column beside.
+
+    ``df`` is ``topology.levels_table(...)``: columns ``system``, ``level``, ``gb_per_s``,
+    ``scope``, ``direction``.
+    """
+    d = df[["system", "level", "gb_per_s", "scope", "direction"]].copy()
+    d["row"] = d["system"] + " · " + d["level"]
+    d["caveat"] = [f"{g:,.0f} GB/s · {s} · direction {dr}" for g, s, dr in
+                   zip(d["gb_per_s"], d["scope"], d["direction"])]
+    height = 22 * len(d)
+    low = 10 ** int(np.floor(np.log10(d["gb_per_s"].min() / 2)))
+    with debug_mode(False):
+        bars = alt.Chart(width=260, height=height).mark_bar().encode(
+            x=alt.X("gb_per_s:Q", scale=alt.Scale(type="log", domainMin=low), title="GB/s per chip (log scale)"),
+            x2=alt.datum(low),
+            y=alt.Y("row:N", sort=None, title=None),
+            color=alt.Color("level:N", scale=_LEVEL_COLORS, title="level"),
+            tooltip=[alt.Tooltip("system:N"), alt.Tooltip("level:N"),
+                     alt.Tooltip("gb_per_s:Q", format=",.0f", title="GB/s"),
+                     alt.Tooltip("scope:N"), alt.Tooltip("direction:N")],
+        )
+        text = alt.Chart(width=300, height=height).mark_text(align="left", fontSize=11, x=0).encode(
+            y=alt.Y("row:N", sort=None, axis=None), text=alt.Text("caveat:N"))
+        return alt.hconcat(bars, text, title=title, data=_records(d)).resolve_scale(y="shared").configure_view(stroke=None)
+
+
+def ring_step_chart(df: pd.DataFrame, *, title: str | None = None) -> alt.LayerChart:
+    """Grid of participants × chunks coloured by how many participants each held copy sums.
+
+    ``df`` is ``collectives.ring_allreduce_steps(n, step)``. Cells outlined in black
+    are what each participant sends in the next step.
+    """
+    n = int(df["rank"].max()) + 1
+    phase = str(df["phase"].iloc[0])
+    d = df[["rank", "chunk", "contributions", "sending"]].copy()
+    d["rank"] = "rank " + d["rank"].astype(str)
+    d["chunk"] = "chunk " + d["chunk"].astype(str)
+    title = title or f"Ring all-reduce, {n} participants: next step {phase}"
+    d["stroke"] = np.where(d["sending"], "black", "white")
+    d["ink"] = np.where(d["contributions"] > n / 2, "white", "black")
+    with debug_mode(False):
+        grid = alt.Chart().mark_rect(
+            strokeWidth=3).encode(
+            x=alt.X("chunk:N", sort=None, title="chunk of the buffer", axis=alt.Axis(labelAngle=0)),
+            y=alt.Y("rank:N", sort=None, title="participant"),
+            color=alt.Color("contributions:Q", title="summed over",
+                            scale=alt.Scale(domain=[1, n], scheme="blues")),
+            stroke=alt.Stroke("stroke:N", scale=None),
+            tooltip=[alt.Tooltip("rank:N"), alt.Tooltip("chunk:N"),
+                     alt.Tooltip("contributions:Q", title="participants summed"),
+                     alt.Tooltip("sending:N", title="sent next step")],
+        )
+        text = alt.Chart().mark_text(fontSize=11).encode(
+            x=alt.X("chunk:N", sort=None), y=alt.Y("rank:N", sort=None),
+            text=alt.Text("contributions:Q"), color=alt.Color("ink:N", scale=None),
+        )
+        # data on the layer, not the sub-charts: alt.layer deep-copies its children
+        return alt.layer(grid, text, data=_records(d), title=title, width=34 * n + 40, height=28 * n)
+
+
+def size_sweep_chart(df: pd.DataFrame, crossovers: pd.DataFrame | None = None, *,
+                     title: str = "All-reduce time against message size") -> alt.LayerChart:
+    """Log-log time against size, one line per ``series``, with optional crossover rules.
+
+    ``df`` has columns ``size_bytes``, ``time_ms`` and ``series``; ``crossovers`` has
+    ``size_bytes`` and ``series`` (where latency and bandwidth terms are equal).
+    """
+    with debug_mode(False):
+        lines = alt.Chart().mark_line(
+            strokeWidth=2).encode(
+            x=alt.X("size_bytes:Q", scale=alt.Scale(type="log"), title="message size (bytes, log)",
+                    axis=alt.Axis(format="~s")),
+            y=alt.Y("time_ms:Q", scale=alt.Scale(type="log"), title="time (ms, log)"),
+            color=alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", columns=1)),
+            tooltip=[alt.Tooltip("series:N"), alt.Tooltip("size_bytes:Q", format=",.3s", title="bytes"),
+                     alt.Tooltip("time_ms:Q", format=",.4g", title="ms")],
+        )
+        top = dict(data=_records(df[["size_bytes", "time_ms", "series"]]), title=title,
+                   width=WIDTH, height=HEIGHT)
+        if crossovers is None or crossovers.empty:
+            return alt.layer(lines, **top)
+        rules = alt.Chart(_records(crossovers[["size_bytes", "series"]])).mark_rule(
+            strokeDash=[2, 2], color="#666").encode(
+            x=alt.X("size_bytes:Q"),
+            tooltip=[alt.Tooltip("series:N", title="crossover"),
+                     alt.Tooltip("size_bytes:Q", format=",.3s", title="bytes")])
+        return alt.layer(lines, rules, **top)
+
+
+def placement_chart(df: pd.DataFrame, *, kind: str = "tp", highlight: int = 0, columns: int = 4,
+                    title: str | None = None) -> alt.LayerChart:
+    """One small heatmap per instance: each cell a chip, coloured by its ``kind`` group.
+
+    ``df`` is ``Placement.chip_map(kind, highlight)``: columns ``label`` (instance),
+    ``row``, ``col``, ``colour`` ("group g" or "mixed"), ``first_rank``, ``last_rank``,
+    ``n_groups``, ``highlighted``. Chips running a rank of group ``highlight`` are
+    outlined in black; each cell shows the chip's first rank. Instances are laid out
+    ``columns`` to a row (one chart, no facets, so widget updates stay fast).
+    """
+    side = int(df["col"].max()) + 1
+    n_rows = int(df["row"].max()) + 1
+    labels = list(dict.fromkeys(df["label"]))
+    where = {lab: divmod(i, columns) for i, lab in enumerate(labels)}  # label -> (block row, block col)
+    block_r = np.array([where[lab][0] for lab in df["label"]])
+    block_c = np.array([where[lab][1] for lab in df["label"]])
+    d = pd.DataFrame({
+        "x": block_c * (side + 1) + df["col"].to_numpy(), "y": block_r * (n_rows + 2) + df["row"].to_numpy() + 1,
+        "colour": df["colour"].to_numpy(), "first_rank": df["first_rank"].to_numpy(),
+        "ranks": [f"{a}–{b}" for a, b in zip(df["first_rank"], df["last_rank"])],
+        "label": df["label"].to_numpy(), "n_groups": df["n_groups"].to_numpy(),
+        "outline": np.where(df["highlighted"], "black", "white"),
+    })
+    heads = pd.DataFrame({"x": [where[lab][1] * (side + 1) for lab in labels],
+                          "y": [where[lab][0] * (n_rows + 2) for lab in labels], "label": labels})
+    width_cells = min(columns, len(labels)) * (side + 1) - 1
+    height_cells = (-(-len(labels) // columns)) * (n_rows + 2) - 1
+    title = title or f"Rank-to-chip map, coloured by {kind.upper()} group; outlined: {kind.upper()} group {highlight}"
+    domain = sorted(set(d["colour"]) - {"mixed"}, key=lambda s: int(s.split()[-1]))
+    colours = [PALETTE[i % len(PALETTE)] for i in range(len(domain))]
+    if "mixed" in set(d["colour"]):
+        domain, colours = domain + ["mixed"], colours + ["#d9d9d9"]
+    x = alt.X("x:O", axis=None, scale=alt.Scale(domain=list(range(width_cells))))
+    y = alt.Y("y:O", axis=None, scale=alt.Scale(domain=list(range(height_cells))))
+    with debug_mode(False):
+        cell = alt.Chart().mark_rect(strokeWidth=2).encode(
+            x=x, y=y,
+            color=alt.Color("colour:N", title=f"{kind.upper()} group",
+                            scale=alt.Scale(domain=domain, range=colours),
+                            legend=alt.Legend(columns=2, symbolLimit=34)),
+            stroke=alt.Stroke("outline:N", scale=None),
+            tooltip=[alt.Tooltip("label:N", title="instance"), alt.Tooltip("ranks:N", title="ranks"),
+                     alt.Tooltip("colour:N", title=f"{kind} group"),
+                     alt.Tooltip("n_groups:Q", title=f"{kind} groups on chip")],
+        )
+        text = alt.Chart().mark_text(fontSize=8, color="black").encode(
+            x=x, y=y, text=alt.Text("first_rank:Q"))
+        head = alt.Chart(_records(heads)).mark_text(fontSize=10, align="left", dx=-8, fontWeight="bold").encode(
+            x=x, y=y, text=alt.Text("label:N"))
+        return alt.layer(cell, text, head, data=_records(d), title=title,
+                         width=18 * width_cells, height=18 * height_cells)

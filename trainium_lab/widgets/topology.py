@@ -1,0 +1,193 @@
+"""Chapter 03's widgets: the ring all-reduce stepper, the latency sweep and the
+placement explorer. Each wires controls to ``trainium_lab.topology`` /
+``trainium_lab.collectives`` and a chart from ``trainium_lab.charts.topology``."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+import ipywidgets as W
+import numpy as np
+import pandas as pd
+
+from trainium_lab import collectives, specs, topology
+from trainium_lab.charts.topology import placement_chart, ring_step_chart, size_sweep_chart
+from trainium_lab.units import MB, format_bandwidth, format_bytes, format_seconds, us
+from trainium_lab.widgets.base import Explorer, benchmarked
+
+__all__ = ["ring_stepper", "latency_sweep_explorer", "placement_explorer"]
+
+
+# --------------------------------------------------------------------- ring stepper
+
+
+def _describe_ring(df: pd.DataFrame) -> str:
+    n = int(df["rank"].max()) + 1
+    phase = df["phase"].iloc[0]
+    sent = float(df["sent_fraction"].iloc[0])
+    total = 2 * (n - 1) / n
+    if phase == "done":
+        head = "<b>Done</b>: every participant holds every chunk summed over all of them."
+    else:
+        chunks = ", ".join(f"r{r}→r{(r + 1) % n}: chunk {c}" for r, c in
+                           df.loc[df.sending, ["rank", "chunk"]].itertuples(index=False))
+        head = f"Next step (<b>{phase}</b>), outlined cells: {html.escape(chunks)}."
+    return (f"{head}<br>Each participant has sent <b>{sent:.2f}</b> of its buffer so far; by the end "
+            f"it sends 2(n−1)/n = <b>{total:.2f}</b> of it, whatever n is.")
+
+
+@benchmarked(("n", 6), ("step", 3))
+def ring_stepper(n: int = 4) -> Explorer:
+    """Step through a ring all-reduce over ``n`` participants (2 to 8)."""
+    n_slider = W.IntSlider(value=n, min=2, max=8, description="participants")
+    step = W.IntSlider(value=0, min=0, max=2 * (n - 1), description="steps done")
+
+    def _limit(change):  # keep the step slider inside 0 … 2(n−1); registered before the Explorer's
+        step.max = 2 * (change["new"] - 1)
+
+    n_slider.observe(_limit, names="value")
+    return Explorer({"n": n_slider, "step": step}, collectives.ring_allreduce_steps, ring_step_chart,
+                    _describe_ring)
+
+
+# --------------------------------------------------------------------- latency sweep
+
+_SWEEP_LEVELS = {f"{lv.name} ({lv.link_key})": lv for lv in topology.cluster("trn2-ultraserver").levels
+                 if lv.bytes_per_s is not None}
+
+
+@dataclass(frozen=True)
+class _Sweep:
+    lines: pd.DataFrame
+    crossover: pd.DataFrame
+    level: topology.Level
+    n: int
+    latency_s: float
+
+
+def _sweep(level: str, n: int, latency_us: float, collective: str) -> _Sweep:
+    lv = _SWEEP_LEVELS[level]
+    latency_s = latency_us * us
+    sizes = np.logspace(2, 10, 33)
+    with_lat = collectives.size_sweep(sizes, n, lv.bytes_per_s, latency_s, collective)
+    rows = [pd.DataFrame({"size_bytes": sizes, "time_ms": with_lat["bandwidth_only_s"] * 1e3,
+                          "series": "bandwidth term only (no latency)"})]
+    cross = pd.DataFrame({"size_bytes": [], "series": []})
+    if latency_s > 0:
+        rows.append(pd.DataFrame({"size_bytes": sizes, "time_ms": with_lat["time_s"] * 1e3,
+                                  "series": f"with α = {latency_us:g} µs per step"}))
+        if n > 1:
+            cross = pd.DataFrame({"size_bytes": [collectives.latency_crossover_bytes(n, lv.bytes_per_s, latency_s)],
+                                  "series": ["latency term = bandwidth term"]})
+    return _Sweep(pd.concat(rows, ignore_index=True), cross, lv, n, latency_s)
+
+
+def _render_sweep(s: _Sweep):
+    return size_sweep_chart(s.lines, s.crossover if s.n > 1 else None,
+                            title=f"Ring collective over {s.n} chips at {format_bandwidth(s.level.bytes_per_s)} per chip")
+
+
+def _describe_sweep(s: _Sweep) -> str:
+    lv = s.level
+    src = "published" if lv.latency_s is not None else "not published for this level: your assumption"
+    text = (f"{lv.name}: {format_bandwidth(lv.bytes_per_s)} ({html.escape(lv.scope)}, direction "
+            f"{html.escape(lv.direction)}); latency {src}.")
+    if not s.crossover.empty:
+        text += (f"<br>Below <b>{format_bytes(float(s.crossover.size_bytes[0]), binary=False)}</b> the latency "
+                 "term is larger than the bandwidth term: halving the message no longer halves the time.")
+    return text
+
+
+@benchmarked(("n", 4), ("level", "ultraserver (trn2-neuronlink-inter)"), ("latency_us", 50.0))
+def latency_sweep_explorer() -> Explorer:
+    """Time of a ring collective against message size, with and without a per-step latency."""
+    efa = specs.link("trn2-efa")
+    controls = {
+        "level": W.Dropdown(options=list(_SWEEP_LEVELS), value="efa (trn2-efa)", description="level"),
+        "n": W.IntSlider(value=16, min=1, max=64, description="chips (n)"),
+        "latency_us": W.FloatText(value=(efa.latency_s or 0.0) / us, step=5.0, description="α (µs)"),
+        "collective": W.Dropdown(options=["all_reduce", "reduce_scatter", "all_gather", "all_to_all"],
+                                 value="all_reduce", description="collective"),
+    }
+
+    def compute(level, n, latency_us, collective):
+        if not np.isfinite(latency_us) or latency_us < 0:
+            raise ValueError(f"latency_us must be a finite number >= 0, got {latency_us!r}")
+        return _sweep(level, n, latency_us, collective)
+
+    return Explorer(controls, compute, _render_sweep, _describe_sweep)
+
+
+# --------------------------------------------------------------------- placement explorer
+
+
+@dataclass(frozen=True)
+class _PlacementView:
+    placement: topology.Placement
+    costs: pd.DataFrame
+    chips: pd.DataFrame
+    colour_by: str
+    highlight: int
+    size_bytes: float
+
+
+def _place(system, lnc, tp, pp, dp, ep, ordering, colour_by, highlight, size_mb):
+    p = topology.place(tp, pp, dp, ep, system=system, lnc=lnc, ordering=ordering)
+    size = float(size_mb) * MB
+    costs = collectives.placement_costs(p, size)
+    n_groups = p.cluster.n_ranks // p.degrees[colour_by]
+    highlight = min(int(highlight), n_groups - 1) if highlight >= 0 else highlight
+    return _PlacementView(p, costs, p.chip_map(colour_by, highlight), colour_by, highlight, size)
+
+
+def _render_placement(v: _PlacementView):
+    ipsys = v.placement.cluster.instances_per_system
+    columns = 4 if ipsys <= 4 else 6
+    return placement_chart(v.chips, kind=v.colour_by, highlight=v.highlight, columns=columns)
+
+
+def _describe_placement(v: _PlacementView) -> str:
+    p = v.placement
+    c = p.cluster
+    head = (f"{c.n_systems} × {c.system}, LNC={c.lnc}: {c.n_chips} chips, <b>{c.n_ranks} ranks</b> "
+            f"({c.ranks_per_chip} per chip). Ordering {'-'.join(p.ordering)} (innermost first).")
+    rows = []
+    for r in v.costs.itertuples():
+        bw = "on chip" if r.bytes_per_s is None or not np.isfinite(r.bytes_per_s) else \
+            f"{format_bandwidth(r.bytes_per_s)} ({html.escape(r.scope)}; direction {html.escape(r.direction)})"
+        style = ' style="color:#a40000;font-weight:bold"' if r.level != r.expected_level and r.kind in topology.LATENCY_CRITICAL else ""
+        rows.append(f"<tr{style}><td>{r.kind.upper()}</td><td>{r.degree}</td><td>{r.n_chips}</td>"
+                    f"<td>{r.level}</td><td>{bw}</td><td>{format_seconds(r.time_s) if r.time_s else '—'}</td></tr>")
+    table = ("<table><tr><th>group</th><th>ranks</th><th>chips</th><th>slowest level</th>"
+             f"<th>bandwidth per chip</th><th>all-reduce of {format_bytes(v.size_bytes, binary=False)} per rank</th></tr>"
+             + "".join(rows) + "</table>")
+    if p.problems:
+        verdict = "".join(f'<div style="color:#a40000">⚠ {html.escape(m)}</div>' for m in p.problems)
+    else:
+        verdict = '<div style="color:#2e7d32">✓ TP and EP groups sit on the fastest level their size allows.</div>'
+    return head + verdict + table
+
+
+@benchmarked(("ordering", "dp-pp-tp"), ("lnc", 1), ("colour_by", "dp"), ("system", "trn3-gen1-ultraserver"))
+def placement_explorer(tp: int = 64, pp: int = 4, dp: int = 2, ep: int = 1,
+                       ordering: str = "tp-pp-dp") -> Explorer:
+    """Degrees, LNC, system and ordering → the rank-to-chip map and each group's collective time.
+
+    The number of systems follows from the degrees: tp × pp × dp × ep must be a
+    whole number of systems' logical cores.
+    """
+    orderings = list(dict.fromkeys([ordering, *topology.ORDERINGS, *topology.all_orderings()]))
+    controls = {
+        "system": W.Dropdown(options=list(topology.SYSTEMS), value="trn2-ultraserver", description="system"),
+        "lnc": W.Dropdown(options=[1, 2], value=2, description="LNC"),
+        "tp": W.IntText(value=tp, description="TP (ranks)"),
+        "pp": W.IntText(value=pp, description="PP"),
+        "dp": W.IntText(value=dp, description="DP"),
+        "ep": W.IntText(value=ep, description="EP"),
+        "ordering": W.Dropdown(options=orderings, value=ordering, description="ordering"),
+        "colour_by": W.Dropdown(options=list(topology.KINDS), value="tp", description="colour by"),
+        "highlight": W.IntText(value=0, description="outline group"),
+        "size_mb": W.FloatText(value=2 * 4096 * 16384 / MB, description="MB per rank"),
+    }
+    return Explorer(controls, _place, _render_placement, _describe_placement, columns=3)
