@@ -220,7 +220,7 @@ def _as_float32(x: Any) -> np.ndarray:
     if arr.dtype.kind not in "biuf" and arr.dtype.name not in FORMATS:
         raise ValueError(f"x must be an array of real numbers, got dtype {arr.dtype}")
     with np.errstate(over="ignore", invalid="ignore"):  # beyond float32 becomes ±inf
-        return arr.astype(np.float32)
+        return arr.astype(np.float32, copy=False)
 
 
 def _rng(rng: Any) -> np.random.Generator:
