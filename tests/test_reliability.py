@@ -267,3 +267,52 @@ def test_non_positive_inputs_rejected(bad):
         rel.daly_interval_s(60, bad)
     with pytest.raises(ValueError, match="interval_s"):
         rel.lost_fraction(bad, 60, 3600)
+
+
+# ---------------------------------------------------------------------- widgets
+
+def test_checkpoint_explorer_updates_and_shows_errors_inline():
+    from trainium_lab.widgets.reliability import checkpoint_explorer
+
+    ex = checkpoint_explorer()
+    young = ex.result["markers"].set_index("method").interval_s["Young"]
+    assert young == pytest.approx(rel.young_interval_s(90, 24 * hour))
+    ex.controls["mode"].value = "async"          # snapshot 10 s becomes the blocking cost
+    assert ex.result["delta"] == 10.0
+    ex.controls["write_s"].value = -5.0
+    assert ex.last_error is not None and "write_s" in ex.last_error
+    ex.controls["write_s"].value = 90.0
+    assert ex.last_error is None
+    ex.controls["mtbf_h"].value = 0.0
+    assert "mtbf_s" in ex.last_error
+    ex.controls["mtbf_h"].value = 24.0
+    spec = ex.chart.spec
+    assert spec["datasets"]["monte_carlo"] == []
+    ex.run_monte_carlo()
+    sim = ex.result["simulated"]
+    assert len(sim) == 5 and len(ex.chart.spec["datasets"]["monte_carlo"]) == 5
+    assert (sim.lost_fraction - sim.analytic).abs().max() < 0.005
+    ex.controls["restart_min"].value = 20.0      # a changed input drops the stale simulation
+    assert ex.result["simulated"] is None
+
+
+def test_lost_time_chart_fast_spec_equals_altair_spec():
+    import json
+
+    from trainium_lab.charts.reliability import lost_time_chart
+
+    curve = rel.lost_time_curve(90, 24 * hour, 600)
+    markers = rel.interval_markers(90, 24 * hour, 600)
+    chart = lost_time_chart(curve, markers)
+    norm = lambda d: json.loads(json.dumps(d, sort_keys=True, default=str))
+    assert norm(chart.to_dict(validate=False)) == norm(chart.to_dict())
+
+
+def test_failure_modes_explorer_filters():
+    from trainium_lab.widgets.reliability import failure_modes_explorer
+
+    ex = failure_modes_explorer()
+    assert len(ex.result) == len(rel.FAILURE_MODES)
+    ex.controls["query"].value = "hang"
+    assert 0 < len(ex.result) < len(rel.FAILURE_MODES)
+    assert "hang" in ex.summary.value.lower()

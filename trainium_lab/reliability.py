@@ -40,7 +40,7 @@ __all__ = [
     "young_interval_s", "daly_interval_s", "optimal_interval_s",
     "checkpoint_cost_s", "expected_segment_s", "lost_fraction", "lost_time_breakdown",
     "lost_time_curve", "interval_markers",
-    "MonteCarloResult", "simulate_runs",
+    "MonteCarloResult", "simulate_runs", "simulated_lost_fraction",
     "Llama3Summary", "llama3_interruptions", "llama3_summary", "mtbf_vs_job_size",
     "FAILURE_LEVELS", "STATUSES", "FAILURE_MODES", "failure_modes",
 ]
@@ -501,8 +501,8 @@ def lost_fraction(interval_s, checkpoint_s: float, mtbf_s: float, restart_s: flo
 
 
 def lost_time_curve(checkpoint_s: float, mtbf_s: float, restart_s: float = 0.0, *,
-                    intervals_s: Sequence[float] | None = None, n: int = 80) -> pd.DataFrame:
-    """Tidy table of the lost-time components over a range of intervals, for a chart.
+                    intervals_s: Sequence[float] | None = None, n: int = 60) -> pd.DataFrame:
+    """The lost-time components over a range of intervals, one row per interval, for a chart.
 
     Default intervals: ``n`` points spaced logarithmically from Young's interval
     / 8 to × 8 (capped at 2 M and at least 1 s).
@@ -510,14 +510,15 @@ def lost_time_curve(checkpoint_s: float, mtbf_s: float, restart_s: float = 0.0, 
     Returns
     -------
     pandas.DataFrame
-        Long format: ``interval_s``, ``interval_min``, ``component`` (checkpoint
-        writing, rework, restart, total lost), ``fraction``.
+        ``interval_s``, ``interval_min`` and one column per component:
+        ``checkpoint writing``, ``rework``, ``restart``, ``total lost`` (fractions
+        of wall time).
 
     Examples
     --------
     >>> df = lost_time_curve(90, 86400, n=5)
-    >>> sorted(df.component.unique())
-    ['checkpoint writing', 'restart', 'rework', 'total lost']
+    >>> list(df.columns)
+    ['interval_s', 'interval_min', 'checkpoint writing', 'rework', 'restart', 'total lost']
     """
     n = integer("n", n, minimum=2, maximum=2000)
     if intervals_s is None:
@@ -526,12 +527,11 @@ def lost_time_curve(checkpoint_s: float, mtbf_s: float, restart_s: float = 0.0, 
         hi = max(min(young * 8.0, 2.0 * mtbf_s), lo * 2.0)
         intervals_s = np.geomspace(lo, hi, n)
     wide = lost_time_breakdown(intervals_s, checkpoint_s, mtbf_s, restart_s)
-    wide = wide.rename(columns={"checkpoint": "checkpoint writing", "lost": "total lost"})
-    long = wide.melt(id_vars="interval_s",
-                     value_vars=["checkpoint writing", "rework", "restart", "total lost"],
-                     var_name="component", value_name="fraction")
-    long.insert(1, "interval_min", long["interval_s"] / 60.0)
-    return long
+    return pd.DataFrame({
+        "interval_s": wide["interval_s"], "interval_min": wide["interval_s"] / 60.0,
+        "checkpoint writing": wide["checkpoint"], "rework": wide["rework"],
+        "restart": wide["restart"], "total lost": wide["lost"],
+    })
 
 
 def interval_markers(checkpoint_s: float, mtbf_s: float, restart_s: float = 0.0) -> pd.DataFrame:
@@ -680,6 +680,38 @@ def simulate_runs(interval_s: float, checkpoint_s: float, mtbf_s: float, restart
         t = t + gap + restart_s
         fails[active] += 1
     return MonteCarloResult(interval_s, checkpoint_s, mtbf_s, restart_s, work_s, seed, wall, fails)
+
+
+def simulated_lost_fraction(intervals_s: Sequence[float], checkpoint_s: float, mtbf_s: float,
+                            restart_s: float = 0.0, *, work_s: float, n_runs: int = 20_000,
+                            seed: int = 0) -> pd.DataFrame:
+    """Monte Carlo lost fraction at several intervals, with a 95 % band, for a chart.
+
+    Runs :func:`simulate_runs` once per interval (seeds ``seed``, ``seed + 1``, ...).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``interval_s``, ``interval_min``, ``lost_fraction``, ``low``, ``high``
+        (± 1.96 standard errors), ``analytic`` (:func:`lost_fraction`), ``runs``.
+
+    Examples
+    --------
+    >>> df = simulated_lost_fraction([1800, 3600], 90, 86400, 600, work_s=30 * 86400, n_runs=500)
+    >>> list(df.columns)
+    ['interval_s', 'interval_min', 'lost_fraction', 'low', 'high', 'analytic', 'runs']
+    """
+    taus = np.atleast_1d(_intervals("intervals_s", intervals_s))
+    rows = []
+    for i, tau in enumerate(taus):
+        mc = simulate_runs(float(tau), checkpoint_s, mtbf_s, restart_s, work_s=work_s,
+                           n_runs=n_runs, seed=seed + i)
+        half = 1.96 * mc.lost_fraction_stderr
+        rows.append((float(tau), tau / 60.0, mc.lost_fraction, mc.lost_fraction - half,
+                     mc.lost_fraction + half, lost_fraction(float(tau), checkpoint_s, mtbf_s,
+                                                            restart_s), mc.n_runs))
+    return pd.DataFrame(rows, columns=["interval_s", "interval_min", "lost_fraction", "low",
+                                       "high", "analytic", "runs"])
 
 
 # ----------------------------------------------------------- published failures

@@ -1,0 +1,176 @@
+"""Charts for chapter 06 (failure modes). Encodings only: the numbers come from
+``trainium_lab.reliability``."""
+
+from __future__ import annotations
+
+import functools
+
+import altair as alt
+import pandas as pd
+
+from trainium_lab.charts.base import PALETTE, base
+
+_STATUS_COLOURS = ["#e15759", "#f28e2b", "#bab0ac"]
+_COMPONENT_ORDER = ["checkpoint writing", "rework", "restart", "total lost"]
+_COMPONENT_COLOURS = [PALETTE[0], PALETTE[1], PALETTE[6], "#333333"]
+_METHODS = ["Young", "Daly", "exact optimum"]
+
+
+def blast_radius_chart(df: pd.DataFrame, *, title: str | None = None) -> alt.Chart:
+    """One small square grid per instance, each chip coloured by its status.
+
+    ``df`` is :func:`trainium_lab.reliability.blast_radius` output (columns
+    ``chip``, ``instance``, ``x``, ``y``, ``status``).
+    """
+    from trainium_lab.reliability import STATUSES
+
+    return alt.Chart(df, width=90, height=90, title=title or "").mark_rect(
+        stroke="white", strokeWidth=2).encode(
+        x=alt.X("x:O", title=None, axis=None),
+        y=alt.Y("y:O", title=None, axis=None),
+        color=alt.Color("status:N", title="chip status",
+                        scale=alt.Scale(domain=list(STATUSES), range=_STATUS_COLOURS)),
+        tooltip=[alt.Tooltip("chip:Q"), alt.Tooltip("instance:Q"), alt.Tooltip("status:N")],
+    ).facet(column=alt.Column("instance:O", title="instance (ring position)"))
+
+
+def mtbf_vs_size_chart(curve: pd.DataFrame, points: pd.DataFrame) -> alt.LayerChart:
+    """Job MTBF against chips in the job, log-log, with labelled reference points.
+
+    ``curve``: columns ``n_chips``, ``mtbf_h``, ``label`` (from
+    :func:`trainium_lab.reliability.mtbf_vs_job_size`). ``points``: columns
+    ``n_chips``, ``mtbf_h``, ``label`` (e.g. the Llama 3 figure).
+    """
+    x = alt.X("n_chips:Q", title="chips (or GPUs) in the job", scale=alt.Scale(type="log"))
+    y = alt.Y("mtbf_h:Q", title="job MTBF (hours)", scale=alt.Scale(type="log"))
+    line = base(curve, title="Job MTBF falls as 1/n").mark_line(point=True, color=PALETTE[0]).encode(
+        x=x, y=y, tooltip=[alt.Tooltip("label:N"), alt.Tooltip("n_chips:Q", format=","),
+                           alt.Tooltip("mtbf_h:Q", format=",.1f", title="MTBF (h)")])
+    dots = alt.Chart(points).mark_point(shape="diamond", size=140, filled=True,
+                                        color=PALETTE[2]).encode(
+        x=x, y=y, tooltip=[alt.Tooltip("label:N"), alt.Tooltip("n_chips:Q", format=","),
+                           alt.Tooltip("mtbf_h:Q", format=",.2f", title="MTBF (h)")])
+    text = alt.Chart(points).mark_text(align="left", dx=8, dy=-8, color=PALETTE[2]).encode(
+        x=x, y=y, text=alt.Text("label:N"))
+    return alt.layer(line, dots, text)
+
+
+class _DatasetLayerChart(alt.LayerChart):
+    """A layer chart whose data all sit in top-level named ``datasets``.
+
+    Only the datasets change from one widget update to the next, so the spec of
+    the layers is converted once (``_spec``) and reused: ``to_dict(validate=False)``
+    with default options returns that spec plus the current datasets in ~1 ms
+    instead of Altair's ~30 ms rebuild. Any other call goes through Altair.
+    """
+
+    def to_dict(self, validate: bool = True, *, format: str = "vega-lite",
+                ignore: list[str] | None = None, context: dict | None = None) -> dict:
+        spec = self.__dict__.get("_spec")
+        if validate or format != "vega-lite" or ignore or context or spec is None:
+            return super().to_dict(validate=validate, format=format, ignore=ignore,
+                                   context=context)
+        return {**spec, "datasets": self._kwds["datasets"]}
+
+    def with_datasets(self, datasets: dict[str, list[dict]]) -> "_DatasetLayerChart":
+        """A copy sharing the layers, with new datasets (no Altair re-validation)."""
+        clone = object.__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        object.__setattr__(clone, "_kwds", {**self._kwds, "datasets": datasets})
+        return clone
+
+
+@functools.lru_cache(maxsize=4)
+def _lost_time_template(title: str) -> _DatasetLayerChart:
+    """The lost-time chart's layers with named (empty) data sets, built once.
+
+    Building and validating an Altair layer chart costs tens of milliseconds; a
+    widget only needs new data, so :func:`lost_time_chart` copies this template
+    and attaches its tables as ``datasets``.
+    """
+    x = alt.X("interval_min:Q", title="minutes of compute between checkpoints",
+              scale=alt.Scale(type="log", nice=False))
+    at = alt.Tooltip("interval_min:Q", format=",.1f", title="minutes")
+    heading = alt.TitleParams(title, subtitle="red squares: Monte Carlo, with 95 % intervals")
+    lines = base(alt.NamedData("curve"), title=heading).mark_line().encode(
+        x=x,
+        y=alt.Y("fraction:Q", title="share of wall time", axis=alt.Axis(format="%")),
+        color=alt.Color("component:N", title=None,
+                        scale=alt.Scale(domain=_COMPONENT_ORDER, range=_COMPONENT_COLOURS)),
+        strokeDash=alt.StrokeDash("component:N", title=None,
+                                  scale=alt.Scale(domain=_COMPONENT_ORDER,
+                                                  range=[[4, 3], [4, 3], [4, 3], [1, 0]])),
+        tooltip=[alt.Tooltip("component:N"), at, alt.Tooltip("fraction:Q", format=".2%")],
+    ).transform_fold(_COMPONENT_ORDER, as_=["component", "fraction"])
+    mtips = [alt.Tooltip("method:N", title="optimum"), at,
+             alt.Tooltip("lost_fraction:Q", format=".2%", title="lost")]
+    rules = alt.Chart(alt.NamedData("optima")).mark_rule(strokeDash=[2, 2], color="#555555").encode(
+        x=x, tooltip=mtips)
+    dots = alt.Chart(alt.NamedData("optima")).mark_point(filled=True, size=70,
+                                                         color="#333333").encode(
+        x=x, y=alt.Y("lost_fraction:Q"),
+        shape=alt.Shape("method:N", title="optimum", scale=alt.Scale(domain=_METHODS)),
+        tooltip=mtips)
+    err = alt.Chart(alt.NamedData("monte_carlo")).mark_rule(color=PALETTE[2],
+                                                            strokeWidth=2).encode(
+        x=x, y=alt.Y("low:Q"), y2=alt.Y2("high:Q"))
+    sim = alt.Chart(alt.NamedData("monte_carlo")).mark_point(
+        color=PALETTE[2], size=60, shape="square", filled=True).encode(
+        x=x, y=alt.Y("lost_fraction:Q"),
+        tooltip=[at, alt.Tooltip("lost_fraction:Q", format=".3%", title="Monte Carlo lost"),
+                 alt.Tooltip("low:Q", format=".3%", title="95% low"),
+                 alt.Tooltip("high:Q", format=".3%", title="95% high")])
+    chart = _DatasetLayerChart(layer=[lines, rules, dots, err, sim],
+                               datasets={"curve": [], "optima": [], "monte_carlo": []})
+    spec = chart.to_dict(validate=False)
+    spec.pop("datasets", None)
+    object.__setattr__(chart, "_spec", spec)
+    return chart
+
+
+def lost_time_chart(curve: pd.DataFrame, markers: pd.DataFrame,
+                    simulated: pd.DataFrame | None = None, *,
+                    title: str = "Expected share of wall time lost") -> alt.LayerChart:
+    """Lost-time components against the checkpoint interval, with optima marked.
+
+    ``curve``: :func:`trainium_lab.reliability.lost_time_curve` output (one row per
+    interval, one column per component; folded into long form by Vega-Lite).
+    ``markers``: :func:`trainium_lab.reliability.interval_markers` output
+    (``method``, ``interval_min``, ``lost_fraction``). ``simulated`` (optional):
+    columns ``interval_min``, ``lost_fraction``, ``low``, ``high`` from a Monte Carlo,
+    drawn as squares with 95 % bars.
+    """
+    sim = [] if simulated is None else simulated[["interval_min", "lost_fraction", "low",
+                                                  "high"]].to_dict("records")
+    return _lost_time_template(title).with_datasets({
+        "curve": curve[["interval_min", *_COMPONENT_ORDER]].to_dict("records"),
+        "optima": markers[["method", "interval_min", "lost_fraction"]].to_dict("records"),
+        "monte_carlo": sim,
+    })
+
+
+def interruptions_chart(df: pd.DataFrame) -> alt.Chart:
+    """Horizontal bars of interruptions per root cause, coloured by category.
+
+    ``df``: :func:`trainium_lab.reliability.llama3_interruptions` output.
+    """
+    return base(df, height=320, title="Llama 3 405B: 419 unexpected interruptions in 54 days"
+                ).mark_bar().encode(
+        x=alt.X("interruptions:Q", title="interruptions"),
+        y=alt.Y("component:N", title=None, sort="-x"),
+        color=alt.Color("category:N", title="category", scale=alt.Scale(range=PALETTE)),
+        tooltip=[alt.Tooltip("component:N"), alt.Tooltip("category:N"),
+                 alt.Tooltip("interruptions:Q"),
+                 alt.Tooltip("share:Q", format=".1%", title="share of 419 (from counts)"),
+                 alt.Tooltip("printed_percent:Q", title="% printed in the paper")],
+    )
+
+
+def goodput_histogram_chart(df: pd.DataFrame) -> alt.Chart:
+    """Histogram of simulated goodput per run (column ``goodput``)."""
+    return base(df, height=180, title="Goodput of each simulated run").mark_bar(
+        color=PALETTE[0]).encode(
+        x=alt.X("goodput:Q", bin=alt.Bin(maxbins=40), title="useful work / wall time",
+                axis=alt.Axis(format="%")),
+        y=alt.Y("count():Q", title="runs"),
+    )
