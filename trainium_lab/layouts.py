@@ -1,0 +1,1012 @@
+"""Parallel layouts: memory per chip and a first-order step time, and a planner.
+
+A *layout* splits a training job over ``tp × pp × dp`` ranks (tensor, pipeline and
+data parallel), with a ZeRO stage, a micro-batch size, a number of micro-batches
+and an activation-recomputation mode, on ``n_systems`` copies of a Trainium
+system. This module turns a layout into
+
+* **memory per chip**: weights and gradients split over ``tp·pp`` ranks, the
+  optimizer state (FP32 master copy and Adam moments) also over ``dp`` under
+  ZeRO-1, gradients under ZeRO-2 and weights under ZeRO-3, and the activations
+  the first pipeline stage keeps under the 1F1B schedule; and the headroom left
+  in HBM;
+* **a first-order step time**: compute at an assumed utilisation, the tensor-
+  parallel all-reduces of every layer at the level the TP group lands on, the
+  pipeline bubble ``(p − 1)/m`` of 1F1B, pipeline point-to-point sends, and the
+  part of the data-parallel gradient traffic that the backward pass cannot hide;
+
+and searches every valid layout of a cluster for the fastest one that fits
+(:func:`plan`), saying what binds (:meth:`Plan.explain`).
+
+Degrees count **ranks** (logical NeuronCores), as in :mod:`trainium_lab.topology`:
+at LNC=2 a Trainium2 chip runs 4 ranks, so "TP over the 16 chips of an instance"
+is ``tp=64``. Memory is reported per **chip**: the sum over the chip's ranks.
+
+Public API
+----------
+``layout(model, tp, pp, dp, ...) -> Layout``
+    A validated layout (bad degrees raise ``ValueError`` naming the parameter).
+``evaluate(layout, *, mfu=0.4, ...) -> LayoutEstimate``
+    Memory per chip, headroom, step-time breakdown, tokens/s.
+``plan(model, *, system, n_systems, global_batch, ...) -> Plan``
+    Every valid layout, those that fit, ranked by tokens/s; ``Plan.explain()``.
+``fully_sharded_table(...)``, ``worked_example()``
+    The background documents' 405B worked example from the same functions.
+``custom_model(...)``
+    A model configuration of your own (a :class:`trainium_lab.sizing.ModelPreset`).
+``pipeline_bubble_fraction(pp, n_micro_batches)``, ``tp_allreduces_per_layer(recompute)``
+    The two formulas, on their own.
+
+What the first-order model leaves out is listed in :data:`IGNORED`; the notebook
+(chapter 05) discusses each item.
+
+References
+----------
+M. Shoeybi et al., "Megatron-LM: Training Multi-Billion Parameter Language Models
+Using Model Parallelism", arXiv:1909.08053 (2019), §3 (two all-reduces forward and
+two backward per transformer layer). D. Narayanan et al., "Efficient Large-Scale
+Language Model Training on GPU Clusters Using Megatron-LM", SC21,
+arXiv:2104.04473 (2021), §2.2 (1F1B schedule, bubble (p−1)/m), §3 (degree
+choices), §4.1 (scatter/gather of pipeline sends). V. Korthikanti et al.,
+"Reducing Activation Recomputation in Large Transformer Models",
+arXiv:2205.05198 (2022), Table 2 and §4.2.3 (the first stage keeps p micro-batches
+of activations). S. Rajbhandari et al., "ZeRO", arXiv:1910.02054 (2020), §5 and
+§7 (memory and communication volume of each stage). Llama Team, "The Llama 3
+Herd of Models", arXiv:2407.21783 (2024), §3.3.2 (uneven pipeline stages).
+
+Examples
+--------
+The background documents' layout for 405B on two Trn2 UltraServers: TP over the
+16 chips of an instance (64 ranks at LNC=2), PP=4 along the ring, DP=2 over EFA,
+ZeRO-1. State alone is 58.9 GiB per chip:
+
+>>> from trainium_lab.units import GiB
+>>> lay = layout("llama3-405b", tp=64, pp=4, dp=2, zero_stage=1, system="trn2-ultraserver", lnc=2,
+...              micro_batch=1, n_micro_batches=16, recompute="selective")
+>>> est = evaluate(lay)
+>>> round(est.state_bytes / GiB, 1), round((est.hbm_bytes - est.state_bytes) / GiB, 1)
+(58.9, 37.1)
+>>> est.levels["tp"], est.levels["pp"], est.levels["dp"]
+('instance', 'ultraserver', 'efa')
+>>> round(est.dp_comm_s, 2)   # the EFA gradient all-reduce, to hide behind the backward pass
+0.51
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from trainium_lab import collectives, specs, topology
+from trainium_lab._validate import UnknownNameError, choice, in_range, integer, positive
+from trainium_lab.sizing import RECOMPUTE_MODES, ModelPreset, parameter_count, preset, recipe
+from trainium_lab.units import GiB
+
+__all__ = [
+    "Layout", "LayoutEstimate", "Plan", "IGNORED", "MEMORY_PARTS", "TIME_PARTS",
+    "layout", "evaluate", "plan", "custom_model", "resolve_model",
+    "pipeline_bubble_fraction", "tp_allreduces_per_layer", "fully_sharded_table",
+    "worked_example", "candidate_degrees",
+]
+
+#: memory components per chip, in stacking order
+MEMORY_PARTS: tuple[str, ...] = ("weights", "gradients", "optimizer", "activations")
+#: step-time components, in stacking order
+TIME_PARTS: tuple[str, ...] = ("compute", "tp_comm", "pp_comm", "bubble", "dp_exposed")
+
+#: what the first-order model leaves out (the notebook discusses each)
+IGNORED: tuple[str, ...] = (
+    "overlap of tensor-parallel and pipeline communication with compute (counted as fully exposed)",
+    "latency terms other than those published in data/links.csv (only EFA has one); "
+    "contention between groups beyond the per-chip sharing chapter 03 models",
+    "traffic between logical cores of one chip (no published figure: costs 0)",
+    "the optimizer step, gradient clipping, loss and logits computation, and data loading",
+    "uneven stages: parameters and compute are split evenly over pipeline stages, although "
+    "the first and last stages also hold the embeddings (launchers rebalance with fewer layers)",
+    "KV-head replication when tp exceeds the number of KV heads, and GQA/SwiGLU shapes in the "
+    "activation formula (Korthikanti et al. assume multi-head attention and a 4h MLP)",
+    "ZeRO-3's gathered-weight buffers, communication buffers, the runtime's own HBM use and "
+    "fragmentation: covered only by the headroom you ask for",
+    "kernel efficiency changing with the micro-batch or the TP shard size: one MFU for all",
+    "expert parallelism (the presets are dense models; ep must be 1)",
+    "interleaved (virtual-stage) pipeline schedules",
+)
+
+_RECOMPUTE_INDEX = {m: i for i, m in enumerate(RECOMPUTE_MODES)}
+
+
+# --------------------------------------------------------------------- the formulas on their own
+
+
+def pipeline_bubble_fraction(pp: int, n_micro_batches: int) -> float:
+    """Idle time of a 1F1B pipeline relative to the ideal: ``(p − 1) / m``.
+
+    With ``p`` stages and ``m`` micro-batches, a 1F1B (one-forward-one-backward)
+    schedule runs ``m + p − 1`` micro-batch slots instead of ``m``: the pipeline
+    takes ``p − 1`` slots to fill and drain. The bubble is ``(p − 1)`` slots, a
+    fraction ``(p − 1)/m`` of the useful time (``(p − 1)/(m + p − 1)`` of the total).
+
+    Parameters
+    ----------
+    pp : int
+        Pipeline stages ``p`` (>= 1).
+    n_micro_batches : int
+        Micro-batches per step ``m`` (>= 1).
+
+    Returns
+    -------
+    float
+        Bubble time divided by ideal (bubble-free) time.
+
+    References
+    ----------
+    Narayanan et al. 2021, arXiv:2104.04473, §2.2.1: bubble time fraction
+    ``(p − 1)/m`` for the PipeDream-Flush (1F1B) schedule, as for GPipe.
+
+    Examples
+    --------
+    >>> pipeline_bubble_fraction(4, 16)
+    0.1875
+    >>> pipeline_bubble_fraction(1, 1)
+    0.0
+    """
+    p = integer("pp", pp, minimum=1)
+    m = integer("n_micro_batches", n_micro_batches, minimum=1)
+    return (p - 1) / m
+
+
+def tp_allreduces_per_layer(recompute: str = "none") -> int:
+    """All-reduces one tensor-parallel transformer layer runs per micro-batch.
+
+    Megatron-LM splits attention and MLP so that each needs one all-reduce in the
+    forward pass (operator *g*) and one in the backward pass (operator *f*): 2 + 2
+    per layer. Full recomputation runs the forward pass again during the backward
+    pass, with its 2 all-reduces; selective recomputation recomputes only the
+    attention core, which needs none. With sequence parallelism each all-reduce
+    becomes a reduce-scatter plus an all-gather of the same total volume.
+
+    References
+    ----------
+    Shoeybi et al. 2019, arXiv:1909.08053, §3 and Figure 4; Korthikanti et al.
+    2022, arXiv:2205.05198, §4.2.2 (sequence parallelism) and §5.
+
+    Examples
+    --------
+    >>> tp_allreduces_per_layer("selective"), tp_allreduces_per_layer("full")
+    (4, 6)
+    """
+    mode = choice("recompute", recompute, RECOMPUTE_MODES)
+    return 6 if mode == "full" else 4
+
+
+def _act_per_layer(seq_len: int, micro_batch: np.ndarray, d_model: int, n_heads: int,
+                   tp: np.ndarray, sequence_parallel: bool, mode: np.ndarray) -> np.ndarray:
+    """Vectorised Korthikanti et al. Table 2 (bytes per layer per rank).
+
+    Same as :func:`trainium_lab.sizing.activation_bytes_per_layer` except that full
+    recomputation with sequence parallelism keeps each layer's input sharded over
+    the TP ranks (2sbh/t): the layer input lies in the sequence-parallel region
+    (Korthikanti et al. §4.2.2).
+    """
+    s, h, a = float(seq_len), float(d_model), float(n_heads)
+    sbh = s * micro_batch * h
+    t = tp.astype(float)
+    core = 5.0 * a * s / h
+    if sequence_parallel:
+        none = sbh / t * (34.0 + core)
+        sel = sbh / t * 34.0
+        full = 2.0 * sbh / t
+    else:
+        none = sbh * (10.0 + 24.0 / t + core / t)
+        sel = sbh * (10.0 + 24.0 / t)
+        full = 2.0 * sbh
+    return np.choose(mode, [none, sel, full])
+
+
+# --------------------------------------------------------------------- models
+
+
+def custom_model(name: str, *, n_layers: int, d_model: int, n_heads: int, n_kv_heads: int | None = None,
+                 ffn_dim: int | None = None, vocab_size: int = 128256, seq_len: int = 8192,
+                 n_params: float | None = None) -> ModelPreset:
+    """A Llama-style dense model of your own, usable wherever a preset name is.
+
+    Parameters
+    ----------
+    name : str
+        A label.
+    n_layers, d_model, n_heads : int
+        Layers, hidden size, attention heads.
+    n_kv_heads : int, optional
+        Key/value heads (grouped-query attention); default ``n_heads``.
+    ffn_dim : int, optional
+        MLP inner size; default ``4 · d_model``.
+    vocab_size, seq_len : int
+        Vocabulary and training sequence length.
+    n_params : float, optional
+        Parameter count; default: counted from the configuration
+        (:func:`trainium_lab.sizing.parameter_count`).
+
+    Examples
+    --------
+    >>> m = custom_model("my-30b", n_layers=48, d_model=7168, n_heads=56, n_kv_heads=8, ffn_dim=20480)
+    >>> round(m.n_params / 1e9, 1)
+    28.6
+    """
+    kv = n_heads if n_kv_heads is None else n_kv_heads
+    f = 4 * int(d_model) if ffn_dim is None else ffn_dim
+    count = parameter_count(n_layers, d_model, n_heads, kv, f, vocab_size)
+    seq_len = integer("seq_len", seq_len, minimum=1)
+    n = float(count) if n_params is None else positive("n_params", n_params)
+    return ModelPreset(key=str(name), name=str(name), n_params=n, n_layers=int(n_layers),
+                       d_model=int(d_model), n_heads=int(n_heads), n_kv_heads=int(kv), ffn_dim=int(f),
+                       vocab_size=int(vocab_size), seq_len=seq_len, sources=("custom",))
+
+
+def resolve_model(model: str | ModelPreset) -> ModelPreset:
+    """A preset name (``"llama3-405b"``...) or a :class:`ModelPreset` → the preset.
+
+    Raises ``ValueError`` naming ``model`` for anything else.
+    """
+    if isinstance(model, ModelPreset):
+        return model
+    if isinstance(model, str):
+        try:
+            return preset(model)
+        except ValueError as exc:
+            raise UnknownNameError(str(exc).replace("preset must", "model must")) from None
+    raise ValueError(f"model must be a preset name or a ModelPreset (see custom_model); got {model!r}")
+
+
+def _check_tp_divides(m: ModelPreset, tp: int) -> None:
+    if m.n_heads % tp:
+        raise ValueError(f"tp must divide n_heads ({m.n_heads}) of {m.name}, so each rank gets "
+                         f"whole attention heads; got tp={tp}")
+    if m.n_kv_heads % tp and tp % m.n_kv_heads:
+        raise ValueError(f"tp must divide n_kv_heads ({m.n_kv_heads}) or be a multiple of it "
+                         f"(KV heads replicated) for {m.name}; got tp={tp}")
+
+
+def candidate_degrees(model: str | ModelPreset, n_ranks: int) -> list[tuple[int, int, int]]:
+    """Every ``(tp, pp, dp)`` with ``tp·pp·dp = n_ranks`` that the model can be split by.
+
+    ``tp`` must divide the attention heads (and divide or be a multiple of the KV
+    heads); ``pp`` must not exceed the number of layers (stages may be uneven, as
+    in Llama 3's training, which put one layer fewer on the first and last stages).
+
+    Examples
+    --------
+    >>> len(candidate_degrees("llama3-8b", 64))
+    26
+    """
+    m = resolve_model(model)
+    n_ranks = integer("n_ranks", n_ranks, minimum=1)
+    divs = [d for d in range(1, n_ranks + 1) if n_ranks % d == 0]
+    out = []
+    for tp in divs:
+        if m.n_heads % tp or (m.n_kv_heads % tp and tp % m.n_kv_heads):
+            continue
+        rest = n_ranks // tp
+        for pp in divs:
+            if rest % pp or pp > m.n_layers:
+                continue
+            out.append((tp, pp, rest // pp))
+    return out
+
+
+# --------------------------------------------------------------------- the layout
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A validated parallel layout. Build it with :func:`layout`.
+
+    Attributes
+    ----------
+    model : ModelPreset
+    tp, pp, dp, ep : int
+        Degrees in ranks (logical NeuronCores); ``tp·pp·dp·ep`` = ranks in the cluster.
+    zero_stage : int
+        0 (none), 1 (optimizer state), 2 (+ gradients), 3 (+ weights) sharded over ``dp``.
+    micro_batch, n_micro_batches : int
+        Sequences per micro-batch, micro-batches per step per data-parallel replica.
+    recompute : str
+        ``"none"``, ``"selective"`` or ``"full"``.
+    sequence_parallel : bool
+        Shard the non-tensor-parallel regions along the sequence (Korthikanti et al.).
+    cluster : trainium_lab.topology.Cluster
+    seq_len : int
+    recipe : str
+        Precision recipe key of :data:`trainium_lab.sizing.RECIPES`.
+    dtype : str
+        Matmul dtype for the chip's peak rate.
+    """
+
+    model: ModelPreset
+    tp: int
+    pp: int
+    dp: int
+    ep: int
+    zero_stage: int
+    micro_batch: int
+    n_micro_batches: int
+    recompute: str
+    sequence_parallel: bool
+    cluster: topology.Cluster
+    seq_len: int
+    recipe: str
+    dtype: str
+
+    @property
+    def global_batch(self) -> int:
+        """Sequences per step: ``dp × micro_batch × n_micro_batches``."""
+        return self.dp * self.micro_batch * self.n_micro_batches
+
+    @property
+    def tokens_per_step(self) -> int:
+        """Tokens per optimizer step."""
+        return self.global_batch * self.seq_len
+
+    def chips(self, kind: str) -> float:
+        """Chips one group of ``kind`` spans if its ranks are packed (``degree / ranks per chip``)."""
+        kind = choice("kind", kind, ("tp", "pp", "dp"))
+        return getattr(self, kind) / self.cluster.ranks_per_chip
+
+    def label(self) -> str:
+        """Short description, degrees in ranks and in chips."""
+        c = self.cluster
+        tpc = self.tp / c.ranks_per_chip
+        tp_chips = f"{tpc:g} chip{'s' if tpc != 1 else ''}"
+        return (f"TP{self.tp}×PP{self.pp}×DP{self.dp} (TP over {tp_chips}), ZeRO-{self.zero_stage}, "
+                f"mb {self.micro_batch}×{self.n_micro_batches}, {self.recompute} recompute")
+
+
+def layout(model: str | ModelPreset, tp: int, pp: int = 1, dp: int = 1, ep: int = 1, *,
+           zero_stage: int = 1, micro_batch: int = 1, n_micro_batches: int = 1,
+           recompute: str = "selective", sequence_parallel: bool = True,
+           system: str = "trn2-ultraserver", n_systems: int | None = None, lnc: int | None = None,
+           seq_len: int | None = None, recipe_name: str = "bf16-adam", dtype: str = "bf16") -> Layout:
+    """Check a layout and return it.
+
+    Parameters
+    ----------
+    model : str or ModelPreset
+        A preset name (``"llama3-405b"``) or :func:`custom_model`.
+    tp, pp, dp, ep : int
+        Degrees in ranks. ``tp`` must divide the attention heads, ``pp`` must not
+        exceed the layers, ``ep`` must be 1 (dense models only).
+    zero_stage : int
+        0 to 3.
+    micro_batch, n_micro_batches : int
+        >= 1 each.
+    recompute : {"none", "selective", "full"}
+    sequence_parallel : bool
+    system : str
+        One of :data:`trainium_lab.topology.SYSTEMS`.
+    n_systems : int, optional
+        Default: ``tp·pp·dp·ep`` divided by the ranks of one system.
+    lnc : int, optional
+        Logical NeuronCore setting (default: the chip's default).
+    seq_len : int, optional
+        Default: the model's.
+    recipe_name : str
+        Precision recipe (bytes per parameter), default ``"bf16-adam"`` (16 B/param).
+    dtype : str
+        dtype of the peak FLOP/s used for compute time.
+
+    Raises
+    ------
+    ValueError
+        Naming the parameter: degrees that do not divide the model or do not
+        multiply to the cluster's ranks, unknown system, zero micro-batches...
+
+    Examples
+    --------
+    >>> layout("llama3-405b", tp=64, pp=4, dp=2, lnc=2).cluster.n_systems
+    2
+    >>> layout("llama3-405b", tp=48, pp=4, dp=2)
+    Traceback (most recent call last):
+    ...
+    ValueError: tp must divide n_heads (128) of Llama 3 405B, so each rank gets whole attention heads; got tp=48
+    >>> layout("llama3-405b", tp=64, pp=4, dp=2, n_micro_batches=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: n_micro_batches must be an integer >= 1, got 0
+    """
+    m = resolve_model(model)
+    tp = integer("tp", tp, minimum=1)
+    pp = integer("pp", pp, minimum=1)
+    dp = integer("dp", dp, minimum=1)
+    ep = integer("ep", ep, minimum=1)
+    if ep != 1:
+        raise ValueError(f"ep must be 1: {m.name} is a dense model and this chapter does not model "
+                         f"expert parallelism; got ep={ep}")
+    _check_tp_divides(m, tp)
+    if pp > m.n_layers:
+        raise ValueError(f"pp must be at most n_layers ({m.n_layers}) of {m.name}; got pp={pp}")
+    zero_stage = integer("zero_stage", zero_stage, minimum=0, maximum=3)
+    micro_batch = integer("micro_batch", micro_batch, minimum=1)
+    n_micro_batches = integer("n_micro_batches", n_micro_batches, minimum=1)
+    recompute = choice("recompute", recompute, RECOMPUTE_MODES)
+    if sequence_parallel not in (True, False):
+        raise ValueError(f"sequence_parallel must be True or False; got {sequence_parallel!r}")
+    seq_len = m.seq_len if seq_len is None else integer("seq_len", seq_len, minimum=1)
+    recipe(recipe_name)  # validates
+    base = topology.cluster(system, 1, lnc)
+    product = tp * pp * dp * ep
+    if n_systems is None:
+        if product % base.ranks_per_system:
+            raise ValueError(f"tp × pp × dp × ep = {product} must be a whole number of {base.system} "
+                             f"systems ({base.ranks_per_system} ranks each at lnc={base.lnc}); "
+                             f"or pass n_systems")
+        n_systems = product // base.ranks_per_system
+    c = topology.cluster(base.system, n_systems, base.lnc)
+    topology.check_degrees(c.n_ranks, tp, pp, dp, ep)
+    chip = specs.chip(c.chip)
+    if dtype not in chip.dense_flops_per_s:
+        raise ValueError(f"dtype must be one of {sorted(chip.dense_flops_per_s)} for {c.chip}; got {dtype!r}")
+    return Layout(m, tp, pp, dp, ep, zero_stage, micro_batch, n_micro_batches, recompute,
+                  bool(sequence_parallel), c, seq_len, recipe_name, dtype)
+
+
+# --------------------------------------------------------------------- communication coefficients
+
+
+@dataclass(frozen=True)
+class _Comm:
+    """Affine costs ``a + b·size`` from chapter 03, for one (cluster, tp, pp, dp)."""
+
+    levels: dict[str, str]
+    tp_ar: tuple[float, float]
+    dp_ar: tuple[float, float]
+    dp_ag: tuple[float, float]
+    dp_rs: tuple[float, float]
+    pp_bytes_per_s: float | None
+    pp_latency_s: float
+
+
+@functools.lru_cache(maxsize=4096)
+def _comm(system: str, n_systems: int, lnc: int, tp: int, pp: int, dp: int) -> _Comm:
+    p = topology.place(tp, pp, dp, 1, system=system, n_systems=n_systems, lnc=lnc)
+
+    def affine(kind: str, coll: str) -> tuple[float, float]:
+        a = collectives.group_collective_s(p, kind, 0.0, coll)
+        return a, collectives.group_collective_s(p, kind, 1.0, coll) - a
+
+    lv_pp, n_pp, _ = p.slowest("pp")
+    pp_bw = None if (lv_pp.bytes_per_s is None or n_pp == 1) else lv_pp.bytes_per_s
+    return _Comm(levels={k: p.level(k).name for k in ("tp", "pp", "dp")},
+                 tp_ar=affine("tp", "all_reduce"), dp_ar=affine("dp", "all_reduce"),
+                 dp_ag=affine("dp", "all_gather"), dp_rs=affine("dp", "reduce_scatter"),
+                 pp_bytes_per_s=pp_bw, pp_latency_s=(lv_pp.latency_s or 0.0) if pp_bw else 0.0)
+
+
+# --------------------------------------------------------------------- the vectorised core
+
+
+def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, dtype: str,
+          sequence_parallel: bool, mfu: float, dp_overlap: float,
+          tp: np.ndarray, pp: np.ndarray, dp: np.ndarray, zero: np.ndarray, mb: np.ndarray,
+          nmb: np.ndarray, mode: np.ndarray, comm: list[_Comm], comm_idx: np.ndarray) -> dict[str, np.ndarray]:
+    """Every formula of the chapter, on arrays (one element per layout)."""
+    r = recipe(recipe_name)
+    chip = specs.chip(c.chip)
+    rpc = c.ranks_per_chip
+    n_params = float(m.n_params)
+    L, h, s = m.n_layers, float(m.d_model), float(seq_len)
+    tpf, ppf, dpf = tp.astype(float), pp.astype(float), dp.astype(float)
+    mbf, mf = mb.astype(float), nmb.astype(float)
+
+    # ---- memory per rank, then per chip (rank memory × ranks per chip)
+    per_rank_params = n_params / (tpf * ppf)  # even split over TP ranks and stages
+    weights = r.weights * per_rank_params / np.where(zero >= 3, dpf, 1.0)
+    grads = r.gradients * per_rank_params / np.where(zero >= 2, dpf, 1.0)
+    optim = r.optimizer_bytes_per_param * per_rank_params / np.where(zero >= 1, dpf, 1.0)
+    layers_first = np.ceil(L / ppf)
+    in_flight = np.minimum(ppf, mf)  # 1F1B: stage 1 stashes up to p micro-batches
+    act_layer = _act_per_layer(seq_len, mbf, m.d_model, m.n_heads, tp, sequence_parallel, mode)
+    acts = in_flight * layers_first * act_layer
+    # full recompute rebuilds one layer's whole activations during its backward pass
+    peak_extra = np.where(mode == 2, _act_per_layer(seq_len, mbf, m.d_model, m.n_heads, tp,
+                                                    sequence_parallel, np.zeros_like(mode)), 0.0)
+    acts = acts + peak_extra
+    hbm = float(chip.hbm_bytes)
+    out = {"weights": weights * rpc, "gradients": grads * rpc, "optimizer": optim * rpc,
+           "activations": acts * rpc}
+    out["state"] = out["weights"] + out["gradients"] + out["optimizer"]
+    out["memory"] = out["state"] + out["activations"]
+    out["headroom"] = hbm - out["memory"]
+
+    # ---- compute: FLOPs per micro-batch per stage, at `mfu` of the chips' peak
+    tokens_mb = mbf * s
+    attn = 6.0 * L * s * h  # per token, Kaplan et al. (as sizing.training_flops)
+    model_flops_mb = (6.0 * n_params + attn) * tokens_mb
+    recompute_flops_mb = np.choose(mode, [0.0 * tokens_mb, attn / 3.0 * tokens_mb,
+                                          (2.0 * n_params + attn / 3.0) * tokens_mb])
+    chips_per_stage_replica = c.n_chips / (ppf * dpf)
+    rate = chips_per_stage_replica * chip.dense_flops_per_s[dtype] * mfu
+    fwd = model_flops_mb / 3.0 / ppf / rate
+    bwd = (model_flops_mb * 2.0 / 3.0 + recompute_flops_mb) / ppf / rate
+
+    # ---- per-layout communication coefficients (from chapter 03)
+    def coef(name: str, i: int) -> np.ndarray:
+        return np.array([getattr(x, name)[i] for x in comm])[comm_idx]
+
+    # TP: 2 all-reduces forward, 2 backward (+2 with full recompute) per layer, of mb·s·h·2 bytes
+    tp_bytes = 2.0 * mbf * s * h  # BF16 activations
+    t_ar = coef("tp_ar", 0) + coef("tp_ar", 1) * tp_bytes
+    layers_stage = L / ppf
+    tp_fwd = 2.0 * layers_stage * t_ar
+    tp_bwd = np.where(mode == 2, 4.0, 2.0) * layers_stage * t_ar
+    # PP: one activation send forward and one gradient send backward per micro-batch;
+    # with sequence parallelism (or Megatron's scatter/gather) each rank sends 1/t of it
+    pp_bw = np.array([x.pp_bytes_per_s or 0.0 for x in comm])[comm_idx]
+    pp_lat = np.array([x.pp_latency_s for x in comm])[comm_idx]
+    send_rank = tp_bytes / tpf
+    send = np.where(pp_bw > 0, send_rank * rpc / np.where(pp_bw > 0, pp_bw, 1.0) + pp_lat, 0.0)
+    pp_mb = 2.0 * send
+    slot = fwd + bwd + tp_fwd + tp_bwd + pp_mb  # one micro-batch on one stage
+    out["compute"] = mf * (fwd + bwd)
+    out["tp_comm"] = mf * (tp_fwd + tp_bwd)
+    out["pp_comm"] = mf * pp_mb
+    out["bubble"] = (ppf - 1.0) * slot
+
+    # DP: stages 0/1 reduce gradients once per step (ZeRO-1 as reduce-scatter + all-gather,
+    # the same volume); the last micro-batch's backward can hide it. ZeRO-2 reduce-scatters
+    # every micro-batch (gradients are sharded) and gathers weights once; ZeRO-3 also
+    # gathers weights forward and backward every micro-batch (Rajbhandari et al. §7).
+    g_bytes = r.gradients * per_rank_params
+    w_bytes = r.weights * per_rank_params
+    ar = coef("dp_ar", 0) + coef("dp_ar", 1) * g_bytes
+    rs = coef("dp_rs", 0) + coef("dp_rs", 1) * g_bytes
+    ag = coef("dp_ag", 0) + coef("dp_ag", 1) * w_bytes
+    dp_total = np.choose(zero, [ar, ar, mf * rs + ag, mf * (rs + 2.0 * ag)])
+    window = np.choose(zero, [bwd + tp_bwd, bwd + tp_bwd, mf * (bwd + tp_bwd), mf * slot])
+    out["dp_comm_total"] = dp_total
+    out["dp_exposed"] = np.maximum(0.0, dp_total - dp_overlap * window)
+    out["step"] = out["compute"] + out["tp_comm"] + out["pp_comm"] + out["bubble"] + out["dp_exposed"]
+    tokens_step = dpf * mbf * mf * s
+    out["tokens_per_s"] = tokens_step / out["step"]
+    out["model_flops_step"] = dpf * mf * model_flops_mb
+    peak = c.n_chips * chip.dense_flops_per_s[dtype]
+    out["mfu_effective"] = out["model_flops_step"] / out["step"] / peak
+    out["hbm"] = np.full_like(out["step"], hbm)
+    out["slot"] = slot
+    out["bwd_window"] = window
+    return out
+
+
+# --------------------------------------------------------------------- one layout
+
+
+@dataclass(frozen=True)
+class LayoutEstimate:
+    """Memory per chip and step time of one :class:`Layout` (all base units).
+
+    Attributes
+    ----------
+    layout : Layout
+    memory_bytes : dict
+        Per chip: ``weights``, ``gradients``, ``optimizer``, ``activations``.
+    hbm_bytes : float
+        HBM per chip (from specs).
+    time_s : dict
+        Per step: ``compute``, ``tp_comm``, ``pp_comm``, ``bubble``, ``dp_exposed``.
+    dp_comm_s : float
+        All data-parallel traffic of a step (hidden or not).
+    overlap_window_s : float
+        Backward time available to hide it.
+    levels : dict
+        Slowest level each kind of group crosses (``"tp"``, ``"pp"``, ``"dp"``).
+    mfu, min_headroom_fraction : float
+        The assumptions used.
+    """
+
+    layout: Layout
+    memory_bytes: dict[str, float]
+    hbm_bytes: float
+    time_s: dict[str, float]
+    dp_comm_s: float
+    overlap_window_s: float
+    levels: dict[str, str]
+    tokens_per_s: float
+    mfu_effective: float
+    mfu: float
+    min_headroom_fraction: float
+
+    @property
+    def state_bytes(self) -> float:
+        """Weights + gradients + optimizer state per chip."""
+        return sum(self.memory_bytes[k] for k in ("weights", "gradients", "optimizer"))
+
+    @property
+    def total_bytes(self) -> float:
+        """Everything per chip, activations included."""
+        return sum(self.memory_bytes.values())
+
+    @property
+    def headroom_bytes(self) -> float:
+        """HBM left per chip (negative: does not fit)."""
+        return self.hbm_bytes - self.total_bytes
+
+    @property
+    def fits(self) -> bool:
+        """Headroom is at least ``min_headroom_fraction`` of HBM."""
+        return self.headroom_bytes >= self.min_headroom_fraction * self.hbm_bytes
+
+    @property
+    def step_s(self) -> float:
+        """Estimated seconds per optimizer step."""
+        return sum(self.time_s.values())
+
+    def memory_table(self) -> pd.DataFrame:
+        """Tidy: ``part, bytes, gib`` per chip, plus ``hbm_gib`` and ``allowed_gib`` (HBM less the margin)."""
+        parts = list(MEMORY_PARTS)
+        b = [self.memory_bytes[p] for p in parts]
+        return pd.DataFrame({"part": parts, "bytes": b, "gib": [x / GiB for x in b],
+                             "hbm_gib": self.hbm_bytes / GiB,
+                             "allowed_gib": (1 - self.min_headroom_fraction) * self.hbm_bytes / GiB})
+
+    def time_table(self) -> pd.DataFrame:
+        """Tidy: ``part, seconds, share`` of the step."""
+        parts = list(TIME_PARTS)
+        t = [self.time_s[p] for p in parts]
+        total = sum(t)
+        return pd.DataFrame({"part": parts, "seconds": t, "share": [x / total for x in t]})
+
+
+def evaluate(lay: Layout, *, mfu: float = 0.4, dp_overlap: float = 1.0,
+             min_headroom_fraction: float = 0.10) -> LayoutEstimate:
+    """Memory per chip and a first-order step time for a layout.
+
+    Memory per rank (Ψ parameters, recipe bytes ``w, g, K``; Rajbhandari et al.):
+    weights ``wΨ/(tp·pp)`` (÷dp under ZeRO-3), gradients ``gΨ/(tp·pp)`` (÷dp under
+    ZeRO-2 and 3), optimizer ``KΨ/(tp·pp)`` (÷dp under ZeRO-1 to 3); activations
+    ``min(p, m) · ⌈L/p⌉`` layers of Korthikanti et al.'s per-layer bytes (1F1B:
+    the first stage keeps up to ``p`` micro-batches; §4.2.3). Per chip: times the
+    ranks per chip.
+
+    Step time: ``m`` micro-batch slots of compute, TP all-reduces and pipeline
+    sends, plus the bubble ``(p − 1)`` slots (Narayanan et al. §2.2.1), plus the
+    data-parallel traffic that the backward pass does not hide.
+
+    Parameters
+    ----------
+    lay : Layout
+        From :func:`layout`.
+    mfu : float
+        Share of peak FLOP/s reached *while computing*, in (0, 1]; bubble and
+        exposed communication come on top, so the step's effective MFU is lower.
+    dp_overlap : float
+        Share of the backward window that can hide DP traffic, in [0, 1] (1 = bucketed,
+        perfectly overlapped reductions; 0 = none).
+    min_headroom_fraction : float
+        Share of HBM to keep free for the runtime, buffers and fragmentation, in [0, 1).
+
+    Returns
+    -------
+    LayoutEstimate
+
+    Examples
+    --------
+    >>> from trainium_lab.units import GiB
+    >>> est = evaluate(layout("llama3-405b", tp=64, pp=4, dp=2, micro_batch=1, n_micro_batches=64, lnc=2))
+    >>> round(est.memory_bytes["optimizer"] / GiB, 2), round(est.memory_bytes["activations"] / GiB, 1)
+    (35.36, 34.0)
+    >>> round(est.headroom_bytes / GiB, 1), est.fits   # selective recompute leaves 3 GiB: under the 10 % margin
+    (3.1, False)
+    >>> round(est.time_s["bubble"] / (est.time_s["compute"] + est.time_s["tp_comm"] + est.time_s["pp_comm"]), 4)
+    0.0469
+    """
+    if not isinstance(lay, Layout):
+        raise ValueError(f"lay must be a Layout (build it with layouts.layout); got {type(lay).__name__}")
+    mfu = in_range("mfu", mfu, 0.0, 1.0, low_open=True)
+    dp_overlap = in_range("dp_overlap", dp_overlap, 0.0, 1.0)
+    min_headroom_fraction = in_range("min_headroom_fraction", min_headroom_fraction, 0.0, 1.0, high_open=True)
+    c = lay.cluster
+    cm = _comm(c.system, c.n_systems, c.lnc, lay.tp, lay.pp, lay.dp)
+    one = lambda v: np.array([v])  # noqa: E731
+    out = _core(lay.model, c, lay.seq_len, lay.recipe, lay.dtype, lay.sequence_parallel, mfu, dp_overlap,
+                one(lay.tp), one(lay.pp), one(lay.dp), one(lay.zero_stage), one(lay.micro_batch),
+                one(lay.n_micro_batches), one(_RECOMPUTE_INDEX[lay.recompute]), [cm], one(0))
+    f = {k: float(v[0]) for k, v in out.items()}
+    return LayoutEstimate(lay, {k: f[k] for k in MEMORY_PARTS}, f["hbm"], {k: f[k] for k in TIME_PARTS},
+                          f["dp_comm_total"], f["bwd_window"], dict(cm.levels), f["tokens_per_s"],
+                          f["mfu_effective"], mfu, min_headroom_fraction)
+
+
+# --------------------------------------------------------------------- the planner
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Result of :func:`plan`.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        Layouts that fit, best first (columns listed in :func:`plan`).
+    all : pandas.DataFrame
+        Every layout evaluated, with ``fits``.
+    model : ModelPreset
+    cluster : trainium_lab.topology.Cluster
+    global_batch : int
+    min_headroom_fraction : float
+    elapsed_s : float
+        Wall time of the search.
+    """
+
+    table: pd.DataFrame
+    all: pd.DataFrame
+    model: ModelPreset
+    cluster: topology.Cluster
+    global_batch: int
+    min_headroom_fraction: float
+    elapsed_s: float
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def best(self) -> pd.Series | None:
+        """The top row, or ``None`` when nothing fits."""
+        return None if self.table.empty else self.table.iloc[0]
+
+    def layout(self, rank: int = 0) -> Layout:
+        """The layout of row ``rank`` of :attr:`table` as a :class:`Layout`."""
+        rank = integer("rank", rank, minimum=0, maximum=max(len(self.table) - 1, 0))
+        if self.table.empty:
+            raise ValueError("no layout fits: nothing to return (lower min_headroom_fraction or add chips)")
+        r = self.table.iloc[rank]
+        c = self.cluster
+        return layout(self.model, int(r.tp), int(r.pp), int(r.dp), zero_stage=int(r.zero_stage),
+                      micro_batch=int(r.micro_batch), n_micro_batches=int(r.n_micro_batches),
+                      recompute=str(r.recompute), system=c.system, n_systems=c.n_systems, lnc=c.lnc,
+                      sequence_parallel=self.settings.get("sequence_parallel", True),
+                      seq_len=self.settings.get("seq_len"), recipe_name=self.settings.get("recipe_name", "bf16-adam"),
+                      dtype=self.settings.get("dtype", "bf16"))
+
+    def explain(self) -> list[str]:
+        """Plain sentences: the winner, where its time goes, what memory ruled out, the runner-up."""
+        c, a = self.cluster, self.all
+        allowed = (1 - self.min_headroom_fraction)
+        lines = [f"{len(a)} layouts of {self.model.name} on {c.n_systems} × {c.system} "
+                 f"({c.n_chips} chips, {c.n_ranks} ranks at LNC={c.lnc}), global batch "
+                 f"{self.global_batch} sequences; {int(a.fits.sum())} fit with "
+                 f"{self.min_headroom_fraction:.0%} of HBM kept free."]
+        if self.table.empty:
+            least = a.sort_values("memory_gib").iloc[0]
+            lines.append(f"Nothing fits: the leanest layout ({least.label}) needs {least.memory_gib:.1f} GiB "
+                         f"per chip, more than {allowed:.0%} of {least.hbm_gib:.0f} GiB. Add chips, shard "
+                         "more (ZeRO-3), recompute more or shrink the micro-batch.")
+            return lines
+        b = self.table.iloc[0]
+        parts = {p: float(b[f"{p}_s"]) for p in TIME_PARTS}
+        overhead = {p: v for p, v in parts.items() if p != "compute"}
+        worst = max(overhead, key=overhead.get)
+        names = {"compute": "compute", "tp_comm": "tensor-parallel all-reduces", "pp_comm": "pipeline sends",
+                 "bubble": "the pipeline bubble", "dp_exposed": "exposed data-parallel traffic"}
+        where = (f"TP groups stay within the {b.tp_level} level" if b.tp > 1 else "no TP")
+        where += f", PP crosses the {b.pp_level} level" if b.pp > 1 else ", no PP"
+        where += f", DP crosses the {b.dp_level} level" if b.dp > 1 else ", no DP"
+        lines.append(f"Winner: {b.label}. {b.tokens_per_s:,.0f} tokens/s, {b.step_s:.2f} s per step, "
+                     f"effective MFU {b.mfu_effective:.1%}; {b.memory_gib:.1f} GiB of {b.hbm_gib:.0f} GiB "
+                     f"per chip ({b.headroom_gib:.1f} GiB free). {where}.")
+        close = int((self.table.tokens_per_s >= 0.98 * b.tokens_per_s).sum()) - 1
+        if close:
+            lines.append(f"{close} other fitting layouts are within 2 % of it: a tie at this level of "
+                         "modelling; choose among them by headroom and simplicity, then measure.")
+        lines.append(f"Where its step goes: compute {parts['compute'] / b.step_s:.0%}; the largest overhead "
+                     f"is {names[worst]} ({overhead[worst] / b.step_s:.1%})."
+                     + (" Compute binds: overheads are small." if overhead[worst] < 0.1 * b.step_s
+                        else f" {names[worst].capitalize()} binds after compute."))
+        faster = a[(~a.fits) & (a.tokens_per_s > b.tokens_per_s)]
+        if len(faster):
+            f = faster.sort_values("memory_gib").iloc[0]
+            lines.append(f"Memory binds too: {len(faster)} faster layouts do not fit. The closest to fitting, "
+                         f"{f.label}, would give {f.tokens_per_s / b.tokens_per_s - 1:.1%} more tokens/s but "
+                         f"needs {f.memory_gib:.1f} GiB per chip ({f.activations_gib:.1f} GiB of activations), "
+                         f"above the {allowed * f.hbm_gib:.1f} GiB allowed.")
+        else:
+            lines.append("Memory does not bind: no faster layout was dropped for memory.")
+        other = self.table[(self.table.tp != b.tp) | (self.table.pp != b.pp) | (self.table.dp != b.dp)]
+        if len(other):
+            o = other.iloc[0]
+            diff = {p: float(o[f"{p}_s"]) - parts[p] for p in TIME_PARTS}
+            why = max(diff, key=diff.get)
+            lines.append(f"Best with other degrees: {o.label}, {1 - o.tokens_per_s / b.tokens_per_s:.1%} "
+                         f"slower, mostly from {names[why]} (+{diff[why]:.2f} s per step).")
+        return lines
+
+
+def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_systems: int = 1,
+         lnc: int | None = None, global_batch: int = 1024, micro_batches: tuple[int, ...] = (1, 2, 4),
+         zero_stages: tuple[int, ...] = (0, 1, 2, 3), recompute: tuple[str, ...] = RECOMPUTE_MODES,
+         sequence_parallel: bool = True, mfu: float = 0.4, dp_overlap: float = 1.0,
+         min_headroom_fraction: float = 0.10, seq_len: int | None = None, recipe_name: str = "bf16-adam",
+         dtype: str = "bf16", n_tokens: float | None = None) -> Plan:
+    """Evaluate every valid layout of ``model`` on a cluster; keep those that fit; rank by tokens/s.
+
+    Enumerates every ``(tp, pp, dp)`` with ``tp·pp·dp`` = ranks
+    (:func:`candidate_degrees`) with ``dp`` dividing ``global_batch``, every ZeRO
+    stage (only stage 0 when ``dp = 1``), micro-batch size dividing the per-replica
+    batch, and recompute mode; the number of micro-batches is then
+    ``global_batch / (dp · micro_batch)``. Ranks are laid out TP innermost, then PP,
+    then DP (``"tp-pp-dp"``, as Megatron launchers do). All formulas run on numpy
+    arrays at once; collective costs come from :mod:`trainium_lab.collectives` once
+    per distinct ``(tp, pp, dp)``.
+
+    Parameters
+    ----------
+    model : str or ModelPreset
+    system, n_systems, lnc :
+        The cluster (:func:`trainium_lab.topology.cluster`).
+    global_batch : int
+        Sequences per optimizer step (fixed: layouts differ only in how they split it).
+    micro_batches, zero_stages, recompute : tuple
+        Options to search.
+    mfu, dp_overlap, min_headroom_fraction :
+        As in :func:`evaluate`.
+    n_tokens : float, optional
+        Token budget: adds ``days`` (training time at that throughput).
+
+    Returns
+    -------
+    Plan
+        ``Plan.table`` columns: ``rank, label, tp, pp, dp, tp_chips, zero_stage, micro_batch,
+        n_micro_batches, recompute, tp_level, pp_level, dp_level, weights_gib, gradients_gib,
+        optimizer_gib, activations_gib, memory_gib, hbm_gib, headroom_gib, fits, compute_s,
+        tp_comm_s, pp_comm_s, bubble_s, dp_exposed_s, dp_comm_total_s, step_s, tokens_per_s,
+        mfu_effective`` (and ``days``).
+
+    Examples
+    --------
+    >>> p = plan("llama3-405b", system="trn2-ultraserver", n_systems=2, lnc=2, global_batch=512)
+    >>> b = p.best
+    >>> b.tp_level, bool(b.fits), int(b.tp * b.pp * b.dp) == p.cluster.n_ranks
+    ('instance', True, True)
+    """
+    t0 = time.perf_counter()
+    m = resolve_model(model)
+    c = topology.cluster(system, n_systems, lnc)
+    global_batch = integer("global_batch", global_batch, minimum=1)
+    mfu = in_range("mfu", mfu, 0.0, 1.0, low_open=True)
+    dp_overlap = in_range("dp_overlap", dp_overlap, 0.0, 1.0)
+    min_headroom_fraction = in_range("min_headroom_fraction", min_headroom_fraction, 0.0, 1.0, high_open=True)
+    mbs = sorted({integer("micro_batches", x, minimum=1) for x in micro_batches})
+    zs = sorted({integer("zero_stages", x, minimum=0, maximum=3) for x in zero_stages})
+    modes = [choice("recompute", x, RECOMPUTE_MODES) for x in recompute]
+    if not mbs or not zs or not modes:
+        raise ValueError("micro_batches, zero_stages and recompute must each list at least one option")
+    seq_len = m.seq_len if seq_len is None else integer("seq_len", seq_len, minimum=1)
+    recipe(recipe_name)
+    if dtype not in specs.chip(c.chip).dense_flops_per_s:
+        raise ValueError(f"dtype must be one of {sorted(specs.chip(c.chip).dense_flops_per_s)}; got {dtype!r}")
+    if n_tokens is not None:
+        n_tokens = positive("n_tokens", n_tokens)
+
+    rows: list[tuple[int, ...]] = []
+    comms: list[_Comm] = []
+    for tp, pp, dp in candidate_degrees(m, c.n_ranks):
+        if global_batch % dp:
+            continue
+        comms.append(_comm(c.system, c.n_systems, c.lnc, tp, pp, dp))
+        k = len(comms) - 1
+        per_replica = global_batch // dp
+        for z in (zs if dp > 1 else [0]):
+            for mb in mbs:
+                if per_replica % mb:
+                    continue
+                for mode in modes:
+                    rows.append((tp, pp, dp, z, mb, per_replica // mb, _RECOMPUTE_INDEX[mode], k))
+    if not rows:
+        raise ValueError(f"global_batch ({global_batch}) admits no layout on {c.n_ranks} ranks: no data-"
+                         "parallel degree divides it together with the micro-batch sizes")
+    arr = np.array(rows, dtype=np.int64)
+    tp, pp, dp, z, mb, nmb, mode, idx = arr.T
+    out = _core(m, c, seq_len, recipe_name, dtype, sequence_parallel, mfu, dp_overlap,
+                tp, pp, dp, z, mb, nmb, mode, comms, idx)
+    levels = {k: np.array([x.levels[k] for x in comms])[idx] for k in ("tp", "pp", "dp")}
+    modes_arr = np.array(RECOMPUTE_MODES)[mode]
+    hbm = out["hbm"]
+    df = pd.DataFrame({
+        "tp": tp, "pp": pp, "dp": dp, "tp_chips": tp / c.ranks_per_chip, "zero_stage": z,
+        "micro_batch": mb, "n_micro_batches": nmb, "recompute": modes_arr,
+        "tp_level": levels["tp"], "pp_level": levels["pp"], "dp_level": levels["dp"],
+        **{f"{p}_gib": out[p] / GiB for p in MEMORY_PARTS},
+        "memory_gib": out["memory"] / GiB, "hbm_gib": hbm / GiB, "headroom_gib": out["headroom"] / GiB,
+        "fits": out["headroom"] >= min_headroom_fraction * hbm,
+        **{f"{p}_s": out[p] for p in TIME_PARTS},
+        "dp_comm_total_s": out["dp_comm_total"], "step_s": out["step"],
+        "tokens_per_s": out["tokens_per_s"], "mfu_effective": out["mfu_effective"],
+    })
+    df.insert(0, "label", [f"TP{a}×PP{b}×DP{d} ZeRO-{zz} mb{x}×{y} {r}" for a, b, d, zz, x, y, r in
+                           zip(tp.tolist(), pp.tolist(), dp.tolist(), z.tolist(), mb.tolist(), nmb.tolist(),
+                               modes_arr.tolist())])
+    if n_tokens is not None:
+        df["days"] = n_tokens / df["tokens_per_s"] / 86400.0
+    df = df.sort_values(["tokens_per_s", "headroom_gib"], ascending=[False, False], kind="stable")
+    df = df.reset_index(drop=True)
+    fitting = df[df["fits"]].reset_index(drop=True)
+    fitting.insert(0, "rank", np.arange(1, len(fitting) + 1))
+    settings = dict(sequence_parallel=sequence_parallel, seq_len=seq_len, recipe_name=recipe_name,
+                    dtype=dtype, mfu=mfu, dp_overlap=dp_overlap)
+    return Plan(fitting, df, m, c, global_batch, min_headroom_fraction, time.perf_counter() - t0, settings)
+
+
+# --------------------------------------------------------------------- the worked example
+
+
+def fully_sharded_table(n_params: float = 405e9, bytes_per_param: float = 16.0,
+                        system: str = "trn2-ultraserver", counts: tuple[int, ...] = (1, 2, 4)) -> pd.DataFrame:
+    """State per chip when every byte of it is sharded over all chips (ZeRO-3 / FSDP).
+
+    The lower bound of any layout: ``n_params · bytes_per_param / n_chips``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``n_systems, n_chips, state_gib_per_chip, left_gib_per_chip, share_of_hbm``.
+
+    Examples
+    --------
+    >>> t = fully_sharded_table()
+    >>> t.state_gib_per_chip.round(1).tolist(), t.left_gib_per_chip.round(1).tolist()
+    ([94.3, 47.1, 23.6], [1.7, 48.9, 72.4])
+    """
+    n_params = positive("n_params", n_params)
+    bytes_per_param = positive("bytes_per_param", bytes_per_param)
+    c = topology.cluster(system)
+    hbm = float(specs.chip(c.chip).hbm_bytes)
+    rows = []
+    for k in counts:
+        k = integer("counts", k, minimum=1)
+        n = c.n_chips * k
+        per = n_params * bytes_per_param / n
+        rows.append({"n_systems": k, "n_chips": n, "state_gib_per_chip": per / GiB,
+                     "left_gib_per_chip": (hbm - per) / GiB, "share_of_hbm": per / hbm})
+    return pd.DataFrame(rows)
+
+
+def worked_example(n_params: float = 405e9) -> dict[str, float]:
+    """The background documents' 405B numbers, from this module's functions.
+
+    Returns a dict: ``state_gib`` (16 B/param), ``ultraserver_hbm_gib``,
+    ``share_of_one_ultraserver``, ``left_gib_one``, ``zero1_gib`` and ``zero1_left_gib``
+    (TP16 chips × PP4 × DP2, ZeRO-1, state only), ``dp_allreduce_s`` (its EFA gradient
+    all-reduce) and ``tp_allreduce_s`` (one TP all-reduce of a 4096 × 16384 BF16 block
+    over 16 chips).
+
+    Examples
+    --------
+    >>> w = worked_example()
+    >>> round(w["state_gib"]), round(w["share_of_one_ultraserver"], 2), round(w["zero1_gib"], 1)
+    (6035, 0.98, 58.9)
+    >>> round(w["dp_allreduce_s"], 2), round(w["tp_allreduce_s"] * 1e3, 2)
+    (0.51, 0.25)
+    """
+    n_params = positive("n_params", n_params)
+    m = custom_model("405B (nominal)", n_layers=126, d_model=16384, n_heads=128, n_kv_heads=8,
+                     ffn_dim=53248, n_params=n_params)
+    lay = layout(m, tp=64, pp=4, dp=2, zero_stage=1, system="trn2-ultraserver", lnc=2,
+                 micro_batch=1, n_micro_batches=16, recompute="selective")
+    est = evaluate(lay)
+    c = lay.cluster
+    sysm = specs.system(c.system)
+    r = recipe("bf16-adam")
+    state = n_params * r.bytes_per_param
+    cm = _comm(c.system, c.n_systems, c.lnc, 64, 4, 2)
+    return {
+        "state_gib": state / GiB,
+        "ultraserver_hbm_gib": sysm.hbm_bytes_total / GiB,
+        "share_of_one_ultraserver": state / sysm.hbm_bytes_total,
+        "left_gib_one": (sysm.hbm_bytes_total - state) / sysm.n_chips / GiB,
+        "zero1_gib": est.state_bytes / GiB,
+        "zero1_left_gib": (est.hbm_bytes - est.state_bytes) / GiB,
+        "dp_allreduce_s": est.dp_comm_s,
+        "overlap_window_s": est.overlap_window_s,
+        "tp_allreduce_s": cm.tp_ar[0] + cm.tp_ar[1] * 2 * 4096 * 16384,
+    }
