@@ -87,7 +87,8 @@ def ring_step_chart(df: pd.DataFrame, *, title: str | None = None) -> alt.LayerC
             text=alt.Text("contributions:Q"), color=alt.Color("ink:N", scale=None),
         )
         # data on the layer, not the sub-charts: alt.layer deep-copies its children
-        return alt.layer(grid, text, data=_records(d), title=title, width=34 * n + 40, height=28 * n)
+        return alt.layer(grid, text, data=_records(d), title=title, width=34 * n + 40,
+                         height=28 * n).resolve_scale(color="independent")
 
 
 def size_sweep_chart(df: pd.DataFrame, crossovers: pd.DataFrame | None = None, *,
