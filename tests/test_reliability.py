@@ -316,3 +316,13 @@ def test_failure_modes_explorer_filters():
     ex.controls["query"].value = "hang"
     assert 0 < len(ex.result) < len(rel.FAILURE_MODES)
     assert "hang" in ex.summary.value.lower()
+
+
+def test_chapter06_exercises_accept_reference_and_reject_wrong():
+    from trainium_lab.exercises import ch06
+
+    assert len(ch06.ALL) >= 4
+    for q in ch06.ALL:
+        assert q.judge(q.expected).status == "correct", q.name
+        assert q.judge(q.wrong).status == "wrong", q.name
+        assert q.judge(...).status == "not attempted"

@@ -24,14 +24,15 @@ def blast_radius_chart(df: pd.DataFrame, *, title: str | None = None) -> alt.Cha
     """
     from trainium_lab.reliability import STATUSES
 
-    return alt.Chart(df, width=90, height=90, title=title or "").mark_rect(
+    return alt.Chart(df, width=90, height=90).mark_rect(
         stroke="white", strokeWidth=2).encode(
         x=alt.X("x:O", title=None, axis=None),
         y=alt.Y("y:O", title=None, axis=None),
         color=alt.Color("status:N", title="chip status",
                         scale=alt.Scale(domain=list(STATUSES), range=_STATUS_COLOURS)),
         tooltip=[alt.Tooltip("chip:Q"), alt.Tooltip("instance:Q"), alt.Tooltip("status:N")],
-    ).facet(column=alt.Column("instance:O", title="instance (ring position)"))
+    ).facet(column=alt.Column("instance:O", title="instance (ring position)"),
+            title=title or "")
 
 
 def mtbf_vs_size_chart(curve: pd.DataFrame, points: pd.DataFrame) -> alt.LayerChart:
