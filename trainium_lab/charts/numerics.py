@@ -75,7 +75,7 @@ def rounding_chart(df: pd.DataFrame) -> alt.LayerChart:
                            for r, n in zip(long.result, long.nearest)]
     bars = base(long, title=f"Rounding {df.attrs['value']:.8g} to {df.attrs['format']}",
                 height=160).mark_bar().encode(
-        x=alt.X("result_text:N", title="rounded value", sort=None),
+        x=alt.X("result_text:N", title="rounded value", sort=None, axis=alt.Axis(labelAngle=0)),
         xOffset="what:N",
         y=alt.Y("share:Q", title="probability", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("what:N", title=None, scale=alt.Scale(range=["#4e79a7", "#f28e2b"])),
@@ -98,7 +98,7 @@ def repeated_updates_chart(df: pd.DataFrame) -> alt.Chart:
         y=alt.Y("mean:Q", title="mean weight", scale=alt.Scale(zero=False)),
         color=alt.Color("mode:N", title=None, scale=alt.Scale(
             domain=["nearest", "stochastic", "exact sum"], range=["#e15759", "#4e79a7", "#000000"])),
-        strokeDash=alt.StrokeDash("mode:N", legend=None, scale=alt.Scale(
+        strokeDash=alt.StrokeDash("mode:N", title=None, scale=alt.Scale(
             domain=["nearest", "stochastic", "exact sum"], range=[[1, 0], [1, 0], [4, 4]])),
         tooltip=["mode:N", "step:Q", alt.Tooltip("mean:Q", format=".6f")],
     )
@@ -117,7 +117,7 @@ def loss_curves_chart(df: pd.DataFrame) -> alt.Chart:
         x=alt.X("step:Q", title="step"),
         y=alt.Y("loss:Q", scale=alt.Scale(type="log"), title="loss (log scale)"),
         color=alt.Color("label:N", title=None, sort=None, scale=alt.Scale(range=PALETTE)),
-        strokeDash=alt.StrokeDash("label:N", sort=None, legend=None,
+        strokeDash=alt.StrokeDash("label:N", sort=None, title=None,
                                   scale=alt.Scale(range=[[1, 0], [1, 0], [6, 3], [2, 2]])),
         tooltip=["label:N", "step:Q", alt.Tooltip("loss:Q", format=".4f")],
     )
