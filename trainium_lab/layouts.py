@@ -476,7 +476,8 @@ def _comm(system: str, n_systems: int, lnc: int, tp: int, pp: int, dp: int) -> _
 
     def affine(kind: str, coll: str) -> tuple[float, float]:
         a = collectives.group_collective_s(p, kind, 0.0, coll)
-        return a, collectives.group_collective_s(p, kind, 1.0, coll) - a
+        ref = 1e9  # a large reference size keeps the slope exact to ~1e-15
+        return a, (collectives.group_collective_s(p, kind, ref, coll) - a) / ref
 
     lv_pp, n_pp, _ = p.slowest("pp")
     pp_bw = None if (lv_pp.bytes_per_s is None or n_pp == 1) else lv_pp.bytes_per_s

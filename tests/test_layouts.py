@@ -1,0 +1,311 @@
+"""Tests for trainium_lab.layouts (chapter 05: parallel layouts and the planner)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainium_lab import collectives, layouts, sizing, specs, topology
+from trainium_lab.units import GiB
+
+# ----------------------------------------------------------------------------- worked example
+# All figures below are from the background document 004 ("Trainium 2 + UltraServers, in
+# depth", worked example "a 405B model"), listed in ../shared/reference/published_cases.md.
+# The source prints one decimal (GiB) or two significant figures (seconds).
+
+
+def test_state_is_98_percent_of_one_ultraserver():
+    w = layouts.worked_example()
+    assert w["state_gib"] == pytest.approx(6035, abs=0.5)           # published: 6,035 GiB
+    assert w["ultraserver_hbm_gib"] == pytest.approx(6144)          # published: 6,144 GiB
+    assert w["share_of_one_ultraserver"] == pytest.approx(0.98, abs=0.005)  # "98 percent"
+    assert w["left_gib_one"] == pytest.approx(1.7, abs=0.05)        # "around 1.7 GiB per chip"
+
+
+def test_fully_sharded_over_1_2_4_ultraservers():
+    t = layouts.fully_sharded_table(405e9, 16, "trn2-ultraserver", (1, 2, 4))
+    # published: 94.3 / 47.1 / 23.6 GiB per chip; 1.7 / 48.9 / 72.4 GiB left
+    assert t.state_gib_per_chip.tolist() == pytest.approx([94.3, 47.1, 23.6], abs=0.05)
+    assert t.left_gib_per_chip.tolist() == pytest.approx([1.7, 48.9, 72.4], abs=0.05)
+    assert t.n_chips.tolist() == [64, 128, 256]
+
+
+def test_tp16_pp4_dp2_zero1_state_per_chip():
+    # published: 58.9 GiB per chip, 37.1 GiB left (TP over 16 chips = 64 ranks at LNC=2)
+    m = layouts.custom_model("405B nominal", n_layers=126, d_model=16384, n_heads=128, n_kv_heads=8,
+                             ffn_dim=53248, n_params=405e9)
+    est = layouts.evaluate(layouts.layout(m, tp=64, pp=4, dp=2, zero_stage=1, lnc=2,
+                                          system="trn2-ultraserver"))
+    assert est.state_bytes / GiB == pytest.approx(58.9, abs=0.05)
+    assert (est.hbm_bytes - est.state_bytes) / GiB == pytest.approx(37.1, abs=0.05)
+    # weights+grads (4 B/param) over 64 chips, master+Adam (12 B/param) over 128 chips
+    assert est.memory_bytes["weights"] + est.memory_bytes["gradients"] == pytest.approx(4 * 405e9 / 64)
+    assert est.memory_bytes["optimizer"] == pytest.approx(12 * 405e9 / 128)
+    assert est.layout.cluster.n_chips == 128 and est.layout.cluster.n_systems == 2
+
+
+def test_worked_example_collectives():
+    w = layouts.worked_example()
+    # published: 0.51 s (0.50625) for S = 2·405e9/64 bytes, n = 2, B = 25 GB/s; EFA's latency adds 30 µs
+    assert w["dp_allreduce_s"] == pytest.approx(0.50625, rel=1e-3)
+    # published: 0.25 ms (0.24576) for one TP all-reduce of 2·4096·16384 bytes over 16 chips
+    assert w["tp_allreduce_s"] == pytest.approx(0.24576e-3, rel=1e-6)
+
+
+def test_dp_allreduce_matches_chapter_03_formula():
+    est = layouts.evaluate(layouts.layout("llama3-405b", tp=64, pp=4, dp=2, zero_stage=1, lnc=2))
+    efa = specs.link("trn2-efa")
+    expected = collectives.ring_allreduce_s(2 * est.layout.model.n_params / 64, 2, efa.bytes_per_s,
+                                            efa.latency_s)
+    assert est.dp_comm_s == pytest.approx(expected, rel=1e-12)
+    assert est.levels == {"tp": "instance", "pp": "ultraserver", "dp": "efa"}
+
+
+# ----------------------------------------------------------------------------- formulas
+
+
+def test_bubble_formula_narayanan():
+    # Narayanan et al. 2021 §2.2.1: bubble time fraction (p − 1)/m
+    assert layouts.pipeline_bubble_fraction(4, 16) == 3 / 16
+    assert layouts.pipeline_bubble_fraction(8, 8) == 7 / 8
+    assert layouts.pipeline_bubble_fraction(1, 5) == 0.0
+
+
+@given(pp=st.sampled_from([1, 2, 4, 8, 16, 32]), m=st.integers(1, 64))
+@settings(max_examples=30, deadline=None)
+def test_bubble_in_step_time_is_p_minus_1_over_m(pp, m):
+    # one trn2-ultraserver at LNC=1: 512 ranks; TP over 8 ranks (one chip), the rest split PP × DP
+    lay = layouts.layout("llama3-8b", tp=8, pp=pp, dp=512 // (8 * pp), system="trn2-ultraserver", lnc=1,
+                         n_micro_batches=m)
+    est = layouts.evaluate(lay)
+    busy = est.time_s["compute"] + est.time_s["tp_comm"] + est.time_s["pp_comm"]
+    assert est.time_s["bubble"] / busy == pytest.approx(layouts.pipeline_bubble_fraction(pp, m), rel=1e-9)
+
+
+def test_tp_allreduces_per_layer_megatron():
+    # Shoeybi et al. 2019 §3: 2 all-reduces forward + 2 backward per layer
+    assert layouts.tp_allreduces_per_layer("none") == 4
+    assert layouts.tp_allreduces_per_layer("selective") == 4
+    assert layouts.tp_allreduces_per_layer("full") == 6
+
+
+def test_tp_comm_is_layers_times_allreduces():
+    lay = layouts.layout("llama3-405b", tp=64, pp=4, dp=2, micro_batch=2, n_micro_batches=8, lnc=2,
+                         recompute="selective")
+    est = layouts.evaluate(lay)
+    link = specs.link("trn2-neuronlink-intra")
+    one = collectives.ring_allreduce_s(2 * 2 * 8192 * 16384, 16, link.bytes_per_s)
+    assert est.time_s["tp_comm"] == pytest.approx(8 * 126 / 4 * 4 * one, rel=1e-9)
+
+
+@pytest.mark.parametrize("recompute", ["none", "selective", "full"])
+@pytest.mark.parametrize("tp", [1, 8, 64])
+def test_activations_agree_with_sizing_without_sp(recompute, tp):
+    lay = layouts.layout("llama3-405b", tp=tp, pp=4, dp=512 // (4 * tp), micro_batch=2, n_micro_batches=8,
+                         lnc=2, recompute=recompute, sequence_parallel=False)
+    est = layouts.evaluate(lay)
+    per_layer = sizing.activation_bytes_per_layer(8192, 2, 16384, 128, tp, False, recompute)
+    expected = 4 * math.ceil(126 / 4) * per_layer
+    if recompute == "full":  # the layer being recomputed holds its full activations once
+        expected += sizing.activation_bytes_per_layer(8192, 2, 16384, 128, tp, False, "none")
+    assert est.memory_bytes["activations"] == pytest.approx(4 * expected, rel=1e-12)  # 4 ranks per chip
+
+
+def test_activations_sp_selective_matches_sizing():
+    est = layouts.evaluate(layouts.layout("llama3-70b", tp=32, pp=2, dp=4, lnc=2, n_micro_batches=1))
+    per_layer = sizing.activation_bytes_per_layer(8192, 1, 8192, 64, 32, True, "selective")
+    # m = 1 < p: only one micro-batch in flight
+    assert est.memory_bytes["activations"] == pytest.approx(4 * 40 * per_layer)
+
+
+def test_zero_stages_shard_what_rajbhandari_says():
+    n = 405e9
+    kw = dict(tp=64, pp=2, dp=4, lnc=2, system="trn2-ultraserver")
+    m = layouts.custom_model("405", n_layers=126, d_model=16384, n_heads=128, n_kv_heads=8, ffn_dim=53248,
+                             n_params=n)
+    per_rank = n / (64 * 2)
+    for z in range(4):
+        mem = layouts.evaluate(layouts.layout(m, zero_stage=z, **kw)).memory_bytes
+        state_rank = (mem["weights"] + mem["gradients"] + mem["optimizer"]) / 4
+        # ZeRO Table 1 with Ψ = params per model-parallel rank
+        assert state_rank == pytest.approx(sizing.zero_bytes_per_device(per_rank, 4, z))
+
+
+def test_zero_3_moves_more_dp_bytes_than_zero_1():
+    kw = dict(tp=64, pp=4, dp=2, lnc=2, n_micro_batches=8)
+    e1 = layouts.evaluate(layouts.layout("llama3-405b", zero_stage=1, **kw))
+    e3 = layouts.evaluate(layouts.layout("llama3-405b", zero_stage=3, **kw))
+    assert e3.dp_comm_s > 8 * e1.dp_comm_s  # 1.5× volume, every micro-batch
+
+
+def test_dp_overlap_zero_exposes_everything():
+    lay = layouts.layout("llama3-405b", tp=64, pp=4, dp=2, lnc=2, n_micro_batches=8)
+    assert layouts.evaluate(lay, dp_overlap=0.0).time_s["dp_exposed"] == pytest.approx(
+        layouts.evaluate(lay).dp_comm_s)
+    assert layouts.evaluate(lay, dp_overlap=1.0).time_s["dp_exposed"] == 0.0  # 0.51 s < last backward
+
+
+def test_tokens_per_s_and_effective_mfu():
+    lay = layouts.layout("llama3-8b", tp=4, pp=1, dp=16, system="trn2.48xlarge", lnc=2, n_micro_batches=4)
+    est = layouts.evaluate(lay, mfu=0.5)
+    assert est.tokens_per_s == pytest.approx(lay.tokens_per_step / est.step_s)
+    assert 0 < est.mfu_effective <= 0.5  # overheads only lower it
+
+
+@given(mfu=st.floats(0.05, 1.0), m=st.integers(1, 32))
+@settings(max_examples=25, deadline=None)
+def test_step_time_falls_as_mfu_rises(mfu, m):
+    lay = layouts.layout("llama3-70b", tp=16, pp=4, dp=4, lnc=2, n_micro_batches=m)
+    lo = layouts.evaluate(lay, mfu=mfu * 0.9).step_s
+    hi = layouts.evaluate(lay, mfu=mfu).step_s
+    assert hi < lo
+
+
+@given(m=st.integers(1, 200))
+@settings(max_examples=25, deadline=None)
+def test_more_micro_batches_shrinks_bubble_share(m):
+    mk = lambda k: layouts.evaluate(layouts.layout("llama3-70b", tp=16, pp=8, dp=2, lnc=2, n_micro_batches=k))  # noqa: E731
+    a, b = mk(m), mk(m + 1)
+    assert b.time_s["bubble"] / b.step_s < a.time_s["bubble"] / a.step_s
+    assert b.memory_bytes["activations"] >= a.memory_bytes["activations"]  # never fewer in flight
+
+
+# ----------------------------------------------------------------------------- planner
+
+
+def test_planner_405b_two_ultraservers_keeps_tp_in_instance():
+    p = layouts.plan("llama3-405b", system="trn2-ultraserver", n_systems=2, lnc=2, global_batch=1024)
+    b = p.best
+    assert b.tp_level in ("chip", "instance")
+    assert b.tp * b.pp * b.dp == p.cluster.n_ranks
+    assert b.fits and b.headroom_gib >= 0.1 * b.hbm_gib
+    text = " ".join(p.explain())
+    assert "Winner" in text and "binds" in text
+
+
+@pytest.mark.parametrize("n_systems", [2, 4, 8, 16])
+def test_planner_405b_top_choice_keeps_tp_inside_an_instance(n_systems):
+    p = layouts.plan("llama3-405b", system="trn2-ultraserver", n_systems=n_systems, lnc=2, global_batch=2048)
+    assert p.best.tp_level in ("chip", "instance")
+
+
+def test_planner_rows_round_trip_through_evaluate():
+    p = layouts.plan("llama3-70b", system="trn2.48xlarge", n_systems=4, lnc=2, global_batch=256)
+    for rank in (0, 3):
+        est = layouts.evaluate(p.layout(rank), mfu=p.settings["mfu"])
+        row = p.table.iloc[rank]
+        assert est.step_s == pytest.approx(row.step_s, rel=1e-12)
+        assert est.total_bytes / GiB == pytest.approx(row.memory_gib, rel=1e-12)
+
+
+def test_planner_nothing_fits_is_explained():
+    p = layouts.plan("llama3-405b", system="trn2.48xlarge", n_systems=1, lnc=2, global_batch=64)
+    assert p.table.empty and p.best is None
+    assert "Nothing fits" in " ".join(p.explain())
+
+
+@given(model=st.sampled_from(["llama3-8b", "llama3-70b", "llama3-405b"]),
+       cluster=st.sampled_from([("trn2.48xlarge", 1, 2), ("trn2.48xlarge", 4, 1), ("trn2-ultraserver", 1, 2),
+                                ("trn2-ultraserver", 2, 2), ("trn3-gen1-ultraserver", 1, None),
+                                ("trn3-gen2-ultraserver", 1, None), ("trn1.32xlarge", 2, None)]),
+       global_batch=st.sampled_from([64, 96, 256, 1024]),
+       headroom=st.floats(0.0, 0.5))
+@settings(max_examples=20, deadline=None)
+def test_planner_never_returns_a_layout_that_does_not_fit_or_miscounts(model, cluster, global_batch, headroom):
+    system, n, lnc = cluster
+    p = layouts.plan(model, system=system, n_systems=n, lnc=lnc, global_batch=global_batch,
+                     min_headroom_fraction=headroom)
+    t = p.table
+    ranks = p.cluster.n_ranks
+    assert (t.tp * t.pp * t.dp == ranks).all()
+    assert (t.headroom_gib >= headroom * t.hbm_gib - 1e-9).all()
+    assert (t.memory_gib <= t.hbm_gib).all()
+    assert (t.dp * t.micro_batch * t.n_micro_batches == global_batch).all()
+    assert t.tokens_per_s.is_monotonic_decreasing
+    m = p.model
+    assert (m.n_heads % t.tp == 0).all() and (t.pp <= m.n_layers).all()
+
+
+def test_trn3_gen2_fits_405b_in_one_domain_with_headroom():
+    # the seeds: "a 405B-class model's training state fits inside one [Gen2] domain with real headroom"
+    t = layouts.fully_sharded_table(405e9, 16, "trn3-gen2-ultraserver", (1,))
+    assert t.left_gib_per_chip.iloc[0] > 100
+
+
+def test_candidate_degrees_multiply_and_divide():
+    for tp, pp, dp in layouts.candidate_degrees("llama3-405b", 512):
+        assert tp * pp * dp == 512 and 128 % tp == 0 and pp <= 126
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(tp=48, pp=4, dp=2), "tp"),                     # does not divide the heads
+    (dict(tp=256, pp=1, dp=2), "tp"),                    # more ranks than heads
+    (dict(tp=64, pp=127, dp=1), "pp"),                   # more stages than layers
+    (dict(tp=64, pp=2, dp=3), r"tp × pp × dp × ep|n_systems"),  # 384 ranks: not a whole UltraServer
+    (dict(tp=64, pp=4, dp=2, n_systems=3), r"tp × pp × dp × ep"),  # does not multiply to the ranks
+    (dict(tp=64, pp=4, dp=2, system="trn9"), "system"),
+    (dict(tp=64, pp=4, dp=2, n_micro_batches=0), "n_micro_batches"),
+    (dict(tp=64, pp=4, dp=2, micro_batch=0), "micro_batch"),
+    (dict(tp=64, pp=4, dp=2, zero_stage=4), "zero_stage"),
+    (dict(tp=64, pp=4, dp=2, recompute="some"), "recompute"),
+    (dict(tp=64, pp=4, dp=2, ep=2), "ep"),
+    (dict(tp=64, pp=4, dp=2, lnc=3), "lnc"),
+    (dict(tp=0, pp=4, dp=2), "tp"),
+    (dict(tp=64, pp=4, dp=2, dtype="int3"), "dtype"),
+])
+def test_bad_layout_names_the_parameter(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        layouts.layout("llama3-405b", **kwargs)
+
+
+def test_unknown_model_names_model():
+    with pytest.raises(ValueError, match="model"):
+        layouts.layout("gpt-9", tp=1)
+    with pytest.raises(ValueError, match="model"):
+        layouts.plan(42)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(mfu=0.0), "mfu"), (dict(mfu=1.5), "mfu"), (dict(dp_overlap=-0.1), "dp_overlap"),
+    (dict(min_headroom_fraction=1.0), "min_headroom_fraction"),
+])
+def test_bad_assumptions_name_the_parameter(kwargs, match):
+    lay = layouts.layout("llama3-8b", tp=4, dp=16, system="trn2.48xlarge", lnc=2)
+    with pytest.raises(ValueError, match=match):
+        layouts.evaluate(lay, **kwargs)
+    with pytest.raises(ValueError, match=match):
+        layouts.plan("llama3-8b", system="trn2.48xlarge", **kwargs)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(global_batch=0), "global_batch"), (dict(system="dgx"), "system"), (dict(n_systems=0), "n_systems"),
+    (dict(micro_batches=(0,)), "micro_batches"), (dict(zero_stages=(5,)), "zero_stages"),
+    (dict(recompute=("most",)), "recompute"), (dict(global_batch=7, micro_batches=(2,)), "global_batch"),
+])
+def test_bad_plan_input_names_the_parameter(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        layouts.plan("llama3-8b", **kwargs)
+
+
+def test_evaluate_rejects_non_layout():
+    with pytest.raises(ValueError, match="lay"):
+        layouts.evaluate({"tp": 4})
+
+
+@given(tp=st.integers(-3, 300))
+@settings(max_examples=40, deadline=None)
+def test_any_tp_either_valid_or_named(tp):
+    dp = 256 // tp if tp > 0 and 256 % tp == 0 else 1
+    try:
+        lay = layouts.layout("llama3-70b", tp=tp, pp=1, dp=dp, n_systems=1, system="trn2-ultraserver", lnc=2)
+    except ValueError as exc:
+        assert "tp" in str(exc)
+    else:
+        assert 64 % lay.tp == 0 and lay.tp * lay.dp == 256
