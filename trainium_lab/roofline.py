@@ -23,6 +23,7 @@ of 32 elements).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Iterable
@@ -101,6 +102,14 @@ def device(chip: str) -> Device:
     >>> device("h100").kind
     'comparison'
     """
+    if not isinstance(chip, str):
+        listed = ", ".join(repr(k) for k in device_names())
+        raise UnknownNameError(f"chip must be one of {listed}; got {chip!r}")
+    return _device(chip)
+
+
+@functools.lru_cache(maxsize=64)
+def _device(chip: str) -> Device:
     try:
         c = specs.chip(chip)
     except ValueError:

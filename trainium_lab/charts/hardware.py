@@ -27,7 +27,8 @@ _BOUND_COLORS = alt.Scale(domain=["HBM", "tensor engine"], range=["#7b3294", "#1
 
 
 def roofline_chart(curves: pd.DataFrame, point: pd.DataFrame | None = None, *,
-                   title: str = "Roofline: attainable FLOP/s against arithmetic intensity") -> alt.LayerChart:
+                   title: str = "Roofline: attainable FLOP/s against arithmetic intensity",
+                   labels: bool = True) -> alt.LayerChart:
     """Log-log roofline(s), with an optional matmul placed on it.
 
     Parameters
@@ -36,32 +37,39 @@ def roofline_chart(curves: pd.DataFrame, point: pd.DataFrame | None = None, *,
         From ``roofline.roofline_curve`` (one or several devices concatenated): columns
         ``device``, ``dtype``, ``intensity``, ``tflops``.
     point : DataFrame, optional
-        Columns ``intensity``, ``tflops`` (attainable), ``bound``, ``label``.
+        Columns ``intensity``, ``tflops`` (attainable), ``bound``, ``label`` (may be empty)
+        and optionally ``kind`` (shape legend, e.g. roofline bound versus with tiles).
+    labels : bool
+        Write each point's label beside it (widgets leave it to the tooltip: one layer less
+        to build on every update).
     """
     with debug_mode(False):  # skip per-object schema validation: widget updates stay fast
-        return _roofline_layers(curves, point, title)
+        return _roofline_layers(curves, point, title, labels)
 
 
-def _roofline_layers(curves, point, title):
-    lines = base(_records(curves[["device", "dtype", "intensity", "tflops"]]), title=title).mark_line(strokeWidth=2.5).encode(
-        x=alt.X("intensity:Q", scale=alt.Scale(type="log"),
-                title="arithmetic intensity (FLOP per byte of HBM traffic)"),
-        y=alt.Y("tflops:Q", scale=alt.Scale(type="log"), title="attainable TFLOP/s"),
-        color=alt.Color("device:N", title="roof"),
-        tooltip=[alt.Tooltip("device:N"), alt.Tooltip("dtype:N"),
-                 alt.Tooltip("intensity:Q", format=",.3g", title="FLOP/byte"),
-                 alt.Tooltip("tflops:Q", format=",.4g", title="TFLOP/s")],
-    )
+def _roofline_layers(curves, point, title, labels):
+    # Few tooltips and layers on purpose: each encoding object costs time in every widget
+    # update (Altair deep-copies layered charts).
+    x = alt.X("intensity:Q", scale=alt.Scale(type="log"),
+              title="arithmetic intensity (FLOP per byte of HBM traffic)")
+    y = alt.Y("tflops:Q", scale=alt.Scale(type="log"), title="attainable TFLOP/s")
+    lines = base(_records(curves[["device", "intensity", "tflops"]]), title=title).mark_line(
+        strokeWidth=2.5).encode(x=x, y=y, color=alt.Color("device:N", title="roof"),
+                                tooltip=[alt.Tooltip("device:N")])
     if point is None:
         return alt.layer(lines)
-    dot = alt.Chart(_records(point)).mark_point(size=180, filled=True, opacity=1, shape="diamond").encode(
-        x=alt.X("intensity:Q"), y=alt.Y("tflops:Q"),
+    has_kind = "kind" in point.columns
+    data = _records(point[["intensity", "tflops", "bound", "label"] + (["kind"] if has_kind else [])])
+    shape = (alt.Shape("kind:N", title=None, sort=None, scale=alt.Scale(range=["diamond", "triangle-down"]))
+             if has_kind else alt.value("diamond"))
+    dot = alt.Chart(data).mark_point(size=180, filled=True, opacity=1).encode(
+        x=alt.X("intensity:Q"), y=alt.Y("tflops:Q"), shape=shape,
         fill=alt.Fill("bound:N", scale=_BOUND_COLORS, title="bound by"),
-        tooltip=[alt.Tooltip("label:N", title="matmul"), alt.Tooltip("bound:N", title="bound by"),
-                 alt.Tooltip("intensity:Q", format=",.3g", title="FLOP/byte"),
-                 alt.Tooltip("tflops:Q", format=",.4g", title="TFLOP/s")],
+        tooltip=[alt.Tooltip("label:N", title="matmul"), alt.Tooltip("tflops:Q", format=",.4g")],
     )
-    text = alt.Chart(_records(point)).mark_text(align="left", dx=9, dy=-9, fontSize=11).encode(
+    if not labels:
+        return alt.layer(lines, dot)
+    text = alt.Chart(data).mark_text(align="left", dx=9, dy=-9, fontSize=11).encode(
         x=alt.X("intensity:Q"), y=alt.Y("tflops:Q"), text=alt.Text("label:N"))
     return alt.layer(lines, dot, text)
 
@@ -141,7 +149,7 @@ def _core_counts_layers(long, title):
     enc = dict(
         y=alt.Y("level:N", sort=None, title=None),
         yOffset=alt.YOffset("what:N", sort=None),
-        x=alt.X("count:Q", title="count", scale=alt.Scale(type="symlog")),
+        x=alt.X("count:Q", title="count"),
     )
     data = _records(long)
     bars = base(data, title=title, height=60 * long["level"].nunique()).mark_bar().encode(

@@ -34,16 +34,18 @@ def _roofline(chip: str, dtype: str, m: int, n: int, k: int) -> _RooflineView:
     high = max(1e5, 10 * b.intensity_flop_per_byte)
     curves = roofline.roofline_curve(chip, dtype, low=0.1, high=high)
     rows = [{"intensity": b.intensity_flop_per_byte, "tflops": b.achieved_flops_per_s / 1e12,
-             "bound": b.bound, "label": f"{m}×{k} @ {k}×{n}"}]
-    if tiled is not None and tiled.utilisation < 1:
+             "bound": b.bound, "label": f"{m}×{k} @ {k}×{n}", "kind": "roofline bound"}]
+    if tiled is not None and array is not None:
         rows.append({"intensity": b.intensity_flop_per_byte,
                      "tflops": tiled.achieved_flops_per_s / 1e12, "bound": tiled.bound,
-                     "label": f"with 128×128 tiles ({tiled.utilisation:.0%} of the array)"})
+                     "label": rows[0]["label"], "kind": f"counting {array.rows}×{array.cols} tiles"})
     return _RooflineView(b, tiled, array, curves, pd.DataFrame(rows))
 
 
 def _render_roofline(v: _RooflineView):
-    return roofline_chart(v.curves, v.point, title=f"{v.curves.device[0]} roofline, {v.bound.dtype}")
+    b = v.bound
+    return roofline_chart(v.curves, v.point, labels=False,
+                          title=f"{v.curves.device[0]} roofline, {b.dtype}: {b.m}×{b.k} @ {b.k}×{b.n}")
 
 
 def _describe_roofline(v: _RooflineView) -> str:
@@ -100,7 +102,7 @@ def _describe_counts(result) -> str:
     return text + "."
 
 
-@benchmarked(("lnc", 1), ("system", "trn3-gen2-ultraserver"), ("n_systems", 4))
+@benchmarked(("lnc", 1), ("system", "trn2-ultraserver"), ("n_systems", 4))
 def core_counter(system: str = "trn2.48xlarge") -> Explorer:
     """System, LNC setting and number of systems → chips, physical and logical cores."""
     controls = {
