@@ -1,0 +1,196 @@
+"""Charts for chapter 05 (parallel layouts). Encodings only: every number comes from
+:mod:`trainium_lab.layouts`."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+from altair.utils.schemapi import debug_mode
+
+from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH
+
+__all__ = ["memory_chart", "step_time_chart", "plan_scatter_chart", "fully_sharded_chart",
+           "layout_panel_chart", "layout_dashboard"]
+
+_MEMORY = ["weights", "gradients", "optimizer", "activations"]
+_MEMORY_COLOURS = [PALETTE[0], PALETTE[3], PALETTE[1], PALETTE[4]]
+_TIME = ["compute", "tp_comm", "pp_comm", "bubble", "dp_exposed"]
+_TIME_LABELS = {"compute": "compute", "tp_comm": "TP all-reduces", "pp_comm": "PP sends",
+                "bubble": "pipeline bubble", "dp_exposed": "exposed DP traffic"}
+_TIME_COLOURS = [PALETTE[0], PALETTE[2], PALETTE[6], PALETTE[9], PALETTE[1]]
+_LEVELS = ["chip", "instance", "ultraserver", "efa"]
+
+
+def _records(df: pd.DataFrame) -> alt.InlineData:
+    """Inline rows as a tuple of plain dicts (fast to serialise; no NaN allowed)."""
+    cols = list(df.columns)
+    values = tuple({c: (v.item() if hasattr(v, "item") else v) for c, v in zip(cols, row)}
+                   for row in zip(*(df[c].to_numpy() for c in cols)))
+    with debug_mode(False):
+        return alt.InlineData(values=values)
+
+
+def memory_chart(df: pd.DataFrame, *, title: str = "Memory per chip against HBM",
+                 width: int = WIDTH) -> alt.LayerChart:
+    """Stacked horizontal bars of GiB per chip by part, one bar per ``layout``, with HBM
+    (solid rule) and HBM less the kept margin (dashed rule).
+
+    ``df`` has columns ``layout``, ``part`` (weights, gradients, optimizer, activations),
+    ``gib``, ``hbm_gib``, ``allowed_gib`` (``LayoutEstimate.memory_table()`` plus a
+    ``layout`` column).
+    """
+    d = df[["layout", "part", "gib"]].copy()
+    d["order"] = [_MEMORY.index(p) for p in d["part"]]
+    rules = df.groupby("layout", sort=False)[["hbm_gib", "allowed_gib"]].first().reset_index()
+    n = d["layout"].nunique()
+    with debug_mode(False):
+        bars = alt.Chart(_records(d)).mark_bar().encode(
+            x=alt.X("gib:Q", stack="zero", title="GiB per chip"),
+            y=alt.Y("layout:N", sort=None, title=None, axis=alt.Axis(labelLimit=320)),
+            color=alt.Color("part:N", scale=alt.Scale(domain=_MEMORY, range=_MEMORY_COLOURS),
+                            title="memory", sort=_MEMORY),
+            order=alt.Order("order:Q"),
+            tooltip=[alt.Tooltip("layout:N"), alt.Tooltip("part:N"),
+                     alt.Tooltip("gib:Q", format=",.1f", title="GiB")],
+        )
+        hbm = alt.Chart(_records(rules)).mark_tick(color="black", thickness=2, size=26).encode(
+            x=alt.X("hbm_gib:Q"), y=alt.Y("layout:N", sort=None),
+            tooltip=[alt.Tooltip("hbm_gib:Q", format=",.0f", title="HBM GiB")])
+        allowed = alt.Chart(_records(rules)).mark_tick(color="#a40000", thickness=2, size=26,
+                                                       strokeDash=[3, 2]).encode(
+            x=alt.X("allowed_gib:Q"), y=alt.Y("layout:N", sort=None),
+            tooltip=[alt.Tooltip("allowed_gib:Q", format=",.1f", title="usable GiB (HBM − margin)")])
+        return alt.layer(bars, hbm, allowed, title=title, width=width, height=34 * n + 10)
+
+
+def step_time_chart(df: pd.DataFrame, *, title: str = "Where a step's time goes",
+                    width: int = WIDTH) -> alt.Chart:
+    """Stacked horizontal bars of seconds per step by part, one bar per ``layout``.
+
+    ``df`` has columns ``layout``, ``part`` (compute, tp_comm, pp_comm, bubble,
+    dp_exposed) and ``seconds`` (``LayoutEstimate.time_table()`` plus ``layout``).
+    """
+    d = df[["layout", "part", "seconds"]].copy()
+    d["what"] = [_TIME_LABELS[p] for p in d["part"]]
+    d["order"] = [_TIME.index(p) for p in d["part"]]
+    total = d.groupby("layout", sort=False)["seconds"].transform("sum")
+    d["share"] = d["seconds"] / total
+    labels = [_TIME_LABELS[p] for p in _TIME]
+    n = d["layout"].nunique()
+    with debug_mode(False):
+        return alt.Chart(_records(d), title=title, width=width, height=34 * n + 10).mark_bar().encode(
+            x=alt.X("seconds:Q", stack="zero", title="seconds per step"),
+            y=alt.Y("layout:N", sort=None, title=None, axis=alt.Axis(labelLimit=320)),
+            color=alt.Color("what:N", scale=alt.Scale(domain=labels, range=_TIME_COLOURS), title="time",
+                            sort=labels),
+            order=alt.Order("order:Q"),
+            tooltip=[alt.Tooltip("layout:N"), alt.Tooltip("what:N", title="part"),
+                     alt.Tooltip("seconds:Q", format=",.3f", title="s"),
+                     alt.Tooltip("share:Q", format=".1%", title="share of step")],
+        )
+
+
+def plan_scatter_chart(df: pd.DataFrame, *, colour: str = "tp_level", title: str | None = None,
+                       width: int = WIDTH, height: int = HEIGHT) -> alt.Chart:
+    """Memory headroom (GiB per chip) against tokens/s, one point per layout that fits;
+    the best layout (lowest ``rank``) drawn as a large diamond.
+
+    ``df`` is ``Plan.table`` (columns ``label``, ``tokens_per_s``, ``headroom_gib``,
+    ``tp_level``, ``zero_stage``, ``recompute``, ``step_s``, ``memory_gib``, ``rank``);
+    ``colour`` names the column to colour by.
+    """
+    cols = ["label", "tokens_per_s", "headroom_gib", "step_s", "memory_gib", "rank", "tp_level",
+            "zero_stage", "recompute", "pp", "tp", "dp"]
+    d = df[cols].copy()
+    d["zero_stage"] = "ZeRO-" + d["zero_stage"].astype(str)
+    d["pp"] = "PP" + d["pp"].astype(str)
+    title = title or "Layouts that fit: headroom against throughput"
+    if colour == "tp_level":
+        scale = alt.Scale(domain=_LEVELS, range=[PALETTE[4], PALETTE[0], PALETTE[1], PALETTE[2]])
+    else:
+        scale = alt.Scale(range=PALETTE)
+    d["best"] = d["rank"] == d["rank"].min()
+    with debug_mode(False):
+        return alt.Chart(_records(d), title=title, width=width, height=height).mark_point(
+            filled=True, opacity=0.75).encode(
+            x=alt.X("tokens_per_s:Q", title="tokens per second (estimate)", scale=alt.Scale(zero=False)),
+            y=alt.Y("headroom_gib:Q", title="HBM left per chip (GiB)"),
+            color=alt.Color(f"{colour}:N", scale=scale, title=colour.replace("_", " ")),
+            size=alt.Size("best:N", scale=alt.Scale(domain=[False, True], range=[40, 320]), title="best"),
+            shape=alt.Shape("best:N", scale=alt.Scale(domain=[False, True], range=["circle", "diamond"]),
+                            title="best"),
+            tooltip=[alt.Tooltip("rank:Q"), alt.Tooltip("label:N"), alt.Tooltip("tp_level:N", title="TP level"),
+                     alt.Tooltip("tokens_per_s:Q", format=",.0f"), alt.Tooltip("step_s:Q", format=",.2f"),
+                     alt.Tooltip("memory_gib:Q", format=",.1f", title="GiB used"),
+                     alt.Tooltip("headroom_gib:Q", format=",.1f", title="GiB left")],
+        )
+
+
+def fully_sharded_chart(df: pd.DataFrame, *, hbm_gib: float,
+                        title: str = "405B state fully sharded, per chip") -> alt.LayerChart:
+    """Bars of state GiB per chip for each number of systems, with one chip's HBM as a rule.
+
+    ``df`` is :func:`trainium_lab.layouts.fully_sharded_table` (``n_systems``,
+    ``state_gib_per_chip``, ``left_gib_per_chip``).
+    """
+    d = df[["n_systems", "n_chips", "state_gib_per_chip", "left_gib_per_chip"]].copy()
+    d["systems"] = d["n_systems"].astype(str) + " × (" + d["n_chips"].astype(str) + " chips)"
+    with debug_mode(False):
+        bars = alt.Chart(_records(d)).mark_bar(color=PALETTE[0]).encode(
+            x=alt.X("state_gib_per_chip:Q", title="GiB per chip", scale=alt.Scale(domain=[0, hbm_gib * 1.05])),
+            y=alt.Y("systems:N", sort=None, title="systems"),
+            tooltip=[alt.Tooltip("systems:N"), alt.Tooltip("state_gib_per_chip:Q", format=".1f", title="state GiB"),
+                     alt.Tooltip("left_gib_per_chip:Q", format=".1f", title="left GiB")])
+        text = alt.Chart(_records(d)).mark_text(align="left", dx=4).encode(
+            x="state_gib_per_chip:Q", y=alt.Y("systems:N", sort=None),
+            text=alt.Text("left_gib_per_chip:Q", format=".1f"))
+        rule = alt.Chart(_records(pd.DataFrame({"hbm": [hbm_gib]}))).mark_rule(color="black", strokeDash=[4, 3]).encode(
+            x="hbm:Q", tooltip=[alt.Tooltip("hbm:Q", title="HBM per chip (GiB)")])
+        return alt.layer(bars, text, rule, title=alt.Title(title, subtitle="label: GiB left per chip"),
+                         width=WIDTH, height=40 * len(d) + 10)
+
+
+def layout_panel_chart(memory: pd.DataFrame, times: pd.DataFrame, *, width: int = WIDTH) -> alt.Chart:
+    """One layout at a glance, as a single chart (fast to redraw): a row with memory per
+    chip stacked by part beside bars for HBM and HBM less the margin, and a row with the
+    step time stacked by part.
+
+    ``memory`` is ``LayoutEstimate.memory_table()``, ``times`` is ``LayoutEstimate.time_table()``.
+    """
+    mem_panel, time_panel = "memory per chip (GiB)", "step time (s)"
+    hbm, allowed = float(memory["hbm_gib"].iloc[0]), float(memory["allowed_gib"].iloc[0])
+    n_mem, n_time = len(memory), len(times)
+    d = pd.DataFrame({
+        "panel": [mem_panel] * (n_mem + 2) + [time_panel] * n_time,
+        "bar": ["this layout"] * n_mem + ["HBM", "HBM less margin"] + ["this layout"] * n_time,
+        "part": list(memory["part"]) + ["HBM", "HBM less margin"] + [_TIME_LABELS[p] for p in times["part"]],
+        "value": list(memory["gib"]) + [hbm, allowed] + list(times["seconds"]),
+        "order": list(range(n_mem)) + [0, 0] + list(range(n_time)),
+    })
+    domain = _MEMORY + ["HBM", "HBM less margin"] + [_TIME_LABELS[p] for p in _TIME]
+    colours = _MEMORY_COLOURS + ["#333333", "#a40000"] + _TIME_COLOURS
+    with debug_mode(False):
+        return alt.Chart(_records(d), width=width, height=alt.Step(22)).mark_bar().encode(
+            x=alt.X("value:Q", title=None),
+            y=alt.Y("bar:N", title=None, sort=None),
+            color=alt.Color("part:N", scale=alt.Scale(domain=domain, range=colours), title=None,
+                            legend=alt.Legend(columns=2, orient="right")),
+            row=alt.Row("panel:N", title=None, sort=[mem_panel, time_panel],
+                        header=alt.Header(labelAngle=0, labelAlign="left", labelFontWeight="bold",
+                                          labelOrient="top")),
+            order=alt.Order("order:Q"),
+            tooltip=[alt.Tooltip("panel:N"), alt.Tooltip("part:N"), alt.Tooltip("value:Q", format=",.3f")],
+        ).resolve_scale(x="independent", y="independent")
+
+
+def layout_dashboard(memory: pd.DataFrame, times: pd.DataFrame, placement: alt.TopLevelMixin | None = None
+                     ) -> alt.TopLevelMixin:
+    """:func:`layout_panel_chart`, above a rank-to-chip map when ``placement`` is given.
+
+    ``placement`` is a chart from :func:`trainium_lab.charts.topology.placement_chart`.
+    """
+    panel = layout_panel_chart(memory, times)
+    if placement is None:
+        return panel
+    with debug_mode(False):
+        return alt.vconcat(panel, placement, spacing=14).resolve_scale(color="independent")

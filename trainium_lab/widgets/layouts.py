@@ -1,0 +1,193 @@
+"""Chapter 05's widgets: the layout explorer and the planner.
+
+Callbacks only call :mod:`trainium_lab.layouts` (and chapter 03's placement for the
+rank-to-chip map) and a chart from :mod:`trainium_lab.charts.layouts`."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+import ipywidgets as W
+import pandas as pd
+
+from trainium_lab import layouts, sizing, topology
+from trainium_lab.charts.layouts import layout_dashboard, plan_scatter_chart
+from trainium_lab.charts.topology import placement_chart
+from trainium_lab.widgets.base import Explorer, benchmarked, error_html
+
+__all__ = ["layout_explorer", "planner_explorer", "PlannerExplorer"]
+
+_MODELS = [p.key for p in sizing.presets()]
+
+
+@dataclass(frozen=True)
+class _LayoutView:
+    estimate: layouts.LayoutEstimate
+    chips: pd.DataFrame | None
+    show_map: bool
+
+
+def _evaluate(model, system, lnc, tp, pp, dp, zero_stage, micro_batch, n_micro_batches, recompute,
+              mfu_pct, show_map):
+    lay = layouts.layout(model, tp, pp, dp, zero_stage=zero_stage, micro_batch=micro_batch,
+                         n_micro_batches=n_micro_batches, recompute=recompute, system=system, lnc=lnc)
+    est = layouts.evaluate(lay, mfu=float(mfu_pct) / 100)
+    chips = None
+    if show_map:
+        p = topology.place(tp, pp, dp, system=system, n_systems=lay.cluster.n_systems, lnc=lnc)
+        chips = p.chip_map("tp", 0)
+    return _LayoutView(est, chips, bool(show_map))
+
+
+def _render_layout(v: _LayoutView):
+    mem = v.estimate.memory_table()
+    times = v.estimate.time_table()
+    placed = None
+    if v.chips is not None:
+        ips = v.estimate.layout.cluster.instances_per_system
+        placed = placement_chart(v.chips, kind="tp", highlight=0, columns=4 if ips <= 4 else 6,
+                                 title="Rank-to-chip map (chapter 03), coloured by TP group")
+    return layout_dashboard(mem, times, placed)
+
+
+def _describe_layout(v: _LayoutView) -> str:
+    e = v.estimate
+    lay = e.layout
+    c = lay.cluster
+    gib = 2 ** 30
+    fit = ('<span style="color:#2e7d32">✓ fits</span>' if e.fits else
+           '<span style="color:#a40000">✗ does not fit</span>')
+    t = e.time_s
+    exposed = t["dp_exposed"]
+    return (f"<b>{html.escape(lay.label())}</b><br>"
+            f"{c.n_systems} × {c.system}: {c.n_chips} chips, {c.n_ranks} ranks (LNC={c.lnc}). "
+            f"TP on <b>{e.levels['tp']}</b>, PP on <b>{e.levels['pp']}</b>, DP on <b>{e.levels['dp']}</b>.<br>"
+            f"Memory per chip {e.total_bytes / gib:.1f} GiB of {e.hbm_bytes / gib:.0f} GiB "
+            f"(state {e.state_bytes / gib:.1f}, activations {e.memory_bytes['activations'] / gib:.1f}); "
+            f"{e.headroom_bytes / gib:.1f} GiB left, margin {e.min_headroom_fraction:.0%}: {fit}.<br>"
+            f"Step {e.step_s:.2f} s: bubble (p−1)/m = {layouts.pipeline_bubble_fraction(lay.pp, lay.n_micro_batches):.3f} "
+            f"of the busy time; DP traffic {e.dp_comm_s:.3f} s against a backward window of "
+            f"{e.overlap_window_s:.3f} s, {exposed:.3f} s exposed. "
+            f"{e.tokens_per_s:,.0f} tokens/s, effective MFU {e.mfu_effective:.1%}.")
+
+
+@benchmarked(("n_micro_batches", 32), ("recompute", "full"), ("zero_stage", 3), ("tp", 32), ("pp", 8))
+def layout_explorer(model: str = "llama3-405b", tp: int = 64, pp: int = 4, dp: int = 2,
+                    system: str = "trn2-ultraserver", lnc: int = 2, show_map: bool = False) -> Explorer:
+    """Degrees, ZeRO stage, micro-batches, recompute → memory per chip, step time and rank map.
+
+    Degrees count ranks (logical cores); the number of systems follows from their
+    product. Bad combinations show their ``ValueError`` inline. The rank-to-chip map
+    (chapter 03's chart) is off by default: drawing it roughly triples the update time.
+    """
+    controls = {
+        "model": W.Dropdown(options=_MODELS, value=model, description="model"),
+        "system": W.Dropdown(options=list(topology.SYSTEMS), value=system, description="system"),
+        "lnc": W.Dropdown(options=[1, 2], value=lnc, description="LNC"),
+        "tp": W.IntText(value=tp, description="TP (ranks)"),
+        "pp": W.IntText(value=pp, description="PP"),
+        "dp": W.IntText(value=dp, description="DP"),
+        "zero_stage": W.Dropdown(options=[0, 1, 2, 3], value=1, description="ZeRO"),
+        "micro_batch": W.IntText(value=1, description="micro-batch"),
+        "n_micro_batches": W.IntText(value=16, description="micro-batches"),
+        "recompute": W.Dropdown(options=list(sizing.RECOMPUTE_MODES), value="selective", description="recompute"),
+        "mfu_pct": W.FloatSlider(value=40, min=5, max=100, step=5, description="MFU %"),
+        "show_map": W.Checkbox(value=show_map, description="rank map"),
+    }
+    return Explorer(controls, _evaluate, _render_layout, _describe_layout, columns=3)
+
+
+# --------------------------------------------------------------------- planner
+
+
+@dataclass(frozen=True)
+class _PlanView:
+    plan: layouts.Plan
+    table: pd.DataFrame
+    colour: str
+    top_n: int
+
+
+class PlannerExplorer(Explorer):
+    """The planner: search inputs run on the **Plan** button (a search takes 0.1–1 s);
+    the view controls (headroom to keep, colour, rows shown) update at once."""
+
+    def __init__(self, model: str = "llama3-405b", system: str = "trn2-ultraserver", n_systems: int = 2,
+                 global_batch: int = 1024):
+        self.inputs = {
+            "model": W.Dropdown(options=_MODELS, value=model, description="model"),
+            "system": W.Dropdown(options=list(topology.SYSTEMS), value=system, description="system"),
+            "n_systems": W.IntText(value=n_systems, description="systems"),
+            "global_batch": W.IntText(value=global_batch, description="global batch"),
+            "mfu_pct": W.FloatSlider(value=40, min=5, max=100, step=5, description="MFU %"),
+        }
+        self.button = W.Button(description="Plan", button_style="primary")
+        self.status = W.HTML()
+        self.plan = self._search()
+        controls = {
+            "min_headroom_pct": W.FloatSlider(value=10, min=0, max=50, step=1, description="keep free %"),
+            "colour": W.Dropdown(options=["tp_level", "zero_stage", "recompute", "pp"], value="tp_level",
+                                 description="colour by"),
+            "top_n": W.IntSlider(value=8, min=1, max=30, description="rows"),
+        }
+        super().__init__(controls, self._view, self._render, self._describe, columns=3)
+        grid = W.GridBox(list(self.inputs.values()) + [self.button],
+                         layout=W.Layout(grid_template_columns="repeat(3, max-content)", grid_gap="4px 16px"))
+        self.widget = W.VBox([grid, self.status, *self.widget.children])
+        self.button.on_click(self.run)
+
+    def _search(self) -> layouts.Plan:
+        v = {k: c.value for k, c in self.inputs.items()}
+        return layouts.plan(v["model"], system=v["system"], n_systems=v["n_systems"],
+                            global_batch=v["global_batch"], mfu=float(v["mfu_pct"]) / 100,
+                            min_headroom_fraction=0.0)
+
+    def run(self, _button=None) -> None:
+        """Run the search with the current inputs, then refresh the view."""
+        try:
+            self.plan = self._search()
+        except ValueError as exc:
+            self.status.value = error_html(str(exc))
+            return
+        self.status.value = (f"searched {len(self.plan.all)} layouts in {self.plan.elapsed_s * 1e3:.0f} ms")
+        self.update()
+
+    def _view(self, min_headroom_pct, colour, top_n):
+        frac = float(min_headroom_pct) / 100
+        if not 0 <= frac < 1:
+            raise ValueError("min_headroom_pct must be in [0, 100)")
+        t = self.plan.table
+        keep = t[t.headroom_gib >= frac * t.hbm_gib].reset_index(drop=True)
+        keep = keep.assign(rank=range(1, len(keep) + 1))
+        return _PlanView(self.plan, keep, colour, int(top_n))
+
+    @staticmethod
+    def _render(v: _PlanView):
+        if v.table.empty:
+            return None
+        return plan_scatter_chart(v.table, colour=v.colour,
+                                  title=f"{v.plan.model.name} on {v.plan.cluster.n_systems} × {v.plan.cluster.system}")
+
+    @staticmethod
+    def _describe(v: _PlanView) -> str:
+        if v.table.empty:
+            return error_html("Nothing fits with this much HBM kept free: add systems, or keep less free.")
+        cols = ["rank", "label", "tp_level", "pp_level", "dp_level", "memory_gib", "headroom_gib",
+                "step_s", "tokens_per_s", "mfu_effective"]
+        shown = v.table[cols].head(v.top_n).copy()
+        fmt = {"memory_gib": "{:.1f}", "headroom_gib": "{:.1f}", "step_s": "{:.2f}",
+               "tokens_per_s": "{:,.0f}", "mfu_effective": "{:.1%}"}
+        for c, f in fmt.items():
+            shown[c] = [f.format(x) for x in shown[c]]
+        best = v.table.iloc[0]
+        head = (f"{len(v.table)} of {len(v.plan.all)} layouts fit. Best: <b>{html.escape(best.label)}</b>, "
+                f"{best.tokens_per_s:,.0f} tokens/s.")
+        return head + shown.to_html(index=False, border=0)
+
+
+@benchmarked(("min_headroom_pct", 25), ("colour", "zero_stage"), ("top_n", 4))
+def planner_explorer(model: str = "llama3-405b", system: str = "trn2-ultraserver", n_systems: int = 2,
+                     global_batch: int = 1024) -> PlannerExplorer:
+    """The planner with a **Plan** button for the search and live view controls."""
+    return PlannerExplorer(model, system, n_systems, global_batch)
