@@ -268,10 +268,12 @@ def _stochastic_generic(x32: np.ndarray, f: FormatInfo, u: np.ndarray) -> np.nda
     # zero neighbour, in ulps) and a fraction (the probability of rounding away).
     # Valid while the format's smallest spacing is a normal float32 (FP16 and FP8).
     a = np.abs(x32)
-    e = (a.view(np.uint32) >> np.uint32(23)).astype(np.int32) - 127
-    np.maximum(e, f.min_exponent, out=e)
-    spacing = ((e - f.mantissa_bits + 127).astype(np.uint32) << np.uint32(23)).view(np.float32)
-    with np.errstate(invalid="ignore"):
+    # 2**floor(log2 |x|) is |x| with its mantissa bits cleared; clamped to the format's
+    # normal range, so subnormals share min_normal's spacing and overflow uses max's
+    clamped = np.minimum(np.maximum(a, np.float32(f.min_normal)), np.float32(f.max_finite))
+    top = np.bitwise_and(clamped.view(np.uint32), np.uint32(0x7F800000)).view(np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        spacing = top * np.float32(2.0 ** -f.mantissa_bits)
         q = a / spacing
         low = np.floor(q)
         mag = (low + (u < (q - low))) * spacing

@@ -58,14 +58,14 @@ def rounding_explorer(value: float = 1.001, dtype: str = "bfloat16") -> Explorer
     return Explorer(controls, compute, charts.rounding_chart, describe)
 
 
-@benchmarked(("update", 1e-3), ("n_steps", 500), ("dtype", "float8_e4m3fn"),
+@benchmarked(("update", 1e-3), ("n_steps", 1000), ("dtype", "float8_e4m3fn"),
              ("mode", "stochastic"))
-def repeated_updates_explorer(n_weights: int = 256) -> Explorer:
+def repeated_updates_explorer(n_weights: int = 128) -> Explorer:
     """Update size, steps, format and mode; the mean weight against the exact sum."""
     controls = {
         "update": W.FloatLogSlider(value=1e-4, base=10, min=-6, max=-1, step=0.1,
                                    description="update", readout_format=".1e"),
-        "n_steps": W.IntSlider(value=1000, min=0, max=1000, step=50, description="steps"),
+        "n_steps": W.IntSlider(value=500, min=0, max=1000, step=50, description="steps"),
         "dtype": _format_dropdown("bfloat16"),
         "mode": W.Dropdown(options=["both", "nearest", "stochastic"], value="both",
                            description="mode"),
@@ -86,13 +86,13 @@ def repeated_updates_explorer(n_weights: int = 256) -> Explorer:
     return Explorer(controls, compute, charts.repeated_updates_chart, describe)
 
 
-@benchmarked(("learning_rate", 0.005), ("n_steps", 300), ("dtype", "float8_e5m2"))
-def training_explorer(learning_rate: float = 0.02) -> Explorer:
+@benchmarked(("learning_rate", 0.005), ("n_steps", 500), ("dtype", "float8_e5m2"))
+def training_explorer(learning_rate: float = 0.03) -> Explorer:
     """Learning rate, steps and format; four loss curves of the same regression."""
     controls = {
         "learning_rate": W.FloatLogSlider(value=learning_rate, base=10, min=-3, max=0, step=0.1,
                                           description="learning rate", readout_format=".3f"),
-        "n_steps": W.IntSlider(value=400, min=10, max=500, step=10, description="steps"),
+        "n_steps": W.IntSlider(value=300, min=10, max=500, step=10, description="steps"),
         "dtype": _format_dropdown("bfloat16"),
     }
 
