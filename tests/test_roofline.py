@@ -291,7 +291,13 @@ def test_other_verdicts():
     assert cores.check_claim("Trainium2 is built from NeuronCore-v2").verdict == "contradicted"
     assert cores.check_text("trn3-gen1-ultraserver", "topology", "all-to-all").verdict == "supported"
     t = cores.claims_table()
-    assert list(t.claim) == list(cores.CLAIMS)
+    assert list(t.claim) == [c.claim for c in cores.claims()]
+    # every claim names who made it; seed 001 (claims_audit.md section 2.1) gets none right
+    assert t.said_by.str.len().min() > 0
+    from_001 = t[t.said_by.str.contains("document 001")]
+    assert len(from_001) == 6 and (from_001.verdict != "supported").all()
+    # seed 002's "roughly 3.4 petaflops" per trn1.32xlarge: audit section 2.3 row 1, 3,040 TFLOPS
+    assert cores.claim("trn1-instance-bf16").run().verdict == "contradicted"
     assert set(t.verdict) <= {"supported", "contradicted", "unit mix-up", "disputed"}
 
 

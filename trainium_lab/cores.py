@@ -19,9 +19,10 @@ applies only to Trn2 and Trn3); "Trainium2 Architecture", "Trainium3 Architectur
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
-from typing import Callable
+
 
 import pandas as pd
 
@@ -32,7 +33,7 @@ from trainium_lab._validate import UnknownNameError, choice, in_range, integer
 __all__ = [
     "lnc_options", "resolve_lnc", "logical_cores_per_chip", "CoreCounts", "core_counts",
     "core_count_table", "generations_table", "disagreements", "neuroncore_table",
-    "neuroncore_blocks", "ClaimCheck", "check_figure", "check_text", "CLAIMS",
+    "neuroncore_blocks", "ClaimCheck", "Claim", "check_figure", "check_text", "claims", "claim",
     "check_claim", "claims_table",
 ]
 
@@ -589,54 +590,78 @@ def check_text(entity: str, field: str, phrase: str, *, claim: str | None = None
     return ClaimCheck(claim, "contradicted", shown, evidence, used.source_title)
 
 
-def _lnc_claim() -> ClaimCheck:
-    text = "64 logical NeuronCores per trn2.48xlarge at the default LNC"
-    cc = core_counts("trn2.48xlarge")
-    verdict = "supported" if cc.logical_cores == 64 else "contradicted"
-    lnc = specs.fact("trn2", "lnc_default")
-    return ClaimCheck(text, verdict, f"{cc.logical_cores} logical cores",
+def _lnc_claim(claimed: float, claim: str, system: str) -> ClaimCheck:
+    cc = core_counts(system)
+    verdict = "supported" if cc.logical_cores == claimed else "contradicted"
+    lnc = specs.fact(specs.system(system).chip_key, "lnc_default")
+    return ClaimCheck(claim, verdict, f"{cc.logical_cores} logical cores",
                       f"{cc.n_chips} chips × {cc.physical_cores // cc.n_chips} physical cores "
                       f"/ LNC {cc.lnc} = {cc.logical_cores} ({lnc.source_title}).", lnc.source_title)
 
 
-#: published claims (from the course's background documents and AWS marketing) and how to test each
-CLAIMS: dict[str, Callable[[], ClaimCheck]] = {
-    "1,300 TFLOPS BF16 per Trainium2 chip": lambda: check_figure(
-        "trn2", "dense_flops_per_s.bf16", 1300, "TFLOPS", claim="1,300 TFLOPS BF16 per Trainium2 chip"),
-    "24 MB SRAM per core (Trainium2)": lambda: check_figure(
-        "NeuronCore-v3", "sbuf_bytes", 24, "MB", claim="24 MB SRAM per core (Trainium2)"),
-    "a non-blocking all-to-all UltraServer (Trn2)": lambda: check_text(
-        "trn2-ultraserver", "topology", "all-to-all",
-        claim="a non-blocking all-to-all UltraServer (Trn2)"),
-    "2.6 PFLOPS FP8 per Trainium2 chip": lambda: check_figure(
-        "trn2", "dense_flops_per_s.fp8", 2.6, "PFLOPS", claim="2.6 PFLOPS FP8 per Trainium2 chip"),
-    "Trainium2 is built from NeuronCore-v2": lambda: check_text(
-        "trn2", "core_version", "NeuronCore-v2", claim="Trainium2 is built from NeuronCore-v2"),
-    "6.1 TB of HBM in a Trn2 UltraServer": lambda: check_figure(
-        "trn2-ultraserver", "hbm_bytes_total", 6.1, "TB", claim="6.1 TB of HBM in a Trn2 UltraServer"),
-    "3 TB/s of HBM bandwidth per Trainium2 chip": lambda: check_figure(
-        "trn2", "hbm_bytes_per_s", 3, "TB/s", claim="3 TB/s of HBM bandwidth per Trainium2 chip"),
-    "96 GiB of HBM per Trainium2 chip": lambda: check_figure(
-        "trn2", "hbm_bytes", 96, "GiB", claim="96 GiB of HBM per Trainium2 chip"),
-    "64 logical NeuronCores per trn2.48xlarge at the default LNC": _lnc_claim,
-}
+@dataclass(frozen=True)
+class Claim:
+    """One published claim from ``data/claims.csv`` and the fact it is about."""
+
+    claim_id: str
+    claim: str
+    said_by: str
+    entity: str
+    field: str
+    check: str
+    claimed_value: float | None
+    claimed_unit: str
+    phrase: str
+
+    def run(self) -> ClaimCheck:
+        """Test the claim against ``data/``."""
+        if self.check == "figure":
+            return check_figure(self.entity, self.field, self.claimed_value, self.claimed_unit,
+                                claim=self.claim)
+        if self.check == "text":
+            return check_text(self.entity, self.field, self.phrase, claim=self.claim)
+        return _lnc_claim(self.claimed_value, self.claim, self.entity)
+
+
+@functools.cache
+def _claims() -> dict[str, Claim]:
+    df = specs.read_data_csv("claims.csv")
+    return {r.claim: Claim(r.claim_id, r.claim, r.source, r.entity, r.field, r.check,
+                           float(r.claimed_value) if r.claimed_value != "" else None,
+                           r.claimed_unit, r.phrase)
+            for r in df.itertuples(index=False)}
+
+
+def claims() -> tuple[Claim, ...]:
+    """Every published claim in ``data/claims.csv``, in file order."""
+    return tuple(_claims().values())
+
+
+def claim(claim_id: str) -> Claim:
+    """One claim by its ``claim_id`` (e.g. ``"trn2-sram-24mb"``).
+
+    >>> claim("trn2-sram-24mb").claimed_unit
+    'MB'
+    """
+    by_id = {c.claim_id: c for c in claims()}
+    return by_id[choice("claim_id", claim_id, tuple(by_id))]
 
 
 def check_claim(claim: str) -> ClaimCheck:
-    """Check one of the claims in :data:`CLAIMS` by its wording.
+    """Check one of the claims in ``data/claims.csv`` by its wording.
 
     >>> check_claim("24 MB SRAM per core (Trainium2)").verdict
     'contradicted'
     """
-    key = choice("claim", claim, tuple(CLAIMS))
-    return CLAIMS[key]()
+    key = choice("claim", claim, tuple(_claims()))
+    return _claims()[key].run()
 
 
 def claims_table() -> pd.DataFrame:
-    """Every claim in :data:`CLAIMS` with its verdict, the data value and the evidence.
+    """Every claim in ``data/claims.csv`` with who made it, its verdict and the evidence.
 
-    >>> claims_table().verdict.value_counts()["supported"]
-    np.int64(2)
+    >>> int(claims_table().verdict.value_counts()["supported"])
+    3
     """
-    rows = [vars(CLAIMS[k]()) for k in CLAIMS]
-    return pd.DataFrame(rows, columns=["claim", "verdict", "data_value", "evidence", "source"])
+    rows = [{**vars(c.run()), "said_by": c.said_by} for c in claims()]
+    return pd.DataFrame(rows, columns=["claim", "said_by", "verdict", "data_value", "evidence", "source"])

@@ -65,11 +65,12 @@ def _check_verdict(answer, expected):
 
 
 q6 = Exercise(
-    "Q6 check the claim: 1,299 TFLOPS FP8 per Trainium2",
-    expected=lambda: cores.check_figure("trn2", "dense_flops_per_s.fp8", 1299, "TFLOPS").verdict,
+    "Q6 check the claim about Trainium2's dense FP8 rate",
+    expected=lambda: cores.claim("trn2-fp8-aws").run().verdict,
     hint="Use cores.check_figure(entity, field, claimed, unit) with entity 'trn2' and field "
          "'dense_flops_per_s.fp8', then read .verdict.",
-    solution="answer_6 = cores.check_figure('trn2', 'dense_flops_per_s.fp8', 1299, 'TFLOPS').verdict",
+    solution=("c = cores.claim('trn2-fp8-aws')\n"
+              "answer_6 = cores.check_figure(c.entity, c.field, c.claimed_value, c.claimed_unit).verdict"),
     wrong="contradicted",
     checker=_check_verdict,
 )
