@@ -481,7 +481,8 @@ def _comm(system: str, n_systems: int, lnc: int, tp: int, pp: int, dp: int) -> _
 
     lv_pp, n_pp, _ = p.slowest("pp")
     pp_bw = None if (lv_pp.bytes_per_s is None or n_pp == 1) else lv_pp.bytes_per_s
-    return _Comm(levels={k: p.level(k).name for k in ("tp", "pp", "dp")},
+    degrees = {"tp": tp, "pp": pp, "dp": dp}
+    return _Comm(levels={k: (p.level(k).name if degrees[k] > 1 else "none") for k in degrees},
                  tp_ar=affine("tp", "all_reduce"), dp_ar=affine("dp", "all_reduce"),
                  dp_ag=affine("dp", "all_gather"), dp_rs=affine("dp", "reduce_scatter"),
                  pp_bytes_per_s=pp_bw, pp_latency_s=(lv_pp.latency_s or 0.0) if pp_bw else 0.0)
@@ -603,7 +604,8 @@ class LayoutEstimate:
     overlap_window_s : float
         Backward time available to hide it.
     levels : dict
-        Slowest level each kind of group crosses (``"tp"``, ``"pp"``, ``"dp"``).
+        Slowest level each kind of group crosses (``"tp"``, ``"pp"``, ``"dp"``); ``"none"``
+        for a degree of 1.
     mfu, min_headroom_fraction : float
         The assumptions used.
     """

@@ -17,8 +17,8 @@ _MEMORY_COLOURS = [PALETTE[0], PALETTE[3], PALETTE[1], PALETTE[4]]
 _TIME = ["compute", "tp_comm", "pp_comm", "bubble", "dp_exposed"]
 _TIME_LABELS = {"compute": "compute", "tp_comm": "TP all-reduces", "pp_comm": "PP sends",
                 "bubble": "pipeline bubble", "dp_exposed": "exposed DP traffic"}
-_TIME_COLOURS = [PALETTE[0], PALETTE[2], PALETTE[6], PALETTE[9], PALETTE[1]]
-_LEVELS = ["chip", "instance", "ultraserver", "efa"]
+_TIME_COLOURS = ["#1f3b5c", PALETTE[2], PALETTE[6], PALETTE[9], PALETTE[7]]
+_LEVELS = ["none", "chip", "instance", "ultraserver", "efa"]
 
 
 def _records(df: pd.DataFrame) -> alt.InlineData:
@@ -106,7 +106,7 @@ def plan_scatter_chart(df: pd.DataFrame, *, colour: str = "tp_level", title: str
     d["pp"] = "PP" + d["pp"].astype(str)
     title = title or "Layouts that fit: headroom against throughput"
     if colour == "tp_level":
-        scale = alt.Scale(domain=_LEVELS, range=[PALETTE[4], PALETTE[0], PALETTE[1], PALETTE[2]])
+        scale = alt.Scale(domain=_LEVELS, range=[PALETTE[9], PALETTE[4], PALETTE[0], PALETTE[1], PALETTE[2]])
     else:
         scale = alt.Scale(range=PALETTE)
     d["best"] = d["rank"] == d["rank"].min()
