@@ -1,0 +1,418 @@
+"""Every chapter in a real browser: what a learner sees in JupyterLab, not only what a kernel returns.
+
+For each ``notebooks/NN_*.ipynb`` the test starts (once) a JupyterLab server on 127.0.0.1 with a
+token, opens the notebook in headless Chromium (Debian's ``chromium`` package, driven by
+Playwright; no browser download), clears the stored outputs, runs all cells from the Run menu and
+then checks, in the page:
+
+* no cell shows an error (no stderr/traceback output, no "Error displaying widget");
+* every widget the stored notebook displays has rendered as widget controls;
+* every chart rendered: each static chart output shows an SVG image with a size, and each
+  interactive chart view inside a widget holds a drawn ``svg`` or ``canvas``;
+* in the first widget that has a chart, changing one control in the page changes the chart;
+* nothing was fetched from any host but 127.0.0.1 (requests elsewhere are blocked and listed).
+
+A screenshot per notebook goes to ``artifacts/screenshots/NN_name.png`` (also on failure).
+Notebooks are copied to a temporary folder first, so JupyterLab's autosave cannot touch the
+stored outputs. ``TRAINIUM_LAB_BROWSER_NOTEBOOKS`` (paths separated by ``os.pathsep``) replaces
+the notebook list, e.g. to show that a deliberately broken chart makes the test fail.
+
+Chromium missing: the test is skipped, unless ``TRAINIUM_LAB_REQUIRE_BROWSER=1`` (set by
+``tools/course.py test`` after installing it), where it fails. See
+``../shared/reference/jupyter_stack_notes.md`` for what was measured on these machines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = Path(os.environ.get("TRAINIUM_LAB_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+SCREENSHOTS = ROOT / "artifacts" / "screenshots"
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+RUN_ALL_TIMEOUT_MS = 240_000  # whole notebook, on 2 busy cores
+SETTLE_TIMEOUT_MS = 60_000  # widgets and charts drawn after the last cell finished
+CHANGE_TIMEOUT_MS = 8_000  # one control change reaching the chart
+
+
+def _notebooks() -> list[Path]:
+    chosen = os.environ.get("TRAINIUM_LAB_BROWSER_NOTEBOOKS")
+    if chosen:
+        return [Path(p).resolve() for p in chosen.split(os.pathsep) if p]
+    return sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+NOTEBOOKS = _notebooks()
+pytestmark = pytest.mark.browser
+
+
+def _require_browser() -> None:
+    missing = []
+    if not CHROMIUM.exists():
+        missing.append(f"{CHROMIUM} (Debian package 'chromium')")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        missing.append("Python package 'playwright'")
+    if missing:
+        message = "browser test needs " + " and ".join(missing)
+        if os.environ.get("TRAINIUM_LAB_REQUIRE_BROWSER") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Lab:
+    """A JupyterLab server on loopback serving a temporary copy of the notebooks."""
+
+    def __init__(self, workdir: Path):
+        self.token = secrets.token_hex(16)
+        self.port = _free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.root = workdir / "notebooks"
+        self.root.mkdir()
+        # Render every cell (no virtual scrolling) so every output is in the DOM to be checked;
+        # start the notebook's kernel without asking; never ask about or fetch news.
+        for plugin, values in {
+            "notebook-extension/tracker": {"windowingMode": "none", "autoStartDefaultKernel": True},
+            "apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
+        }.items():
+            folder, name = plugin.split("/")
+            settings = workdir / "settings" / "@jupyterlab" / folder
+            settings.mkdir(parents=True, exist_ok=True)
+            (settings / f"{name}.jupyterlab-settings").write_text(json.dumps(values))
+        for name in ("config", "runtime", "workspaces"):
+            (workdir / name).mkdir()
+        env = dict(os.environ)
+        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+        env["JUPYTER_CONFIG_DIR"] = str(workdir / "config")  # ignore the user's Jupyter config
+        env["JUPYTER_RUNTIME_DIR"] = str(workdir / "runtime")
+        env["JUPYTER_PLATFORM_DIRS"] = "1"
+        cmd = [sys.executable, "-m", "jupyterlab", "--no-browser",
+               "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}",
+               "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}",
+               f"--ServerApp.root_dir={self.root}",
+               f"--LabApp.user_settings_dir={workdir / 'settings'}",
+               f"--LabApp.workspaces_dir={workdir / 'workspaces'}",
+               "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+               "--LabApp.extension_manager=readonly"]
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            cmd.append("--allow-root")
+        self.log = open(workdir / "jupyterlab.log", "w")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(cmd, cwd=self.root, env=env, stdout=self.log,
+                                     stderr=subprocess.STDOUT)
+        self._wait_ready(workdir / "jupyterlab.log")
+
+    def api(self, path: str, method: str = "GET"):
+        req = urllib.request.Request(f"{self.base}{path}", method=method,
+                                     headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            body = resp.read()
+        return json.loads(body) if body else None
+
+    def _wait_ready(self, log: Path, timeout_s: float = 90) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"JupyterLab exited:\n{log.read_text()[-3000:]}")
+            try:
+                self.api("/api/status")
+                return
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                time.sleep(0.3)
+        self.stop()
+        raise RuntimeError(f"JupyterLab did not answer in {timeout_s} s:\n{log.read_text()[-3000:]}")
+
+    def url(self, name: str) -> str:
+        return f"{self.base}/lab/tree/{name}?reset&token={self.token}"
+
+    def wait_kernel_idle(self, name: str, page, timeout_s: float = 90) -> None:
+        """Wait until the notebook's kernel is started, connected to the page and idle.
+
+        Waits with ``page.wait_for_timeout`` so Playwright keeps serving the page's routed
+        requests meanwhile (a plain sleep would stall them).
+        """
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            for session in self.api("/api/sessions"):
+                kernel = session.get("kernel") or {}
+                if (session["path"] == name and kernel.get("execution_state") == "idle"
+                        and kernel.get("connections", 0) >= 1):
+                    return
+            page.wait_for_timeout(300)
+        raise AssertionError(f"no idle kernel for {name} after {timeout_s} s: {self.api('/api/sessions')}")
+
+    def shutdown_kernels(self) -> None:
+        for session in self.api("/api/sessions"):
+            self.api(f"/api/sessions/{session['id']}", method="DELETE")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    _require_browser()
+    lab = Lab(tmp_path_factory.mktemp("lab"))
+    yield lab
+    lab.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(lab):
+    """One headless Chromium context for all notebooks (JupyterLab's scripts stay cached)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        context = chromium.new_context(viewport={"width": 1280, "height": 900})
+        yield context
+        context.close()
+        chromium.close()
+
+
+# --- what the page shows ---------------------------------------------------------------------
+
+# Every top-level widget view in an output, its widget-error texts, and the chart views inside.
+# A widget's own views carry the class "jupyter-widgets"; a custom (anywidget) view such as
+# Altair's JupyterChart does not, and must hold a drawn <svg> or <canvas>.
+REPORT_JS = r"""
+() => {
+  const drawn = (el) => {
+    const r = el.getBoundingClientRect();
+    return r.width > 10 && r.height > 10;
+  };
+  const outputs = [...document.querySelectorAll('.jp-Notebook .jp-OutputArea-output')];
+  const errors = outputs
+    .filter(o => o.dataset.mimeType === 'application/vnd.jupyter.stderr')
+    .map(o => o.innerText.slice(0, 500));
+  const widgetErrors = outputs
+    .filter(o => /Error displaying widget|Failed to load model class|Error rendering/.test(o.innerText))
+    .map(o => o.innerText.slice(0, 300));
+  const widgets = outputs.filter(o => o.querySelector(':scope > .jupyter-widgets'));
+  const loading = outputs.filter(o => /^\s*Loading widget/.test(o.innerText)).length;
+  const charts = [];
+  for (const w of widgets) {
+    const views = [...w.querySelectorAll('.widget-container > .lm-Widget:not(.jupyter-widgets)')];
+    for (const v of views) {
+      const g = v.querySelector('svg.marks, canvas.marks, svg, canvas');
+      charts.push({kind: 'interactive', ok: !!g && drawn(g), text: v.innerText.slice(0, 300)});
+    }
+  }
+  for (const o of outputs.filter(o => o.dataset.mimeType === 'image/svg+xml')) {
+    const img = o.querySelector('img');
+    const svg = o.querySelector('svg');
+    const ok = img ? (img.complete && img.naturalWidth > 10 && drawn(img)) : (!!svg && drawn(svg));
+    charts.push({kind: 'static', ok, text: ''});
+  }
+  const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')]
+    .map(p => p.textContent.trim());
+  return {errors, widgetErrors, nWidgets: widgets.length, loading, charts, prompts};
+}
+"""
+
+ALL_RAN_JS = r"""
+() => {
+  const ps = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];
+  const idle = document.querySelector(".jp-Notebook-ExecutionIndicator[data-status='idle']");
+  return ps.length > 0 && !!idle && ps.every(p => /\[\d+\]/.test(p.textContent));
+}
+"""
+
+SETTLED_JS = r"""
+([nWidgets, nStatic]) => {
+  const outputs = [...document.querySelectorAll('.jp-Notebook .jp-OutputArea-output')];
+  const widgets = outputs.filter(o => o.querySelector(':scope > .jupyter-widgets'));
+  const views = widgets.flatMap(w =>
+    [...w.querySelectorAll('.widget-container > .lm-Widget:not(.jupyter-widgets)')]);
+  const statics = outputs.filter(o => o.dataset.mimeType === 'image/svg+xml');
+  return widgets.length >= nWidgets && statics.length >= nStatic &&
+    views.every(v => v.querySelector('svg, canvas'));
+}
+"""
+
+# A fingerprint of the first chart view inside a widget output (SVG markup or canvas pixels).
+CHART_STATE_JS = r"""
+(out) => {
+  const v = out.querySelector('.widget-container > .lm-Widget:not(.jupyter-widgets)');
+  if (!v) return null;
+  const c = v.querySelector('canvas');
+  if (c) return c.toDataURL();
+  const s = v.querySelector('svg');
+  return s ? s.outerHTML : null;
+}
+"""
+
+
+def _expected(path: Path) -> tuple[int, int, int]:
+    """(code cells, widget outputs, static SVG chart outputs) in the stored notebook."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    cells = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    outputs = [o.get("data", {}) for c in cells for o in c.get("outputs", [])]
+    return (len(cells), sum(WIDGET_MIME in d for d in outputs),
+            sum("image/svg+xml" in d for d in outputs))
+
+
+def _menu(page, menu: str, command: str) -> None:
+    page.click(f".lm-MenuBar-itemLabel:text-is('{menu}')")
+    page.click(f"li[data-command='{command}']")
+
+
+def _change_one_control(page, out) -> str | None:
+    """Change controls of one widget in turn until the chart changes; name the one that did."""
+    before = out.evaluate(CHART_STATE_JS)
+    assert before, "the widget's chart has nothing drawn to compare"
+    tried = []
+    for control in out.query_selector_all(".jupyter-widgets.widget-inline-hbox, "
+                                          ".jupyter-widgets.widget-toggle-buttons"):
+        label = (control.query_selector("label.widget-label") or control).inner_text().strip()
+        acted = _act_on(page, control)
+        if not acted:
+            continue
+        tried.append(f"{label!r} ({acted})")
+        try:
+            page.wait_for_function(
+                "([out, before, js]) => { const now = eval(js)(out); return now && now !== before; }",
+                arg=[out, before, CHART_STATE_JS], timeout=CHANGE_TIMEOUT_MS)
+            return tried[-1]
+        except Exception:  # noqa: BLE001 - playwright TimeoutError: this control did not change it
+            before = out.evaluate(CHART_STATE_JS)
+    pytest.fail(f"no control changed the chart; tried {tried or 'nothing (no usable control)'}")
+
+
+def _act_on(page, control) -> str | None:
+    """Change one control the way a learner would; describe what was done (None: cannot)."""
+    select = control.query_selector("select")
+    if select is not None:
+        options = select.evaluate("s => [...s.options].map(o => o.value)")
+        current = select.evaluate("s => s.value")
+        others = [o for o in options if o != current]
+        if not others:
+            return None
+        select.select_option(others[-1])
+        return f"chose {others[-1]!r}"
+    handle = control.query_selector(".noUi-handle")
+    if handle is not None:
+        handle.focus()
+        for _ in range(3):
+            handle.press("ArrowRight")
+        return "3 × ArrowRight"
+    box = control.query_selector("input[type=checkbox]")
+    if box is not None:
+        box.click()
+        return "clicked the checkbox"
+    field = control.query_selector("input[type=number], input[type=text]")
+    if field is not None:
+        old = field.input_value()
+        try:
+            new = str(float(old) * 2 if float(old) else 1.0)
+        except ValueError:
+            return None
+        field.fill(new)
+        field.press("Enter")
+        return f"typed {new} (was {old})"
+    buttons = [b for b in control.query_selector_all("button") if "mod-active" not in (b.get_attribute("class") or "")]
+    if buttons:
+        buttons[-1].click()
+        return f"clicked {buttons[-1].inner_text()!r}"
+    return None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_runs_and_renders_in_jupyterlab(path, lab, browser, record_property):
+    n_code, n_widgets, n_static = _expected(path)
+    shutil.copy2(path, lab.root / path.name)
+    blocked: list[str] = []
+    page_errors: list[str] = []
+
+    page = browser.new_page()
+
+    def only_loopback(route):
+        url = route.request.url
+        if url.startswith((f"{lab.base}/", "data:", "blob:")):
+            route.continue_()
+        else:
+            blocked.append(url)
+            route.abort()
+
+    page.route("**/*", only_loopback)
+    page.on("pageerror", lambda exc: page_errors.append(str(exc)[:300]))
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    shot = SCREENSHOTS / f"{path.stem}.png"
+    try:
+        page.goto(lab.url(path.name))
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+        lab.wait_kernel_idle(path.name, page)
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=30_000)
+        assert not page.query_selector(".jp-Dialog"), page.inner_text(".jp-Dialog")
+        # Clear the stored outputs first: everything checked below was produced in this page.
+        _menu(page, "Edit", "editmenu:clear-all")
+        page.wait_for_function(
+            "() => document.querySelectorAll('.jp-Notebook .jp-OutputArea-output').length === 0")
+        _menu(page, "Run", "runmenu:run-all")
+        page.wait_for_function(ALL_RAN_JS, timeout=RUN_ALL_TIMEOUT_MS)
+        try:
+            page.wait_for_function(SETTLED_JS, arg=[n_widgets, n_static], timeout=SETTLE_TIMEOUT_MS)
+        except Exception:  # noqa: BLE001 - report what is missing below instead
+            pass
+        report = page.evaluate(REPORT_JS)
+
+        assert len(report["prompts"]) == n_code
+        assert not report["errors"], f"error output in the page: {report['errors']}"
+        assert not report["widgetErrors"], f"widget failed to display: {report['widgetErrors']}"
+        assert report["nWidgets"] == n_widgets, (
+            f"{report['nWidgets']} of {n_widgets} widgets rendered ({report['loading']} still loading)")
+        static = [c for c in report["charts"] if c["kind"] == "static"]
+        assert len(static) == n_static, f"{len(static)} of {n_static} static charts rendered"
+        broken = [c for c in report["charts"] if not c["ok"]]
+        assert not broken, f"{len(broken)} chart(s) not drawn: {[c['text'] for c in broken]}"
+
+        if n_widgets:
+            with_chart = [o for o in page.query_selector_all(".jp-Notebook .jp-OutputArea-output")
+                          if o.query_selector(":scope > .jupyter-widgets")
+                          and o.evaluate(CHART_STATE_JS)]
+            assert with_chart, "no widget in this notebook draws a chart"
+            with_chart[0].scroll_into_view_if_needed()
+            changed = _change_one_control(page, with_chart[0])
+            record_property("control_changed", changed)
+            print(f"{path.name}: changing {changed} changed the chart")
+            page.wait_for_function(ALL_RAN_JS, timeout=60_000)  # callbacks finished
+            assert not page.query_selector_all(
+                ".jp-Notebook .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"), \
+                "changing a control produced an error output"
+        assert not page_errors, f"JavaScript errors in the page: {page_errors}"
+        assert not blocked, f"the page tried to reach other hosts: {sorted(set(blocked))}"
+    finally:
+        try:
+            page.screenshot(path=str(shot))
+        finally:
+            page.close()
+            lab.shutdown_kernels()
+
