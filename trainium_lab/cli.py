@@ -1,0 +1,500 @@
+"""The course's calculators from a terminal: ``python -m trainium_lab <command>``.
+
+Commands
+--------
+``sizing``     training state, chips, FLOPs and instance-days of a job (:mod:`trainium_lab.sizing`)
+``allreduce``  time of a ring collective, with algorithm and bus bandwidth
+               (:mod:`trainium_lab.collectives`)
+``young``      checkpoint interval by Young, Daly and the exact optimum, and the time each loses
+               (:mod:`trainium_lab.reliability`)
+``specs``      sourced hardware facts (:mod:`trainium_lab.specs`)
+
+Quantities carry their units on the command line (``--size 1GiB``, ``--bandwidth 25GB/s``,
+``--checkpoint 90s --mtbf 24h``, ``--params 70B``) and in the output. Output is a readable table,
+or JSON in base units (bytes, seconds, FLOPs, bytes/s) with ``--json``. Bad input exits with
+status 2 and one line on stderr; nothing here prints a traceback.
+
+All parsing and formatting lives here; the models stay pure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+from typing import Any, Callable, Sequence
+
+from trainium_lab import units
+
+__all__ = ["main", "parse_bytes", "parse_rate", "parse_seconds", "parse_count", "parse_fraction",
+           "CliError"]
+
+PROG = "python -m trainium_lab"
+
+
+class CliError(Exception):
+    """Bad input on the command line: reported as one line, exit status 2."""
+
+
+# --------------------------------------------------------------------------- parsing units
+
+_NUMBER = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)"
+
+_BYTE_UNITS = {
+    "": 1.0, "b": 1.0, "byte": 1.0, "bytes": 1.0,
+    "kb": units.KB, "mb": units.MB, "gb": units.GB, "tb": units.TB, "pb": units.PB,
+    "kib": units.KiB, "mib": units.MiB, "gib": units.GiB, "tib": units.TiB,
+}
+_BIT_RATE_UNITS = {"gbps": units.Gbps, "gbit/s": units.Gbps, "gb/s(bits)": units.Gbps,
+                   "tbps": 1000 * units.Gbps, "mbps": units.Gbps / 1000}
+_TIME_UNITS = {
+    "ns": units.ns, "us": units.us, "µs": units.us, "ms": units.ms,
+    "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
+    "m": units.minute, "min": units.minute, "mins": units.minute, "minute": units.minute,
+    "minutes": units.minute,
+    "h": units.hour, "hr": units.hour, "hrs": units.hour, "hour": units.hour, "hours": units.hour,
+    "d": units.day, "day": units.day, "days": units.day,
+}
+_COUNT_UNITS = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12, "p": 1e15}
+
+
+def _split(text: str, what: str) -> tuple[float, str]:
+    match = re.fullmatch(rf"\s*{_NUMBER}\s*([^\d\s].*?)?\s*", str(text))
+    if not match:
+        raise CliError(f"{what}: cannot read {text!r} as a number with a unit")
+    value = float(match.group(1))
+    if not math.isfinite(value):
+        raise CliError(f"{what}: {text!r} is not finite")
+    return value, (match.group(2) or "").strip()
+
+
+def parse_bytes(text: str, what: str = "size") -> float:
+    """Read a size such as ``1GiB``, ``512 MB`` or ``4096`` (bytes) into bytes.
+
+    Examples
+    --------
+    >>> parse_bytes("1GiB"), parse_bytes("2.5 GB"), parse_bytes("4096")
+    (1073741824.0, 2500000000.0, 4096.0)
+    """
+    value, unit = _split(text, what)
+    key = unit.lower()
+    if key not in _BYTE_UNITS:
+        raise CliError(f"{what}: unknown unit {unit!r} in {text!r}; use B, KB, MB, GB, TB, "
+                       "KiB, MiB, GiB or TiB (a plain number is bytes)")
+    return value * _BYTE_UNITS[key]
+
+
+def parse_rate(text: str, what: str = "bandwidth") -> float:
+    """Read a bandwidth such as ``25GB/s``, ``1.5 TiB/s`` or ``400Gbps`` into bytes/s.
+
+    ``Gbps`` and ``Gbit/s`` are bits per second (divided by 8); ``GB/s`` is bytes.
+
+    Examples
+    --------
+    >>> parse_rate("25GB/s"), parse_rate("400Gbps")
+    (25000000000.0, 50000000000.0)
+    """
+    value, unit = _split(text, what)
+    key = unit.lower().replace(" ", "")
+    if key in _BIT_RATE_UNITS:
+        return value * _BIT_RATE_UNITS[key]
+    for suffix in ("/s", "ps", "/sec"):
+        if key.endswith(suffix) and key[: -len(suffix)] in _BYTE_UNITS:
+            return value * _BYTE_UNITS[key[: -len(suffix)]]
+    raise CliError(f"{what}: unknown unit {unit!r} in {text!r}; use e.g. GB/s, GiB/s, TB/s "
+                   "(bytes) or Gbps (bits)")
+
+
+def parse_seconds(text: str, what: str = "duration") -> float:
+    """Read a duration such as ``90s``, ``24h``, ``1.5 min``, ``10us`` or ``3d`` into seconds.
+
+    Examples
+    --------
+    >>> parse_seconds("90s"), parse_seconds("24h"), parse_seconds("1.5 min")
+    (90.0, 86400.0, 90.0)
+    """
+    value, unit = _split(text, what)
+    key = unit.lower()
+    if key not in _TIME_UNITS:
+        raise CliError(f"{what}: unknown or missing time unit in {text!r}; use ns, us, ms, s, "
+                       "min, h or d (e.g. 90s, 24h)")
+    return value * _TIME_UNITS[key]
+
+
+def parse_count(text: str, what: str = "count") -> float:
+    """Read a count such as ``70B`` (billion), ``2T``, ``8e9`` or ``1.5M``.
+
+    Suffixes: K (10^3), M (10^6), B or G (10^9), T (10^12), P (10^15).
+
+    Examples
+    --------
+    >>> parse_count("70B"), parse_count("2T"), parse_count("8e9")
+    (70000000000.0, 2000000000000.0, 8000000000.0)
+    """
+    value, unit = _split(text, what)
+    key = unit.lower()
+    if key not in _COUNT_UNITS:
+        raise CliError(f"{what}: unknown suffix {unit!r} in {text!r}; use K, M, B, T "
+                       "(e.g. 70B, 2T) or a plain number")
+    return value * _COUNT_UNITS[key]
+
+
+def parse_fraction(text: str, what: str = "fraction") -> float:
+    """Read ``40%`` or ``0.4`` as a fraction.
+
+    Examples
+    --------
+    >>> parse_fraction("40%"), parse_fraction("0.35")
+    (0.4, 0.35)
+    """
+    value, unit = _split(text, what)
+    if unit == "%":
+        return value / 100.0
+    if unit:
+        raise CliError(f"{what}: write a fraction as 0.4 or 40%, got {text!r}")
+    return value
+
+
+def _integer(text: str, what: str) -> int:
+    value = parse_count(text, what)
+    if value != int(value):
+        raise CliError(f"{what}: must be a whole number, got {text!r}")
+    return int(value)
+
+
+# --------------------------------------------------------------------------- output
+
+def _fmt_count(x: float) -> str:
+    for name, size in (("T", 1e12), ("B", 1e9), ("M", 1e6)):
+        if abs(x) >= size:
+            return f"{x / size:,.3g}{name} ({x:.3g})"
+    return f"{x:,.0f}"
+
+
+def _bytes_both(x: float) -> str:
+    return f"{units.format_bytes(x, digits=2)} ({units.format_bytes(x, binary=False, digits=2)})"
+
+
+def _table(title: str, rows: Sequence[tuple[str, str]]) -> str:
+    width = max(len(k) for k, _ in rows)
+    lines = [title, "-" * max(len(title), 20)]
+    lines += [f"{k:<{width}}  {v}" for k, v in rows]
+    return "\n".join(lines)
+
+
+def _emit(args: argparse.Namespace, title: str, rows: Sequence[tuple[str, str]],
+          data: dict[str, Any]) -> None:
+    if args.json:
+        print(json.dumps({"command": args.command, **data}, indent=2, default=_json_default))
+    else:
+        print(_table(title, rows))
+
+
+def _json_default(obj: Any) -> Any:
+    if hasattr(obj, "item"):  # numpy scalars
+        return obj.item()
+    return str(obj)
+
+
+# --------------------------------------------------------------------------- commands
+
+def _cmd_sizing(args: argparse.Namespace) -> None:
+    from trainium_lab import sizing, specs
+
+    model = sizing.preset(args.model) if args.model else None
+    if args.params is None and model is None:
+        raise CliError("sizing: give --params (e.g. 70B) or --model (e.g. llama3-70b)")
+    n_params = parse_count(args.params, "--params") if args.params else model.n_params
+    n_tokens = parse_count(args.tokens, "--tokens")
+    mfu = parse_fraction(args.mfu, "--mfu")
+    share = parse_fraction(args.activation_share, "--activation-share")
+    bpp = None if args.bytes_per_param is None else float(
+        parse_count(args.bytes_per_param, "--bytes-per-param"))
+    plan = sizing.size_job(n_params, n_tokens, system=args.system, recipe_name=args.recipe,
+                           bytes_per_param=bpp, zero_stage=args.zero, activation_share=share,
+                           mfu=mfu, dtype=args.dtype, model=model)
+    system = specs.system(plan.system)
+    per_chip = (None if plan.min_chips is None else
+                sizing.zero_bytes_per_device(
+                    n_params, plan.min_chips, plan.zero_stage,
+                    sizing.recipe(plan.recipe).optimizer_bytes_per_param,
+                    weight_bytes_per_param=sizing.recipe(plan.recipe).weights,
+                    grad_bytes_per_param=sizing.recipe(plan.recipe).gradients)
+                if bpp is None else plan.state_bytes / plan.min_chips)
+    instances = (args.instances if args.instances is not None else
+                 None if plan.min_systems is None else plan.min_systems * system.n_instances)
+    days = None if instances is None else plan.days_on(instances)
+    chip_name = system.chip.name
+    rows = [
+        ("model", f"{_fmt_count(n_params)} parameters" + (f" ({model.name})" if model else "")),
+        ("tokens", _fmt_count(n_tokens)),
+        ("system", f"{plan.system} ({system.n_chips} × {chip_name})"),
+        ("recipe", f"{plan.recipe}" + (f", {bpp:g} bytes/param" if bpp else "")),
+        ("training state", _bytes_both(plan.state_bytes)),
+        ("usable HBM per chip", f"{units.format_bytes(plan.usable_bytes_per_chip, digits=1)} "
+                                f"(keeping {share:.0%} for activations)"),
+        (f"min chips (ZeRO-{plan.zero_stage})",
+         "never fits (shard more: higher --zero)" if plan.min_chips is None
+         else f"{plan.min_chips}"),
+    ]
+    if per_chip is not None:
+        rows.append(("state per chip at min chips", units.format_bytes(per_chip, digits=1)))
+    rows += [
+        (f"min {plan.system}", "-" if plan.min_systems is None else f"{plan.min_systems}"),
+        ("training FLOPs (6ND)", units.format_flops(plan.flops)),
+        ("MFU assumed", f"{plan.mfu:.0%}"),
+        ("instance-days", f"{plan.instance_days:,.1f}"),
+    ]
+    if days is not None:
+        rows.append((f"days on {instances} instance{'s' if instances != 1 else ''}",
+                     f"{days:,.2f}"))
+    if plan.activation_bytes_per_chip is not None:
+        rows.append(("activations (1 micro-batch, no TP/PP)",
+                     units.format_bytes(plan.activation_bytes_per_chip, digits=1)))
+    data = {
+        "inputs": {"n_params": n_params, "n_tokens": n_tokens, "system": plan.system,
+                   "recipe": plan.recipe, "bytes_per_param": bpp, "zero_stage": plan.zero_stage,
+                   "mfu": plan.mfu, "activation_share": share, "dtype": args.dtype,
+                   "model": model.key if model else None},
+        "results": {"state_bytes": plan.state_bytes,
+                    "usable_bytes_per_chip": plan.usable_bytes_per_chip,
+                    "min_chips": plan.min_chips, "state_bytes_per_chip": per_chip,
+                    "min_systems": plan.min_systems, "flops": plan.flops,
+                    "instance_days": plan.instance_days, "n_instances": instances,
+                    "days": days, "activation_bytes_per_chip": plan.activation_bytes_per_chip},
+    }
+    _emit(args, "Sizing a training job (trainium_lab.sizing)", rows, data)
+
+
+def _cmd_allreduce(args: argparse.Namespace) -> None:
+    from trainium_lab import collectives, specs
+
+    size = parse_bytes(args.size, "--size")
+    link = specs.link(args.link) if args.link else None
+    if args.bandwidth is None and link is None:
+        raise CliError("allreduce: give --bandwidth (e.g. 25GB/s) or --link (e.g. trn2-efa)")
+    bandwidth = parse_rate(args.bandwidth, "--bandwidth") if args.bandwidth else link.bytes_per_s
+    if args.latency is not None:
+        latency = parse_seconds(args.latency, "--latency")
+    else:
+        latency = link.latency_s if link is not None and link.latency_s is not None else 0.0
+    n = _integer(args.ranks, "--ranks")
+    t = collectives.collective_s(args.collective, size, n, bandwidth, latency)
+    algbw = collectives.algbw_bytes_per_s(size, t) if t > 0 else None
+    busbw = collectives.busbw_bytes_per_s(size, t, n, args.collective) if t > 0 else None
+    rows = [
+        ("collective", f"{args.collective} (ring)"),
+        ("size per rank", _bytes_both(size)),
+        ("ranks", f"{n}"),
+        ("bandwidth per rank", units.format_bandwidth(bandwidth)
+         + (f" (from {link.key}: {link.scope}, direction {link.direction})" if link and not args.bandwidth else "")),
+        ("latency per step", units.format_seconds(latency) if latency else "0 (ignored)"),
+        ("time", units.format_seconds(t)),
+        ("algorithm bandwidth", "-" if algbw is None else units.format_bandwidth(algbw)),
+        ("bus bandwidth", "-" if busbw is None else units.format_bandwidth(busbw)),
+    ]
+    data = {"inputs": {"collective": args.collective, "size_bytes": size, "n": n,
+                       "bandwidth_bytes_per_s": bandwidth, "latency_s": latency,
+                       "link": link.key if link else None},
+            "results": {"time_s": t, "algbw_bytes_per_s": algbw, "busbw_bytes_per_s": busbw}}
+    _emit(args, "Ring collective cost (trainium_lab.collectives)", rows, data)
+
+
+def _cmd_young(args: argparse.Namespace) -> None:
+    from trainium_lab import reliability
+
+    ckpt = parse_seconds(args.checkpoint, "--checkpoint")
+    mtbf = parse_seconds(args.mtbf, "--mtbf")
+    restart = parse_seconds(args.restart, "--restart")
+    if args.units is not None:
+        n_units = _integer(args.units, "--units")
+        job_mtbf = reliability.job_mtbf_s(mtbf, n_units)
+    else:
+        n_units, job_mtbf = None, mtbf
+    young = reliability.young_interval_s(ckpt, job_mtbf)
+    daly = reliability.daly_interval_s(ckpt, job_mtbf)
+    best = reliability.optimal_interval_s(ckpt, job_mtbf)
+    lost = {name: float(reliability.lost_fraction(t, ckpt, job_mtbf, restart))
+            for name, t in (("young", young), ("daly", daly), ("optimal", best))}
+    rows = [("checkpoint (blocking)", units.format_seconds(ckpt))]
+    if n_units is not None:
+        rows += [("MTBF per unit", units.format_seconds(mtbf)), ("units", f"{n_units:,}")]
+    rows += [
+        ("job MTBF", units.format_seconds(job_mtbf)),
+        ("restart", units.format_seconds(restart) if restart else "0 (ignored)"),
+        ("Young interval √(2δM)", f"{units.format_seconds(young)}  (loses {lost['young']:.2%})"),
+        ("Daly interval", f"{units.format_seconds(daly)}  (loses {lost['daly']:.2%})"),
+        ("exact optimum", f"{units.format_seconds(best)}  (loses {lost['optimal']:.2%})"),
+    ]
+    data = {"inputs": {"checkpoint_s": ckpt, "mtbf_s": mtbf, "n_units": n_units,
+                       "restart_s": restart},
+            "results": {"job_mtbf_s": job_mtbf, "young_interval_s": young,
+                        "daly_interval_s": daly, "optimal_interval_s": best,
+                        "lost_fraction": lost}}
+    _emit(args, "Checkpoint interval (trainium_lab.reliability)", rows, data)
+
+
+def _cmd_specs(args: argparse.Namespace) -> None:
+    from trainium_lab import specs
+
+    if args.entity is None:
+        groups = {"chips": [c.key for c in specs.chips()],
+                  "systems": [s.key for s in specs.systems()],
+                  "links": [lk.key for lk in specs.links()],
+                  "accelerators": [a.key for a in specs.accelerators()]}
+        if args.json:
+            print(json.dumps({"command": "specs", "entities": groups}, indent=2))
+        else:
+            print(_table("Entities with sourced facts (python -m trainium_lab specs NAME)",
+                         [(k, ", ".join(v)) for k, v in groups.items()]))
+        return
+    df = specs.facts(entity=args.entity)
+    if args.field:
+        df = df[df["field"] == args.field]
+        if df.empty:
+            raise CliError(f"specs: {args.entity!r} has no field {args.field!r}")
+    if not args.all:
+        df = df[df["status"] == "used"]
+    if args.json:
+        cols = ["field", "value", "unit", "status", "source", "reference", "note"]
+        print(json.dumps({"command": "specs", "entity": args.entity,
+                          "facts": df[cols].to_dict(orient="records")}, indent=2))
+        return
+    rows = [(r.field, f"{r.value} {r.unit}".strip() + f"  [{r.status}; {r.source}]")
+            for r in df.itertuples()]
+    print(_table(f"{args.entity}: sourced facts (data/, read by trainium_lab.specs)", rows))
+
+
+# --------------------------------------------------------------------------- argument parser
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr and exit status 2.
+
+    Values that start with a minus sign and a digit (``--params -5B``) are read as values, so
+    the model can say what is wrong with them, not argparse that an argument is missing.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
+
+    def error(self, message: str):  # type: ignore[override]
+        raise CliError(f"{self.prog}: {message} (see --help)")
+
+
+def _add_json(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true",
+                   help="print JSON in base units (bytes, s, FLOPs, bytes/s) instead of a table")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line parser (sub-commands sizing, allreduce, young, specs)."""
+    parser = _Parser(
+        prog=PROG, description="Trainium Lab's calculators from a terminal. Every number "
+        "about hardware comes from the course's sourced data (trainium_lab.specs).",
+        epilog="Examples:\n"
+               f"  {PROG} sizing --params 70B --tokens 2T --system trn2.48xlarge --mfu 40%\n"
+               f"  {PROG} allreduce --size 1GiB --ranks 16 --bandwidth 25GB/s\n"
+               f"  {PROG} young --checkpoint 90s --mtbf 24h\n"
+               f"  {PROG} specs trn2",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("sizing", help="training state, chips, FLOPs and instance-days",
+                       description="Size a training job (chapter 04): state bytes, fewest chips "
+                       "and systems, FLOPs (6ND) and instance-days at an assumed MFU.",
+                       epilog=f"Example: {PROG} sizing --params 8B --tokens 1T --mfu 40%",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--params", help="parameters, e.g. 70B, 405e9 (default: the --model's)")
+    p.add_argument("--model", help="a published shape: llama3-8b, llama3-70b, llama3-405b")
+    p.add_argument("--tokens", required=True, help="training tokens, e.g. 2T, 15.6T")
+    p.add_argument("--system", default="trn2.48xlarge",
+                   help="trn1.32xlarge, trn2.48xlarge, trn2-ultraserver, ... (default %(default)s)")
+    p.add_argument("--recipe", default="bf16-adam", help="precision recipe (default %(default)s)")
+    p.add_argument("--bytes-per-param", help="override the recipe's bytes per parameter, e.g. 16")
+    p.add_argument("--zero", type=int, default=3, choices=range(4), metavar="{0,1,2,3}",
+                   help="ZeRO stage (default %(default)s: fully sharded, the lower bound)")
+    p.add_argument("--mfu", default="40%", help="model FLOPs utilisation, e.g. 40%% or 0.4 "
+                   "(default %(default)s)")
+    p.add_argument("--activation-share", default="35%",
+                   help="share of HBM kept for activations (default %(default)s)")
+    p.add_argument("--dtype", default="bf16", help="number format of the peak rate (default bf16)")
+    p.add_argument("--instances", type=int,
+                   help="report days on this many instances (default: the minimum)")
+    _add_json(p)
+    p.set_defaults(func=_cmd_sizing)
+
+    p = sub.add_parser("allreduce", help="ring all-reduce (or other collective) time",
+                       description="Time of a ring collective (chapter 03): "
+                       "2(n−1)/n · S/B + 2(n−1)·α for all-reduce, with algorithm and bus "
+                       "bandwidth as nccl-tests reports them.",
+                       epilog=f"Example: {PROG} allreduce --size 1GiB --ranks 16 --bandwidth 25GB/s",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--size", required=True, help="bytes per rank, e.g. 1GiB, 256MB")
+    p.add_argument("--ranks", required=True, help="participants, e.g. 16")
+    p.add_argument("--bandwidth", help="per-rank bandwidth, e.g. 25GB/s, 400Gbps")
+    p.add_argument("--link", help="take bandwidth (and latency if known) from a sourced link, "
+                   "e.g. trn2-neuronlink-intra, trn2-efa")
+    p.add_argument("--latency", help="per-step latency, e.g. 10us (default 0 or the link's)")
+    p.add_argument("--collective", default="all_reduce",
+                   help="all_reduce, reduce_scatter, all_gather, all_to_all (default %(default)s)")
+    _add_json(p)
+    p.set_defaults(func=_cmd_allreduce)
+
+    p = sub.add_parser("young", help="checkpoint interval (Young, Daly, exact optimum)",
+                       description="How often to checkpoint (chapter 06): Young's √(2δM), "
+                       "Daly's higher-order interval and the exact optimum, with the share of "
+                       "time each loses to checkpoints and rework.",
+                       epilog=f"Example: {PROG} young --checkpoint 90s --mtbf 24h",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--checkpoint", required=True, help="blocking checkpoint time, e.g. 90s")
+    p.add_argument("--mtbf", required=True,
+                   help="job MTBF, e.g. 24h (or per unit, with --units)")
+    p.add_argument("--units", help="the MTBF is per unit; the job has this many units")
+    p.add_argument("--restart", default="0s", help="restart time, e.g. 10min (default 0s)")
+    _add_json(p)
+    p.set_defaults(func=_cmd_young)
+
+    p = sub.add_parser("specs", help="sourced hardware facts (chips, systems, links)",
+                       description="Look up sourced facts in data/: every value with its unit, "
+                       "status and source. Without a name, list the names.",
+                       epilog=f"Examples: {PROG} specs trn2 ; {PROG} specs trn2 --field "
+                       "hbm_bytes_per_s --all",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("entity", nargs="?", help="trn2, trn2.48xlarge, trn2-efa, h100, ...")
+    p.add_argument("--field", help="only this field, e.g. hbm_bytes")
+    p.add_argument("--all", action="store_true",
+                   help="also show 'alternative' values other AWS pages give")
+    _add_json(p)
+    p.set_defaults(func=_cmd_specs)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status (0 ok, 2 bad input, 1 internal error)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return 2
+        func: Callable[[argparse.Namespace], None] = args.func
+        func(args)
+    except CliError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:  # the models' validation: names the parameter and its range
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"error: {message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # noqa: BLE001 - promise: never a traceback
+        print(f"internal error ({type(exc).__name__}): {str(exc).splitlines()[0] if str(exc) else ''}"
+              " - please report it", file=sys.stderr)
+        return 1
+    return 0
