@@ -5,11 +5,16 @@
     python3 tools/course.py test    # set up .venv, run every test (unit, doctests, nbval)
     python3 tools/course.py bench   # set up .venv, time widgets and models
     python3 tools/course.py execute # set up .venv, re-execute notebooks and store outputs
+    python3 tools/course.py site    # set up .venv, build the static HTML site (build/site)
 
 Standard library only, so it runs on a fresh machine with Python 3.11. The
 environment is a virtualenv in ``.venv`` holding exactly the pins in
 ``pyproject.toml`` (the same pins as ``environment.yml``, which Binder uses).
 It is reinstalled whenever ``pyproject.toml`` changes.
+
+``test`` also needs a browser for tests/test_browser.py: Debian's ``chromium`` package. When it
+is missing and this runs as root on a machine with apt-get (CI), it is installed; otherwise the
+browser tests are skipped with a message saying how to install it.
 """
 
 from __future__ import annotations
@@ -61,6 +66,32 @@ def ensure_env() -> None:
     STAMP.write_text(wanted_stamp())
 
 
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def ensure_browser() -> bool:
+    """Make sure Debian's chromium is installed for the browser tests; True if it is.
+
+    Idempotent and instant when present. Installs it with apt-get only as root (CI runs as
+    root on a clean machine); never downloads a browser any other way.
+    """
+    if CHROMIUM.exists():
+        return True
+    apt = shutil.which("apt-get")
+    if not (is_root() and apt):
+        log(f"{CHROMIUM} not found: the browser tests will be skipped "
+            "(install it with: sudo apt-get install chromium)")
+        return False
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    run([apt, "update", "-q"], env=env)
+    run([apt, "install", "-y", "-q", "--no-install-recommends", "chromium"], env=env)
+    return CHROMIUM.exists()
+
+
 def env_vars() -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
@@ -71,7 +102,7 @@ def env_vars() -> dict[str, str]:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in {"lab", "test", "bench", "execute"}:
+    if not argv or argv[0] not in {"lab", "test", "bench", "execute", "site"}:
         print(__doc__)
         return 2
     what, rest = argv[0], argv[1:]
@@ -84,8 +115,13 @@ def main(argv: list[str]) -> int:
         log(" ".join(str(c) for c in cmd))
         return subprocess.call([str(c) for c in cmd], cwd=ROOT, env=env)
     if what == "test":
+        ensure_browser()
+        if is_root():
+            env["TRAINIUM_LAB_REQUIRE_BROWSER"] = "1"  # CI: a missing browser is a failure
         workers = ["-n", "2", "--dist", "loadfile"] if (os.cpu_count() or 1) > 1 else []
         cmd = [PY, "-m", "pytest", *workers, *rest]
+    elif what == "site":
+        cmd = [PY, "tools/build_site.py", *rest]
     elif what == "bench":
         cmd = [PY, "tools/benchmark.py", *rest]
     else:
