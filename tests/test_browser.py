@@ -253,7 +253,7 @@ SETTLED_JS = r"""
     [...w.querySelectorAll('.widget-container > .lm-Widget:not(.jupyter-widgets)')]);
   const statics = outputs.filter(o => o.dataset.mimeType === 'image/svg+xml');
   return widgets.length >= nWidgets && statics.length >= nStatic &&
-    views.every(v => v.querySelector('svg, canvas'));
+    views.every(v => v.querySelector('svg, canvas') || v.innerText.trim());  // drawn, or an error
 }
 """
 
@@ -303,7 +303,7 @@ def _change_one_control(page, out) -> str | None:
             return tried[-1]
         except Exception:  # noqa: BLE001 - playwright TimeoutError: this control did not change it
             before = out.evaluate(CHART_STATE_JS)
-    pytest.fail(f"no control changed the chart; tried {tried or 'nothing (no usable control)'}")
+    raise AssertionError(f"no control changed the chart; tried {tried or 'nothing (no usable control)'}")
 
 
 def _act_on(page, control) -> str | None:
@@ -347,7 +347,32 @@ def _act_on(page, control) -> str | None:
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs_and_renders_in_jupyterlab(path, lab, browser, record_property):
+    changed = check_notebook(path, lab, browser, SCREENSHOTS / f"{path.stem}.png")
+    record_property("control_changed", changed)
+    print(f"{path.name}: changing {changed} changed the chart")
+
+
+@pytest.mark.slow
+def test_a_broken_chart_fails_the_check(lab, browser, tmp_path):
+    """The check itself can fail: a copy of chapter 00 whose widget chart has a spec Vega-Lite
+    cannot draw (a mark type that does not exist) must be reported as a chart not drawn."""
+    import nbformat
+
+    nb = nbformat.read(ROOT / "notebooks" / "00_start_here.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.cell_type == "code" and "weights_explorer(" in c.source)
+    cell.source = ("ex = weights_explorer(8.0)\n"
+                   "broken = dict(ex.chart.spec, mark={'type': 'no-such-mark'})\n"
+                   "ex.chart.spec = broken\nex")
+    path = tmp_path / "00_broken_chart.ipynb"
+    nbformat.write(nb, path)
+    with pytest.raises(AssertionError, match="not drawn"):
+        check_notebook(path, lab, browser, tmp_path / "broken.png")
+
+
+def check_notebook(path: Path, lab: Lab, browser, shot: Path) -> str | None:
+    """Open, run and check one notebook in the page; return the control that changed the chart."""
     n_code, n_widgets, n_static = _expected(path)
+    changed = None
     shutil.copy2(path, lab.root / path.name)
     blocked: list[str] = []
     page_errors: list[str] = []
@@ -364,8 +389,7 @@ def test_notebook_runs_and_renders_in_jupyterlab(path, lab, browser, record_prop
 
     page.route("**/*", only_loopback)
     page.on("pageerror", lambda exc: page_errors.append(str(exc)[:300]))
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    shot = SCREENSHOTS / f"{path.stem}.png"
+    shot.parent.mkdir(parents=True, exist_ok=True)
     try:
         page.goto(lab.url(path.name))
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
@@ -401,8 +425,6 @@ def test_notebook_runs_and_renders_in_jupyterlab(path, lab, browser, record_prop
             assert with_chart, "no widget in this notebook draws a chart"
             with_chart[0].scroll_into_view_if_needed()
             changed = _change_one_control(page, with_chart[0])
-            record_property("control_changed", changed)
-            print(f"{path.name}: changing {changed} changed the chart")
             page.wait_for_function(ALL_RAN_JS, timeout=60_000)  # callbacks finished
             assert not page.query_selector_all(
                 ".jp-Notebook .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"), \
@@ -415,4 +437,5 @@ def test_notebook_runs_and_renders_in_jupyterlab(path, lab, browser, record_prop
         finally:
             page.close()
             lab.shutdown_kernels()
+    return changed
 
