@@ -3,7 +3,7 @@
 
     python3 tools/course.py site                    # set up .venv, then this
     .venv/bin/python tools/build_site.py            # -> build/site/_build/html/index.html
-    .venv/bin/python tools/build_site.py --execute  # re-run every notebook while building
+    .venv/bin/python tools/build_site.py --execute  # first re-run every notebook (fresh kernels)
 
 Every ``notebooks/NN_*.ipynb`` becomes a page, in order, with a table of contents on a home
 page and in the sidebar. By default the stored outputs are used: the notebooks are stored
@@ -125,7 +125,7 @@ def readme_intro(repo: str) -> str:
     return LINK.sub(absolute, "\n".join(lines)).strip()
 
 
-def write_book(src: Path, chapters: list[dict], repo: str, execute: bool) -> None:
+def write_book(src: Path, chapters: list[dict], repo: str) -> None:
     binder = BINDER.format(repo=repo.removeprefix("https://github.com/"),
                            name="00_start_here.ipynb")
     toc_lines = "\n".join(f"1. [{c['title']}]({c['page']}.ipynb)" for c in chapters)
@@ -153,8 +153,8 @@ The site works offline: nothing on it is loaded from another server.
         "copyright": "2026",
         "only_build_toc_files": True,
         "exclude_patterns": ["_build", "_extra", "_ext", "**.ipynb_checkpoints"],
-        "execute": {"execute_notebooks": "force" if execute else "off", "timeout": 120,
-                    "allow_errors": False, "stderr_output": "error"},
+        # notebooks arrive executed (stored outputs, or re-run by --execute before staging)
+        "execute": {"execute_notebooks": "off"},
         "parse": {"myst_enable_extensions": ["colon_fence", "dollarmath"]},
         "html": {"use_repository_button": True, "home_page_in_navbar": True,
                  "use_multitoc_numbering": False},
@@ -213,8 +213,21 @@ def build(out: Path = DEFAULT_OUT, *, execute: bool = False, quiet: bool = False
     if not paths:
         raise SystemExit("no notebooks/NN_*.ipynb to build")
     pages = {p.name for p in paths}
+    if execute:  # fresh outputs, made exactly as tools/execute_notebooks.py makes stored ones
+        sys.path.insert(0, str(ROOT / "tools"))
+        import execute_notebooks
+
+        fresh = out / "executed"
+        if fresh.exists():
+            shutil.rmtree(fresh)
+        fresh.mkdir(parents=True)
+        for i, p in enumerate(paths):
+            shutil.copy2(p, fresh / p.name)
+            seconds = execute_notebooks.execute(fresh / p.name)
+            print(f"[site] executed {p.name} in {seconds:.1f} s", flush=True)
+            paths[i] = fresh / p.name
     chapters = [stage_notebook(p, src / p.name, repo, pages) for p in paths]
-    write_book(src, chapters, repo, execute)
+    write_book(src, chapters, repo)
     vendor_mathjax(src / "_extra")
     (src / "_ext").mkdir()
     shutil.copy2(ROOT / "tools" / "site_ext" / "offline_only.py", src / "_ext")
@@ -242,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
                         help="output folder (default build/site; HTML in OUT/_build/html)")
     parser.add_argument("--execute", action="store_true",
-                        help="re-execute every notebook while building (default: stored outputs)")
+                        help="re-execute every notebook in a fresh kernel first (default: stored outputs)")
     parser.add_argument("--quiet", action="store_true", help="only print jupyter-book's output on failure")
     args = parser.parse_args(argv)
     build(args.out.resolve(), execute=args.execute, quiet=args.quiet)
