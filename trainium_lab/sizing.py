@@ -42,7 +42,7 @@ from typing import Iterable, Sequence
 import pandas as pd
 
 from trainium_lab import specs
-from trainium_lab._validate import (UnknownNameError, choice, finite_number, in_range, integer,
+from trainium_lab._validate import (choice, finite_number, in_range, integer,
                                     positive)
 from trainium_lab.units import GB, GiB, day
 
@@ -782,14 +782,7 @@ def preset(name: str) -> ModelPreset:
     >>> p.n_layers, p.d_model, p.n_heads, p.n_kv_heads
     (80, 8192, 64, 8)
     """
-    table = _presets()
-    if isinstance(name, str):
-        wanted = name.strip().lower()
-        for key, p in table.items():
-            if wanted in (key, p.name.lower()):
-                return p
-    listed = ", ".join(repr(k) for k in table)
-    raise UnknownNameError(f"preset must be one of {listed}; got {name!r}")
+    return specs.lookup("preset", name, _presets())
 
 
 def presets() -> tuple[ModelPreset, ...]:

@@ -28,7 +28,7 @@ from trainium_lab._validate import UnknownNameError
 __all__ = [
     "DATA_DIR", "Fact", "DtypeTable", "Chip", "NeuronCore", "System", "Link", "Accelerator",
     "chip", "chips", "core", "system", "systems", "link", "links", "accelerator",
-    "accelerators", "fact", "facts", "alternatives", "source", "read_data_csv",
+    "accelerators", "fact", "facts", "alternatives", "source", "read_data_csv", "lookup",
 ]
 
 DATA_DIR = Path(os.environ.get("TRAINIUM_LAB_DATA", Path(__file__).resolve().parent.parent / "data"))
@@ -374,7 +374,13 @@ def _accelerators() -> dict[str, Accelerator]:
         for key, f in _used("accelerator").items()}
 
 
-def _lookup(kind: str, name: object, table: Mapping, aliases: Mapping[str, str]):
+def lookup(kind: str, name: object, table: Mapping, aliases: Mapping[str, str] | None = None):
+    """Find ``name`` in ``table`` by key, alias or display name, ignoring case.
+
+    Shared by every lookup-by-name in the package, so each raises the same
+    ``ValueError`` (``"<kind> must be one of ...; got ..."``) for an unknown name.
+    """
+    aliases = aliases or {}
     if isinstance(name, str) and name.strip():
         wanted = name.strip().lower()
         for key in table:
@@ -409,7 +415,7 @@ def chip(name: str) -> Chip:
     >>> chip("Trainium2").neuron_cores
     8
     """
-    return _lookup("chip", name, _chips(), _CHIP_ALIASES)
+    return lookup("chip", name, _chips(), _CHIP_ALIASES)
 
 
 def chips() -> tuple[Chip, ...]:
@@ -423,7 +429,7 @@ def core(name: str) -> NeuronCore:
     >>> core("v3").sbuf_partitions
     128
     """
-    return _lookup("core", name, _cores(), _CORE_ALIASES)
+    return lookup("core", name, _cores(), _CORE_ALIASES)
 
 
 def system(name: str) -> System:
@@ -433,7 +439,7 @@ def system(name: str) -> System:
     >>> system("trn2-ultraserver").n_instances
     4
     """
-    return _lookup("system", name, _systems(), _SYSTEM_ALIASES)
+    return lookup("system", name, _systems(), _SYSTEM_ALIASES)
 
 
 def systems() -> tuple[System, ...]:
@@ -447,7 +453,7 @@ def link(name: str) -> Link:
     >>> link("trn2-efa").bytes_per_s / 1e9
     25.0
     """
-    return _lookup("link", name, _links(), {})
+    return lookup("link", name, _links(), {})
 
 
 def links(system_name: str | None = None) -> tuple[Link, ...]:
@@ -461,7 +467,7 @@ def links(system_name: str | None = None) -> tuple[Link, ...]:
 def accelerator(name: str) -> Accelerator:
     """Look up a comparison accelerator: ``"h100"``, ``"h200"``, ``"b200"``, ``"tpu-v5p"``,
     ``"tpu-v6e"``."""
-    return _lookup("accelerator", name, _accelerators(), {})
+    return lookup("accelerator", name, _accelerators(), {})
 
 
 def accelerators() -> tuple[Accelerator, ...]:
