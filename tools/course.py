@@ -51,10 +51,22 @@ def wanted_stamp() -> str:
     return f"{digest} {sys.version_info[:2]}"
 
 
+def ensure_python_311(argv: list[str]) -> None:
+    """The pins are for Python 3.11: re-run this script under python3.11 if this is another."""
+    if sys.version_info[:2] == (3, 11) or os.environ.get("TRAINIUM_LAB_ANY_PYTHON"):
+        return
+    other = shutil.which("python3.11") or shutil.which("py3.11")
+    if other:
+        log(f"this is Python {sys.version.split()[0]}; re-running with {other}")
+        os.execv(other, [other, str(Path(__file__).resolve()), *argv])
+    raise SystemExit(f"[course] Python 3.11 is needed (the pins in pyproject.toml are tested with it); "
+                     f"this is {sys.version.split()[0]} and no python3.11 is on PATH. Install 3.11 "
+                     "(python.org, your package manager, or `uv python install 3.11`) and run this "
+                     "command with it.")
+
+
 def ensure_env() -> None:
     """Create ``.venv`` if needed and install the pinned package with its test extras."""
-    if sys.version_info[:2] != (3, 11):
-        log(f"warning: tested with Python 3.11, this is {sys.version.split()[0]}")
     if not PY.exists():
         log(f"creating virtual environment in {VENV}")
         venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
@@ -106,6 +118,7 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     what, rest = argv[0], argv[1:]
+    ensure_python_311(argv)
     ensure_env()
     env = env_vars()
     if what == "lab":
