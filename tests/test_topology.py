@@ -31,14 +31,25 @@ def test_levels_get_slower_outwards_on_trn2():
 
 def test_standalone_instance_has_no_ring_and_trn3_gen1_is_switched():
     assert [lv.name for lv in t.cluster("trn2.48xlarge").levels] == ["chip", "instance", "efa"]
-    g1 = t.cluster("trn3-gen1-ultraserver")
+    g1 = t.cluster("trn3-gen1-ultraserver", lnc=2)
     assert g1.level("instance").bytes_per_s == g1.level("ultraserver").bytes_per_s
     assert g1.level("ultraserver").switched and not t.cluster("trn2-ultraserver").level("ultraserver").switched
 
 
+def test_trn3_needs_an_explicit_lnc():
+    # LNC page: LNC applies to Trn3 with up to two physical cores per logical core, but no AWS
+    # page states Trn3's default (claims_audit.md section 4), so the package does not pick one.
+    with pytest.raises(ValueError, match="lnc must be given for Trainium3"):
+        t.cluster("trn3-gen1-ultraserver")
+    with pytest.raises(ValueError, match="lnc"):
+        t.place(tp=16, dp=16, system="trn3-gen1-ultraserver")
+    assert t.cluster("trn2-ultraserver").lnc == 2  # Trainium2's documented default
+    assert t.cluster("trn1.32xlarge").lnc == 1  # no LNC setting: one rank per core
+
+
 def test_trn3_gen2_is_not_uniform():
     # claims_audit §2.4 #7: two-level switch, per-level bandwidths differ (256 / 320 GB/s bidirectional)
-    g2 = t.cluster("trn3-gen2-ultraserver")
+    g2 = t.cluster("trn3-gen2-ultraserver", lnc=1)
     assert g2.level("instance").bytes_per_s != g2.level("ultraserver").bytes_per_s
     assert g2.level("instance").direction == "bidirectional"
     assert "rack" in g2.level("ultraserver").note

@@ -962,12 +962,12 @@ def fully_sharded_table(n_params: float = 405e9, bytes_per_param: float = 16.0,
     """
     n_params = positive("n_params", n_params)
     bytes_per_param = positive("bytes_per_param", bytes_per_param)
-    c = topology.cluster(system)
-    hbm = float(specs.chip(c.chip).hbm_bytes)
+    s = specs.system(system)
+    hbm = float(s.chip.hbm_bytes)
     rows = []
     for k in counts:
         k = integer("counts", k, minimum=1)
-        n = c.n_chips * k
+        n = s.n_chips * k
         per = n_params * bytes_per_param / n
         rows.append({"n_systems": k, "n_chips": n, "state_gib_per_chip": per / GiB,
                      "left_gib_per_chip": (hbm - per) / GiB, "share_of_hbm": per / hbm})

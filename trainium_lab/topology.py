@@ -235,7 +235,13 @@ class Cluster:
 def _lnc(chip: specs.Chip, lnc: int | None) -> int:
     options = chip.lnc_options or (1,)
     if lnc is None:
-        return chip.lnc_default or options[0]
+        if chip.lnc_default is not None:
+            return chip.lnc_default
+        if not chip.lnc_options:
+            return 1  # no LNC setting (Trainium1): one rank per physical core
+        listed = ", ".join(str(o) for o in options)
+        raise ValueError(f"lnc must be given for {chip.name} (one of {listed}): "
+                         "no AWS page states its default")
     lnc = integer("lnc", lnc, minimum=1)
     if lnc not in options:
         listed = ", ".join(str(o) for o in options)
@@ -404,11 +410,14 @@ def levels_table(systems: tuple[str, ...] | list[str] | None = None) -> pd.DataF
     names = SYSTEMS if systems is None else tuple(systems)
     rows = []
     for name in names:
-        c = cluster(name)
-        for lv in c.levels:
+        key = specs.system(name).key
+        if key not in _LEVEL_LINKS:
+            listed = ", ".join(repr(s) for s in SYSTEMS)
+            raise UnknownNameError(f"system must be one of {listed}; got {name!r}")
+        for lv in _levels(key):
             if lv.bytes_per_s is None:
                 continue
-            rows.append(dict(system=c.system, level=lv.name, index=lv.index, link_key=lv.link_key,
+            rows.append(dict(system=key, level=lv.name, index=lv.index, link_key=lv.link_key,
                              bytes_per_s=lv.bytes_per_s, gb_per_s=lv.bytes_per_s / 1e9,
                              scope=lv.scope, direction=lv.direction, latency_s=lv.latency_s,
                              switched=lv.switched, description=lv.description, note=lv.note))
