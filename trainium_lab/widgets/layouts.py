@@ -119,6 +119,8 @@ class PlannerExplorer(Explorer):
             "model": W.Dropdown(options=_MODELS, value=model, description="model"),
             "system": W.Dropdown(options=list(topology.SYSTEMS), value=system, description="system"),
             "n_systems": W.IntText(value=n_systems, description="systems"),
+            "lnc": W.Dropdown(options=[("chip default", None), ("1", 1), ("2", 2)], value=None,
+                              description="LNC"),
             "global_batch": W.IntText(value=global_batch, description="global batch"),
             "mfu_pct": W.FloatSlider(value=40, min=5, max=100, step=5, description="MFU %"),
         }
@@ -139,7 +141,7 @@ class PlannerExplorer(Explorer):
 
     def _search(self) -> layouts.Plan:
         v = {k: c.value for k, c in self.inputs.items()}
-        return layouts.plan(v["model"], system=v["system"], n_systems=v["n_systems"],
+        return layouts.plan(v["model"], system=v["system"], n_systems=v["n_systems"], lnc=v["lnc"],
                             global_batch=v["global_batch"], mfu=float(v["mfu_pct"]) / 100,
                             min_headroom_fraction=0.0)
 
