@@ -11,7 +11,7 @@ import pytest
 
 from trainium_lab import specs
 
-DATA = specs.DATA_DIR
+DATA = Path(str(specs.DATA_DIR))
 FACT_FILES = ["chips.csv", "cores.csv", "systems.csv", "links.csv", "accelerators.csv"]
 FACT_COLUMNS = ["entity", "field", "value", "unit", "status", "source_id", "note"]
 ROOT = Path(__file__).resolve().parent.parent

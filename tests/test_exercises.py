@@ -40,6 +40,35 @@ def test_wrong_answer_is_rejected_with_hint(q, capsys):
 
 
 @pytest.mark.parametrize("q", EXERCISES)
+def test_solution_code_runs_and_is_the_answer(q):
+    """The printed solution is executed: it is the answer's single source (or, for exercises
+    not yet converted, it agrees with the legacy ``expected``)."""
+    from trainium_lab.exercises import run_solution
+
+    answer = run_solution(q._solution)
+    q.check(answer)
+    assert q.last.status == "correct", q.last.message
+
+
+@pytest.mark.parametrize("q", EXERCISES)
+def test_every_mistake_gets_its_feedback(q):
+    for mistake, feedback in q.mistakes:
+        value = mistake() if callable(mistake) else mistake
+        verdict = q.judge(value)
+        assert verdict.status == "wrong" and feedback in verdict.message, (q.name, value)
+
+
+def test_solution_must_assign_one_answer():
+    from trainium_lab.exercises import run_solution
+
+    assert run_solution("x = 3\nanswer_a = x * GiB / GiB") == 3
+    with pytest.raises(RuntimeError, match="exactly one"):
+        run_solution("x = 3")
+    with pytest.raises(RuntimeError, match="exactly one"):
+        run_solution("answer_1 = 1\nanswer_2 = 2")
+
+
+@pytest.mark.parametrize("q", EXERCISES)
 def test_not_attempted(q, capsys):
     q.check(...)
     assert q.last.status == "not attempted"

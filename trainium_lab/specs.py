@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import functools
 import os
+from importlib import resources
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Mapping
@@ -31,7 +32,19 @@ __all__ = [
     "accelerators", "fact", "facts", "alternatives", "source", "read_data_csv", "lookup",
 ]
 
-DATA_DIR = Path(os.environ.get("TRAINIUM_LAB_DATA", Path(__file__).resolve().parent.parent / "data"))
+def _data_dir():
+    """The package's data folder (``trainium_lab/data``), found with ``importlib.resources``
+    so it works from a wheel as well as from a checkout; ``TRAINIUM_LAB_DATA`` overrides it."""
+    override = os.environ.get("TRAINIUM_LAB_DATA")
+    return Path(override) if override else resources.files("trainium_lab").joinpath("data")
+
+
+#: where ``data/*.csv`` are read from (a ``Path`` or an ``importlib.resources`` Traversable)
+DATA_DIR = _data_dir()
+
+
+def _open_data(filename: str):
+    return DATA_DIR.joinpath(filename).open("r", newline="", encoding="utf-8")
 
 #: factor from each unit used in data/ to base units (bytes, s, FLOP/s, bytes/s)
 UNIT_FACTORS: dict[str, float] = {
@@ -256,7 +269,7 @@ _KIND_FILES = {"chip": "chips.csv", "core": "cores.csv", "system": "systems.csv"
 
 @functools.cache
 def _sources() -> dict[str, dict[str, str]]:
-    with open(DATA_DIR / "sources.csv", newline="", encoding="utf-8") as fh:
+    with _open_data("sources.csv") as fh:
         return {row["source_id"]: row for row in csv.DictReader(fh)}
 
 
@@ -264,7 +277,7 @@ def _sources() -> dict[str, dict[str, str]]:
 def _facts(kind: str) -> tuple[Fact, ...]:
     sources = _sources()
     out = []
-    with open(DATA_DIR / _KIND_FILES[kind], newline="", encoding="utf-8") as fh:
+    with _open_data(_KIND_FILES[kind]) as fh:
         for row in csv.DictReader(fh):
             src = sources[row["source_id"]]
             out.append(Fact(row["entity"], row["field"], row["value"], row["unit"],
@@ -544,11 +557,11 @@ def read_data_csv(filename: str):
     """
     import pandas as pd
 
-    path = DATA_DIR / filename
-    if not path.is_file():
-        known = ", ".join(sorted(p.name for p in DATA_DIR.glob("*.csv")))
-        raise UnknownNameError(f"filename must be one of {known}; got {filename!r}")
-    df = pd.read_csv(path, keep_default_na=False)
+    known = sorted(p.name for p in DATA_DIR.iterdir() if p.name.endswith(".csv"))
+    if filename not in known:
+        raise UnknownNameError(f"filename must be one of {', '.join(known)}; got {filename!r}")
+    with _open_data(filename) as fh:
+        df = pd.read_csv(fh, keep_default_na=False)
     sources = _sources()
     unknown = sorted(set(df["source_id"]) - set(sources))
     if unknown:

@@ -1,31 +1,80 @@
 """Self-checking exercises: ``q.check(answer)``, ``q.hint()``, ``q.solution()``.
 
 ``check`` prints one line, ✓ / ✗ (with a hint) / "not attempted", and never
-raises, whatever it is given. Expected values are computed by the package's own
-models from ``data/``, never typed in. Each chapter's exercises live in
-``trainium_lab.exercises.chNN`` and every one is tested with its reference
+raises, whatever it is given. The solution is the single source of the expected
+answer: it is code that shows the arithmetic, and the reference answer is what
+running it assigns to ``answer`` (or one ``answer_<name>``). It runs with the
+package's model modules, the ``units`` constants, ``math`` and ``np`` in scope,
+exactly as a chapter's setup cell provides them. Each chapter's exercises live
+in ``trainium_lab.exercises.chNN`` and every one is tested with its reference
 answer and a wrong one.
 
->>> q = Exercise("double", expected=lambda: 4.0, hint="Multiply by two.",
-...              solution="answer = 2 * 2", wrong=5.0)
+>>> q = Exercise("double", solution="answer_1 = 2 * 2.0", hint="Multiply by two.",
+...              wrong=5.0, mistakes=[(2.0, "you forgot to double")])
+>>> q.expected
+4.0
 >>> q.check(...)
 ➖ double: not attempted yet. Replace the ... with your answer.
 >>> q.check(4.01)
 ✅ double: correct.
+>>> q.check(2.0)
+❌ double: 2 is too low: you forgot to double. Hint: Multiply by two.
 >>> q.check("four")
 ❌ double: expected a number, got str. Hint: Multiply by two.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import math
 import numbers
+import pkgutil
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-__all__ = ["Exercise", "CheckResult", "NOT_ATTEMPTED"]
+__all__ = ["Exercise", "CheckResult", "NOT_ATTEMPTED", "run_solution", "solution_namespace"]
 
 NOT_ATTEMPTED = (Ellipsis, None)
+_ANSWER_NAME = re.compile(r"^answer(_\w+)?$")
+#: package modules that are not models, so a solution has no use for them
+_NOT_MODELS = {"charts", "widgets", "exercises", "notebook", "cli", "views"}
+
+
+@functools.cache
+def _model_modules() -> dict[str, Any]:
+    import trainium_lab
+
+    out = {}
+    for info in pkgutil.iter_modules(trainium_lab.__path__):
+        if info.name.startswith("_") or info.name in _NOT_MODELS:
+            continue
+        out[info.name] = importlib.import_module(f"trainium_lab.{info.name}")
+    return out
+
+
+def solution_namespace() -> dict[str, Any]:
+    """What a solution may use: the model modules, the ``units`` constants, ``math``, ``np``."""
+    import numpy as np
+
+    from trainium_lab import units
+
+    ns: dict[str, Any] = {"math": math, "np": np}
+    ns.update({k: v for k, v in vars(units).items() if not k.startswith("_")})
+    ns.update(_model_modules())
+    return ns
+
+
+def run_solution(code: str) -> Any:
+    """Run a solution's code and return the one ``answer`` / ``answer_<name>`` it assigns."""
+    ns = solution_namespace()
+    before = set(ns)
+    exec(compile(code, "<solution>", "exec"), ns)  # noqa: S102 - the package's own code
+    names = [k for k in ns if k not in before and _ANSWER_NAME.match(k)]
+    if len(names) != 1:
+        raise RuntimeError(f"a solution must assign exactly one answer variable; found {names}")
+    return ns[names[0]]
 
 
 @dataclass(frozen=True)
@@ -43,15 +92,22 @@ class Exercise:
     ----------
     name : str
         Short label printed with every verdict.
-    expected : callable
-        Returns the reference answer (a number, a string, a bool or a tuple of
-        those), computed by the package so no figure is typed in.
-    hint, solution : str
-        Shown by ``hint()`` and ``solution()``; the solution is code that
-        produces the expected answer.
+    solution : str
+        Code that shows the arithmetic with units and assigns the answer to
+        ``answer`` or ``answer_<name>``; running it gives the reference answer
+        (a number, a string, a bool or a tuple of those). Printed by ``solution()``.
+    hint : str
+        Shown by ``hint()`` and after a wrong answer.
     wrong : object or callable
         A plausible wrong answer (or a function returning one); the test suite
         checks that it is rejected.
+    mistakes : sequence of (answer or callable, str), optional
+        Likely mistakes and the feedback aimed at each ("you used GB where GiB
+        was asked"); an answer matching one (within ``rel_tol``) gets that
+        feedback. ``wrong`` is checked first against this list in the tests.
+    expected : callable, optional
+        Deprecated second source of the answer, kept only for exercises not yet
+        converted; when given, a test checks that it agrees with the solution.
     rel_tol : float
         Relative tolerance for numbers (default 1 %, about how the sources round).
     unit : str
@@ -61,11 +117,15 @@ class Exercise:
         cannot judge.
     """
 
-    def __init__(self, name: str, *, expected: Callable[[], Any], hint: str, solution: str,
-                 wrong: Any, rel_tol: float = 0.01, unit: str = "",
+    def __init__(self, name: str, *, hint: str, solution: str, wrong: Any,
+                 expected: Callable[[], Any] | None = None,
+                 mistakes: Sequence[tuple[Any, str]] = (), rel_tol: float = 0.01, unit: str = "",
                  checker: Callable[[Any, Any], tuple[bool, str]] | None = None):
         self.name = name
-        self._expected = expected
+        self._legacy_expected = expected
+        self._expected = expected if expected is not None else functools.cache(
+            lambda: run_solution(solution))
+        self.mistakes = tuple(mistakes)
         self._hint = hint
         self._solution = solution
         self._wrong = wrong
@@ -99,7 +159,20 @@ class Exercise:
             ok, why = False, f"could not check this answer ({type(exc).__name__}: {exc})"
         if ok:
             return CheckResult("correct", f"✅ {self.name}: correct.")
+        why += self._diagnose(answer)
         return CheckResult("wrong", f"❌ {self.name}: {why}. Hint: {self._hint}")
+
+    def _diagnose(self, answer: Any) -> str:
+        """Feedback for a recognised mistake (": you forgot the ring's factor 2"), or ""."""
+        for mistake, feedback in self.mistakes:
+            try:
+                value = mistake() if callable(mistake) else mistake
+                hit, _ = _compare(answer, value, self.rel_tol, self.unit)
+            except Exception:  # a mistake that cannot be compared is not this one
+                hit = False
+            if hit:
+                return f": {feedback}"
+        return ""
 
     def check(self, answer: Any = ...) -> None:
         """Print ✅ / ❌ with a hint / ➖ not attempted. Never raises."""
