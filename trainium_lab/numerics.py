@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from trainium_lab import specs
-from trainium_lab._validate import choice, finite_number, integer, positive
+from trainium_lab._validate import choice, finite_number, integer, positive, sequence
 from trainium_lab.units import GiB
 
 __all__ = [
@@ -168,7 +168,7 @@ def formats_table(dtypes: tuple[str, ...] = FORMATS) -> pd.DataFrame:
     57344
     """
     rows = []
-    for d in dtypes:
+    for d in sequence("dtypes", dtypes, lambda _name, x: x):
         f = format_info(d)
         rows.append({"format": f.name, "label": f.label, "bits": f.bits,
                      "exponent_bits": f.exponent_bits, "mantissa_bits": f.mantissa_bits,
@@ -412,6 +412,10 @@ def bit_fields(value: float, dtype: Any) -> pd.DataFrame:
     value = float(value) if isinstance(value, (int, float, np.floating)) else value
     if isinstance(value, bool) or not isinstance(value, float):
         raise ValueError(f"value must be a real number, got {value!r}")
+    f32_max = float(np.finfo(np.float32).max)
+    if math.isfinite(value) and abs(value) > f32_max:
+        raise ValueError(f"value must be inf, nan or a float32 number (|value| <= {f32_max:.4g}), "
+                         f"got {value!r}")
     stored = _nearest(np.array([value], np.float32), f.name)
     raw = int(stored.astype(_np_dtype(f.name)).view(_UINT[f.bits])[0])
     bits = [(raw >> (f.bits - 1 - i)) & 1 for i in range(f.bits)]

@@ -42,8 +42,8 @@ from typing import Iterable, Sequence
 import pandas as pd
 
 from trainium_lab import specs
-from trainium_lab._validate import (choice, finite_number, in_range, integer,
-                                    positive)
+from trainium_lab._validate import (choice, finite_number, in_range, instance, integer,
+                                    positive, sequence)
 from trainium_lab.units import GB, GiB, day
 
 __all__ = [
@@ -183,7 +183,7 @@ def state_breakdown(n_params: float, recipes: Iterable[str] | str = "bf16-adam")
     [16.0, 12.0]
     """
     n_params = positive("n_params", n_params)
-    keys = [recipes] if isinstance(recipes, str) else list(recipes)
+    keys = [recipes] if isinstance(recipes, str) else sequence("recipes", recipes, lambda _n, x: x)
     rows = []
     for key in keys:
         r = recipe(key)
@@ -277,6 +277,8 @@ def zero_table(n_params: float, dp_values: Sequence[int], *,
     labels = {0: "baseline (DP)", 1: "ZeRO-1 (optimizer)", 2: "ZeRO-2 (+ gradients)",
               3: "ZeRO-3 (+ weights)"}
     rows = []
+    stages = sequence("stages", stages, lambda name, x: integer(name, x, minimum=0, maximum=3))
+    dp_values = sequence("dp_values", dp_values, integer)
     for s in stages:
         for d in dp_values:
             b = zero_bytes_per_device(n_params, d, s, optimizer_bytes_per_param)
@@ -409,6 +411,7 @@ def activation_table(seq_lens: Sequence[int], *, micro_batch: int, d_model: int,
         configs += [(f"TP={t}", t, False, "none"), (f"TP={t} + SP", t, True, "none"),
                     (f"TP={t} + SP + selective", t, True, "selective")]
     rows = []
+    seq_lens = sequence("seq_lens", seq_lens, integer)
     for label, tp_i, sp, mode in configs:
         for s in seq_lens:
             b = activation_bytes(n_layers, s, micro_batch, d_model, n_heads, tp_i, sp, mode)
@@ -479,6 +482,7 @@ def min_chips_zero(n_params: float, stage: int, chip: str = "trn2", *,
     """
     n_params = positive("n_params", n_params)
     stage = integer("stage", stage, minimum=0, maximum=3)
+    max_chips = integer("max_chips", max_chips)
     r = recipe(recipe_name)
     hbm = specs.chip(chip).hbm_bytes
     if activation_bytes_per_chip is None:
@@ -534,8 +538,7 @@ def sharded_state_table(state_bytes: float, system: str = "trn2-ultraserver",
     sysm = specs.system(system)
     hbm = sysm.chip.hbm_bytes
     rows = []
-    for c in counts:
-        c = integer("counts", c, minimum=1)
+    for c in sequence("counts", counts, lambda name, x: integer(name, x, minimum=1, maximum=10**6)):
         n = c * sysm.n_chips
         per = state_bytes / n
         rows.append({"n_systems": c, "n_chips": n, "state_gib_per_chip": per / GiB,
@@ -921,6 +924,8 @@ def size_job(n_params: float, n_tokens: float, *, system: str = "trn2.48xlarge",
         chips = min_chips_zero(n_params, stage, sysm.chip_key, recipe_name=r.key,
                                activation_share=activation_share)
     shape = preset(model) if isinstance(model, str) else model
+    if shape is not None:
+        instance("model", shape, ModelPreset, "a preset name, a ModelPreset or None")
     act = None
     if shape is not None:
         act = activation_bytes(shape.n_layers, shape.seq_len, micro_batch, shape.d_model,
@@ -958,6 +963,7 @@ def plan_memory_table(plan: SizingPlan) -> pd.DataFrame:
     >>> plan_memory_table(size_job(8e9, 1e12)).item.tolist()[:2]
     ['HBM of one chip', 'state per chip (2 chips, ZeRO-3)']
     """
+    instance("plan", plan, SizingPlan, "a SizingPlan from size_job(...)")
     sysm = specs.system(plan.system)
     hbm = sysm.chip.hbm_bytes
     if plan.min_chips is None:

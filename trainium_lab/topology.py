@@ -86,7 +86,7 @@ import numpy as np
 import pandas as pd
 
 from trainium_lab import specs
-from trainium_lab._validate import UnknownNameError, choice, integer
+from trainium_lab._validate import UnknownNameError, choice, integer, sequence
 
 __all__ = [
     "Level", "Cluster", "Placement", "KINDS", "LATENCY_CRITICAL", "LEVEL_NAMES", "SYSTEMS", "ORDERINGS",
@@ -407,7 +407,7 @@ def levels_table(systems: tuple[str, ...] | list[str] | None = None) -> pd.DataF
     >>> t[["level", "gb_per_s", "scope"]].to_string(index=False)  # doctest: +NORMALIZE_WHITESPACE
     '      level  gb_per_s             scope\\n   instance    1024.0 per-chip aggregate\\nultraserver     256.0 per-chip aggregate\\n        efa      25.0          per chip'
     """
-    names = SYSTEMS if systems is None else tuple(systems)
+    names = SYSTEMS if systems is None else sequence("systems", systems, lambda _name, s: s)
     rows = []
     for name in names:
         key = specs.system(name).key
