@@ -589,12 +589,14 @@ def _regression_problem(n_features: int, n_samples: int, noise: float, seed: int
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n_samples, n_features))
     w_true = rng.uniform(-3.0, 3.0, n_features)
-    y = x @ w_true + noise * rng.standard_normal(n_samples)
+    # Products are summed by numpy, not BLAS: OpenBLAS picks its kernels (and so its summation
+    # order) per processor, and a last-bit difference can flip a rounding decision in training.
+    y = (x * w_true).sum(axis=1) + noise * rng.standard_normal(n_samples)
     # The full-batch gradient of L(w) = mean((Xw - y)^2) / 2 is A w - b with
     # A = X'X / n and b = X'y / n, so a step costs O(d^2) whatever n is.
-    a = x.T @ x / n_samples
-    b = x.T @ y / n_samples
-    c = float(y @ y / n_samples)
+    a = (x[:, :, None] * x[:, None, :]).sum(axis=0) / n_samples
+    b = (x * y[:, None]).sum(axis=0) / n_samples
+    c = float((y * y).sum() / n_samples)
     return a, b, c, w_true
 
 
@@ -685,7 +687,7 @@ def train_linear_regression(learning_rate: float = 0.01, n_steps: int = 1000,
             j += 1
             if k == n_steps:
                 break
-        g = w @ a32 - b32  # a is symmetric
+        g = (w[:, :, None] * a32[None, :, :]).sum(axis=1) - b32  # w A (A symmetric), no BLAS
         new = w - lr32 * g
         master = master - lr32 * g[3]
         w[0] = new[0]
@@ -693,7 +695,7 @@ def train_linear_regression(learning_rate: float = 0.01, n_steps: int = 1000,
         w[2] = _stochastic(new[2], name, draws[k])
         w[3] = nearest(master)
     wd = kept.astype(np.float64)
-    losses = 0.5 * (np.einsum("kvi,ij,kvj->kv", wd, a, wd) - 2 * wd @ b + c)
+    losses = 0.5 * (np.einsum("kvi,ij,kvj->kv", wd, a, wd) - 2 * (wd * b).sum(axis=-1) + c)
     labels = _variant_labels(name)
     df = pd.DataFrame({"step": np.repeat(keep, 4), "variant": np.tile(VARIANTS, len(keep)),
                        "loss": losses.reshape(-1)})
