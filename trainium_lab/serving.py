@@ -771,7 +771,7 @@ def tp_allreduce_s(rep: Replica, n_tokens: int, system: str | None = None,
     0.0
     """
     rep = _rep(rep)
-    n_tokens = _tokens("n_tokens", n_tokens, minimum=1)
+    n_tokens = integer("n_tokens", n_tokens, minimum=1, maximum=10**13)
     if latency_s is not None:
         latency_s = _amount("latency_s", latency_s)
     if rep.tp == 1:
@@ -884,7 +884,7 @@ def decode_step(rep: Replica, batch: int, context_len: int, tokens_per_sequence:
     batch = _batch("batch", batch)
     ctx = _tokens("context_len", context_len)
     _check_context(ctx, max_model_len)
-    tps = integer("tokens_per_sequence", tokens_per_sequence, minimum=1, maximum=10_000)
+    tps = integer("tokens_per_sequence", tokens_per_sequence, minimum=1, maximum=10_001)
     mb = integer("micro_batches", micro_batches, minimum=1, maximum=rep.pp)
     eff = _fraction("efficiency", efficiency)
     flops = batch * tps * decode_flops_per_token(rep.model, ctx)
@@ -971,6 +971,8 @@ def chip_decode_table(model: str | ModelPreset, n_chips: int, batch: int, contex
     """
     m = resolve_model(model)
     n_chips = integer("n_chips", n_chips, minimum=1, maximum=100_000)
+    if isinstance(chips, str) or not isinstance(chips, Iterable):
+        raise ValueError(f"chips must be a sequence of chip names, got {chips!r}")
     rows = []
     for key in chips:
         r = replica(m, key, tp=n_chips * cores.logical_cores_per_chip(key, lnc), lnc=lnc)
@@ -1534,7 +1536,7 @@ def _alpha(alpha: object) -> float:
 
 
 def _k(k: object) -> int:
-    return integer("k", k, minimum=0, maximum=1000)
+    return integer("k", k, minimum=0, maximum=10_000)
 
 
 def _c(name: str, c: object) -> float:
