@@ -1,0 +1,117 @@
+"""Exercises for chapter 09 (serving). Each solution is code that shows the arithmetic with
+units; running it gives the reference answer (``trainium_lab.exercises.Exercise``)."""
+
+from __future__ import annotations
+
+from trainium_lab.exercises import Exercise
+
+__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "q7", "ALL"]
+
+q1 = Exercise(
+    "Q1 KV cache per token, Llama 3 70B",
+    unit="KiB",
+    hint=("2 (a key and a value) × layers × KV heads × head dimension × bytes per element. Llama 3 "
+          "70B: 80 layers, d_model 8,192 over 64 query heads, but only 8 KV heads."),
+    solution=("m = sizing.preset('llama3-70b')\n"
+              "head_dim = m.d_model // m.n_heads                      # 8192 / 64 = 128\n"
+              "per_token_bytes = 2 * m.n_layers * m.n_kv_heads * head_dim * 2   # BF16: 2 bytes\n"
+              "answer_1 = per_token_bytes / KiB                       # 327,680 B = 320 KiB"),
+    wrong=2560.0,
+    mistakes=[(2560.0, "you used the 64 query heads; keys and values are kept for the 8 KV heads only "
+                       "(grouped-query attention)"),
+              (160.0, "a token keeps a key AND a value vector: the factor 2"),
+              (327680.0, "that is in bytes; the question asks for KiB")],
+)
+
+q2 = Exercise(
+    "Q2 decode step, Llama 3 8B on one Trainium2",
+    unit="ms",
+    hint=("At batch 1 a decode step reads every weight once (and the KV of 1,024 tokens): bytes over "
+          "the HBM bandwidth of the ranks holding them. TP 4 at LNC=2 is the whole chip."),
+    solution=("r = serving.replica('llama3-8b', 'trn2', tp=4)              # 4 ranks = 1 chip at LNC=2\n"
+              "weights = r.weight_bytes                                   # 8.03e9 params × 2 B\n"
+              "kv = (1024 + 1) * r.kv_bytes_per_token                     # read 1,024 tokens, write 1\n"
+              "bandwidth = r.hbm_bytes_per_s_active                       # 4 × 725 GB/s = 2.9 TB/s\n"
+              "answer_2 = (weights + kv) / bandwidth / ms                 # HBM-bound: compute is ~0.02 ms"),
+    wrong=0.0233,
+    mistakes=[(0.0233, "that is the compute time (2 FLOPs per weight at 667 TFLOP/s); at batch 1 "
+                       "reading the weights from HBM takes far longer"),
+              (22.34, "you used one logical core's bandwidth (725 GB/s): the four ranks read their "
+                      "shards in parallel at the chip's 2.9 TB/s")],
+)
+
+q3 = Exercise(
+    "Q3 batch where 70B decode turns compute-bound",
+    unit="sequences",
+    rel_tol=0.02,
+    hint=("Set batch × FLOPs per token / peak equal to (weights + batch × context × KV per token) / "
+          "bandwidth and solve for the batch (serving.decode_compute_bound_batch)."),
+    solution=("r = serving.replica('llama3-70b', 'trn2', tp=8)              # 2 chips, 1 KV head per rank\n"
+              "ctx = 128\n"
+              "flops = serving.decode_flops_per_token(r.model, ctx)        # ≈ 2 FLOPs per weight\n"
+              "per_seq_s = flops / r.peak_flops_per_s_active - (ctx + 1) * r.kv_bytes_per_token_stored / r.hbm_bytes_per_s_active\n"
+              "answer_3 = r.weight_bytes / r.hbm_bytes_per_s_active / per_seq_s"),
+    wrong=230.0,
+    mistakes=[(230.0, "that is the ridge point (667 TFLOP/s ÷ 2.9 TB/s): it is the answer with no "
+                      "context; the KV reads add bytes batching cannot share and push the batch higher"),
+              (1.0, "a batch of one reads 141 GB of weights for ~0.14 TFLOP: it is deep in the "
+                    "HBM-bound region")],
+)
+
+q4 = Exercise(
+    "Q4 tokens per target pass",
+    unit="tokens",
+    hint="Equation (1) of Leviathan et al.: (1 − α^(k+1)) / (1 − α), with α = 0.7 and k = 4.",
+    solution=("alpha, k = 0.7, 4\n"
+              "answer_4 = (1 - alpha ** (k + 1)) / (1 - alpha)   # accepted drafts + the target's own token"),
+    wrong=1.7731,
+    mistakes=[(1.7731, "that counts only the accepted draft tokens; every pass also yields one token "
+                       "from the target itself"),
+              (5.0, "that is the most a pass can give (k + 1), reached only if every draft is accepted")],
+)
+
+q5 = Exercise(
+    "Q5 best speculation length",
+    unit="tokens drafted",
+    rel_tol=0.0,
+    hint=("Evaluate Theorem 3.8, (1 − α^(k+1)) / ((1 − α)(k c + 1)), for k = 0, 1, 2, … with "
+          "α = 0.8 and c = 0.1, and take the k that maximises it."),
+    solution=("alpha, c = 0.8, 0.1\n"
+              "speedups = [(1 - alpha ** (k + 1)) / ((1 - alpha) * (k * c + 1)) for k in range(33)]\n"
+              "answer_5 = int(np.argmax(speedups))"),
+    wrong=32,
+    mistakes=[(32, "more drafted tokens always add expected tokens, but each costs c of a target step: "
+                   "the speed-up peaks and then falls")],
+)
+
+q6 = Exercise(
+    "Q6 concurrent 8K sequences, Llama 3 8B on one Trainium2",
+    unit="sequences",
+    rel_tol=0.0,
+    hint=("Per logical core: 24 GiB × 0.9 (vLLM's default memory utilization) − weights/4 − the "
+          "runtime's micro-code (96 MB per physical core, 2 at LNC=2); divide by one sequence's KV "
+          "on that core (8,192 tokens in 32-token blocks × 32 KiB)."),
+    solution=("r = serving.replica('llama3-8b', 'trn2', tp=4)\n"
+              "budget = r.hbm_bytes_per_rank * serving.serving_fact('gpu_memory_utilization_default')\n"
+              "resident = r.weight_bytes_per_rank + 2 * serving.serving_fact('microcode_bytes_per_physical_core')\n"
+              "per_seq = serving.paged_kv_blocks(8192, 32) * 32 * r.kv_bytes_per_token_per_rank   # 256 MiB\n"
+              "answer_6 = int((budget - resident) // per_seq)"),
+    wrong=80,
+    mistakes=[(80, "you used all 24 GiB of the core; vLLM budgets only gpu_memory_utilization (0.9) of it"),
+              (280, "the KV of one sequence is split over the 4 ranks: count sequences per replica, "
+                    "not per rank times four")],
+)
+
+q7 = Exercise(
+    "Q7 chips under TP 8 × PP 2",
+    unit="chips",
+    rel_tol=0.0,
+    hint="Ranks = TP × PP; at LNC=2 a Trainium2 chip runs 8 physical / 2 = 4 logical cores (ranks).",
+    solution=("ranks = 8 * 2\n"
+              "answer_7 = ranks / cores.logical_cores_per_chip('trn2', 2)   # 16 ranks / 4 per chip"),
+    wrong=16,
+    mistakes=[(16, "16 is the number of ranks; each Trainium2 chip runs 4 of them at LNC=2"),
+              (2, "at LNC=2 a Trainium2 chip has 4 logical cores, not 8 (that is LNC=1)")],
+)
+
+ALL = (q1, q2, q3, q4, q5, q6, q7)
