@@ -1361,7 +1361,7 @@ def bucket_tradeoff(lengths: Sequence[int], max_len: int, n_buckets: Sequence[in
     """Padding waste against NEFF memory as the number of buckets grows.
 
     For ``n`` buckets the sizes are ``n`` lengths spaced evenly in log scale from ``min_len``
-    (default 128) to ``max_len``, rounded up to whole tokens (one bucket: ``max_len`` alone).
+    (default 128) to ``max_len``, rounded to whole tokens (one bucket: ``max_len`` alone).
     Each bucket is one more NEFF, costing ``neff_bytes`` per rank (an assumption).
 
     Returns
@@ -1385,7 +1385,8 @@ def bucket_tradeoff(lengths: Sequence[int], max_len: int, n_buckets: Sequence[in
         if n == 1:
             bs = [max_len]
         else:
-            bs = sorted({int(math.ceil(x)) for x in np.geomspace(lo, max_len, n)} | {max_len})
+            # plain Python powers, rounded to whole tokens: the same on every processor
+            bs = sorted({round(lo * (max_len / lo) ** (i / (n - 1))) for i in range(n)} | {max_len})
         rows.append({"n_buckets": len(bs), "buckets": ", ".join(f"{b:,}" for b in bs),
                      "padding_waste": padding_waste(lengths, bs), "neff_bytes": len(bs) * neff,
                      "neff_gib": len(bs) * neff / GiB})

@@ -8,19 +8,19 @@ from trainium_lab.exercises import Exercise
 __all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "q7", "ALL"]
 
 q1 = Exercise(
-    "Q1 KV cache per token, Llama 3 70B",
+    "Q1 KV cache per token, Llama 3 405B",
     unit="KiB",
     hint=("2 (a key and a value) × layers × KV heads × head dimension × bytes per element. Llama 3 "
-          "70B: 80 layers, d_model 8,192 over 64 query heads, but only 8 KV heads."),
-    solution=("m = sizing.preset('llama3-70b')\n"
-              "head_dim = m.d_model // m.n_heads                      # 8192 / 64 = 128\n"
+          "405B: 126 layers, d_model 16,384 over 128 query heads, but only 8 KV heads."),
+    solution=("m = sizing.preset('llama3-405b')\n"
+              "head_dim = m.d_model // m.n_heads                      # 16384 / 128 = 128\n"
               "per_token_bytes = 2 * m.n_layers * m.n_kv_heads * head_dim * 2   # BF16: 2 bytes\n"
-              "answer_1 = per_token_bytes / KiB                       # 327,680 B = 320 KiB"),
-    wrong=2560.0,
-    mistakes=[(2560.0, "you used the 64 query heads; keys and values are kept for the 8 KV heads only "
+              "answer_1 = per_token_bytes / KiB                       # 516,096 B = 504 KiB"),
+    wrong=8064.0,
+    mistakes=[(8064.0, "you used the 128 query heads; keys and values are kept for the 8 KV heads only "
                        "(grouped-query attention)"),
-              (160.0, "a token keeps a key AND a value vector: the factor 2"),
-              (327680.0, "that is in bytes; the question asks for KiB")],
+              (252.0, "a token keeps a key AND a value vector: the factor 2"),
+              (516096.0, "that is in bytes; the question asks for KiB")],
 )
 
 q2 = Exercise(
@@ -103,15 +103,15 @@ q6 = Exercise(
 )
 
 q7 = Exercise(
-    "Q7 chips under TP 8 × PP 2",
+    "Q7 chips under TP 16 × PP 4 at LNC=1",
     unit="chips",
     rel_tol=0.0,
-    hint="Ranks = TP × PP; at LNC=2 a Trainium2 chip runs 8 physical / 2 = 4 logical cores (ranks).",
-    solution=("ranks = 8 * 2\n"
-              "answer_7 = ranks / cores.logical_cores_per_chip('trn2', 2)   # 16 ranks / 4 per chip"),
-    wrong=16,
-    mistakes=[(16, "16 is the number of ranks; each Trainium2 chip runs 4 of them at LNC=2"),
-              (2, "at LNC=2 a Trainium2 chip has 4 logical cores, not 8 (that is LNC=1)")],
+    hint="Ranks = TP × PP; at LNC=1 every physical NeuronCore is a logical core (a rank): 8 per Trainium2.",
+    solution=("ranks = 16 * 4\n"
+              "answer_7 = ranks / cores.logical_cores_per_chip('trn2', 1)   # 64 ranks / 8 per chip"),
+    wrong=64,
+    mistakes=[(64, "64 is the number of ranks; each Trainium2 chip runs 8 of them at LNC=1"),
+              (16, "at LNC=1 a Trainium2 chip has 8 logical cores (4 is LNC=2)")],
 )
 
 ALL = (q1, q2, q3, q4, q5, q6, q7)
