@@ -401,3 +401,13 @@ def test_context_above_max_model_len_raises():
 def test_bad_input_names_the_parameter(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_kv_bound_context_len_is_where_the_compute_bound_batch_becomes_infinite():
+    r = sv.replica("llama3-70b", tp=8)
+    c = sv.kv_bound_context_len(r)
+    assert math.isfinite(sv.decode_compute_bound_batch(r, math.floor(c) - 1))
+    assert sv.decode_compute_bound_batch(r, math.ceil(c) + 1) == math.inf
+    # a model whose GQA group is as large as the ridge point: attention keeps pace with KV reads
+    wide = custom_model("wide", n_layers=2, d_model=512 * 128, n_heads=512, n_kv_heads=1, vocab_size=100)
+    assert sv.kv_bound_context_len(sv.replica(wide, tp=1)) == math.inf

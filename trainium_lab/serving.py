@@ -21,7 +21,8 @@ Public API, by question
     :class:`Replica`, :func:`replica` (a model on ``tp × pp`` logical cores),
     :func:`decode_flops_per_token`, :func:`prefill_flops`, :func:`step_bound`,
     :func:`prefill_step`, :func:`decode_step`, :func:`tp_allreduce_s`,
-    :func:`decode_compute_bound_batch`, :func:`roofline_points`, :func:`chip_decode_table`
+    :func:`decode_compute_bound_batch`, :func:`kv_bound_context_len`, :func:`roofline_points`,
+    :func:`chip_decode_table`
 *What does a request stream see?*
     :func:`serve_stream` (TTFT, TPOT, tokens/s per chip), :func:`batching_curve`
 *What fits?*
@@ -86,7 +87,7 @@ __all__ = [
     "paged_kv_cache_bytes", "kv_growth_table",
     "Replica", "replica", "decode_flops_per_token", "prefill_flops",
     "StepBound", "step_bound", "prefill_step", "decode_step", "tp_allreduce_s",
-    "decode_compute_bound_batch", "roofline_points", "chip_decode_table",
+    "decode_compute_bound_batch", "kv_bound_context_len", "roofline_points", "chip_decode_table",
     "StreamEstimate", "serve_stream", "batching_curve",
     "Capacity", "capacity", "bucket_sizes", "pick_bucket", "padding_waste", "bucket_tradeoff",
     "LaunchCheck", "check_launch",
@@ -920,6 +921,28 @@ def decode_compute_bound_batch(rep: Replica, context_len: int) -> float:
     if per_seq <= 0:
         return math.inf
     return rep.weight_bytes / rep.hbm_bytes_per_s_active / per_seq
+
+
+def kv_bound_context_len(rep: Replica) -> float:
+    """The context beyond which no batch makes decode compute-bound (:func:`decode_compute_bound_batch` is inf).
+
+    Per sequence a step reads ``(c + 1)·k`` KV bytes and does ``2N + 4·L·c·d`` FLOPs; batching
+    shares only the weights. Setting the KV read time equal to the compute time gives
+    ``c* = (2N/P − k/BW) / (k/BW − 4·L·d/P)``, or ``inf`` when the attention FLOPs grow as fast
+    as the KV bytes (a GQA group as large as the ridge point).
+
+    Examples
+    --------
+    >>> round(kv_bound_context_len(replica("llama3-70b", tp=8)))
+    1910
+    """
+    rep = _rep(rep)
+    m = rep.model
+    kv_s = rep.kv_bytes_per_token_stored / rep.hbm_bytes_per_s_active
+    att_s = 4.0 * m.n_layers * m.d_model / rep.peak_flops_per_s_active
+    if kv_s <= att_s:
+        return math.inf
+    return max((2.0 * _matmul_params(m) / rep.peak_flops_per_s_active - kv_s) / (kv_s - att_s), 0.0)
 
 
 def roofline_points(rep: Replica, batches: Sequence[int] = (1, 16, 256),
