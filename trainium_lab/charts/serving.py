@@ -169,7 +169,7 @@ def speculation_histogram_chart(hist: pd.DataFrame, *, title: str = "Tokens per 
     d["probability"] = d["probability"].round(4)
     d["simulated"] = d["simulated"].round(4)
     with debug_mode(False):
-        x = alt.X("tokens:O", title="tokens produced by one target pass")
+        x = alt.X("tokens:O", title="tokens produced by one target pass", axis=alt.Axis(labelAngle=0))
         bars = alt.Chart().mark_bar(color=PALETTE[0], opacity=0.7).encode(
             x=x, y=alt.Y("simulated:Q", title="share of passes"),
             tooltip=[alt.Tooltip("tokens:O"), alt.Tooltip("simulated:Q", format=".4f"),

@@ -3,9 +3,22 @@ units; running it gives the reference answer (``trainium_lab.exercises.Exercise`
 
 from __future__ import annotations
 
-from trainium_lab.exercises import Exercise
+from trainium_lab import roofline, serving
+from trainium_lab.exercises import Exercise, run_solution
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "q7", "ALL"]
+
+def _q2_compute_ms() -> float:
+    """The likely slip in Q2: the compute time instead of the HBM time, in ms."""
+    r = serving.replica("llama3-8b", "trn2", tp=4)
+    return serving.decode_step(r, 1, 1024).compute_s * 1e3
+
+
+def _q6_without_utilization() -> int:
+    """The likely slip in Q6: budgeting the whole HBM of the core."""
+    r = serving.replica("llama3-8b", "trn2", tp=4)
+    return serving.capacity(r, 8192, memory_utilization=1.0).max_sequences
+
 
 q1 = Exercise(
     "Q1 KV cache per token, Llama 3 405B",
@@ -33,11 +46,11 @@ q2 = Exercise(
               "kv = (1024 + 1) * r.kv_bytes_per_token                     # read 1,024 tokens, write 1\n"
               "bandwidth = r.hbm_bytes_per_s_active                       # 4 × 725 GB/s = 2.9 TB/s\n"
               "answer_2 = (weights + kv) / bandwidth / ms                 # HBM-bound: compute is ~0.02 ms"),
-    wrong=0.0233,
-    mistakes=[(0.0233, "that is the compute time (2 FLOPs per weight at 667 TFLOP/s); at batch 1 "
-                       "reading the weights from HBM takes far longer"),
-              (22.34, "you used one logical core's bandwidth (725 GB/s): the four ranks read their "
-                      "shards in parallel at the chip's 2.9 TB/s")],
+    wrong=lambda: _q2_compute_ms(),
+    mistakes=[(lambda: _q2_compute_ms(), "that is the compute time (2 FLOPs per weight at the chip's peak); "
+                                         "at batch 1 reading the weights from HBM takes far longer"),
+              (lambda: 4 * run_solution(q2._solution), "you used one logical core's bandwidth: the four "
+                                                       "ranks read their shards in parallel, at the whole chip's bandwidth")],
 )
 
 q3 = Exercise(
@@ -51,10 +64,11 @@ q3 = Exercise(
               "flops = serving.decode_flops_per_token(r.model, ctx)        # ≈ 2 FLOPs per weight\n"
               "per_seq_s = flops / r.peak_flops_per_s_active - (ctx + 1) * r.kv_bytes_per_token_stored / r.hbm_bytes_per_s_active\n"
               "answer_3 = r.weight_bytes / r.hbm_bytes_per_s_active / per_seq_s"),
-    wrong=230.0,
-    mistakes=[(230.0, "that is the ridge point (667 TFLOP/s ÷ 2.9 TB/s): it is the answer with no "
-                      "context; the KV reads add bytes batching cannot share and push the batch higher"),
-              (1.0, "a batch of one reads 141 GB of weights for ~0.14 TFLOP: it is deep in the "
+    wrong=lambda: roofline.ridge_point("trn2", "bf16"),
+    mistakes=[(lambda: roofline.ridge_point("trn2", "bf16"),
+               "that is the ridge point (peak FLOP/s ÷ HBM bytes/s): it is the answer with no "
+               "context; the KV reads add bytes batching cannot share and push the batch higher"),
+              (1.0, "a batch of one reads every weight for two FLOPs each: it is deep in the "
                     "HBM-bound region")],
 )
 
@@ -88,18 +102,20 @@ q6 = Exercise(
     "Q6 concurrent 8K sequences, Llama 3 8B on one Trainium2",
     unit="sequences",
     rel_tol=0.0,
-    hint=("Per logical core: 24 GiB × 0.9 (vLLM's default memory utilization) − weights/4 − the "
-          "runtime's micro-code (96 MB per physical core, 2 at LNC=2); divide by one sequence's KV "
-          "on that core (8,192 tokens in 32-token blocks × 32 KiB)."),
+    hint=("Per logical core: its HBM × vLLM's default memory utilization, less a quarter of the "
+          "weights and the runtime's micro-code (per physical core: 2 at LNC=2; serving.serving_fact); "
+          "divide by one sequence's KV on that core (8,192 tokens in 32-token blocks)."),
     solution=("r = serving.replica('llama3-8b', 'trn2', tp=4)\n"
               "budget = r.hbm_bytes_per_rank * serving.serving_fact('gpu_memory_utilization_default')\n"
               "resident = r.weight_bytes_per_rank + 2 * serving.serving_fact('microcode_bytes_per_physical_core')\n"
               "per_seq = serving.paged_kv_blocks(8192, 32) * 32 * r.kv_bytes_per_token_per_rank   # 256 MiB\n"
               "answer_6 = int((budget - resident) // per_seq)"),
-    wrong=80,
-    mistakes=[(80, "you used all 24 GiB of the core; vLLM budgets only gpu_memory_utilization (0.9) of it"),
-              (280, "the KV of one sequence is split over the 4 ranks: count sequences per replica, "
-                    "not per rank times four")],
+    wrong=lambda: _q6_without_utilization(),
+    mistakes=[(lambda: _q6_without_utilization(), "you used all the core's HBM; vLLM budgets only "
+                                                  "gpu_memory_utilization of it"),
+              (lambda: 4 * run_solution(q6._solution), "the KV of one sequence is split over the 4 "
+                                                       "ranks: count sequences per replica, not per rank "
+                                                       "times four")],
 )
 
 q7 = Exercise(
