@@ -11,7 +11,7 @@ import pandas as pd
 from altair.utils.schemapi import debug_mode
 
 from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH
-from trainium_lab.charts.layouts import _records
+from trainium_lab.charts.layouts import _records, panel_bars_chart
 from trainium_lab.charts.reliability import _DatasetLayerChart
 
 __all__ = ["serving_panel_chart", "kv_growth_chart",
@@ -58,18 +58,7 @@ def serving_panel_chart(memory: pd.DataFrame, hbm: pd.DataFrame, times: pd.DataF
     domain = _PARTS + ["HBM"] + _TIME
     colours = _PART_COLOURS + ["#333333"] + _TIME_COLOURS
     panels = [f"memory {w} (GiB)" for w in ("per logical core", "per chip")] + [step]
-    with debug_mode(False):
-        return alt.Chart(_records(d), width=width, height=alt.Step(20)).mark_bar().encode(
-            x=alt.X("value:Q", title=None),
-            y=alt.Y("bar:N", title=None, sort=None),
-            color=alt.Color("part:N", scale=alt.Scale(domain=domain, range=colours), title=None,
-                            legend=alt.Legend(columns=1, orient="right")),
-            row=alt.Row("panel:N", title=None, sort=panels,
-                        header=alt.Header(labelAngle=0, labelAlign="left", labelFontWeight="bold",
-                                          labelOrient="top")),
-            order=alt.Order("order:Q"),
-            tooltip=[alt.Tooltip("panel:N"), alt.Tooltip("part:N"), alt.Tooltip("value:Q", format=",.3f")],
-        ).resolve_scale(x="independent", y="independent")
+    return panel_bars_chart(d, domain, colours, panels, width=width, step=20, legend_columns=1)
 
 
 def kv_growth_chart(df: pd.DataFrame, hbm_gib: float, *, hbm_label: str = "HBM of one chip",
