@@ -56,6 +56,14 @@ VALUES = {
     "unit": "GiB", "phrase": "HBM", "claim": None, "claim_id": None, "filename": "chips.csv",
     "sizes_bytes": (1e6, 1e9), "dims": (128, 256), "intervals_s": (1800.0, 3600.0),
     "dp_values": (1, 8), "seq_lens": (2048, 4096), "stages": (0, 3),
+    # serving (chapter 09)
+    "head_dim": 128, "alpha": 0.8, "context_len": 4096, "batch": 8, "prompt_tokens": 512,
+    "output_tokens": 128, "concurrency": 8, "kv_bytes_per_token": 131072.0,
+    "context_lens": (1024, 4096), "batches": (1, 8), "concurrencies": (1, 8), "max_len": 4096,
+    "buckets": (128, 256, 512), "lengths": (100, 200), "n_buckets": (1, 4), "neff_bytes": 1e8,
+    "num_cores": 32, "max_model_len": 16384, "quantity": "auto_bucket_min_tokens", "c": 0.05,
+    "bytes_moved": 1e9, "peak_flops_per_s": 1e15, "hbm_bytes_per_s": 1e12,
+    "rep": "REPLICA", "target": "REPLICA", "draft": "REPLICA",
 }
 
 #: per-function baselines where the vocabulary's value does not fit
@@ -114,6 +122,9 @@ OVERRIDES = {
     "layouts.candidate_degrees": {"n_ranks": 16},
     "intro.weights_vs_hbm": {"chip": "trn2"},
     "units.format_seconds": {"seconds": 3.0},
+    "serving.pick_bucket": {"n_tokens": 100},
+    "serving.check_launch": {"model": "llama3-70b", "n_chips": 16, "tp": 8, "pp": 2},
+    "serving.chip_decode_table": {"n_chips": 8, "batch": 8, "context_len": 1024},
 }
 
 #: one bad value of each kind the issue names
@@ -125,6 +136,12 @@ def _placeholder(value):
     """Objects a baseline needs that only the package can build."""
     from trainium_lab import cores, layouts, sizing, topology
 
+    if not isinstance(value, str):
+        return value
+    if value == "REPLICA":
+        from trainium_lab import serving
+
+        return serving.replica("llama3-8b", tp=4)
     if value == "PLACEMENT":
         return topology.place(tp=8, pp=4, dp=2, system="trn2.48xlarge", lnc=2)
     if value == "LAYOUT":
@@ -163,7 +180,7 @@ def baseline(qualname, fn):
         elif p.default is not p.empty:
             continue
         elif p.name in VALUES:
-            kwargs[p.name] = VALUES[p.name]
+            kwargs[p.name] = _placeholder(VALUES[p.name])
         else:
             raise AssertionError(f"{qualname}: no baseline value for {p.name!r}; add one to "
                                  "VALUES or OVERRIDES in tests/test_fuzz.py")
