@@ -71,7 +71,7 @@ __all__ = [
     "MAX_TOKENS", "MAX_BUCKETS",
     "pick_bucket", "padded_tokens", "padding_fraction", "optimal_buckets",
     "optimal_buckets_by_count", "power_of_two_buckets", "BucketSetCost", "bucket_set_cost",
-    "bucket_tradeoff", "synthetic_lengths", "length_histogram", "HISTOGRAMS",
+    "bucket_tradeoff", "synthetic_lengths", "length_histogram", "length_shares", "HISTOGRAMS",
     "GraphSpec", "CompileEnv", "graph_hash", "flags_hash", "cache_key", "cache_key_changes",
     "step_stream", "RunCompiles", "run_compiles", "trial_run_keys", "parallel_precompile_s",
     "compiler_facts",
@@ -605,6 +605,36 @@ def synthetic_lengths(n_samples: int, *, median_tokens: float = 400.0, sigma: fl
     rng = np.random.default_rng(seed)
     raw = rng.lognormal(math.log(median_tokens), sigma, size=n_samples)
     return np.clip(np.ceil(raw), 1, max_tokens).astype(np.int64)
+
+
+def length_shares(lengths, counts=None, n_bins: int = 128) -> pd.DataFrame:
+    """Share of sequences in each of at most ``n_bins`` equal-width length bins, for a chart.
+
+    Bins span 1..longest length; a bin holds lengths ``bin_start .. bin_end``
+    (inclusive). With fewer distinct lengths than bins, each bin is one token wide.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``bin_start``, ``bin_end`` (tokens) and ``share`` (fraction of all sequences).
+
+    Examples
+    --------
+    >>> length_shares([1, 2, 2, 4], n_bins=2)[["bin_start", "bin_end"]].values.tolist()
+    [[1, 2], [3, 4]]
+    >>> length_shares([1, 2, 2, 4], n_bins=2).share.tolist()
+    [0.75, 0.25]
+    """
+    n_bins = integer("n_bins", n_bins, minimum=1, maximum=100_000)
+    values, cnt = _histogram(lengths, counts)
+    top = int(values[-1])
+    width = max(1, -(-top // n_bins))
+    idx = (values - 1) // width
+    n = int(idx[-1]) + 1
+    per_bin = np.bincount(idx, weights=cnt, minlength=n)
+    starts = np.arange(n) * width + 1
+    return pd.DataFrame({"bin_start": starts, "bin_end": np.minimum(starts + width - 1, top),
+                         "share": per_bin / cnt.sum()})
 
 
 def length_histogram(name: str = "wikipedia-bert-512") -> pd.DataFrame:
