@@ -337,6 +337,24 @@ def test_step_stream_buckets_and_dynamic_lengths():
     assert dyn.seq_len.nunique() > 10  # every batch's longest sample is its own shape
 
 
+def test_group_by_length_gives_every_bucket_its_batches():
+    lengths = c.synthetic_lengths(20_000, seed=0)
+    b = c.optimal_buckets(lengths, 4)
+    random = c.step_stream(20_000, 64, lengths=lengths, buckets=b)
+    # random batches are padded to their longest sample: almost all land in the top bucket
+    assert (random.seq_len == max(b)).mean() > 0.9
+    grouped = c.step_stream(20_000, 64, lengths=lengths, buckets=b, group_by_length=True)
+    assert set(grouped.seq_len) == set(b)
+    assert int(grouped.batch_size.sum()) == 20_000
+    per_bucket = grouped.groupby("seq_len").batch_size.apply(lambda x: int((x < 64).sum()))
+    assert (per_bucket <= 1).all()  # at most one ragged batch per bucket
+    dropped = c.step_stream(20_000, 64, lengths=lengths, buckets=b, group_by_length=True,
+                            drop_last=True)
+    assert set(dropped.batch_size) == {64}
+    with pytest.raises(ValueError, match="group_by_length"):
+        c.step_stream(100, 8, pad_to=8, group_by_length=True)
+
+
 def test_step_stream_branch_rows():
     s = c.step_stream(640, 64, pad_to=128, branch_every=4)
     branched = s[s.variant != "train step"]

@@ -98,7 +98,8 @@ def test_demos_print_nothing(capfd):
     (lambda: j.branch_compiles(None), "flags"), (lambda: j.branch_compiles([1]), "flags"),
     (lambda: j.loop_vs_scan([float("nan")]), "depths"), (lambda: j.loop_vs_scan((2,), compile="y"), "compile"),
     (lambda: j.ragged_batch_compiles(0), "n_samples"), (lambda: j.ragged_batch_compiles(10, 1e308), "batch_size"),
-    (lambda: j.graph_cut_compiles(-1), "n_steps"), (lambda: j.persistent_cache_demo(5), "cache_dir"),
+    (lambda: j.graph_cut_compiles(-1), "n_steps"), (lambda: j.call_times(repeats=0), "repeats"),
+    (lambda: j.call_times(batches=None), "batches"), (lambda: j.persistent_cache_demo(5), "cache_dir"),
     (lambda: j.persistent_cache_demo("/nonexistent/dir/x"), "cache_dir"),
 ])
 def test_bad_input(call, name):

@@ -845,14 +845,16 @@ def cache_key_changes(graph: GraphSpec | None = None, env: CompileEnv | None = N
 
 def step_stream(n_samples: int, batch_size: int, *, n_epochs: int = 1, lengths=None,
                 buckets=None, pad_to: int | None = None, drop_last: bool = False,
-                branch_every: int = 0, branch_ranks: str = "rank 0",
+                group_by_length: bool = False, branch_every: int = 0, branch_ranks: str = "rank 0",
                 branch_variant: str = "train step + spike guard", seed: int = 0) -> pd.DataFrame:
     """The graph every step of a run traces: its batch size, sequence length and variant.
 
     Each epoch visits the samples in a seeded random order in batches of
     ``batch_size``; the last batch is smaller unless ``drop_last``. A batch's
     sequence length is its longest sample, padded to its bucket (``buckets``), to
-    ``pad_to``, or left as it is (dynamic shapes). Every ``branch_every``-th step,
+    ``pad_to``, or left as it is (dynamic shapes). With ``group_by_length`` (and
+    ``buckets``), batches are formed inside each bucket (a length-grouped sampler), so
+    every bucket has full batches and its own smaller last batch. Every ``branch_every``-th step,
     the ranks in ``branch_ranks`` take a different code path (a second row for that
     step).
 
@@ -871,7 +873,10 @@ def step_stream(n_samples: int, batch_size: int, *, n_epochs: int = 1, lengths=N
     pad_to : int, optional
         Pad every batch to this length (needs lengths <= it).
     drop_last : bool
-        Drop the last, smaller batch of each epoch.
+        Drop the last, smaller batch of each epoch (of each bucket, when grouping).
+    group_by_length : bool
+        Form batches from samples of the same bucket (needs ``buckets``); the batch
+        order is then shuffled.
     branch_every : int
         0 for no branch; otherwise the period (in steps) of the branch.
     branch_ranks : {"rank 0", "all ranks"}
@@ -917,6 +922,10 @@ def step_stream(n_samples: int, batch_size: int, *, n_epochs: int = 1, lengths=N
     if b is not None and lens.max() > b[-1]:
         raise ValueError(f"buckets: the largest ({int(b[-1])}) is shorter than the longest "
                          f"sample ({int(lens.max())})")
+    if not isinstance(group_by_length, (bool, np.bool_)):
+        raise ValueError(f"group_by_length must be True or False, got {group_by_length!r}")
+    if group_by_length and b is None:
+        raise ValueError("group_by_length needs buckets (a sequence of bucket lengths)")
     n_full, rest = divmod(n_samples, batch_size)
     if drop_last and n_full == 0:
         raise ValueError(f"drop_last with batch_size={batch_size} > n_samples={n_samples} "
@@ -928,15 +937,27 @@ def step_stream(n_samples: int, batch_size: int, *, n_epochs: int = 1, lengths=N
     frames = []
     for epoch in range(n_epochs):
         order = lens[rng.permutation(n_samples)]
-        starts = np.arange(n_steps) * batch_size
-        longest = np.maximum.reduceat(order, starts)
-        sizes = np.minimum(batch_size, n_samples - starts)
-        if b is not None:
-            seq = b[np.searchsorted(b, longest, side="left")]
-        elif pad_to is not None:
-            seq = np.full(n_steps, pad_to, dtype=np.int64)
+        if group_by_length:
+            which = np.searchsorted(b, order, side="left")
+            sizes_l, seq_l = [], []
+            for i, bucket in enumerate(b):
+                n_in = int((which == i).sum())
+                full, part = divmod(n_in, batch_size)
+                sizes_l += [batch_size] * full + ([part] if part and not drop_last else [])
+                seq_l += [int(bucket)] * (full + (1 if part and not drop_last else 0))
+            shuffle = rng.permutation(len(sizes_l))
+            sizes = np.asarray(sizes_l, dtype=np.int64)[shuffle]
+            seq = np.asarray(seq_l, dtype=np.int64)[shuffle]
         else:
-            seq = longest
+            starts = np.arange(n_steps) * batch_size
+            longest = np.maximum.reduceat(order, starts)
+            sizes = np.minimum(batch_size, n_samples - starts)
+            if b is not None:
+                seq = b[np.searchsorted(b, longest, side="left")]
+            elif pad_to is not None:
+                seq = np.full(n_steps, pad_to, dtype=np.int64)
+            else:
+                seq = longest
         frames.append(pd.DataFrame({"epoch": epoch, "batch_size": sizes, "seq_len": seq}))
     df = pd.concat(frames, ignore_index=True)
     df.insert(0, "step", np.arange(len(df)))

@@ -50,7 +50,7 @@ import pandas as pd
 
 from trainium_lab._validate import integer
 
-__all__ = ["CompileLog", "watch_compiles", "step_hlo", "hlo_op_count", "shape_compiles",
+__all__ = ["CompileLog", "watch_compiles", "step_hlo", "call_times", "hlo_op_count", "shape_compiles",
            "BranchDemo", "branch_compiles", "loop_vs_scan", "ragged_batch_compiles",
            "graph_cut_compiles", "persistent_cache_demo"]
 
@@ -181,6 +181,45 @@ def step_hlo(batch: int = 8, d_model: int = 16) -> str:
     x = jax.ShapeDtypeStruct((batch, d_model), np.float32)
     w = jax.ShapeDtypeStruct((d_model, d_model), np.float32)
     return jax.jit(_make_step()).lower(x, w).as_text()
+
+
+def call_times(batches: Sequence[int] = (8, 16, 32), d_model: int = 16,
+               repeats: int = 20) -> pd.DataFrame:
+    """Wall time of a jitted step's first call on each shape (trace + compile) and of a repeat.
+
+    Machine-dependent: show it only where outputs are not compared.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``input_shape``, ``first_call_s`` and ``repeat_call_s`` (median of ``repeats``).
+
+    Examples
+    --------
+    >>> df = call_times((4,), repeats=3)
+    >>> bool(df.first_call_s.iloc[0] > df.repeat_call_s.iloc[0])
+    True
+    """
+    batches = _int_tuple("batches", batches, minimum=1, maximum=4096)
+    _, d_model = _check_dims(1, d_model)
+    repeats = integer("repeats", repeats, minimum=1, maximum=1000)
+    jax = _jax()
+    step = jax.jit(_make_step())
+    w = np.ones((d_model, d_model), np.float32)
+    rows = []
+    for b in batches:
+        x = np.ones((b, d_model), np.float32)
+        start = time.perf_counter()
+        step(x, w).block_until_ready()
+        first = time.perf_counter() - start
+        again = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            step(x, w).block_until_ready()
+            again.append(time.perf_counter() - start)
+        rows.append({"input_shape": f"({b}, {d_model})", "first_call_s": first,
+                     "repeat_call_s": float(np.median(again))})
+    return pd.DataFrame(rows)
 
 
 def hlo_op_count(text: str) -> int:
