@@ -977,7 +977,7 @@ def step_stream(n_samples: int, batch_size: int, *, n_epochs: int = 1, lengths=N
     return df.reset_index(drop=True)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class RunCompiles:
     """Compiles of one run: the event log, the totals and the cache it leaves behind.
 
@@ -994,6 +994,11 @@ class RunCompiles:
     stall_s: float
     node_compile_s: float
     cache_keys: frozenset
+
+    def __repr__(self) -> str:  # the key set's order varies between processes: not shown
+        return (f"RunCompiles(n_steps={self.n_steps}, n_graphs={self.n_graphs}, "
+                f"n_compiles={self.n_compiles}, stall_s={self.stall_s:g}, "
+                f"node_compile_s={self.node_compile_s:g}, cache_keys=<{len(self.cache_keys)} keys>)")
 
     def _repr_markdown_(self) -> str:
         return (f"{self.n_steps:,} steps, **{self.n_graphs}** distinct graphs, "
