@@ -9,7 +9,7 @@ import functools
 import altair as alt
 import pandas as pd
 
-from trainium_lab.charts.base import PALETTE, base
+from trainium_lab.charts.base import PALETTE, DatasetTemplate, base
 
 _STRATEGIES = ["optimal", "powers of two"]
 _STRATEGY_COLOURS = [PALETTE[0], PALETTE[1]]
@@ -82,26 +82,9 @@ def padding_curve_chart(tradeoff: pd.DataFrame, n_buckets: int | None = None, *,
     return alt.layer(lines, rule)
 
 
-class _DatasetHConcatChart(alt.HConcatChart):
-    """An hconcat chart whose data all sit in top-level named ``datasets``.
-
-    The same device as ``charts.reliability._DatasetLayerChart``: the spec of the
-    panels is converted once and reused, so a widget update only swaps the datasets
-    (~1 ms instead of Altair's tens of milliseconds). Any other call goes through Altair.
-    """
-
-    def to_dict(self, validate: bool = True, *, format: str = "vega-lite",
-                ignore: list[str] | None = None, context: dict | None = None) -> dict:
-        spec = self.__dict__.get("_spec")
-        if validate or format != "vega-lite" or ignore or context or spec is None:
-            return super().to_dict(validate=validate, format=format, ignore=ignore, context=context)
-        return {**spec, "datasets": self._kwds["datasets"]}
-
-    def with_datasets(self, datasets: dict[str, list[dict]]) -> "_DatasetHConcatChart":
-        clone = object.__new__(type(self))
-        clone.__dict__.update(self.__dict__)
-        object.__setattr__(clone, "_kwds", {**self._kwds, "datasets": datasets})
-        return clone
+class _DatasetHConcatChart(DatasetTemplate, alt.HConcatChart):
+    """An hconcat chart whose data all sit in named ``datasets`` (see
+    :class:`trainium_lab.charts.base.DatasetTemplate`): a widget update only swaps them."""
 
 
 @functools.lru_cache(maxsize=2)
@@ -112,12 +95,9 @@ def _bucketing_template() -> _DatasetHConcatChart:
     right = padding_curve_chart(alt.NamedData("curve"), None).properties(width=300)
     rule = alt.Chart(alt.NamedData("chosen")).mark_rule(color="#555555", strokeDash=[2, 2]).encode(
         x="n_buckets:Q")
-    chart = _DatasetHConcatChart(hconcat=[left, alt.layer(*right.layer, rule).properties(width=300)],
-                                 datasets={"shares": [], "buckets": [], "curve": [], "chosen": []})
-    spec = chart.to_dict(validate=False)
-    spec.pop("datasets", None)
-    object.__setattr__(chart, "_spec", spec)
-    return chart
+    return _DatasetHConcatChart(
+        hconcat=[left, alt.layer(*right.layer, rule).properties(width=300)],
+        datasets={"shares": [], "buckets": [], "curve": [], "chosen": []}).freeze()
 
 
 def bucketing_chart(shares: pd.DataFrame, buckets: pd.DataFrame, tradeoff: pd.DataFrame,
