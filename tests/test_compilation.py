@@ -432,3 +432,72 @@ def test_result_reprs():
     r = c.run_compiles(s, compile_s=60)
     assert "distinct graphs" in r._repr_markdown_()
     assert isinstance(r.events, pd.DataFrame) and math.isfinite(r.stall_s)
+
+
+# -------------------------------------------------- more properties, and a fuzz
+
+@settings(max_examples=100)
+@given(lengths=st.lists(st.integers(1, 500), min_size=1, max_size=40),
+       extra=st.integers(1, 500))
+def test_padding_fraction_matches_its_definition_and_falls_when_a_bucket_is_added(lengths, extra):
+    top = max(lengths)
+    one = c.padding_fraction(lengths, [top])
+    by_hand = sum(top - n for n in lengths) / (top * len(lengths))
+    assert one == pytest.approx(by_hand, rel=1e-12) and 0 <= one < 1
+    assert c.padding_fraction(lengths, [min(extra, top), top]) <= one
+
+
+@settings(max_examples=60)
+@given(k=st.integers(1, 6), minutes=st.floats(0, 600), mib=st.floats(0, 4096))
+def test_bucket_set_cost_is_linear_in_the_per_neff_assumptions(k, minutes, mib):
+    lengths = list(range(1, 65))
+    b = c.optimal_buckets(lengths, k)
+    cost = c.bucket_set_cost(lengths, b, compile_s_per_neff=minutes * minute, neff_bytes=mib * 2**20)
+    assert cost.compile_s == pytest.approx(len(b) * minutes * minute)
+    assert cost.loaded_bytes == pytest.approx(len(b) * mib * 2**20)
+
+
+VALID = {
+    "lengths": [1, 2, 3], "buckets": [4], "counts": None, "n_tokens": 2, "n_buckets": 2,
+    "max_buckets": 2, "max_tokens": 8, "compile_s_per_neff": 1.0, "neff_bytes": 1.0,
+    "scratchpad_bytes_per_token": 0.0, "tokens_per_s": 1.0, "n_epochs": 1, "n_samples": 10,
+    "median_tokens": 5.0, "sigma": 0.5, "seed": 0, "name": "wikipedia-bert-512", "n_bins": 4,
+    "graph": c.GraphSpec(1, 1), "env": c.CompileEnv(), "flags": "", "batch_size": 2, "pad_to": 4,
+    "drop_last": False, "group_by_length": False, "branch_every": 0, "branch_ranks": "rank 0",
+    "branch_variant": "guard", "stream": c.step_stream(4, 2, pad_to=2), "compile_s": 1.0,
+    "n_nodes": 1, "shared_cache": False, "warm_keys": (), "n_fresh_nodes": None, "n_steps": 1,
+    "n_graphs": 1, "n_workers": 1, "topic": None,
+}
+BAD = [None, "x", float("nan"), float("inf"), 1e308, 10**30, -1, [1, "a"], {"a": 1}]
+
+
+def _public_functions():
+    import inspect
+
+    return [(name, getattr(c, name)) for name in c.__all__
+            if inspect.isfunction(getattr(c, name))]
+
+
+@pytest.mark.parametrize("name, fn", _public_functions(), ids=[n for n, _ in _public_functions()])
+def test_fuzz_every_public_function_raises_only_value_error(name, fn):
+    import inspect
+
+    params = [p for p in inspect.signature(fn).parameters.values()]
+    base = {p.name: VALID[p.name] for p in params if p.name in VALID}
+    if name == "step_stream":
+        base["lengths"] = None  # every sample pad_to long
+    missing = [p.name for p in params if p.name not in VALID and p.default is inspect.Parameter.empty]
+    assert not missing, f"{name}: no valid value for {missing}"
+    fn(**base)  # the valid call works
+    for p in params:
+        if p.name not in base:
+            continue
+        for bad in BAD:
+            if bad is None and p.default is None:
+                continue  # None is a valid choice there
+            try:
+                fn(**{**base, p.name: bad})
+            except ValueError:
+                pass
+            except Exception as exc:  # noqa: BLE001 - the point of the test
+                pytest.fail(f"{name}({p.name}={bad!r}) raised {type(exc).__name__}: {exc}")

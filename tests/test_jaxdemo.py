@@ -30,6 +30,12 @@ def test_unrolled_loop_grows_scan_does_not():
     assert loop[32] > 5 * scan[32]
 
 
+def test_loop_vs_scan_counts_shown_in_the_notebook():
+    df = j.loop_vs_scan((2, 8, 16), compile=False)
+    assert df[df["style"] == "python loop"].hlo_ops.tolist() == [8, 32, 64]
+    assert df[df["style"] == "lax.scan"].hlo_ops.tolist() == [14, 14, 14]
+
+
 def test_loop_vs_scan_compile_times_are_reported():
     df = j.loop_vs_scan((2,), compile=True)
     assert (df.compile_s > 0).all()
@@ -80,6 +86,7 @@ def test_hlo_text_is_stable_and_carries_the_shapes():
     assert a == b
     assert "tensor<8x16xf32>" in a and "stablehlo.tanh" in a
     assert "loc(" not in a  # no source locations (machine paths) in the text
+    assert j.hlo_op_count(a) == 8  # the count the notebook prints
     assert j.step_hlo(4, 16) != a
 
 
