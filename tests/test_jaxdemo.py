@@ -112,3 +112,22 @@ def test_demos_print_nothing(capfd):
 def test_bad_input(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+BAD = [None, "x", float("nan"), 1e308, 10**30, -1, [1, "a"], {"a": 1}]
+FUNCTIONS = [n for n in j.__all__ if n not in ("CompileLog", "BranchDemo", "watch_compiles")]
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_fuzz_every_public_function_raises_only_value_error(name):
+    """Each parameter in turn gets a bad value (the others keep their defaults): only
+    ValueError may come out, before any program is built."""
+    import inspect
+
+    fn = getattr(j, name)
+    for p in inspect.signature(fn).parameters.values():
+        for bad in BAD:
+            if (bad is None and p.default is None) or (p.name == "text" and isinstance(bad, str)):
+                continue  # valid there
+            with pytest.raises(ValueError):
+                fn(**{p.name: bad})
