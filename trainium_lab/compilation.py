@@ -71,7 +71,7 @@ __all__ = [
     "MAX_TOKENS", "MAX_BUCKETS",
     "pick_bucket", "padded_tokens", "padding_fraction", "optimal_buckets",
     "optimal_buckets_by_count", "power_of_two_buckets", "BucketSetCost", "bucket_set_cost",
-    "bucket_tradeoff", "synthetic_lengths", "length_histogram", "length_shares", "HISTOGRAMS",
+    "bucket_tradeoff", "synthetic_lengths", "length_histogram", "length_shares", "length_summary", "HISTOGRAMS",
     "GraphSpec", "CompileEnv", "graph_hash", "flags_hash", "cache_key", "cache_key_changes",
     "step_stream", "RunCompiles", "run_compiles", "trial_run_keys", "parallel_precompile_s",
     "compiler_facts",
@@ -635,6 +635,30 @@ def length_shares(lengths, counts=None, n_bins: int = 128) -> pd.DataFrame:
     starts = np.arange(n) * width + 1
     return pd.DataFrame({"bin_start": starts, "bin_end": np.minimum(starts + width - 1, top),
                          "share": per_bin / cnt.sum()})
+
+
+def length_summary(lengths, counts=None) -> pd.DataFrame:
+    """Sequences, 10th/50th/90th percentile length, longest, and the share at the longest.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row: ``n_sequences``, ``p10_tokens``, ``median_tokens``, ``p90_tokens``
+        (lengths below which 10 / 50 / 90 % of sequences fall, the smallest such
+        length), ``longest_tokens`` and ``share_at_longest``.
+
+    Examples
+    --------
+    >>> length_summary([1, 2, 3, 4, 4]).iloc[0].tolist()
+    [5.0, 1.0, 3.0, 4.0, 4.0, 0.4]
+    """
+    values, cnt = _histogram(lengths, counts)
+    cum = np.cumsum(cnt) / cnt.sum()
+    pick = lambda q: int(values[np.searchsorted(cum, q - 1e-12)])  # noqa: E731
+    return pd.DataFrame([{"n_sequences": int(cnt.sum()), "p10_tokens": pick(0.1),
+                          "median_tokens": pick(0.5), "p90_tokens": pick(0.9),
+                          "longest_tokens": int(values[-1]),
+                          "share_at_longest": float(cnt[-1] / cnt.sum())}])
 
 
 def length_histogram(name: str = "wikipedia-bert-512") -> pd.DataFrame:
