@@ -64,6 +64,10 @@ VALUES = {
     "num_cores": 32, "max_model_len": 16384, "quantity": "auto_bucket_min_tokens", "c": 0.05,
     "bytes_moved": 1e9, "peak_flops_per_s": 1e15, "hbm_bytes_per_s": 1e12,
     "rep": "REPLICA", "target": "REPLICA", "draft": "REPLICA",
+    # compilation (chapter 07)
+    "max_buckets": 4, "max_tokens": 2048, "compile_s_per_neff": 300.0, "graph": "GRAPH",
+    "flags": "--auto-cast=none", "batch_size": 32, "stream": "STREAM", "compile_s": 300.0,
+    "n_graphs": 8, "n_workers": 4, "n_samples": 100,
 }
 
 #: per-function baselines where the vocabulary's value does not fit
@@ -123,6 +127,11 @@ OVERRIDES = {
     "intro.weights_vs_hbm": {"chip": "trn2"},
     "units.format_seconds": {"seconds": 3.0},
     "serving.pick_bucket": {"n_tokens": 100},
+    "compilation.pick_bucket": {"n_tokens": 100},
+    "compilation.optimal_buckets": {"n_buckets": 2},
+    "compilation.power_of_two_buckets": {"n_buckets": 3},
+    "compilation.synthetic_lengths": {"n_samples": 100},
+    "compilation.step_stream": {"n_samples": 100, "batch_size": 32, "pad_to": 128},
     "serving.check_launch": {"model": "llama3-70b", "n_chips": 16, "tp": 8, "pp": 2},
     "serving.chip_decode_table": {"n_chips": 8, "batch": 8, "context_len": 1024},
 }
@@ -138,6 +147,14 @@ def _placeholder(value):
 
     if not isinstance(value, str):
         return value
+    if value == "GRAPH":
+        from trainium_lab import compilation
+
+        return compilation.GraphSpec(32, 512)
+    if value == "STREAM":
+        from trainium_lab import compilation
+
+        return compilation.step_stream(100, 32, pad_to=128)
     if value == "REPLICA":
         from trainium_lab import serving
 
