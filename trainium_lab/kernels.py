@@ -69,7 +69,7 @@ from trainium_lab._validate import UnknownNameError, choice, finite_number, in_r
 
 __all__ = [
     "ENGINES", "SPACES", "ACTIVATIONS", "CoreModel", "core_model", "max_contraction",
-    "memory_hierarchy", "Tensor", "View", "Pool", "Kernel", "KernelRun", "pipeline_time_s",
+    "memory_hierarchy", "core_roofline", "core_bound_s", "Tensor", "View", "Pool", "Kernel", "KernelRun", "pipeline_time_s",
     "matmul_hbm_bytes", "TilePlan", "tile_plan", "largest_tiles", "tiled_matmul",
     "matmul_cost", "elementwise", "softmax", "attention_softmax", "rmsnorm",
 ]
@@ -399,6 +399,63 @@ def memory_hierarchy(chip: str = "trn2") -> pd.DataFrame:
     ])
 
 
+def _core_peak(core: CoreModel, dtype: str) -> float:
+    return core.dense_flops_per_s[_tensor_mode(core, [_dtype(dtype)])[0]]
+
+
+def core_roofline(chip: str = "trn2", dtype: str = "bfloat16", *, low: float = 0.1,
+                  high: float = 1e5) -> pd.DataFrame:
+    """Chapter 01's roofline for one NeuronCore: its tensor-engine peak for ``dtype`` and its
+    DMA bandwidth (:func:`core_model`) in place of the chip's.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns of :func:`trainium_lab.roofline.roofline_curve` (``device``, ``dtype``,
+        ``intensity``, ``flops_per_s``, ``tflops``, ``region``, ``tier``): the two ends and
+        the ridge point.
+
+    References
+    ----------
+    Williams, Waterman and Patterson (2009), the roofline model.
+
+    Examples
+    --------
+    >>> df = core_roofline("trn2", "bfloat16")
+    >>> round(float(df.intensity[1])), round(float(df.tflops.max()))
+    (218, 79)
+    """
+    low, high = positive("low", low), positive("high", high)
+    if high <= low or high > 1e12:
+        raise ValueError(f"high must be > low ({low:g}) and at most 1e12, got {high!r}")
+    core = core_model(chip)
+    peak, bw = _core_peak(core, dtype), core.dma_bytes_per_s
+    ridge = peak / bw
+    x = np.array(sorted({low, high} | ({ridge} if low < ridge < high else set())))
+    y = np.minimum(peak, x * bw)
+    tier = specs.fact(core.core, "dma_engine_bytes_per_s", "core").source_tier
+    return pd.DataFrame({"device": f"one {core.core} ({core.chip_name})",
+                         "dtype": _tensor_mode(core, [_dtype(dtype)])[0], "intensity": x,
+                         "flops_per_s": y, "tflops": y / u.TFLOPS,
+                         "region": np.where(x < ridge, "HBM", "tensor engine"), "tier": tier})
+
+
+def core_bound_s(m: int, n: int, k: int, dtype: str = "bfloat16", chip: str = "trn2") -> float:
+    """Chapter 01's lower bound for one NeuronCore: ``max(2mnk / peak, bytes / DMA bandwidth)``
+    with the minimum traffic of :func:`trainium_lab.roofline.matmul_bytes`.
+
+    Examples
+    --------
+    >>> round(core_bound_s(4096, 4096, 4096) * 1e3, 2)   # 137 GFLOP at 79 TFLOP/s
+    1.74
+    """
+    m, n, k = (integer(nm, v, minimum=1, maximum=_MAX_DIM) for nm, v in (("m", m), ("n", n), ("k", k)))
+    core = core_model(chip)
+    dtype = _dtype(dtype)
+    return max(roofline.matmul_flops(m, n, k) / _core_peak(core, dtype),
+               roofline.matmul_bytes(m, n, k, dtype) / core.dma_bytes_per_s)
+
+
 # --------------------------------------------------------------------------- tensors and views
 
 class Tensor:
@@ -409,7 +466,7 @@ class Tensor:
     """
 
     __slots__ = ("kernel", "name", "space", "shape", "dtype", "itemsize", "data", "writer",
-                 "write_end", "readers", "read_end", "per_partition_bytes", "banks", "alive")
+                 "write_end", "readers", "read_end", "per_partition_bytes", "banks", "alive", "_full")
 
     def __init__(self, kernel: "Kernel", name: str, space: str, shape: tuple[int, ...],
                  dtype: str, data: np.ndarray | None):
@@ -423,6 +480,7 @@ class Tensor:
         self.per_partition_bytes = 0.0
         self.banks = 0
         self.alive = True
+        self._full = View(self, tuple((0, n) for n in shape))
 
     @property
     def ndim(self) -> int:
@@ -436,10 +494,10 @@ class Tensor:
 
     def view(self) -> "View":
         """The whole tensor as a view."""
-        return View(self, tuple((0, n) for n in self.shape))
+        return self._full
 
     def __getitem__(self, key) -> "View":
-        return self.view()[key]
+        return self._full[key]
 
     def __repr__(self) -> str:
         return f"Tensor({self.name!r}, {self.space}, {list(self.shape)}, {self.dtype})"
@@ -467,7 +525,7 @@ class View:
             if type(k) is slice and k.step is None:
                 start = 0 if k.start is None else k.start
                 stop = n if k.stop is None else k.stop
-                if 0 <= start <= stop <= n and type(start) is int and type(stop) is int:
+                if type(start) is int and type(stop) is int and 0 <= start <= stop <= n:
                     bounds[axis] = (lo + start, lo + stop)
                     continue
             if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
@@ -478,7 +536,10 @@ class View:
             elif isinstance(k, slice):
                 if k.step not in (None, 1):
                     raise ValueError("views take unit steps only")
-                start, stop, _ = k.indices(n)
+                try:
+                    start, stop, _ = k.indices(n)
+                except TypeError:
+                    raise ValueError(f"slice bounds must be integers, got {k!r}") from None
                 if stop < start:
                     stop = start
                 bounds[axis] = (lo + start, lo + stop)
@@ -566,8 +627,13 @@ class KernelRun:
     partitions: int
     dma_bytes_per_s: float
     engine_busy_s: Mapping[str, float]
-    timeline: pd.DataFrame = field(repr=False)
+    ops: Mapping[str, Sequence] = field(repr=False)
     output: np.ndarray | None = field(default=None, repr=False)
+
+    @functools.cached_property
+    def timeline(self) -> pd.DataFrame:
+        """One row per operation (see the class docstring), built on first use."""
+        return pd.DataFrame({"op_id": np.arange(len(self.ops["engine"])), **self.ops})
 
     @property
     def hbm_bytes(self) -> float:
@@ -679,6 +745,7 @@ class Kernel:
         self.hbm_read_bytes = 0.0
         self.hbm_write_bytes = 0.0
         self.flops = 0.0
+        self._per_element: dict[tuple, tuple[float, float]] = {}
 
     # ------------------------------------------------------------------ allocation
     def _shape(self, shape: Any) -> tuple[int, ...]:
@@ -808,7 +875,6 @@ class Kernel:
                 deps.update(t.readers)
         end = start + duration_s
         op_id = len(self._ops["engine"])
-        deps.discard(op_id)
         o = self._ops
         o["engine"].append(engine)
         o["op"].append(op)
@@ -832,10 +898,15 @@ class Kernel:
         return op_id
 
     def _engine_s(self, engine: str, free_elems: int, n_inputs: int, dtypes: Sequence[str]) -> float:
-        c = self.core
-        width = min(c.elements_per_cycle[(engine, _width_key(d))] for d in dtypes)
-        cycles = max(n_inputs, 1) * free_elems * c.partitions / width + c.instruction_overhead_cycles
-        return cycles / c.clocks_hz[engine]
+        key = (engine, tuple(dtypes))
+        per = self._per_element.get(key)
+        if per is None:
+            c = self.core
+            width = min(c.elements_per_cycle[(engine, _width_key(d))] for d in dtypes)
+            per = (c.partitions / width / c.clocks_hz[engine],
+                   c.instruction_overhead_cycles / c.clocks_hz[engine])
+            self._per_element[key] = per
+        return max(n_inputs, 1) * free_elems * per[0] + per[1]
 
     # ------------------------------------------------------------------ DMA
     def load(self, dst: Any, src: Any) -> None:
@@ -905,38 +976,68 @@ class Kernel:
         d = _as_view(dst, "dst")
         s = _as_view(stationary, "stationary")
         m = _as_view(moving, "moving")
-        _space(d, ("psum",), "matmul destination")
+        c = self.core
+        if s.shape[-1] > c.stationary_fmax:
+            raise ValueError(f"stationary free size {s.shape[-1]} exceeds the tensor engine's "
+                             f"{c.stationary_fmax} columns")
+        if m.shape[-1] > c.psum_tile_fmax:
+            raise ValueError(f"moving free size {m.shape[-1]} exceeds one PSUM bank ({c.psum_tile_fmax})")
+        self.matmul_grid([[d]], s, m, accumulate=accumulate)
+
+    def matmul_grid(self, dsts: Sequence[Sequence[Any]], stationary: Any, moving: Any, *,
+                    accumulate: bool = False) -> None:
+        """:meth:`matmul` for a grid of PSUM tiles: ``dsts[i][j]`` receives columns
+        ``i·cols:(i+1)·cols`` of ``stationary`` times columns ``j·bank:(j+1)·bank`` of
+        ``moving`` (``cols`` the array's columns, ``bank`` one PSUM bank).
+
+        Each tile is its own instruction sequence in the timeline, exactly as separate
+        :meth:`matmul` calls would be; the values are computed in one numpy product (faster).
+        """
+        s = _as_view(stationary, "stationary")
+        m = _as_view(moving, "moving")
         _space(s, ("sbuf",), "stationary")
         _space(m, ("sbuf",), "moving")
+        if not isinstance(accumulate, bool):
+            raise ValueError(f"accumulate must be True or False, got {accumulate!r}")
         c = self.core
         if len(s.shape) != len(m.shape) or len(s.shape) not in (2, 3) or s.shape[:-1] != m.shape[:-1]:
             raise ValueError(f"stationary {list(s.shape)} and moving {list(m.shape)} must share "
                              "their contraction axes ([K, M] and [K, N], or [p, g, M] and [p, g, N])")
-        mm, nn = s.shape[-1], m.shape[-1]
-        if d.shape != (mm, nn) or len(d.shape) != 2:
-            raise ValueError(f"matmul destination must be [{mm}, {nn}] in PSUM, got {list(d.shape)}")
-        if mm > c.stationary_fmax:
-            raise ValueError(f"stationary free size {mm} exceeds the tensor engine's {c.stationary_fmax} columns")
-        if nn > c.psum_tile_fmax:
-            raise ValueError(f"moving free size {nn} exceeds one PSUM bank ({c.psum_tile_fmax})")
+        fm, fn = c.stationary_fmax, c.psum_tile_fmax
+        m_all, n_all = s.shape[-1], m.shape[-1]
+        if not isinstance(dsts, (list, tuple)) or len(dsts) != math.ceil(m_all / fm) or any(
+                not isinstance(row, (list, tuple)) or len(row) != math.ceil(n_all / fn) for row in dsts):
+            raise ValueError(f"dsts must be a {math.ceil(m_all / fm)} × {math.ceil(n_all / fn)} grid "
+                             f"of PSUM views for stationary {list(s.shape)} and moving {list(m.shape)}")
         key, cmax = _tensor_mode(c, [s.tensor.dtype, m.tensor.dtype])
-        per_instr_groups = max(1, cmax // c.partitions)
         groups = s.shape[1] if len(s.shape) == 3 else 1
-        n_instr = math.ceil(groups / per_instr_groups)
+        n_instr = math.ceil(groups / max(1, cmax // c.partitions))
         contraction = s.shape[0] * groups
-        flops = float(_FLOPS_PER_MAC * contraction * mm * nn)
-        duration = n_instr * _FLOPS_PER_MAC * cmax * c.stationary_fmax * max(nn, c.mm_min_cycles) \
-            / c.dense_flops_per_s[key]
+        grid = []
+        for i, row in enumerate(dsts):
+            for j, dst in enumerate(row):
+                d = _as_view(dst, "dst")
+                _space(d, ("psum",), "matmul destination")
+                mm, nn = min(fm, m_all - i * fm), min(fn, n_all - j * fn)
+                if d.shape != (mm, nn):
+                    raise ValueError(f"matmul destination must be [{mm}, {nn}] in PSUM, got {list(d.shape)}")
+                grid.append((i, j, d))
         if self.execute:
-            kdim = contraction
-            prod = np.dot(s.data.reshape(kdim, mm).T, m.data.reshape(kdim, nn))
-            if accumulate:
-                d.tensor.data[d.slices] += prod
-            else:
-                d.tensor.data[d.slices] = prod
-        self.flops += flops
-        self._issue("tensor", "matmul", [s, m] + ([d] if accumulate else []), [d], duration,
-                    flops=flops, partitions=s.shape[0])
+            prod = np.dot(s.data.reshape(contraction, m_all).T, m.data.reshape(contraction, n_all))
+        for i, j, d in grid:
+            mm, nn = d.shape
+            flops = float(_FLOPS_PER_MAC * contraction * mm * nn)
+            duration = n_instr * _FLOPS_PER_MAC * cmax * fm * max(nn, c.mm_min_cycles) \
+                / c.dense_flops_per_s[key]
+            if self.execute:
+                piece = prod[i * fm:i * fm + mm, j * fn:j * fn + nn]
+                if accumulate:
+                    d.tensor.data[d.slices] += piece
+                else:
+                    d.tensor.data[d.slices] = piece
+            self.flops += flops
+            self._issue("tensor", "matmul", [s, m] + ([d] if accumulate else []), [d], duration,
+                        flops=flops, partitions=s.shape[0])
 
     # ------------------------------------------------------------------ vector engine
     def _same_partitions(self, *views: View) -> int:
@@ -1102,7 +1203,6 @@ class Kernel:
     def result(self, output: Tensor | None = None) -> KernelRun:
         """The run so far: time, traffic, memory peaks, engine busy times, timeline."""
         o = self._ops
-        timeline = pd.DataFrame({"op_id": np.arange(len(o["engine"])), **o})
         time_s = max(o["end_s"]) if o["end_s"] else 0.0
         c = self.core
         out = None
@@ -1117,7 +1217,7 @@ class Kernel:
             sbuf_bytes_per_partition=float(c.sbuf_bytes_per_partition),
             psum_peak_banks=int(self._psum_peak), psum_banks=c.psum_banks,
             partitions=c.partitions, dma_bytes_per_s=c.dma_bytes_per_s,
-            engine_busy_s=dict(self._busy), timeline=timeline, output=out)
+            engine_busy_s=dict(self._busy), ops={k: list(v) for k, v in o.items()}, output=out)
 
 
 _BINARY: dict[str, Callable[[Any, Any], Any]] = {
@@ -1409,7 +1509,8 @@ def tile_plan(m: int, n: int, k: int, tile_m: int, tile_n: int, tile_k: int | No
     tile_m, tile_n : int
         Output tile.
     tile_k : int, optional
-        Rows of k loaded per DMA; default all of k.
+        Rows of k loaded per DMA; default the largest chunk that fits SBUF: all of k if it
+        fits, else a multiple of the partition count (at least one).
     dtype, out_dtype : str
         Input and output dtypes (numerics formats).
     chip : str
@@ -1428,8 +1529,24 @@ def tile_plan(m: int, n: int, k: int, tile_m: int, tile_n: int, tile_k: int | No
     m, n, k, dtype, core, buffers, out_dtype = _plan_args(m, n, k, dtype, chip, buffers, out_dtype)
     tm = integer("tile_m", tile_m, minimum=1, maximum=_MAX_DIM)
     tn = integer("tile_n", tile_n, minimum=1, maximum=_MAX_DIM)
-    tk = k if tile_k is None else integer("tile_k", tile_k, minimum=1, maximum=_MAX_DIM)
-    return _plan(core, m, n, k, min(tm, m), min(tn, n), min(tk, k), buffers, dtype, out_dtype)
+    tm, tn = min(tm, m), min(tn, n)
+    if tile_k is None:
+        tk = _fit_tile_k(core, tm, tn, k, buffers, dtype, out_dtype) or min(k, core.partitions)
+    else:
+        tk = min(integer("tile_k", tile_k, minimum=1, maximum=_MAX_DIM), k)
+    return _plan(core, m, n, k, tm, tn, tk, buffers, dtype, out_dtype)
+
+
+def _fit_tile_k(core: CoreModel, tm: int, tn: int, k: int, buffers: int, dtype: str,
+                out_dtype: str) -> int:
+    """The largest k chunk whose panels fit SBUF beside the output tile (0 if none does)."""
+    p = core.partitions
+    b, b_out = _bytes(dtype, "dtype"), _bytes(out_dtype, "out_dtype")
+    room = core.sbuf_bytes_per_partition / buffers - math.ceil(tm / core.stationary_fmax) * tn * b_out
+    kt_fit = int(room // ((tm + tn) * b)) if room > 0 else 0
+    if kt_fit < 1:
+        return 0
+    return k if math.ceil(k / p) <= kt_fit else kt_fit * p
 
 
 def largest_tiles(m: int, n: int, k: int, dtype: str = "bfloat16", chip: str = "trn2",
@@ -1455,7 +1572,7 @@ def largest_tiles(m: int, n: int, k: int, dtype: str = "bfloat16", chip: str = "
     256
     """
     m, n, k, dtype, core, buffers, out_dtype = _plan_args(m, n, k, dtype, chip, buffers, out_dtype)
-    p, fm, fn = core.partitions, core.stationary_fmax, core.psum_tile_fmax
+    fm, fn = core.stationary_fmax, core.psum_tile_fmax
     best = None
     max_groups = core.psum_banks // buffers
     for i in range(1, max(1, max_groups) + 1):
@@ -1464,12 +1581,9 @@ def largest_tiles(m: int, n: int, k: int, dtype: str = "bfloat16", chip: str = "
             tn = min(j * fn, n)
             if buffers * math.ceil(tm / fm) * math.ceil(tn / fn) > core.psum_banks:
                 continue
-            b, b_out = _bytes(dtype, "dtype"), _bytes(out_dtype, "out_dtype")
-            room = core.sbuf_bytes_per_partition / buffers - math.ceil(tm / fm) * tn * b_out
-            kt_fit = int(room // ((tm + tn) * b)) if room > 0 else 0
-            if kt_fit < 1:
+            tk = _fit_tile_k(core, tm, tn, k, buffers, dtype, out_dtype)
+            if tk < 1:
                 continue
-            tk = k if math.ceil(k / p) <= kt_fit else kt_fit * p
             plan = _plan(core, m, n, k, tm, tn, tk, buffers, dtype, out_dtype)
             rank = (plan.hbm_bytes, -plan.tile_k, plan.sbuf_bytes_per_partition)
             if best is None or rank < best[0]:
@@ -1500,6 +1614,9 @@ def _matmul_program(kern: Kernel, a_t: Tensor, b: Tensor, c: Tensor, plan: TileP
     b_pool = kern.pool("sbuf", (p, kt, tn), b.dtype, nbuf, "B panel")
     c_pool = kern.pool("sbuf", (fm, gm, tn), c.dtype, nbuf, "C tile")
     acc_pool = kern.pool("psum", (fm, fn), "float32", nbuf * gm * gn, "C accumulator")
+    if not kern.execute:
+        _matmul_schedule(kern, a_t, b, c, plan, a_pool, b_pool, c_pool, acc_pool)
+        return
     chunk = block = 0
     for m0 in range(0, mm, tm):
         mb = min(tm, mm - m0)
@@ -1517,19 +1634,13 @@ def _matmul_program(kern: Kernel, a_t: Tensor, b: Tensor, c: Tensor, plan: TileP
                 if rem:
                     kern.load(a_s[:rem, full:full + 1, :mb], a_t[k0 + full * p:k0 + rows, m0:m0 + mb])
                     kern.load(b_s[:rem, full:full + 1, :nb], b[k0 + full * p:k0 + rows, n0:n0 + nb])
-                for i in range(math.ceil(mb / fm)):
-                    ms = min(fm, mb - i * fm)
-                    for j in range(math.ceil(nb / fn)):
-                        ns = min(fn, nb - j * fn)
-                        acc = accs[i][j][:ms, :ns]
-                        first = c_i == 0
-                        if full:
-                            kern.matmul(acc, a_s[:, :full, i * fm:i * fm + ms],
-                                        b_s[:, :full, j * fn:j * fn + ns], accumulate=not first)
-                            first = False
-                        if rem:
-                            kern.matmul(acc, a_s[:rem, full:full + 1, i * fm:i * fm + ms],
-                                        b_s[:rem, full:full + 1, j * fn:j * fn + ns], accumulate=not first)
+                grid = [[accs[i][j][:min(fm, mb - i * fm), :min(fn, nb - j * fn)]
+                         for j in range(math.ceil(nb / fn))] for i in range(math.ceil(mb / fm))]
+                if full:
+                    kern.matmul_grid(grid, a_s[:, :full, :mb], b_s[:, :full, :nb], accumulate=c_i > 0)
+                if rem:
+                    kern.matmul_grid(grid, a_s[:rem, full:full + 1, :mb], b_s[:rem, full:full + 1, :nb],
+                                     accumulate=c_i > 0 or full > 0)
             c_s = c_pool[block]
             for i in range(math.ceil(mb / fm)):
                 ms = min(fm, mb - i * fm)
@@ -1539,6 +1650,69 @@ def _matmul_program(kern: Kernel, a_t: Tensor, b: Tensor, c: Tensor, plan: TileP
             for i in range(math.ceil(mb / fm)):      # group i holds output rows i·fm + partition
                 ms = min(fm, mb - i * fm)
                 kern.store(c[m0 + i * fm:m0 + i * fm + ms, n0:n0 + nb], _group(c_s, ms, i, 0, nb))
+            block += 1
+
+
+def _matmul_schedule(kern: Kernel, a_t: Tensor, b: Tensor, c: Tensor, plan: TilePlan,
+                     a_pool: Pool, b_pool: Pool, c_pool: Pool, acc_pool: Pool) -> None:
+    """The cost-only path of :func:`_matmul_program`: the same operations, traffic and
+    timeline, issued without building views (a test checks both paths agree)."""
+    core = kern.core
+    p, fm, fn = core.partitions, core.stationary_fmax, core.psum_tile_fmax
+    kk, mm = a_t.shape
+    nn = b.shape[1]
+    tm, tn, tk = plan.tile_m, plan.tile_n, plan.tile_k
+    gm, gn = math.ceil(tm / fm), math.ceil(tn / fn)
+    key, cmax = _tensor_mode(core, [a_t.dtype, b.dtype])
+    per_instr = max(1, cmax // p)
+    rate = core.dense_flops_per_s[key]
+    dma_s = lambda nbytes: nbytes / core.dma_bytes_per_s + core.dma_fixed_s  # noqa: E731
+    a_b, b_b, c_b = a_t.itemsize, b.itemsize, c.itemsize
+    issue = kern._issue
+    a_v, b_v, c_v = a_t._full, b._full, c._full
+    chunk = block = 0
+    for m0 in range(0, mm, tm):
+        mb = min(tm, mm - m0)
+        for n0 in range(0, nn, tn):
+            nb = min(tn, nn - n0)
+            accs = [[acc_pool[block * gm * gn + i * gn + j]._full for j in range(gn)] for i in range(gm)]
+            for c_i, k0 in enumerate(range(0, kk, tk)):
+                rows = min(tk, kk - k0)
+                full, rem = divmod(rows, p)
+                a_s, b_s = a_pool[chunk]._full, b_pool[chunk]._full
+                chunk += 1
+                parts = ([(p, full, full * p)] if full else []) + ([(rem, 1, rem)] if rem else [])
+                for part, _, nrows in parts:
+                    for src, dst, width, item in ((a_v, a_s, mb, a_b), (b_v, b_s, nb, b_b)):
+                        nbytes = nrows * width * item
+                        kern.hbm_read_bytes += nbytes
+                        issue("dma_load", "load", [src], [dst], dma_s(nbytes), nbytes=nbytes,
+                              partitions=part)
+                for n_part, (part, groups, nrows) in enumerate(parts):
+                    accumulate = c_i > 0 or n_part > 0
+                    n_instr = math.ceil(groups / per_instr)
+                    for i in range(math.ceil(mb / fm)):
+                        ms = min(fm, mb - i * fm)
+                        for j in range(math.ceil(nb / fn)):
+                            ns = min(fn, nb - j * fn)
+                            d = accs[i][j]
+                            flops = float(_FLOPS_PER_MAC * nrows * ms * ns)
+                            kern.flops += flops
+                            issue("tensor", "matmul", [a_s, b_s] + ([d] if accumulate else []), [d],
+                                  n_instr * _FLOPS_PER_MAC * cmax * fm * max(ns, core.mm_min_cycles) / rate,
+                                  flops=flops, partitions=part)
+            c_s = c_pool[block]._full
+            for i in range(math.ceil(mb / fm)):
+                ms = min(fm, mb - i * fm)
+                for j in range(math.ceil(nb / fn)):
+                    ns = min(fn, nb - j * fn)
+                    issue("vector", "copy", [accs[i][j]], [c_s],
+                          kern._engine_s("vector", ns, 1, [c.dtype, "float32"]), partitions=ms)
+            for i in range(math.ceil(mb / fm)):
+                ms = min(fm, mb - i * fm)
+                nbytes = ms * nb * c_b
+                kern.hbm_write_bytes += nbytes
+                issue("dma_store", "store", [c_s], [c_v], dma_s(nbytes), nbytes=nbytes, partitions=ms)
             block += 1
 
 
