@@ -1976,6 +1976,9 @@ def attention_softmax(queries: Any, keys: Any, *, scale: float | None = None, ca
         raise ValueError(f"queries have d={d} and keys d={d2}: the head dimensions must match")
     if d > p:
         raise ValueError(f"head dimension d={d} must be at most {p} (one contraction tile)")
+    if causal and s_k < s_q:
+        raise ValueError(f"causal needs at least as many keys as queries (got {s_k} keys for {s_q} "
+                         "queries): the first queries would see no key at all")
     scale = 1.0 / math.sqrt(d) if scale is None else finite_number("scale", scale)
     q_t = kern.hbm(q.T, dtype, "Q^T")
     k_t = kern.hbm(kk.T, dtype, "K^T")
