@@ -65,7 +65,7 @@ import pandas as pd
 
 from trainium_lab import numerics, roofline, specs
 from trainium_lab import units as u
-from trainium_lab._validate import UnknownNameError, choice, finite_number, in_range, integer, positive
+from trainium_lab._validate import UnknownNameError, choice, in_range, integer, positive
 
 __all__ = [
     "ENGINES", "SPACES", "ACTIVATIONS", "CoreModel", "core_model", "max_contraction",
@@ -1127,7 +1127,8 @@ class Kernel:
         d = _as_view(dst, "dst")
         engine = choice("engine", engine, ("vector", "gpsimd"))
         _space(d, ("sbuf",) if engine == "gpsimd" else ("sbuf", "psum"), "dst")
-        value = finite_number("value", value)
+        top = numerics.format_info("float32").max_finite
+        value = in_range("value", value, -top, top)
         if self.execute:
             d.tensor.data[d.slices] = _round(np.full(d.shape, value, np.float32), d.tensor.dtype)
         self._issue(engine, "memset", [], [d], self._engine_s(engine, d.free_size, 0, [d.tensor.dtype]),
@@ -1250,7 +1251,8 @@ def _operand(x: Any, partitions: int, what: str):
         if v.shape != (partitions, 1):
             raise ValueError(f"{what} must be a number or a [{partitions}, 1] view, got {list(v.shape)}")
         return v
-    return np.float32(finite_number(what, x))
+    top = numerics.format_info("float32").max_finite
+    return np.float32(in_range(what, x, -top, top))
 
 
 def _operand_data(x: Any, ndim: int):
@@ -1979,7 +1981,8 @@ def attention_softmax(queries: Any, keys: Any, *, scale: float | None = None, ca
     if causal and s_k < s_q:
         raise ValueError(f"causal needs at least as many keys as queries (got {s_k} keys for {s_q} "
                          "queries): the first queries would see no key at all")
-    scale = 1.0 / math.sqrt(d) if scale is None else finite_number("scale", scale)
+    top = numerics.format_info("float32").max_finite
+    scale = 1.0 / math.sqrt(d) if scale is None else in_range("scale", scale, -top, top)
     q_t = kern.hbm(q.T, dtype, "Q^T")
     k_t = kern.hbm(kk.T, dtype, "K^T")
     out = kern.hbm_zeros((s_q, s_k), dtype, "probabilities")

@@ -11,6 +11,7 @@ import pandas as pd
 from altair.utils.schemapi import debug_mode
 
 from trainium_lab.charts.base import PALETTE, WIDTH, base
+from trainium_lab.charts.layouts import _records  # the course's one inline-data helper
 
 __all__ = ["ENGINE_LABELS", "timeline_chart", "engine_busy_chart", "tile_sweep_chart"]
 
@@ -28,20 +29,21 @@ def _sig(x: float, digits: int = 4) -> float:
     return round(x, digits - 1 - int(math.floor(math.log10(abs(x)))))
 
 
-def _records(df: pd.DataFrame) -> alt.InlineData:
-    cols = list(df.columns)
-    values = tuple({c: (v.item() if hasattr(v, "item") else v) for c, v in zip(cols, row)}
-                   for row in zip(*(df[c].to_numpy() for c in cols)))
-    with debug_mode(False):
-        return alt.InlineData(values=values)
-
-
 def _kind(engine: str, op: str) -> str:
     if engine == "dma_load":
         return "load"
     if engine == "dma_store":
         return "store"
     return "matmul" if engine == "tensor" else engine
+
+
+def _by_case(chart: alt.Chart, faceted: bool, title: str):
+    """One panel per ``case`` (rows, shared time axis) or a single titled chart."""
+    if faceted:
+        return chart.facet(row=alt.Row("case:N", sort=None, title=None,
+                                       header=alt.Header(labelAngle=0, labelAlign="left")),
+                           title=title)
+    return chart.properties(title=title)
 
 
 def timeline_chart(timeline: pd.DataFrame, *, title: str = "Which engine does what, when",
@@ -67,11 +69,7 @@ def timeline_chart(timeline: pd.DataFrame, *, title: str = "Which engine does wh
             color=alt.Color("kind:N", scale=_KIND_COLORS, title="operation"),
             tooltip=[alt.Tooltip("op:N"), alt.Tooltip("start_us:Q", title="start (µs)"),
                      alt.Tooltip("end_us:Q", title="end (µs)")])
-        if "case" in d.columns:
-            return chart.facet(row=alt.Row("case:N", sort=None, title=None,
-                                           header=alt.Header(labelAngle=0, labelAlign="left")),
-                               title=title)
-        return chart.properties(title=title)
+        return _by_case(chart, "case" in d.columns, title)
 
 
 def engine_busy_chart(table: pd.DataFrame, *, title: str = "Busy time per engine") -> alt.Chart:
@@ -95,11 +93,7 @@ def engine_busy_chart(table: pd.DataFrame, *, title: str = "Busy time per engine
                             title=None),
             tooltip=[alt.Tooltip("lane:N", title="engine"), alt.Tooltip("busy_us:Q", title="busy (µs)"),
                      alt.Tooltip("ops:Q", title="operations")])
-        if "case" in d.columns:
-            return chart.facet(row=alt.Row("case:N", sort=None, title=None,
-                                           header=alt.Header(labelAngle=0, labelAlign="left")),
-                               title=title)
-        return chart.properties(title=title)
+        return _by_case(chart, "case" in d.columns, title)
 
 
 def tile_sweep_chart(plans: pd.DataFrame, *, title: str = "HBM traffic against output tile") -> alt.Chart:
