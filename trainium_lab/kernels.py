@@ -69,9 +69,9 @@ from trainium_lab._validate import UnknownNameError, choice, in_range, integer, 
 
 __all__ = [
     "ENGINES", "SPACES", "ACTIVATIONS", "CoreModel", "core_model", "max_contraction",
-    "memory_hierarchy", "core_roofline", "core_bound_s", "Tensor", "View", "Pool", "Kernel", "KernelRun", "pipeline_time_s",
-    "matmul_hbm_bytes", "TilePlan", "tile_plan", "largest_tiles", "tiled_matmul",
-    "matmul_cost", "elementwise", "softmax", "attention_softmax", "rmsnorm",
+    "memory_hierarchy", "core_roofline", "core_bound_s", "Tensor", "View", "Pool", "Kernel",
+    "KernelRun", "pipeline_time_s", "matmul_hbm_bytes", "TilePlan", "tile_plan", "largest_tiles",
+    "tiled_matmul", "matmul_cost", "elementwise", "softmax", "attention_softmax", "rmsnorm",
 ]
 
 #: engine queues of the timeline, in display order
@@ -1054,13 +1054,15 @@ class Kernel:
         for v, what in ((d, "dst"), (x, "a"), (y, "b")):
             _space(v, ("sbuf", "psum"), what)
         if not (d.shape == x.shape == y.shape):
-            raise ValueError(f"tensor_tensor needs equal shapes, got {list(d.shape)}, {list(x.shape)}, {list(y.shape)}")
+            raise ValueError(f"tensor_tensor needs equal shapes, got {list(d.shape)}, {list(x.shape)}, "
+                             f"{list(y.shape)}")
         p = self._same_partitions(d, x, y)
         if self.execute:
             with np.errstate(all="ignore"):
                 d.tensor.data[d.slices] = _round(_BINARY[op](x.data, y.data), d.tensor.dtype)
         self._issue("vector", f"tensor_tensor {op}", [x, y], [d],
-                    self._engine_s("vector", d.free_size, 2, [d.tensor.dtype, x.tensor.dtype, y.tensor.dtype]),
+                    self._engine_s("vector", d.free_size, 2,
+                                   [d.tensor.dtype, x.tensor.dtype, y.tensor.dtype]),
                     partitions=p)
 
     def tensor_scalar(self, dst: Any, a: Any, op: str, operand: Any, *, op2: str | None = None,
