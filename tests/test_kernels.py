@@ -614,3 +614,20 @@ def test_exercise_kernel_checker_catches_wrong_results_and_extra_traffic():
     assert verdict.status == "wrong" and "rows differ" in verdict.message
     assert ch08.q6.judge(lambda k, x, y, out: k.sbuf((256, 4))).status == "wrong"
     assert ch08.q6.judge(42).status == "wrong"
+
+
+def test_loaded_tiles_keep_their_values_whatever_happens_to_hbm_or_the_tile():
+    """Loads share the HBM array until a write (copy-on-write): neither side may see the other's
+    later writes."""
+    k = kernels.Kernel("trn2")
+    x = k.hbm(np.arange(8.0).reshape(2, 4), "float32", "x")
+    t, u = k.sbuf((2, 4), "float32"), k.sbuf((2, 4), "float32")
+    k.load(t, x)
+    k.memset(u, 5.0)
+    k.store(x, u)                                   # overwrite the HBM source
+    assert t.data.tolist() == [[0.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0]]
+    k.load(t, x)
+    k.activation(t, t, "square")                    # write the tile in place
+    assert x.data.tolist() == [[5.0] * 4] * 2 and t.data.tolist() == [[25.0] * 4] * 2
+    k.load(t[:1], x[1:])                            # a partial load into a shared tile
+    assert x.data.tolist() == [[5.0] * 4] * 2

@@ -466,7 +466,8 @@ class Tensor:
     """
 
     __slots__ = ("kernel", "name", "space", "shape", "dtype", "itemsize", "data", "writer",
-                 "write_end", "readers", "read_end", "per_partition_bytes", "banks", "alive", "_full")
+                 "write_end", "readers", "read_end", "per_partition_bytes", "banks", "alive", "_full",
+                 "alias_of", "aliases")
 
     def __init__(self, kernel: "Kernel", name: str, space: str, shape: tuple[int, ...],
                  dtype: str, data: np.ndarray | None):
@@ -481,6 +482,10 @@ class Tensor:
         self.banks = 0
         self.alive = True
         self._full = View(self, tuple((0, n) for n in shape))
+        # copy-on-write loads: an SBUF tile loaded whole from HBM (no rounding needed) shares
+        # the HBM array until something writes to either of them
+        self.alias_of: Tensor | None = None
+        self.aliases: set[Tensor] = set()
 
     @property
     def ndim(self) -> int:
@@ -951,11 +956,20 @@ class Kernel:
                 values = mem.data
                 if grouped:
                     values = values.reshape(tile.shape)
-                tile.tensor.data[tile.slices] = _cast(values, mem.tensor.dtype, tile.tensor.dtype)
+                t = tile.tensor
+                if (type(tile) is View and tile.bounds == t._full.bounds
+                        and (mem.tensor.dtype == t.dtype or t.dtype == "float32")):
+                    _own(t)           # drop any earlier alias, then share the HBM values
+                    t.data, t.alias_of = values, mem.tensor
+                    mem.tensor.aliases.add(t)
+                else:
+                    _own(t)[tile.slices] = _cast(values, mem.tensor.dtype, t.dtype)
             else:
                 values = tile.data
                 if grouped:
                     values = values.reshape(mem.shape)
+                for t in list(mem.tensor.aliases):   # tiles loaded earlier keep the old values
+                    _own(t)
                 mem.tensor.data[mem.slices] = _cast(values, tile.tensor.dtype, mem.tensor.dtype)
         c = self.core
         self._issue("dma_load" if kind == "load" else "dma_store", kind, reads, writes,
@@ -1032,9 +1046,9 @@ class Kernel:
             if self.execute:
                 piece = prod[i * fm:i * fm + mm, j * fn:j * fn + nn]
                 if accumulate:
-                    d.tensor.data[d.slices] += piece
+                    _own(d.tensor)[d.slices] += piece
                 else:
-                    d.tensor.data[d.slices] = piece
+                    _own(d.tensor)[d.slices] = piece
             self.flops += flops
             self._issue("tensor", "matmul", [s, m] + ([d] if accumulate else []), [d], duration,
                         flops=flops, partitions=s.shape[0])
@@ -1059,7 +1073,7 @@ class Kernel:
         p = self._same_partitions(d, x, y)
         if self.execute:
             with np.errstate(all="ignore"):
-                d.tensor.data[d.slices] = _round(_BINARY[op](x.data, y.data), d.tensor.dtype)
+                _own(d.tensor)[d.slices] = _round(_BINARY[op](x.data, y.data), d.tensor.dtype)
         self._issue("vector", f"tensor_tensor {op}", [x, y], [d],
                     self._engine_s("vector", d.free_size, 2,
                                    [d.tensor.dtype, x.tensor.dtype, y.tensor.dtype]),
@@ -1085,7 +1099,7 @@ class Kernel:
             with np.errstate(all="ignore"):
                 for o, val in steps:
                     values = _BINARY[o](values, _operand_data(val, len(x.shape)))
-                d.tensor.data[d.slices] = _round(values, d.tensor.dtype)
+                _own(d.tensor)[d.slices] = _round(values, d.tensor.dtype)
         self._issue("vector", f"tensor_scalar {op}" + (f"+{op2}" if op2 else ""), reads, [d],
                     self._engine_s("vector", d.free_size, 1, [d.tensor.dtype, x.tensor.dtype]),
                     partitions=p)
@@ -1104,7 +1118,7 @@ class Kernel:
             fn = {"sum": np.sum, "max": np.max, "min": np.min}[op]
             with np.errstate(all="ignore"):
                 r = fn(x.data, axis=axes, dtype=np.float32) if op == "sum" else fn(x.data, axis=axes)
-            d.tensor.data[d.slices] = _round(r.reshape(p, 1), d.tensor.dtype)
+            _own(d.tensor)[d.slices] = _round(r.reshape(p, 1), d.tensor.dtype)
         self._issue("vector", f"reduce {op}", [x], [d],
                     self._engine_s("vector", x.free_size, 1, [x.tensor.dtype]), partitions=p)
 
@@ -1119,7 +1133,7 @@ class Kernel:
             raise ValueError(f"copy needs equal shapes, got {list(d.shape)} and {list(x.shape)}")
         p = self._same_partitions(d, x)
         if self.execute:
-            d.tensor.data[d.slices] = _round(x.data, d.tensor.dtype)
+            _own(d.tensor)[d.slices] = _round(x.data, d.tensor.dtype)
         self._issue(engine, "copy", [x], [d],
                     self._engine_s(engine, d.free_size, 1, [d.tensor.dtype, x.tensor.dtype]),
                     partitions=p)
@@ -1132,7 +1146,7 @@ class Kernel:
         top = numerics.format_info("float32").max_finite
         value = in_range("value", value, -top, top)
         if self.execute:
-            d.tensor.data[d.slices] = _round(np.full(d.shape, value, np.float32), d.tensor.dtype)
+            _own(d.tensor)[d.slices] = _round(np.full(d.shape, value, np.float32), d.tensor.dtype)
         self._issue(engine, "memset", [], [d], self._engine_s(engine, d.free_size, 0, [d.tensor.dtype]),
                     partitions=d.shape[0])
 
@@ -1168,8 +1182,8 @@ class Kernel:
                 out = _ACT[func](pre.astype(np.float32, copy=False)).astype(np.float32, copy=False)
                 if acc is not None:
                     s = out.reshape(p, -1).sum(axis=1, dtype=np.float32).reshape(p, 1)
-                    acc.tensor.data[acc.slices] = _round(s, acc.tensor.dtype)
-                d.tensor.data[d.slices] = _round(out, d.tensor.dtype)
+                    _own(acc.tensor)[acc.slices] = _round(s, acc.tensor.dtype)
+                _own(d.tensor)[d.slices] = _round(out, d.tensor.dtype)
         self._issue("scalar", f"activation {func}" + (" +sum" if acc is not None else ""), reads, writes,
                     self._engine_s("scalar", d.free_size, 1, [d.tensor.dtype, x.tensor.dtype]),
                     partitions=p)
@@ -1196,7 +1210,7 @@ class Kernel:
                 out = np.asarray(fn(*[v.data.copy() for v in views]), dtype=np.float32)
             if out.shape != d.shape:
                 raise ValueError(f"gpsimd fn returned shape {list(out.shape)}, expected {list(d.shape)}")
-            d.tensor.data[d.slices] = _round(out, d.tensor.dtype)
+            _own(d.tensor)[d.slices] = _round(out, d.tensor.dtype)
         self._issue("gpsimd", f"gpsimd {name}", views, [d],
                     self._engine_s("gpsimd", d.free_size, max(1, len(views)),
                                    [d.tensor.dtype] + [v.tensor.dtype for v in views]),
@@ -1212,7 +1226,7 @@ class Kernel:
         if output is not None:
             if not isinstance(output, Tensor):
                 raise ValueError("output must be a kernel Tensor")
-            out = None if output.data is None else output.data.copy()
+            out = output.data     # the HBM tensor's array itself (the kernel is done)
         return KernelRun(
             name=self.name, chip=c.chip_name, core=c.core, time_s=float(time_s),
             hbm_read_bytes=float(self.hbm_read_bytes), hbm_write_bytes=float(self.hbm_write_bytes),
@@ -1238,6 +1252,14 @@ _ACT: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "rsqrt": lambda x: np.float32(1) / np.sqrt(x), "reciprocal": lambda x: np.float32(1) / x,
     "tanh": np.tanh, "sigmoid": lambda x: np.float32(1) / (np.float32(1) + np.exp(-x)), "silu": _silu,
 }
+
+
+def _own(t: Tensor) -> np.ndarray:
+    """``t``'s own array, copied out of the HBM input it still shares, if any."""
+    if t.alias_of is not None:
+        t.alias_of.aliases.discard(t)
+        t.data, t.alias_of = np.array(t.data, dtype=np.float32), None
+    return t.data
 
 
 def _space(v: View, allowed: tuple[str, ...], what: str) -> None:
