@@ -609,7 +609,7 @@ def _as_view(x: Any, what: str) -> View:
 
 # --------------------------------------------------------------------------- results
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class KernelRun:
     """What one kernel did: its output, HBM traffic, on-chip memory use and timeline.
 

@@ -76,14 +76,16 @@ def _describe(v: _TileView) -> str:
 def tile_explorer(m: int = 4096, n: int = 4096, k: int = 4096, chip: str = "trn2",
                   dtype: str = "bfloat16") -> Explorer:
     """Output tile and buffers of a tiled matmul → traffic, SBUF/PSUM use, intensity and time."""
+    core = kernels.core_model(chip)
+    m_step, n_step = core.stationary_fmax, core.psum_tile_fmax   # array columns, one PSUM bank
     controls = {
         "chip": W.Dropdown(options=_CHIPS, value=chip, description="chip"),
         "dtype": W.Dropdown(options=_DTYPES, value=dtype, description="dtype"),
         "m": W.IntText(value=m, description="m"),
         "n": W.IntText(value=n, description="n"),
         "k": W.IntText(value=k, description="k"),
-        "tile_m": W.Dropdown(options=[128 * i for i in range(1, 9)], value=512, description="tile_m"),
-        "tile_n": W.Dropdown(options=[512 * j for j in range(1, 9)], value=512, description="tile_n"),
+        "tile_m": W.Dropdown(options=[m_step * i for i in range(1, 9)], value=4 * m_step, description="tile_m"),
+        "tile_n": W.Dropdown(options=[n_step * j for j in range(1, 9)], value=n_step, description="tile_n"),
         "buffers": W.Dropdown(options=[1, 2, 3], value=2, description="buffers"),
     }
     return Explorer(controls, _tiles, _render, _describe, columns=3)
