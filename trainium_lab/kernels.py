@@ -864,23 +864,26 @@ class Kernel:
                duration_s: float, *, nbytes: float = 0.0, flops: float = 0.0,
                partitions: int = 0) -> int:
         start = self._free_at[engine]
-        deps: set[int] = set()
+        deps: list[int] = []
         for v in reads:
             t = v.tensor
             if t.writer is not None:
-                start = max(start, t.write_end)
-                deps.add(t.writer)
+                if t.write_end > start:
+                    start = t.write_end
+                deps.append(t.writer)
         for v in writes:
             t = v.tensor
             if t.writer is not None:
-                start = max(start, t.write_end)
-                deps.add(t.writer)
+                if t.write_end > start:
+                    start = t.write_end
+                deps.append(t.writer)
             if t.readers:
-                start = max(start, t.read_end)
-                deps.update(t.readers)
+                if t.read_end > start:
+                    start = t.read_end
+                deps.extend(t.readers)
         end = start + duration_s
-        op_id = len(self._ops["engine"])
         o = self._ops
+        op_id = len(o["engine"])
         o["engine"].append(engine)
         o["op"].append(op)
         o["start_s"].append(start)
@@ -888,13 +891,14 @@ class Kernel:
         o["bytes"].append(nbytes)
         o["flops"].append(flops)
         o["partitions"].append(partitions)
-        o["deps"].append(tuple(sorted(deps)))
+        o["deps"].append(tuple(sorted(set(deps))) if len(deps) > 1 else tuple(deps))
         self._free_at[engine] = end
         self._busy[engine] += duration_s
         for v in reads:
             t = v.tensor
             t.readers.append(op_id)
-            t.read_end = max(t.read_end, end)
+            if end > t.read_end:
+                t.read_end = end
         for v in writes:
             t = v.tensor
             t.writer = op_id

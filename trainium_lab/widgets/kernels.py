@@ -72,7 +72,7 @@ def _describe(v: _TileView) -> str:
             f"roofline bound of {format_seconds(v.bound_s)}.")
 
 
-@benchmarked(("buffers", 1), ("tile_n", 1024), ("tile_m", 256), ("chip", "trn3"), ("buffers", 2))
+@benchmarked(("buffers", 1), ("tile_m", 256), ("chip", "trn3"), ("dtype", "float8_e4m3fn"), ("m", 2048))
 def tile_explorer(m: int = 4096, n: int = 4096, k: int = 4096, chip: str = "trn2",
                   dtype: str = "bfloat16") -> Explorer:
     """Output tile and buffers of a tiled matmul → traffic, SBUF/PSUM use, intensity and time."""
