@@ -43,7 +43,9 @@ def _tiles(chip: str, dtype: str, m: int, n: int, k: int, tile_m: int, tile_n: i
     run = kernels.matmul_cost(m, n, k, chip=chip, dtype=dtype, tile_m=plan.tile_m,
                               tile_n=plan.tile_n, tile_k=plan.tile_k, buffers=buffers)
     high = max(1e5, 10 * plan.intensity_flop_per_byte)
-    curves = pd.concat([roofline.roofline_curve(chip, dtype, high=high),
+    # plain FP8 runs at the BF16 rate where the chip lists no FP8 rate (NKI Trainium3 guide)
+    chip_dtype = dtype if dtype in roofline.device(chip).dense_flops_per_s else "bf16"
+    curves = pd.concat([roofline.roofline_curve(chip, chip_dtype, high=high),
                         kernels.core_roofline(chip, dtype, high=high)], ignore_index=True)
     curves["device"] = [d if d.startswith("one ") else f"{d} chip (chapter 01)" for d in curves.device]
     point = pd.DataFrame([{"intensity": run.intensity_flop_per_byte,
