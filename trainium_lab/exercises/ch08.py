@@ -17,43 +17,50 @@ q1 = Exercise(
     unit="GiB",
     hint=("A is re-read once per column of output tiles (ceil(n / tile_n) times), B once per row "
           "of output tiles (ceil(m / tile_m) times), C written once; 2 bytes per BF16 element."),
-    solution=("m, n, k = 8192, 2048, 4096\n"
+    solution=("m, n, k = 8192, 1024, 4096\n"
               "a_reads = m * k * math.ceil(n / 512)      # A once per column of output tiles\n"
               "b_reads = k * n * math.ceil(m / 128)      # B once per row of output tiles\n"
               "c_writes = m * n\n"
               "answer_1 = 2 * (a_reads + b_reads + c_writes) / GiB   # BF16: 2 bytes each\n"
               "assert answer_1 == kernels.matmul_hbm_bytes(m, n, k, 128, 512, 'bfloat16') / GiB"),
-    wrong=lambda: roofline.matmul_bytes(8192, 2048, 4096, "bf16") / GiB,
+    wrong=lambda: roofline.matmul_bytes(8192, 1024, 4096, "bf16") / GiB,
     mistakes=[
-        (lambda: roofline.matmul_bytes(8192, 2048, 4096, "bf16") / GiB,
+        (lambda: roofline.matmul_bytes(8192, 1024, 4096, "bf16") / GiB,
          "that is the roofline's minimum, A and B read once; a tiled kernel re-reads them"),
-        (lambda: 2 * (8192 * 4096 * 64 + 4096 * 2048 * 4 + 8192 * 2048) / GiB,
+        (lambda: 2 * (8192 * 4096 * 64 + 4096 * 1024 * 2 + 8192 * 1024) / GiB,
          "you swapped the counts: A (m × k) is re-read for every column of tiles, ceil(n / tile_n), "
          "and B for every row of tiles, ceil(m / tile_m)"),
     ],
 )
 
 q2 = Exercise(
-    "Q2 arithmetic intensity with 512 × 512 tiles",
+    "Q2 arithmetic intensity with 256 × 1024 tiles",
     unit="FLOP/byte",
     hint="2·m·n·k FLOPs divided by the tiled kernel's HBM bytes (kernels.matmul_hbm_bytes).",
-    solution=("s = 4096\n"
+    solution=("s = 8192\n"
               "flops = 2 * s**3\n"
-              "moved = kernels.matmul_hbm_bytes(s, s, s, 512, 512, 'bfloat16')   # bytes\n"
+              "moved = kernels.matmul_hbm_bytes(s, s, s, 256, 1024, 'bfloat16')   # bytes\n"
               "answer_2 = flops / moved"),
-    wrong=lambda: roofline.arithmetic_intensity(4096, 4096, 4096, "bf16"),
-    mistakes=[(lambda: roofline.arithmetic_intensity(4096, 4096, 4096, "bf16"),
-               "that is the roofline's intensity with A and B read once; the tiled kernel moves more")],
+    wrong=lambda: 2 * 8192**3 / kernels.matmul_hbm_bytes(8192, 8192, 8192, 512, 512, "bfloat16"),
+    mistakes=[
+        (lambda: roofline.arithmetic_intensity(8192, 8192, 8192, "bf16"),
+         "that is the roofline's intensity with A and B read once; the tiled kernel moves more"),
+        (lambda: 2 * 8192**3 / kernels.matmul_hbm_bytes(8192, 8192, 8192, 512, 512, "bfloat16"),
+         "that is the square 512 × 512 tile: the same PSUM banks, but 1/256 + 1/1024 is more than "
+         "2/512, so 256 × 1024 re-reads more"),
+    ],
 )
 
 q3 = Exercise(
-    "Q3 lanes used by a 100-row tile",
-    hint=("The vector and scalar engines have one lane per partition and cost the same whatever "
-          "the number of rows; run kernels.rmsnorm on 100 rows and read lane_utilisation."),
-    solution=("run = kernels.rmsnorm(np.ones((100, 512)))\n"
-              "answer_3 = run.lane_utilisation     # 100 of 128 partitions"),
-    wrong=1.0,
-    mistakes=[(1.0, "fewer rows do not make an instruction cheaper: the unused lanes idle")],
+    "Q3 lanes used by 160 rows",
+    hint=("Each tile holds up to 128 rows; an instruction costs the same whatever its number of "
+          "rows. Run kernels.rmsnorm on 160 rows and read lane_utilisation."),
+    solution=("run = kernels.rmsnorm(np.ones((160, 512)))   # tiles of 128 and 32 rows\n"
+              "answer_3 = run.lane_utilisation             # (128 + 32) / (2 × 128)"),
+    wrong=160 / 128,
+    mistakes=[(1.0, "the second tile has 32 rows but costs as much as a full one"),
+              (32 / 128, "that is the second tile alone; the first one is full"),
+              (160 / 128, "a fraction of lanes cannot exceed 1: count the lanes both tiles offer")],
     rel_tol=0.001,
 )
 
