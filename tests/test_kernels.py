@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trainium_lab import kernels, numerics, roofline, specs
+from trainium_lab import kernels, numerics, roofline
 from trainium_lab.charts import kernels as charts
 from trainium_lab.exercises import ch08
-from trainium_lab.units import GB, GiB, KiB, MiB, TB
+from trainium_lab.units import GB, KiB, TB
 from trainium_lab.widgets import kernels as widgets
 from trainium_lab.widgets.base import BENCHMARKS
 

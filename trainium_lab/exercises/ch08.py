@@ -8,7 +8,7 @@ import numpy as np
 
 from trainium_lab import kernels, roofline
 from trainium_lab.exercises import Exercise
-from trainium_lab.units import GiB, us
+from trainium_lab.units import GiB
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "ALL"]
 
