@@ -62,6 +62,17 @@ def test_efa_per_chip_matches_instance_total():
     assert specs.link("trn2-efa").bytes_per_s == 25 * GB
 
 
+def test_trn3_efa_per_chip_is_a_labelled_derivation():
+    # trn3-arch gives EFA only per UltraServer (12,800 / 28,800 Gbps); the per-chip 200 Gbps is
+    # total / chips for both generations, and the data says it is derived
+    for name in ("trn3-gen1-ultraserver", "trn3-gen2-ultraserver"):
+        s = specs.system(name)
+        assert s.efa_bytes_per_s_total / s.n_chips == specs.link("trn3-efa").bytes_per_s
+    assert "derived" in specs.link("trn3-efa").scope
+    assert "derived" in specs.fact("trn3-efa", "bytes_per_s").note
+    assert "derived" in specs.fact("trn3", "efa_bytes_per_s").note
+
+
 def test_neuronlink_levels_add_up():
     # trn2-arch: 1.28 TB/s per chip = 1,024 GB/s intra-instance + 256 GB/s inter-instance
     intra = specs.link("trn2-neuronlink-intra").bytes_per_s
