@@ -162,11 +162,37 @@ def test_flops_and_time_are_consistent():
     assert sizing.mfu_from_throughput(tokens_per_s, 8e9, 16) == pytest.approx(0.4)
 
 
-def test_attention_term_is_kaplan_6_l_ctx_d():
+def test_attention_term_causal_is_megatron_6_l_s_h():
+    """NVIDIA/Megatron-LM megatron/training/training.py, num_floating_point_operations: core
+    attention costs 3 (fwd + 2 bwd) x 2 (FMA) x q_proj x seq / 2 (causal mask) x 2 (QK^T and
+    (QK^T)V) per token and layer = 6 h s for q_proj = h. Kaplan et al. 2020 Table 1 gives the
+    same 2 n_layer n_ctx d_attn forward."""
     base = sizing.training_flops(8e9, 1e12)
     with_attn = sizing.training_flops(8e9, 1e12, include_attention=True, n_layers=32,
                                       seq_len=8192, d_model=4096)
+    h, s_len = 4096, 8192
+    megatron_core_attention = 3 * 2 * (h * s_len / 2 * 2)
+    assert with_attn - base == pytest.approx(32 * megatron_core_attention * 1e12)
     assert with_attn - base == pytest.approx(6 * 32 * 8192 * 4096 * 1e12)
+
+
+def test_attention_term_full_is_narayanan_and_korthikanti():
+    """Narayanan et al. 2021 (arXiv:2104.04473), Appendix, and Korthikanti et al. 2022
+    (arXiv:2205.05198) section 6: model FLOPs per iteration 72 B s l h^2 (1 + s/(6h) + V/(12 l h))
+    for a GPT model with 12 l h^2 non-embedding parameters: the s/(6h) part is 12 l s h per token,
+    with no causal saving. Without the logit term (V), training_flops(..., attention="full")
+    equals it exactly."""
+    B, s_len, l, h = 8, 2048, 96, 12288  # GPT-3 175B shape (Korthikanti et al. Table 3)
+    n_params = 12 * l * h * h
+    tokens = B * s_len
+    full = sizing.training_flops(n_params, tokens, include_attention=True, n_layers=l,
+                                 seq_len=s_len, d_model=h, attention="full")
+    assert full == pytest.approx(72 * B * s_len * l * h * h * (1 + s_len / (6 * h)))
+    causal = sizing.training_flops(n_params, tokens, include_attention=True, n_layers=l,
+                                   seq_len=s_len, d_model=h, attention="causal")
+    assert full - 6 * n_params * tokens == pytest.approx(2 * (causal - 6 * n_params * tokens))
+    with pytest.raises(ValueError, match="attention"):
+        sizing.training_flops(8e9, 1e12, attention="half")
 
 
 def test_min_chips_zero_agrees_with_fully_sharded_rule():

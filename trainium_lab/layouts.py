@@ -526,7 +526,7 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
 
     # ---- compute: FLOPs per micro-batch per stage, at `mfu` of the chips' peak
     tokens_mb = mbf * s
-    attn = 6.0 * L * s * h  # per token, Kaplan et al. (as sizing.training_flops)
+    attn = 6.0 * L * s * h  # per token, causal count (sizing.training_flops, attention="causal")
     model_flops_mb = (6.0 * n_params + attn) * tokens_mb
     recompute_flops_mb = np.choose(mode, [0.0 * tokens_mb, attn / 3.0 * tokens_mb,
                                           (2.0 * n_params + attn / 3.0) * tokens_mb])

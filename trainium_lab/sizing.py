@@ -52,7 +52,7 @@ __all__ = [
     "RECOMPUTE_MODES", "activation_bytes_per_layer", "activation_bytes", "activation_table",
     "DEFAULT_ACTIVATION_SHARE", "usable_state_bytes_per_chip",
     "min_chips_for_state", "min_chips_zero", "min_systems", "sharded_state_table",
-    "training_flops", "system_flops_per_s", "training_time_s", "instance_days",
+    "training_flops", "ATTENTION_COUNTS", "system_flops_per_s", "training_time_s", "instance_days",
     "days_on_instances", "mfu_from_throughput",
     "ModelPreset", "preset", "presets", "presets_table", "parameter_count",
     "SizingPlan", "size_job", "plan_memory_table",
@@ -546,15 +546,27 @@ def sharded_state_table(state_bytes: float, system: str = "trn2-ultraserver",
 # --------------------------------------------------------------------------- FLOPs and time
 
 
+#: how the attention-score FLOPs are counted: with the causal saving, or the full matrix
+ATTENTION_COUNTS = ("causal", "full")
+
+
 def training_flops(n_params: float, n_tokens: float, *, include_attention: bool = False,
                    n_layers: int | None = None, seq_len: int | None = None,
-                   d_model: int | None = None) -> float:
-    """FLOPs to train: 6·N·D, optionally plus the attention term.
+                   d_model: int | None = None, attention: str = "causal") -> float:
+    """FLOPs to train: 6·N·D, optionally plus the attention-score term.
 
-    Each token costs about 2N FLOPs forward and 4N backward. The attention
-    scores and their product with the values add ``6 · n_layers · seq_len ·
-    d_model`` per token (Kaplan et al.'s ``2 n_layer n_ctx d_attn`` forward,
-    tripled for training), not counting any saving from causal masking.
+    Each token costs about 2N FLOPs forward and 4N backward. The attention scores
+    (QKᵀ) and their product with the values add, per token, either
+
+    * ``6 · n_layers · seq_len · d_model`` (``attention="causal"``, the default): the count
+      Megatron-LM's ``num_floating_point_operations`` uses today, which halves the score
+      matrix because a causal mask leaves only half of it non-zero; Kaplan et al.'s
+      ``2 n_layer n_ctx d_attn`` forward, tripled for training, is the same number; or
+    * ``12 · n_layers · seq_len · d_model`` (``attention="full"``): the count of Narayanan
+      et al. 2021 (Appendix, ``72 B s l h² (1 + s/(6h) + ...)``) and Korthikanti et al. 2022
+      §6 (model FLOPs), with no causal saving.
+
+    The two differ by a factor of two in this term only; quote which one an MFU uses.
 
     Parameters
     ----------
@@ -565,6 +577,8 @@ def training_flops(n_params: float, n_tokens: float, *, include_attention: bool 
     include_attention : bool
         Add the attention term; then ``n_layers``, ``seq_len`` and ``d_model``
         are required.
+    attention : {"causal", "full"}
+        How to count the attention-score FLOPs (see above).
 
     Returns
     -------
@@ -574,8 +588,10 @@ def training_flops(n_params: float, n_tokens: float, *, include_attention: bool 
     References
     ----------
     Kaplan et al. 2020, arXiv:2001.08361, section 2.1, Table 1; Hoffmann et al.
-    2022 (Chinchilla), arXiv:2203.15556, Appendix F; Korthikanti et al. 2022,
-    arXiv:2205.05198, section 6 (the same count with the logit layer).
+    2022 (Chinchilla), arXiv:2203.15556, Appendix F; Narayanan et al. 2021,
+    arXiv:2104.04473, Appendix (FLOPs per iteration); Korthikanti et al. 2022,
+    arXiv:2205.05198, section 6; NVIDIA/Megatron-LM ``megatron/training/training.py``,
+    ``num_floating_point_operations`` ("causal mask (only half of the mask is non-zero)").
 
     Examples
     --------
@@ -583,9 +599,17 @@ def training_flops(n_params: float, n_tokens: float, *, include_attention: bool 
 
     >>> f"{training_flops(405e9, 15.6e12):.2e}"
     '3.79e+25'
+
+    The attention term for Llama 3 8B's shape, counted both ways, per token:
+
+    >>> base = training_flops(8e9, 1)
+    >>> [round(training_flops(8e9, 1, include_attention=True, n_layers=32, seq_len=8192,
+    ...                       d_model=4096, attention=a) - base) for a in ATTENTION_COUNTS]
+    [6442450944, 12884901888]
     """
     n_params = positive("n_params", n_params)
     n_tokens = positive("n_tokens", n_tokens)
+    mode = choice("attention", attention, ATTENTION_COUNTS)
     flops = 6.0 * n_params * n_tokens
     if include_attention:
         if n_layers is None or seq_len is None or d_model is None:
@@ -593,7 +617,8 @@ def training_flops(n_params: float, n_tokens: float, *, include_attention: bool 
         n_layers = integer("n_layers", n_layers, minimum=1)
         seq_len = integer("seq_len", seq_len, minimum=1)
         d_model = integer("d_model", d_model, minimum=1)
-        flops += 6.0 * n_layers * seq_len * d_model * n_tokens
+        per_token = (6.0 if mode == "causal" else 12.0) * n_layers * seq_len * d_model
+        flops += per_token * n_tokens
     return flops
 
 
