@@ -40,7 +40,8 @@ import numpy as np
 import pandas as pd
 
 from trainium_lab import specs
-from trainium_lab._validate import choice, finite_number, integer, positive
+from trainium_lab._validate import choice, finite_number, in_range, integer, positive
+from trainium_lab.sizing import DEFAULT_GRAD_BYTES_PER_PARAM
 from trainium_lab.units import GiB
 
 __all__ = [
@@ -701,12 +702,14 @@ def train_linear_regression(learning_rate: float = 0.01, n_steps: int = 1000,
 _OPTIMIZER_STATE = {"adam": 8.0, "sgd-momentum": 4.0, "sgd": 0.0}
 
 
-def bytes_per_param(master_weights: bool = True, optimizer: str = "adam") -> float:
-    """Training-state bytes per parameter with BF16 weights and gradients.
+def bytes_per_param(master_weights: bool = True, optimizer: str = "adam", *,
+                    grad_bytes_per_param: float = DEFAULT_GRAD_BYTES_PER_PARAM) -> float:
+    """Training-state bytes per parameter with BF16 weights.
 
-    BF16 weights (2) + BF16 gradients (2) + optimizer state in FP32 (Adam's two
-    moments: 8; SGD with momentum: 4; plain SGD: 0) + an FP32 master copy (4) if
-    kept. With Adam: 16 with the master copy, 12 without.
+    BF16 weights (2) + gradients (``grad_bytes_per_param``: 2 for BF16, the course's
+    convention; 4 for FP32, as Megatron-LM and DeepSpeed count) + optimizer state in
+    FP32 (Adam's two moments: 8; SGD with momentum: 4; plain SGD: 0) + an FP32 master
+    copy (4) if kept. With Adam and BF16 gradients: 16 with the master copy, 12 without.
 
     References
     ----------
@@ -717,16 +720,22 @@ def bytes_per_param(master_weights: bool = True, optimizer: str = "adam") -> flo
     --------
     >>> bytes_per_param(True), bytes_per_param(False)
     (16.0, 12.0)
+    >>> bytes_per_param(True, grad_bytes_per_param=4)
+    18.0
     """
     if not isinstance(master_weights, (bool, np.bool_)):
         raise ValueError(f"master_weights must be True or False, got {master_weights!r}")
     optimizer = choice("optimizer", optimizer, tuple(_OPTIMIZER_STATE))
-    return 2.0 + 2.0 + _OPTIMIZER_STATE[optimizer] + (4.0 if master_weights else 0.0)
+    grads = in_range("grad_bytes_per_param", grad_bytes_per_param, 0.0, 64.0)
+    return 2.0 + grads + _OPTIMIZER_STATE[optimizer] + (4.0 if master_weights else 0.0)
 
 
 def training_state_bytes(n_params: float, master_weights: bool = True,
-                         optimizer: str = "adam") -> float:
+                         optimizer: str = "adam", *,
+                         grad_bytes_per_param: float = DEFAULT_GRAD_BYTES_PER_PARAM) -> float:
     """Bytes of weights, gradients and optimizer state (no activations).
+
+    ``grad_bytes_per_param`` as in :func:`bytes_per_param` (2 = BF16 by default).
 
     Examples
     --------
@@ -734,12 +743,16 @@ def training_state_bytes(n_params: float, master_weights: bool = True,
     120.0
     """
     n_params = positive("n_params", n_params)
-    return n_params * bytes_per_param(master_weights, optimizer)
+    return n_params * bytes_per_param(master_weights, optimizer, grad_bytes_per_param=grad_bytes_per_param)
 
 
 def master_weights_saving(n_params: float = 70e9, chip: str = "trn2",
-                          optimizer: str = "adam") -> pd.DataFrame:
+                          optimizer: str = "adam", *,
+                          grad_bytes_per_param: float = DEFAULT_GRAD_BYTES_PER_PARAM) -> pd.DataFrame:
     """Training state with and without an FP32 master copy, against one chip's HBM.
+
+    ``grad_bytes_per_param`` as in :func:`bytes_per_param` (2 = BF16 gradients by default;
+    the saving, 4 bytes per parameter, does not depend on it).
 
     Returns
     -------
@@ -762,7 +775,7 @@ def master_weights_saving(n_params: float = 70e9, chip: str = "trn2",
     spec = specs.chip(chip)
     rows = []
     for label, mw in (("with FP32 master", True), ("without (pure BF16)", False)):
-        bpp = bytes_per_param(mw, optimizer)
+        bpp = bytes_per_param(mw, optimizer, grad_bytes_per_param=grad_bytes_per_param)
         state = n_params * bpp
         rows.append({"setup": label, "bytes_per_param": bpp, "state_bytes": state,
                      "state_gib": state / GiB, "chips": state / spec.hbm_bytes,
