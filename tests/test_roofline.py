@@ -235,7 +235,7 @@ def test_lnc_not_allowed_for_the_generation(chip, lnc):
 @pytest.mark.parametrize("kwargs,param", [
     (dict(m=0, n=1, k=1), "m"), (dict(m=1, n=-4, k=1), "n"), (dict(m=1, n=1, k=2.5), "k"),
     (dict(m=1, n=1, k=float("nan")), "k"), (dict(m=True, n=1, k=1), "m"),
-    (dict(m=1, n=1, k=1, dtype="int4"), "dtype"), (dict(m=1, n=1, k=1, dtype="fp8", chip="trn3"), "dtype"),
+    (dict(m=1, n=1, k=1, dtype="int4"), "dtype"), (dict(m=1, n=1, k=1, dtype="fp4", chip="trn3"), "dtype"),
     (dict(m=1, n=1, k=1, chip="trn9"), "chip"), (dict(m=1, n=1, k=1, chip=["trn2"]), "chip"),
     (dict(m=1, n=1, k=1, dtype=None), "dtype"), (dict(m=1, n=1, k=1, chip="h100", tiled=True), "chip"),
 ])
@@ -361,8 +361,10 @@ def test_roofline_explorer_updates_and_shows_bad_input_inline():
     assert "m must be" in w.last_error and "m must be" in w.error.value
     w.controls["m"].value = 8
     w.controls["chip"].value = "trn3"
-    w.controls["dtype"].value = "fp8"
+    w.controls["dtype"].value = "fp4"
     assert "dtype" in w.last_error
+    w.controls["dtype"].value = "fp8"   # NKI Trainium3 guide: plain FP8 at the BF16 data path
+    assert w.last_error is None
     w.controls["dtype"].value = "mxfp8"
     assert w.last_error is None
     w.controls["chip"].value = "h100"
@@ -403,3 +405,23 @@ def test_exercises_accept_the_answer_and_reject_the_wrong_one(q):
     assert q.judge(q.wrong).status == "wrong"
     assert q.judge(...).status == "not attempted"
     assert q.judge(object()).status == "wrong"
+
+
+def test_contraction_rows_follow_the_nki_guides():
+    """AWS Neuron docs, Trainium2 Architecture Guide for NKI ("Double FP8 Matmul Performance":
+    the contraction dimension doubles from 128 to 256, a 256x128 array to the programmer) and
+    Trainium3 Architecture Guide for NKI (MX matmul: 512x128); 128 otherwise."""
+    assert roofline.contraction_rows("trn1", "bf16") == roofline.contraction_rows("trn1", "fp8") == 128
+    assert roofline.contraction_rows("trn2", "bf16") == 128
+    assert roofline.contraction_rows("trn2", "float8_e4m3fn") == 256
+    assert roofline.contraction_rows("trn3", "mxfp8") == roofline.contraction_rows("trn3", "mxfp4") == 512
+    assert roofline.contraction_rows("trn3", "bf16") == roofline.contraction_rows("trn3", "fp8") == 128
+    # a k = 256 FP8 matmul fills Trainium2's double-FP8 array; k = 128 fills half of it
+    assert roofline.array_utilisation(128, 512, 256, "trn2", "fp8").utilisation == 1.0
+    assert roofline.array_utilisation(128, 512, 128, "trn2", "fp8").k_fill == 0.5
+    assert roofline.array_utilisation(128, 512, 128, "trn2", "bf16").k_fill == 1.0
+    assert roofline.array_utilisation(128, 512, 600, "trn3", "mxfp8").k_tiles == 2
+    tiled = roofline.matmul_bound(128, 8192, 128, "fp8", "trn2", tiled=True)
+    assert tiled.utilisation == 0.5
+    with pytest.raises(ValueError, match="dtype"):
+        roofline.contraction_rows("trn2", "mxfp8")

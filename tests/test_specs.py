@@ -29,12 +29,18 @@ def test_dtype_aliases():
     assert "fp8" in table and "mxfp8" not in table
 
 
-def test_trn3_fp8_is_mx_only():
-    # Trainium3 page: 2,517 is the MXFP8/MXFP4 rate; plain FP8 has no separate chip figure.
+def test_trn3_plain_fp8_runs_at_the_bf16_rate():
+    """Trainium3 page: 2,517 is the MXFP8/MXFP4 rate. NKI Trainium3 guide, compute engine table:
+    the tensor engine takes 8x128 elements per cycle for MXFP8 input and 2x128 for non-MXFP8 input,
+    the BF16 data path; so plain FP8 is represented at the BF16 rate, labelled derived."""
     t3 = specs.chip("trn3")
     assert t3.dense_flops_per_s["mxfp8"] == 2517e12
-    with pytest.raises(ValueError, match="fp8.*known: .*mxfp8"):
-        t3.dense_flops_per_s["fp8"]
+    assert t3.dense_flops_per_s["fp8"] == t3.dense_flops_per_s["bf16"] == 671e12
+    f = specs.fact("trn3", "dense_flops_per_s.fp8")
+    assert f.source_id == "aws-nki-trn3" and "derived" in f.note
+    from trainium_lab import cores
+    g = cores.generations_table().set_index("key")
+    assert (g.low_precision["trn3"], g.low_precision_tflops["trn3"]) == ("mxfp8", 2517.0)
 
 
 def test_system_totals_agree_with_chips():

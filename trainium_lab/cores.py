@@ -229,10 +229,12 @@ def core_count_table(system: str, lnc: int | None = None, n_systems: int = 1) ->
 # --------------------------------------------------------------------------- comparing
 
 def _low_precision(table: specs.DtypeTable) -> tuple[str, float]:
-    for key in ("fp8", "mxfp8"):
-        if key in table:
-            return key, table[key]
-    return "", float("nan")
+    """The fastest 8-bit format the chip has a dense rate for (plain FP8 on a tie)."""
+    rates = [(table[key], -i, key) for i, key in enumerate(("fp8", "mxfp8")) if key in table]
+    if not rates:
+        return "", float("nan")
+    rate, _, key = max(rates)
+    return key, rate
 
 
 def _disputed(entity: str) -> str:
@@ -439,6 +441,8 @@ _FAMILY = {**{k: "bytes" for k in ("KiB", "MiB", "GiB", "TiB", "KB", "MB", "GB",
            **{k: "bandwidth" for k in ("TB/s", "GB/s", "GiB/s", "Gbps", "MB/s")},
            "count": "count", "GHz": "frequency", "us": "time"}
 #: the same prefix read the other way (decimal <-> binary)
+#: a decimal label on a binary figure written in thousands ("6.1 TB" for 6,144 GiB)
+_THOUSAND_READING = {"TB": "GiB", "GB": "MiB", "PB": "TiB"}
 _OTHER_READING = {"KB": "KiB", "MB": "MiB", "GB": "GiB", "TB": "TiB",
                   "KiB": "KB", "MiB": "MB", "GiB": "GB", "TiB": "TB", "GB/s": "GiB/s",
                   "GiB/s": "GB/s"}
@@ -529,11 +533,29 @@ def check_figure(entity: str, field: str, claimed: float, unit: str, *,
                               f"data/ uses {shown} ({src}); {_fmt(alt.value, alt.unit)} is what "
                               f"{alt.source_title} gives ({alt.note}).", src)
     other = _OTHER_READING.get(unit)
-    if other is not None and _close(claimed_value * _CLAIM_UNITS[other], target, rel_tol):
+    # Readings that make a mislabelled figure match: the prefix read the other way (TB as TiB),
+    # or a binary figure written in thousands under a decimal label (6,144 GiB as "6.1 TB").
+    readings_mixup = []
+    if other is not None:
+        readings_mixup.append((abs(claimed_value * _CLAIM_UNITS[other] / target - 1),
+                               f"{unit} is read as {other}: the claim mixes decimal and binary prefixes"))
+    thousand = _THOUSAND_READING.get(unit)
+    if thousand is not None:
+        value_1000 = claimed_value * 1000 * _CLAIM_UNITS[thousand]
+        readings_mixup.append((abs(value_1000 / target - 1),
+                               f"it is read as {claimed * 1000:,g} {thousand} ({claimed:g} thousand "
+                               f"{thousand}): the claim writes a {thousand} figure in thousands and "
+                               f"labels it {unit}"))
+    fits = sorted(r for r in readings_mixup if r[0] <= rel_tol)
+    if fits:
+        def num(x: float) -> str:
+            return f"{x:,.0f}" if x >= 100 else f"{x:#.3g}"
+
+        in_unit = f" = {num(target / _CLAIM_UNITS[unit])} {unit}"
+        as_other = f" = {num(target / _CLAIM_UNITS[other])} {other}" if other and other != used.unit else ""
         return ClaimCheck(claim, "unit mix-up", shown,
-                          f"data/ has {shown} ({src}). {claimed:,g} {unit} matches it only if "
-                          f"{unit} is read as {other}: the claim mixes decimal and binary "
-                          "prefixes.", src)
+                          f"data/ has {shown}{in_unit}{as_other} ({src}). "
+                          f"{claimed:,g} {unit} matches it only if {fits[0][1]}.", src)
     readings = [(unit, base)] + ([(other, claimed_value * _CLAIM_UNITS[other])] if other else [])
     matches = []
     for f in _all_facts():

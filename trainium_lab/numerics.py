@@ -188,7 +188,9 @@ def ulp(x: Any, dtype: Any) -> np.ndarray | float:
     Parameters
     ----------
     x : float or array_like
-        Finite values (magnitude up to the format's ``max_finite``).
+        Finite values with magnitude up to the format's ``max_finite``. Larger values
+        are not in the format at all (they overflow: ``float8_e4m3fn`` casts them to
+        NaN, the others to ±inf), so they have no gap and raise ``ValueError``.
     dtype : str
         One of :data:`FORMATS`.
 
@@ -202,11 +204,22 @@ def ulp(x: Any, dtype: Any) -> np.ndarray | float:
     True
     >>> float(ulp(300.0, "float8_e4m3fn"))
     32.0
+    >>> ulp(1000.0, "float8_e4m3fn")
+    Traceback (most recent call last):
+    ...
+    ValueError: x must be within ±448 for float8_e4m3fn: larger values overflow (this format casts them to NaN); got a magnitude of 1000
     """
     f = format_info(dtype)
-    a = np.abs(np.asarray(x, dtype=np.float64))
+    try:
+        a = np.abs(np.asarray(x, dtype=np.float64))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"x must be real numbers ({exc})") from None
     if not np.all(np.isfinite(a)):
         raise ValueError("x must be finite")
+    if np.any(a > f.max_finite):
+        to = "NaN" if not f.has_inf else "±inf"
+        raise ValueError(f"x must be within ±{f.max_finite:g} for {f.name}: larger values overflow "
+                         f"(this format casts them to {to}); got a magnitude of {float(a.max()):g}")
     _, e = np.frexp(a)  # a = m * 2**e with m in [0.5, 1): floor(log2 a) = e - 1
     exponent = np.where(a == 0, f.min_exponent, np.maximum(e - 1, f.min_exponent))
     out = np.ldexp(1.0, exponent - f.mantissa_bits)

@@ -30,7 +30,7 @@ def _roofline(chip: str, dtype: str, m: int, n: int, k: int) -> _RooflineView:
     b = roofline.matmul_bound(m, n, k, dtype, chip)
     trainium = roofline.device(chip).kind == "trainium"
     tiled = roofline.matmul_bound(m, n, k, dtype, chip, tiled=True) if trainium else None
-    array = roofline.array_utilisation(m, n, k, chip) if trainium else None
+    array = roofline.array_utilisation(m, n, k, chip, dtype) if trainium else None
     high = max(1e5, 10 * b.intensity_flop_per_byte)
     curves = roofline.roofline_curve(chip, dtype, low=0.1, high=high)
     rows = [{"intensity": b.intensity_flop_per_byte, "tflops": b.achieved_flops_per_s / 1e12,
