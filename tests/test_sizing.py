@@ -502,3 +502,22 @@ def test_calculator_updates_fast_and_shows_bad_input_inline():
     e.controls["n_params_billion"].value = 70.0
     assert e.last_error is None
     assert "782.3 GiB" in e.summary.value  # 70e9 x 12 B (the stochastic-rounding recipe still set)
+
+
+def test_convention_comparison_differences_are_the_named_terms():
+    """Chapter 04's side-by-side table: Megatron-LM's distributed optimizer equals the course's ZeRO-1
+    once gradients are counted in FP32 (theoretical_memory_usage.py: 6 + 12/dp bytes per parameter);
+    DeepSpeed's ZeRO-2 adds exactly the unsharded 16-bit gradient buffer (2 bytes per parameter) and
+    ZeRO-3 exactly the gathered largest module (4 bytes per its parameter; memory.rst)."""
+    p = sizing.preset("llama3-8b")
+    t = sizing.convention_comparison(p, 64).set_index("item")
+    n = p.exact_params()
+    z1, z2, z3, act = t.index
+    assert t.loc[z1, "peer_bytes"] == pytest.approx(t.loc[z1, "course_fp32_grads_bytes"])
+    assert t.loc[z1, "peer_bytes"] - t.loc[z1, "course_bytes"] == pytest.approx(2 * n)
+    assert t.loc[z2, "peer_bytes"] - t.loc[z2, "course_fp32_grads_bytes"] == pytest.approx(2 * n, rel=1e-6)
+    assert t.loc[z3, "peer_bytes"] - t.loc[z3, "course_fp32_grads_bytes"] == pytest.approx(
+        4 * p.vocab_size * p.d_model, rel=1e-6)
+    assert t.loc[act, "peer_bytes"] > t.loc[act, "course_bytes"] > 0
+    with pytest.raises(ValueError, match="n_devices"):
+        sizing.convention_comparison(p, 0)

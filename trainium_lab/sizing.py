@@ -23,7 +23,8 @@ Public API, by question
     :func:`training_flops`, :func:`system_flops_per_s`, :func:`training_time_s`,
     :func:`instance_days`, :func:`days_on_instances`, :func:`mfu_from_throughput`
 *What do Megatron-LM and DeepSpeed say for the same job?*
-    :func:`megatron_theoretical_memory`, :func:`deepspeed_zero_model_states_bytes`
+    :func:`megatron_theoretical_memory`, :func:`deepspeed_zero_model_states_bytes`,
+    :func:`convention_comparison`
 *Published model configurations*
     :class:`ModelPreset`, :func:`preset`, :func:`presets`, :func:`parameter_count`
 *Everything at once*
@@ -61,6 +62,7 @@ __all__ = [
     "training_flops", "ATTENTION_COUNTS", "system_flops_per_s", "training_time_s", "instance_days",
     "days_on_instances", "mfu_from_throughput",
     "deepspeed_zero_model_states_bytes", "MegatronMemoryReport", "megatron_theoretical_memory",
+    "convention_comparison",
     "ModelPreset", "preset", "presets", "presets_table", "parameter_count",
     "SizingPlan", "size_job", "plan_memory_table",
 ]
@@ -1234,6 +1236,61 @@ def megatron_theoretical_memory(n_layers: int, d_model: int, n_heads: int, ffn_d
     return MegatronMemoryReport(float(block), float(embeddings), float(block + embeddings),
                                 float(most_loaded), None if other is None else float(other),
                                 float(bytes_per_param), float(weight_opt), float(act))
+
+
+def convention_comparison(model: "ModelPreset | str" = "llama3-8b", n_devices: int = 64, *,
+                          micro_batch: int = 1, recompute: str = "selective") -> pd.DataFrame:
+    """One data-parallel job sized by the course and by Megatron-LM's and DeepSpeed's formulas.
+
+    The model is trained data-parallel over ``n_devices`` (no tensor or pipeline
+    parallelism), one rank per device. Rows: the state per device under ZeRO-1 (against
+    Megatron-LM's distributed optimizer), ZeRO-2 and ZeRO-3 (against DeepSpeed's
+    estimators; its largest module is taken to be an embedding matrix, ``vocab_size ×
+    d_model``), and the activations of one micro-batch (against Megatron-LM's report,
+    which at TP = 1 takes its path without sequence parallelism). The course's columns
+    count the exact parameter count of the shape, as Megatron-LM does.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``item``, ``course_bytes`` (BF16 gradients, 16 B/param), ``course_fp32_grads_bytes``
+        (the same functions with ``grad_bytes_per_param=4``), ``peer_bytes``, ``peer``.
+
+    References
+    ----------
+    :func:`megatron_theoretical_memory`, :func:`deepspeed_zero_model_states_bytes` and
+    their sources; Rajbhandari et al. 2020 (ZeRO); Korthikanti et al. 2022.
+
+    Examples
+    --------
+    >>> t = convention_comparison("llama3-8b", 64)
+    >>> t.peer.tolist()
+    ['Megatron-LM', 'DeepSpeed', 'DeepSpeed', 'Megatron-LM']
+    >>> bool((t.course_fp32_grads_bytes == t.peer_bytes).iloc[0])   # ZeRO-1: equal once grads are FP32
+    True
+    """
+    m = preset(model) if isinstance(model, str) else model
+    if not isinstance(m, ModelPreset):
+        raise ValueError(f"model must be a preset name or a ModelPreset; got {model!r}")
+    dp = integer("n_devices", n_devices, minimum=1)
+    n = float(m.exact_params())
+    report = megatron_theoretical_memory(m.n_layers, m.d_model, m.n_heads, m.ffn_dim, m.vocab_size, m.seq_len,
+                                         n_kv_heads=m.n_kv_heads, swiglu=True, dp=dp, micro_batch=micro_batch,
+                                         distributed_optimizer=True, untie_embeddings=True,
+                                         normalization="RMSNorm", sequence_parallel=False, recompute=recompute)
+    act = activation_bytes(m.n_layers, m.seq_len, micro_batch, m.d_model, m.n_heads, recompute=recompute,
+                           **activation_options(m))
+    fp32 = PEER_GRAD_BYTES_PER_PARAM
+    rows = [("state, ZeRO-1 = Megatron distributed optimizer", zero_bytes_per_device(n, dp, 1),
+             zero_bytes_per_device(n, dp, 1, grad_bytes_per_param=fp32), report.weight_and_optimizer_bytes,
+             "Megatron-LM")]
+    for stage, extra in ((2, {}), (3, {"largest_layer_params": float(m.vocab_size * m.d_model)})):
+        rows.append((f"state, ZeRO-{stage}", zero_bytes_per_device(n, dp, stage),
+                     zero_bytes_per_device(n, dp, stage, grad_bytes_per_param=fp32),
+                     deepspeed_zero_model_states_bytes(n, dp, stage, **extra), "DeepSpeed"))
+    rows.append((f"activations, 1 micro-batch, {recompute} recompute", act, act, report.activation_bytes,
+                 "Megatron-LM"))
+    return pd.DataFrame(rows, columns=["item", "course_bytes", "course_fp32_grads_bytes", "peer_bytes", "peer"])
 
 
 # --------------------------------------------------------------------------- presets
