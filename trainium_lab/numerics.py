@@ -524,7 +524,7 @@ def repeated_updates(update: float = 1e-4, n_steps: int = 1000, dtype: Any = "bf
     """Add the same small update to many weights, rounding to ``dtype`` after each step.
 
     Each step computes ``w + update`` in float32 and rounds it with ``mode``, as a
-    pure low-precision optimizer step would. The background documents' case is
+    pure low-precision optimizer step would. The chapter's case is
     10,000 BF16 weights at 1.0 with 1e-4 added a thousand times.
 
     Returns
