@@ -411,6 +411,18 @@ def cluster(system: str = "trn2-ultraserver", n_systems: int = 1, lnc: int | Non
                    topology=s.topology)
 
 
+def _system_keys(names) -> list[str]:
+    """Keys of the named systems, each checked to be one this module can lay out."""
+    keys = []
+    for name in names:
+        key = specs.system(name).key
+        if key not in _LEVEL_LINKS:
+            listed = ", ".join(repr(s) for s in SYSTEMS)
+            raise UnknownNameError(f"system must be one of {listed}; got {name!r}")
+        keys.append(key)
+    return keys
+
+
 def levels_table(systems: tuple[str, ...] | list[str] | None = None) -> pd.DataFrame:
     """The levels of each system with their per-chip bandwidth, scope and direction.
 
@@ -435,11 +447,7 @@ def levels_table(systems: tuple[str, ...] | list[str] | None = None) -> pd.DataF
     """
     names = SYSTEMS if systems is None else tuple(systems)
     rows = []
-    for name in names:
-        key = specs.system(name).key
-        if key not in _LEVEL_LINKS:
-            listed = ", ".join(repr(s) for s in SYSTEMS)
-            raise UnknownNameError(f"system must be one of {listed}; got {name!r}")
+    for key in _system_keys(names):
         for lv in _levels(key):
             if lv.bytes_per_s is None:
                 continue
@@ -477,11 +485,7 @@ def alternative_links_table(systems: tuple[str, ...] | list[str] | None = None) 
     cols = ["system", "level", "used_link_key", "used_gb_per_s", "link_key", "bytes_per_s",
             "gb_per_s", "scope", "direction", "description", "source"]
     rows = []
-    for name in names:
-        key = specs.system(name).key
-        if key not in _LEVEL_LINKS:
-            listed = ", ".join(repr(s) for s in SYSTEMS)
-            raise UnknownNameError(f"system must be one of {listed}; got {name!r}")
+    for key in _system_keys(names):
         for lv in _levels(key):
             for alt in lv.alternatives:
                 lk = specs.link(alt)
