@@ -521,3 +521,23 @@ def test_convention_comparison_differences_are_the_named_terms():
     assert t.loc[act, "peer_bytes"] > t.loc[act, "course_bytes"] > 0
     with pytest.raises(ValueError, match="n_devices"):
         sizing.convention_comparison(p, 0)
+
+
+@pytest.mark.parametrize("bad", ["abc", None, [1, 2], float("nan"), 1e308, 10**30, -1, 0, True])
+def test_new_functions_reject_bad_input_with_valueerror(bad):
+    calls = [
+        lambda: sizing.activation_coefficients(bad, 4096),
+        lambda: sizing.activation_bytes_per_layer(bad, 1, 4096, 32),
+        lambda: sizing.deepspeed_zero_model_states_bytes(bad, 8, 2),
+        lambda: sizing.megatron_theoretical_memory(32, bad, 32, 11008, 32000, 4096),
+        lambda: sizing.convention_comparison("llama3-8b", bad),
+        lambda: sizing.size_job(1e9, 1e12, model=bad) if bad is not None else sizing.size_job(bad, 1e12),
+        lambda: sizing.min_chips_zero(bad, 3),
+    ]
+    if bad is not None and bad != 0:  # None is the default and 0 bytes is allowed
+        calls.append(lambda: sizing.training_state_bytes(1e9, grad_bytes_per_param=bad))
+    if not isinstance(bad, list):
+        calls.append(lambda: sizing.zero_table(1e9, bad))
+    for call in calls:
+        with pytest.raises(ValueError):
+            call()

@@ -253,3 +253,10 @@ def test_unknown_names():
         t.place(tp=64, pp=4, lnc=2).groups("cp")
     with pytest.raises(ValueError, match="lnc"):
         t.ranks_per_chip("trn1", lnc=2)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), 10**30, -1, True, ["trn9"]])
+def test_level_tables_reject_bad_systems(bad):
+    for fn in (t.levels_table, t.alternative_links_table):
+        with pytest.raises(ValueError, match="system"):
+            fn(bad)

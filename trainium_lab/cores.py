@@ -737,6 +737,8 @@ def claims_table(query: str = "", *, verdict: str | None = None,
         verdict = choice("verdict", verdict, VERDICTS)
     every = claims()
     if said_by is not None:
+        if not isinstance(said_by, str):
+            raise ValueError(f"said_by must be a source id or title, got {said_by!r}")
         known = {c.said_by_id: c.said_by for c in every}
         if said_by not in known and said_by not in known.values():
             listed = ", ".join(repr(k) for k in known)

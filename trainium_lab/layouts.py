@@ -982,6 +982,8 @@ def fully_sharded_table(n_params: float = 405e9, bytes_per_param: float | None =
     """
     n_params = positive("n_params", n_params)
     state = training_state_bytes(n_params, bytes_per_param, grad_bytes_per_param=grad_bytes_per_param)
+    if isinstance(counts, (str, bytes)) or not hasattr(counts, "__iter__"):
+        raise ValueError(f"counts must be a list of system counts, got {counts!r}")
     s = specs.system(system)
     hbm = float(s.chip.hbm_bytes)
     rows = []

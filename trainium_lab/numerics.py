@@ -784,7 +784,7 @@ def master_weights_saving(n_params: float = 70e9, chip: str = "trn2",
     >>> round(float(df.attrs["saving_gib"]), 1)
     260.8
     """
-    n_params = positive("n_params", n_params)
+    n_params = in_range("n_params", n_params, 0.0, 1e18, low_open=True)
     spec = specs.chip(chip)
     rows = []
     for label, mw in (("with FP32 master", True), ("without (pure BF16)", False)):

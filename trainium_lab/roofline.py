@@ -524,6 +524,8 @@ def utilisation_curve(dims: Iterable[int], *, chip: str = "trn2", other: int | N
     >>> utilisation_curve([128, 129, 256], other=128).utilisation.round(3).tolist()
     [1.0, 0.504, 1.0]
     """
+    if isinstance(dims, (str, bytes)) or not hasattr(dims, "__iter__"):
+        raise ValueError(f"dims must be a list of integers, got {dims!r}")
     rows = []
     for dim in dims:
         m = dim if other is None else other

@@ -142,6 +142,25 @@ RECIPES: dict[str, StateRecipe] = {r.key: r for r in (
 )}
 
 
+#: largest shape values accepted (far beyond any model; keeps every product finite)
+_MAX_DIM = 10**9
+#: largest parameter count accepted (10^18: far beyond any model; keeps every product finite)
+_MAX_PARAMS = 1e18
+
+
+def _n_params(n_params: float) -> float:
+    return in_range("n_params", n_params, 0.0, _MAX_PARAMS, low_open=True)
+
+
+def _int_list(name: str, values, minimum: int = 0, maximum: int | None = None) -> list[int]:
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise ValueError(f"{name} must be a list of integers, got {values!r}")
+    out = [integer(name, v, minimum=minimum, maximum=maximum) for v in values]
+    if not out:
+        raise ValueError(f"{name} must hold at least one value")
+    return out
+
+
 def _grad_bytes(grad_bytes_per_param: float | None) -> float | None:
     if grad_bytes_per_param is None:
         return None
@@ -246,7 +265,12 @@ def state_breakdown(n_params: float, recipes: Iterable[str] | str = "bf16-adam",
     18.0
     """
     n_params = positive("n_params", n_params)
-    keys = [recipes] if isinstance(recipes, str) else list(recipes)
+    if isinstance(recipes, str):
+        keys = [recipes]
+    elif hasattr(recipes, "__iter__"):
+        keys = list(recipes)
+    else:
+        raise ValueError(f"recipes must be a recipe name or a list of them, got {recipes!r}")
     rows = []
     for key in keys:
         r = recipe(key, grad_bytes_per_param)
@@ -346,6 +370,8 @@ def zero_table(n_params: float, dp_values: Sequence[int], *,
     """
     labels = {0: "baseline (DP)", 1: "ZeRO-1 (optimizer)", 2: "ZeRO-2 (+ gradients)",
               3: "ZeRO-3 (+ weights)"}
+    stages = _int_list("stages", stages, minimum=0, maximum=3)
+    dp_values = _int_list("dp_values", dp_values, minimum=1)
     rows = []
     for s in stages:
         for d in dp_values:
@@ -447,10 +473,10 @@ def activation_coefficients(n_heads: int, d_model: int, *, n_kv_heads: int | Non
     >>> c.replicated, c.sharded, c.attention_core     # Llama 3 70B
     (8.0, 25.5, 2.0)
     """
-    a = integer("n_heads", n_heads, minimum=1)
-    h = integer("d_model", d_model, minimum=1)
+    a = integer("n_heads", n_heads, minimum=1, maximum=_MAX_DIM)
+    h = integer("d_model", d_model, minimum=1, maximum=_MAX_DIM)
     kv = a if n_kv_heads is None else integer("n_kv_heads", n_kv_heads, minimum=1, maximum=a)
-    f = 4 * h if ffn_dim is None else integer("ffn_dim", ffn_dim, minimum=1)
+    f = 4 * h if ffn_dim is None else integer("ffn_dim", ffn_dim, minimum=1, maximum=_MAX_DIM)
     kind = choice("mlp", mlp, MLP_KINDS)
     if dropout not in (True, False):
         raise ValueError(f"dropout must be True or False, got {dropout!r}")
@@ -572,11 +598,11 @@ def activation_bytes_per_layer(seq_len: int, micro_batch: int, d_model: int, n_h
     ...                            recompute="full") == 2 * 2048 * 12288 / 8
     True
     """
-    s = integer("seq_len", seq_len, minimum=1)
-    b = integer("micro_batch", micro_batch, minimum=1)
-    h = integer("d_model", d_model, minimum=1)
-    a = integer("n_heads", n_heads, minimum=1)
-    t = integer("tp", tp, minimum=1)
+    s = integer("seq_len", seq_len, minimum=1, maximum=_MAX_DIM)
+    b = integer("micro_batch", micro_batch, minimum=1, maximum=_MAX_DIM)
+    h = integer("d_model", d_model, minimum=1, maximum=_MAX_DIM)
+    a = integer("n_heads", n_heads, minimum=1, maximum=_MAX_DIM)
+    t = integer("tp", tp, minimum=1, maximum=_MAX_DIM)
     if sequence_parallel not in (True, False):
         raise ValueError(f"sequence_parallel must be True or False, got {sequence_parallel!r}")
     mode = choice("recompute", recompute, RECOMPUTE_MODES)
@@ -709,8 +735,9 @@ def min_chips_zero(n_params: float, stage: int, chip: str = "trn2", *,
     >>> min_chips_zero(70e9, 3), min_chips_zero(70e9, 3, grad_bytes_per_param=4)
     (17, 19)
     """
-    n_params = positive("n_params", n_params)
+    n_params = _n_params(n_params)
     stage = integer("stage", stage, minimum=0, maximum=3)
+    max_chips = integer("max_chips", max_chips, minimum=1)
     r = recipe(recipe_name, grad_bytes_per_param)
     hbm = specs.chip(chip).hbm_bytes
     if activation_bytes_per_chip is None:
@@ -1040,10 +1067,10 @@ def deepspeed_zero_model_states_bytes(n_params: float, n_gpus: int, stage: int, 
     ...  for o, p in ((False, False), (True, False), (True, True))]
     [6.09, 0.78, 0.12]
     """
-    psi = positive("n_params", n_params)
+    psi = _n_params(n_params)
     n = integer("n_gpus", n_gpus, minimum=1)
     stage = integer("stage", stage, minimum=2, maximum=3)
-    largest = positive("largest_layer_params", largest_layer_params, allow_zero=True)
+    largest = in_range("largest_layer_params", largest_layer_params, 0.0, _MAX_PARAMS)
     for name, flag in (("offload_optimizer", offload_optimizer), ("offload_params", offload_params)):
         if flag not in (True, False):
             raise ValueError(f"{name} must be True or False, got {flag!r}")
@@ -1176,17 +1203,17 @@ def megatron_theoretical_memory(n_layers: int, d_model: int, n_heads: int, ffn_d
     >>> round(r.n_params_most_loaded_shard / 1e9, 4), round(r.weight_and_optimizer_bytes / 2**20, 2)
     (1.7502, 20029.52)
     """
-    L = integer("n_layers", n_layers, minimum=1)
-    h = integer("d_model", d_model, minimum=1)
-    a = integer("n_heads", n_heads, minimum=1)
-    f = integer("ffn_dim", ffn_dim, minimum=1)
-    v0 = integer("vocab_size", vocab_size, minimum=1)
-    s = integer("seq_len", seq_len, minimum=1)
+    L = integer("n_layers", n_layers, minimum=1, maximum=_MAX_DIM)
+    h = integer("d_model", d_model, minimum=1, maximum=_MAX_DIM)
+    a = integer("n_heads", n_heads, minimum=1, maximum=_MAX_DIM)
+    f = integer("ffn_dim", ffn_dim, minimum=1, maximum=_MAX_DIM)
+    v0 = integer("vocab_size", vocab_size, minimum=1, maximum=_MAX_DIM)
+    s = integer("seq_len", seq_len, minimum=1, maximum=_MAX_DIM)
     k = a if n_kv_heads is None else integer("n_kv_heads", n_kv_heads, minimum=1, maximum=a)
-    t = integer("tp", tp, minimum=1)
-    p = integer("pp", pp, minimum=1)
-    d = integer("dp", dp, minimum=1)
-    b = integer("micro_batch", micro_batch, minimum=1)
+    t = integer("tp", tp, minimum=1, maximum=_MAX_DIM)
+    p = integer("pp", pp, minimum=1, maximum=_MAX_DIM)
+    d = integer("dp", dp, minimum=1, maximum=_MAX_DIM)
+    b = integer("micro_batch", micro_batch, minimum=1, maximum=_MAX_DIM)
     m = None if n_micro_batches is None else integer("n_micro_batches", n_micro_batches, minimum=1)
     vp = None if virtual_pp is None else integer("virtual_pp", virtual_pp, minimum=1)
     for name, flag in (("swiglu", swiglu), ("distributed_optimizer", distributed_optimizer),
@@ -1196,7 +1223,8 @@ def megatron_theoretical_memory(n_layers: int, d_model: int, n_heads: int, ffn_d
     norm_size = {"LayerNorm": 2, "RMSNorm": 1}[choice("normalization", normalization,
                                                       ("LayerNorm", "RMSNorm"))]
     mode = choice("recompute", recompute, RECOMPUTE_MODES)
-    divisible = integer("make_vocab_size_divisible_by", make_vocab_size_divisible_by, minimum=1)
+    divisible = integer("make_vocab_size_divisible_by", make_vocab_size_divisible_by, minimum=1,
+                        maximum=_MAX_DIM)
     if h % a:
         raise ValueError(f"d_model must be a multiple of n_heads, got {h} and {a}")
     multiple = divisible * t
@@ -1273,6 +1301,7 @@ def convention_comparison(model: "ModelPreset | str" = "llama3-8b", n_devices: i
     if not isinstance(m, ModelPreset):
         raise ValueError(f"model must be a preset name or a ModelPreset; got {model!r}")
     dp = integer("n_devices", n_devices, minimum=1)
+    micro_batch = integer("micro_batch", micro_batch, minimum=1, maximum=_MAX_DIM)
     n = float(m.exact_params())
     report = megatron_theoretical_memory(m.n_layers, m.d_model, m.n_heads, m.ffn_dim, m.vocab_size, m.seq_len,
                                          n_kv_heads=m.n_kv_heads, swiglu=True, dp=dp, micro_batch=micro_batch,
@@ -1497,7 +1526,7 @@ def size_job(n_params: float, n_tokens: float, *, system: str = "trn2.48xlarge",
     >>> round(q.state_bytes / GiB), q.min_chips, q.min_systems
     (1173, 19, 2)
     """
-    n_params = positive("n_params", n_params)
+    n_params = _n_params(n_params)
     n_tokens = positive("n_tokens", n_tokens)
     mfu = _mfu(mfu)
     stage = integer("zero_stage", zero_stage, minimum=0, maximum=3)
@@ -1516,6 +1545,8 @@ def size_job(n_params: float, n_tokens: float, *, system: str = "trn2.48xlarge",
                                activation_share=activation_share,
                                grad_bytes_per_param=r.gradients)
     shape = preset(model) if isinstance(model, str) else model
+    if shape is not None and not isinstance(shape, ModelPreset):
+        raise ValueError(f"model must be a preset name or a ModelPreset; got {model!r}")
     act = None
     if shape is not None:
         act = activation_bytes(shape.n_layers, shape.seq_len, micro_batch, shape.d_model,

@@ -413,6 +413,10 @@ def cluster(system: str = "trn2-ultraserver", n_systems: int = 1, lnc: int | Non
 
 def _system_keys(names) -> list[str]:
     """Keys of the named systems, each checked to be one this module can lay out."""
+    if isinstance(names, str):
+        names = (names,)
+    elif not hasattr(names, "__iter__"):
+        raise ValueError(f"systems must be a list of system names, got {names!r}")
     keys = []
     for name in names:
         key = specs.system(name).key
@@ -445,7 +449,7 @@ def levels_table(systems: tuple[str, ...] | list[str] | None = None) -> pd.DataF
     >>> t[["level", "gb_per_s", "scope"]].to_string(index=False)  # doctest: +NORMALIZE_WHITESPACE
     '      level  gb_per_s             scope\\n   instance    1024.0 per-chip aggregate\\nultraserver     256.0 per-chip aggregate\\n        efa      25.0          per chip'
     """
-    names = SYSTEMS if systems is None else tuple(systems)
+    names = SYSTEMS if systems is None else systems
     rows = []
     for key in _system_keys(names):
         for lv in _levels(key):
@@ -481,7 +485,7 @@ def alternative_links_table(systems: tuple[str, ...] | list[str] | None = None) 
      ('ultraserver', 'trn3-gen2-pcie-inter-server', 320.0),
      ('ultraserver', 'trn3-gen2-pcie-inter-rack', 128.0)]
     """
-    names = SYSTEMS if systems is None else tuple(systems)
+    names = SYSTEMS if systems is None else systems
     cols = ["system", "level", "used_link_key", "used_gb_per_s", "link_key", "bytes_per_s",
             "gb_per_s", "scope", "direction", "description", "source"]
     rows = []
