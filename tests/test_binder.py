@@ -68,4 +68,4 @@ def test_runs_postbuild_which_installs_the_package(dry_run):
     env_update = next(i for i, ln in enumerate(lines) if "environment.yml" in ln and "COPY" in ln)
     assert lines.index("RUN ./postBuild") > env_update  # after the environment exists
     post_build = (ROOT / "postBuild").read_text()
-    assert re.search(r"pip install .*-e \.", post_build)
+    assert re.search(r"pip install .*-e \"?\.", post_build)

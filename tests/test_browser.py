@@ -221,6 +221,8 @@ REPORT_JS = r"""
   for (const w of widgets) {
     const views = [...w.querySelectorAll('.widget-container > .lm-Widget:not(.jupyter-widgets)')];
     for (const v of views) {
+      // a control (slider, dropdown...) is not a chart, whatever classes its view carries
+      if (v.querySelector('.widget-label, .widget-readout, input, select')) continue;
       const g = v.querySelector('svg.marks, canvas.marks, svg, canvas');
       charts.push({kind: 'interactive', ok: !!g && drawn(g), text: v.innerText.slice(0, 300)});
     }

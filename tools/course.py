@@ -8,9 +8,12 @@
     python3 tools/course.py site    # set up .venv, build the static HTML site (build/site)
 
 Standard library only, so it runs on a fresh machine with Python 3.11. The
-environment is a virtualenv in ``.venv`` holding exactly the pins in
-``pyproject.toml`` (the same pins as ``environment.yml``, which Binder uses).
-It is reinstalled whenever ``pyproject.toml`` changes.
+environment is a virtualenv in ``.venv`` holding the course with its test and
+delivery extras, every package at the version in ``requirements/lock.txt`` (the
+lock Binder's postBuild installs from too, so a learner gets tomorrow what passed
+today). It is brought up to date whenever ``pyproject.toml`` or the lock changes.
+JupyterLab's settings overrides (``config/jupyterlab-overrides.json``: no news
+prompt over the first chapter) are copied into the environment.
 
 ``test`` also needs a browser for tests/test_browser.py: Debian's ``chromium`` package. When it
 is missing and this runs as root on a machine with apt-get (CI), it is installed; otherwise the
@@ -32,6 +35,8 @@ VENV = Path(os.environ.get("TRAINIUM_LAB_VENV", ROOT / ".venv"))
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / ("python.exe" if os.name == "nt" else "python")
 STAMP = VENV / ".trainium-lab-installed"
+LOCK = ROOT / "requirements" / "lock.txt"
+LAB_OVERRIDES = ROOT / "config" / "jupyterlab-overrides.json"
 # jsonschema imports ~2 s slower in every kernel when this optional package is present
 # (jsonschema PR 1521; see ../shared/reference/jupyter_stack_notes.md). Nothing here needs it.
 SLOW_OPTIONAL = ["rfc3987-syntax"]
@@ -47,7 +52,8 @@ def run(cmd: list[str], **kw) -> None:
 
 
 def wanted_stamp() -> str:
-    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in (ROOT / "pyproject.toml", LOCK,
+                                                                LAB_OVERRIDES))).hexdigest()
     return f"{digest} {sys.version_info[:2]}"
 
 
@@ -72,9 +78,13 @@ def ensure_env() -> None:
         venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
     if STAMP.exists() and STAMP.read_text() == wanted_stamp():
         return
-    run([PY, "-m", "pip", "install", "--disable-pip-version-check", "-q", "-e", ".[test]"])
+    run([PY, "-m", "pip", "install", "--disable-pip-version-check", "-q", "-c", LOCK,
+         "-e", ".[test,delivery]"])
     run([PY, "-m", "pip", "uninstall", "--disable-pip-version-check", "-q", "-y", *SLOW_OPTIONAL])
     run([PY, "-m", "ipykernel", "install", "--sys-prefix", "--name", "python3"])
+    settings = VENV / "share" / "jupyter" / "lab" / "settings"
+    settings.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(LAB_OVERRIDES, settings / "overrides.json")
     STAMP.write_text(wanted_stamp())
 
 

@@ -8,9 +8,15 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Iterable, Sequence, TypeVar
+from typing import Callable, Iterable, Sequence, TypeVar
 
 T = TypeVar("T")
+
+#: no quantity in the course reaches this magnitude in base units (the largest, training FLOPs
+#: of frontier runs, are ~1e26); larger inputs are typos or overflow and are rejected
+MAX_MAGNITUDE = 1e30
+#: the largest integer a count may be: every integer up to it is exact as a float
+MAX_INTEGER = 2**53
 
 
 class UnknownNameError(ValueError, KeyError):
@@ -29,9 +35,15 @@ def finite_number(name: str, value: object) -> float:
     """Return ``value`` as a float; reject bools, non-numbers, NaN and infinities."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a real number, got {_describe(value)}")
-    out = float(value)
+    try:
+        out = float(value)
+    except OverflowError:  # an int beyond the float range
+        out = math.inf
     if not math.isfinite(out):
         raise ValueError(f"{name} must be a finite number, got {_describe(value)}")
+    if abs(out) >= MAX_MAGNITUDE:
+        raise ValueError(f"{name} must be a finite number of magnitude below {MAX_MAGNITUDE:g}, "
+                         f"got {_describe(value)}")
     return out
 
 
@@ -58,17 +70,47 @@ def in_range(name: str, value: object, low: float, high: float, *,
 
 
 def integer(name: str, value: object, *, minimum: int = 1, maximum: int | None = None) -> int:
-    """An integer (Python or numpy, not bool) with ``minimum <= value <= maximum``."""
+    """An integer (Python or numpy, not bool) with ``minimum <= value <= maximum``.
+
+    ``maximum`` defaults to ``MAX_INTEGER`` (2**53): larger counts are not exact as floats.
+    """
+    if maximum is None:
+        maximum = MAX_INTEGER
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         if isinstance(value, float) and math.isfinite(value) and value.is_integer():
             value = int(value)
         else:
             raise ValueError(f"{name} must be an integer >= {minimum}, got {_describe(value)}")
     out = int(value)
-    if out < minimum or (maximum is not None and out > maximum):
-        bound = f"in [{minimum}, {maximum}]" if maximum is not None else f">= {minimum}"
+    if out < minimum or out > maximum:
+        bound = f">= {minimum}" if maximum == MAX_INTEGER else f"in [{minimum}, {maximum:,}]"
         raise ValueError(f"{name} must be an integer {bound}, got {_describe(value)}")
     return out
+
+
+def sequence(name: str, value: object, item: Callable[[str, object], T], *,
+             min_length: int = 1, max_length: int = 100_000) -> list[T]:
+    """A list, tuple, range or 1-d array of items, each checked by ``item(name, x)``.
+
+    A string, a scalar or ``None`` is rejected with a message naming the parameter.
+    """
+    import numpy as np
+
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, range, np.ndarray)):
+        raise ValueError(f"{name} must be a sequence (list or tuple), got {_describe(value)}")
+    if isinstance(value, np.ndarray) and value.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {value.shape}")
+    if not min_length <= len(value) <= max_length:
+        raise ValueError(f"{name} must hold between {min_length} and {max_length:,} items, "
+                         f"got {len(value)}")
+    return [item(f"{name}[{i}]", x) for i, x in enumerate(value)]
+
+
+def instance(name: str, value: object, cls: type[T] | tuple[type, ...], what: str) -> T:
+    """``value`` if it is an instance of ``cls``; else a ``ValueError`` saying what was expected."""
+    if not isinstance(value, cls):
+        raise ValueError(f"{name} must be {what}, got {_describe(value)}")
+    return value  # type: ignore[return-value]
 
 
 def choice(name: str, value: object, options: Iterable[T]) -> T:

@@ -70,7 +70,7 @@ import numpy as np
 import pandas as pd
 
 from trainium_lab import specs
-from trainium_lab._validate import choice, integer, positive
+from trainium_lab._validate import choice, instance, integer, positive, sequence
 from trainium_lab.units import GB, GiB, us
 
 __all__ = [
@@ -264,8 +264,12 @@ def hierarchical_allreduce_s(size_bytes: float,
     0.625
     """
     size = positive("size_bytes", size_bytes, allow_zero=True)
-    if isinstance(levels, (str, bytes)) or len(levels) == 0:
-        raise ValueError("levels must be a non-empty sequence of (n, bandwidth_bytes_per_s[, latency_s])")
+    def level(name, lv):
+        if isinstance(lv, (str, bytes)) or not isinstance(lv, (tuple, list)) or len(lv) not in (2, 3):
+            raise ValueError(f"{name} must be (n, bandwidth_bytes_per_s[, latency_s]); got {lv!r}")
+        return lv
+
+    levels = sequence("levels", levels, level)
     total = 0.0
     for i, lv in enumerate(levels):
         if len(lv) not in (2, 3):
@@ -422,7 +426,7 @@ def size_sweep(sizes_bytes: Sequence[float], n: int, bandwidth_bytes_per_s: floa
     [1.0, 0.006]
     """
     collective = choice("collective", collective, COLLECTIVES)
-    sizes = [positive("sizes_bytes", s) for s in sizes_bytes]
+    sizes = sequence("sizes_bytes", sizes_bytes, positive)
     f = COLLECTIVES[collective]
     t = np.array([f(s, n, bandwidth_bytes_per_s, latency_s) for s in sizes])
     t0 = np.array([f(s, n, bandwidth_bytes_per_s, 0.0) for s in sizes])
@@ -493,6 +497,12 @@ def ring_allreduce_steps(n: int, step: int) -> pd.DataFrame:
 # --------------------------------------------------------------------- placed groups
 
 
+def _placement(placement):
+    from trainium_lab.topology import Placement  # topology does not import this module
+
+    return instance("placement", placement, Placement, "a Placement from topology.place(...)")
+
+
 def group_collective_s(placement, kind: str, size_bytes: float, collective: str = "all_reduce",
                        latency_s: float | None = None) -> float:
     """Seconds for one collective in each group of ``kind`` of a placed job.
@@ -534,7 +544,7 @@ def group_collective_s(placement, kind: str, size_bytes: float, collective: str 
     """
     collective = choice("collective", collective, COLLECTIVES)
     size = positive("size_bytes", size_bytes, allow_zero=True)
-    level, n_chips, sharing = placement.slowest(kind)
+    level, n_chips, sharing = _placement(placement).slowest(kind)
     if level.bytes_per_s is None or n_chips == 1:
         return 0.0
     alpha = (level.latency_s or 0.0) if latency_s is None else positive("latency_s", latency_s, allow_zero=True)
@@ -572,7 +582,7 @@ def placement_costs(placement, size_bytes: float | dict[str, float],
     >>> costs["kind"].tolist(), costs["level"].tolist(), (costs["time_s"] * 1e3).round(3).tolist()
     (['tp', 'dp'], ['instance', 'efa'], [0.002, 171.829])
     """
-    summary = placement.summary()
+    summary = _placement(placement).summary()
     rows = []
     for row in summary.to_dict("records"):
         kind = row["kind"]

@@ -28,7 +28,7 @@ import pandas as pd
 
 from trainium_lab import specs
 from trainium_lab import units as u
-from trainium_lab._validate import UnknownNameError, choice, in_range, integer
+from trainium_lab._validate import UnknownNameError, choice, in_range, integer, sequence
 
 __all__ = [
     "lnc_options", "resolve_lnc", "logical_cores_per_chip", "CoreCounts", "core_counts",
@@ -326,6 +326,7 @@ def disagreements(entities: list[str] | None = None) -> pd.DataFrame:
     """
     if entities is None:
         entities = [c.key for c in specs.chips()] + [a.key for a in specs.accelerators()]
+    entities = sequence("entities", entities, lambda _name, e: e)
     facts = _all_facts()
     known = {f.entity for f in facts}
     for e in entities:

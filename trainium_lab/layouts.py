@@ -83,7 +83,7 @@ import numpy as np
 import pandas as pd
 
 from trainium_lab import collectives, specs, topology
-from trainium_lab._validate import UnknownNameError, choice, in_range, integer, positive
+from trainium_lab._validate import UnknownNameError, choice, in_range, integer, positive, sequence
 from trainium_lab.sizing import (RECOMPUTE_MODES, ModelPreset, _activation_per_layer_array,
                                  activation_coefficients, activation_options, parameter_count,
                                  preset, recipe, training_state_bytes)
@@ -219,7 +219,7 @@ def custom_model(name: str, *, n_layers: int, d_model: int, n_heads: int, n_kv_h
     28.6
     """
     kv = n_heads if n_kv_heads is None else n_kv_heads
-    f = 4 * int(d_model) if ffn_dim is None else ffn_dim
+    f = 4 * integer("d_model", d_model, minimum=1) if ffn_dim is None else ffn_dim
     count = parameter_count(n_layers, d_model, n_heads, kv, f, vocab_size)
     seq_len = integer("seq_len", seq_len, minimum=1)
     n = float(count) if n_params is None else positive("n_params", n_params)
@@ -893,9 +893,10 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     dp_overlap = in_range("dp_overlap", dp_overlap, 0.0, 1.0)
     tp_overlap = in_range("tp_overlap", tp_overlap, 0.0, 1.0)
     min_headroom_fraction = in_range("min_headroom_fraction", min_headroom_fraction, 0.0, 1.0, high_open=True)
-    mbs = sorted({integer("micro_batches", x, minimum=1) for x in micro_batches})
-    zs = sorted({integer("zero_stages", x, minimum=0, maximum=3) for x in zero_stages})
-    modes = [choice("recompute", x, RECOMPUTE_MODES) for x in recompute]
+    mbs = sorted(set(sequence("micro_batches", micro_batches, integer)))
+    zs = sorted(set(sequence("zero_stages", zero_stages,
+                             lambda name, x: integer(name, x, minimum=0, maximum=3))))
+    modes = sequence("recompute", recompute, lambda name, x: choice(name, x, RECOMPUTE_MODES))
     if not mbs or not zs or not modes:
         raise ValueError("micro_batches, zero_stages and recompute must each list at least one option")
     seq_len = m.seq_len if seq_len is None else integer("seq_len", seq_len, minimum=1)
@@ -987,8 +988,7 @@ def fully_sharded_table(n_params: float = 405e9, bytes_per_param: float | None =
     s = specs.system(system)
     hbm = float(s.chip.hbm_bytes)
     rows = []
-    for k in counts:
-        k = integer("counts", k, minimum=1)
+    for k in sequence("counts", counts, lambda name, x: integer(name, x, minimum=1, maximum=10**6)):
         n = s.n_chips * k
         per = state / n
         rows.append({"n_systems": k, "n_chips": n, "state_gib_per_chip": per / GiB,

@@ -1,7 +1,8 @@
 """One call at the top of every chapter: offline charts and tidy printouts.
 
 ``setup()`` makes static charts render as SVG (drawn by vl-convert in the
-kernel, so stored outputs show them anywhere, offline) and makes interactive
+kernel, so stored outputs show them anywhere, offline; data and coordinates
+rounded to what a reader can see, so they are the same on every processor) and makes interactive
 ``JupyterChart`` widgets load their JavaScript from vl-convert instead of a CDN.
 Altair 6's default and mimetype renderers do not work offline in JupyterLab
 (see ``../shared/reference/jupyter_stack_notes.md``).
@@ -56,7 +57,9 @@ def setup() -> None:
     import altair as alt
     import pandas as pd
 
-    alt.renderers.enable("svg")
+    from trainium_lab.charts import base
+
+    alt.renderers.enable(base.RENDERER)
     enable_offline_charts()
     pd.set_option("display.max_colwidth", 120)
     pd.set_option("display.width", 160)

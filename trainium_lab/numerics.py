@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from trainium_lab import specs
-from trainium_lab._validate import choice, finite_number, in_range, integer, positive
+from trainium_lab._validate import choice, finite_number, in_range, integer, positive, sequence
 from trainium_lab.sizing import DEFAULT_GRAD_BYTES_PER_PARAM
 from trainium_lab.units import GiB
 
@@ -169,7 +169,7 @@ def formats_table(dtypes: tuple[str, ...] = FORMATS) -> pd.DataFrame:
     57344
     """
     rows = []
-    for d in dtypes:
+    for d in sequence("dtypes", dtypes, lambda _name, x: x):
         f = format_info(d)
         rows.append({"format": f.name, "label": f.label, "bits": f.bits,
                      "exponent_bits": f.exponent_bits, "mantissa_bits": f.mantissa_bits,
@@ -426,6 +426,10 @@ def bit_fields(value: float, dtype: Any) -> pd.DataFrame:
     value = float(value) if isinstance(value, (int, float, np.floating)) else value
     if isinstance(value, bool) or not isinstance(value, float):
         raise ValueError(f"value must be a real number, got {value!r}")
+    f32_max = float(np.finfo(np.float32).max)
+    if math.isfinite(value) and abs(value) > f32_max:
+        raise ValueError(f"value must be inf, nan or a float32 number (|value| <= {f32_max:.4g}), "
+                         f"got {value!r}")
     stored = _nearest(np.array([value], np.float32), f.name)
     raw = int(stored.astype(_np_dtype(f.name)).view(_UINT[f.bits])[0])
     bits = [(raw >> (f.bits - 1 - i)) & 1 for i in range(f.bits)]
@@ -599,12 +603,14 @@ def _regression_problem(n_features: int, n_samples: int, noise: float, seed: int
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n_samples, n_features))
     w_true = rng.uniform(-3.0, 3.0, n_features)
-    y = x @ w_true + noise * rng.standard_normal(n_samples)
+    # Products are summed by numpy, not BLAS: OpenBLAS picks its kernels (and so its summation
+    # order) per processor, and a last-bit difference can flip a rounding decision in training.
+    y = (x * w_true).sum(axis=1) + noise * rng.standard_normal(n_samples)
     # The full-batch gradient of L(w) = mean((Xw - y)^2) / 2 is A w - b with
     # A = X'X / n and b = X'y / n, so a step costs O(d^2) whatever n is.
-    a = x.T @ x / n_samples
-    b = x.T @ y / n_samples
-    c = float(y @ y / n_samples)
+    a = (x[:, :, None] * x[:, None, :]).sum(axis=0) / n_samples
+    b = (x * y[:, None]).sum(axis=0) / n_samples
+    c = float((y * y).sum() / n_samples)
     return a, b, c, w_true
 
 
@@ -695,7 +701,7 @@ def train_linear_regression(learning_rate: float = 0.01, n_steps: int = 1000,
             j += 1
             if k == n_steps:
                 break
-        g = w @ a32 - b32  # a is symmetric
+        g = (w[:, :, None] * a32[None, :, :]).sum(axis=1) - b32  # w A (A symmetric), no BLAS
         new = w - lr32 * g
         master = master - lr32 * g[3]
         w[0] = new[0]
@@ -703,7 +709,7 @@ def train_linear_regression(learning_rate: float = 0.01, n_steps: int = 1000,
         w[2] = _stochastic(new[2], name, draws[k])
         w[3] = nearest(master)
     wd = kept.astype(np.float64)
-    losses = 0.5 * (np.einsum("kvi,ij,kvj->kv", wd, a, wd) - 2 * wd @ b + c)
+    losses = 0.5 * (np.einsum("kvi,ij,kvj->kv", wd, a, wd) - 2 * (wd * b).sum(axis=-1) + c)
     labels = _variant_labels(name)
     df = pd.DataFrame({"step": np.repeat(keep, 4), "variant": np.tile(VARIANTS, len(keep)),
                        "loss": losses.reshape(-1)})

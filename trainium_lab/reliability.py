@@ -717,6 +717,7 @@ def simulated_lost_fraction(intervals_s: Sequence[float], checkpoint_s: float, m
     ['interval_s', 'interval_min', 'lost_fraction', 'low', 'high', 'analytic', 'runs']
     """
     taus = np.atleast_1d(_intervals("intervals_s", intervals_s))
+    seed = integer("seed", seed, minimum=0)
     rows = []
     for i, tau in enumerate(taus):
         mc = simulate_runs(float(tau), checkpoint_s, mtbf_s, restart_s, work_s=work_s,

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from trainium_lab import specs
-from trainium_lab._validate import UnknownNameError, integer, positive
+from trainium_lab._validate import UnknownNameError, integer, positive, sequence
 
 __all__ = [
     "Device", "device", "device_names", "bytes_per_element", "matmul_flops", "matmul_bytes",
@@ -527,7 +527,7 @@ def utilisation_curve(dims: Iterable[int], *, chip: str = "trn2", other: int | N
     if isinstance(dims, (str, bytes)) or not hasattr(dims, "__iter__"):
         raise ValueError(f"dims must be a list of integers, got {dims!r}")
     rows = []
-    for dim in dims:
+    for dim in sequence("dims", dims, integer, min_length=0):
         m = dim if other is None else other
         u = array_utilisation(m, 512, dim, chip, dtype)
         rows.append({"dim": u.k, "m": u.m, "k": u.k, "utilisation": u.utilisation,
@@ -553,7 +553,7 @@ def ridge_table(chips: Iterable[str] | None = None) -> pd.DataFrame:
     np.float64(230.0)
     """
     rows = []
-    for name in (device_names() if chips is None else chips):
+    for name in (device_names() if chips is None else sequence("chips", chips, lambda _n, c: c)):
         d = device(name)
         for dtype, rate in d.dense_flops_per_s.items():
             rows.append({"chip": d.key, "name": d.name, "kind": d.kind, "dtype": dtype,

@@ -47,8 +47,8 @@ import numpy as np
 import pandas as pd
 
 from trainium_lab import specs
-from trainium_lab._validate import (choice, finite_number, in_range, integer,
-                                    positive)
+from trainium_lab._validate import (choice, finite_number, in_range, instance, integer,
+                                    positive, sequence)
 from trainium_lab.units import GB, GiB, MiB, day
 
 __all__ = [
@@ -265,12 +265,7 @@ def state_breakdown(n_params: float, recipes: Iterable[str] | str = "bf16-adam",
     18.0
     """
     n_params = positive("n_params", n_params)
-    if isinstance(recipes, str):
-        keys = [recipes]
-    elif hasattr(recipes, "__iter__"):
-        keys = list(recipes)
-    else:
-        raise ValueError(f"recipes must be a recipe name or a list of them, got {recipes!r}")
+    keys = [recipes] if isinstance(recipes, str) else sequence("recipes", recipes, lambda _n, x: x)
     rows = []
     for key in keys:
         r = recipe(key, grad_bytes_per_param)
@@ -373,6 +368,8 @@ def zero_table(n_params: float, dp_values: Sequence[int], *,
     stages = _int_list("stages", stages, minimum=0, maximum=3)
     dp_values = _int_list("dp_values", dp_values, minimum=1)
     rows = []
+    stages = sequence("stages", stages, lambda name, x: integer(name, x, minimum=0, maximum=3))
+    dp_values = sequence("dp_values", dp_values, integer)
     for s in stages:
         for d in dp_values:
             b = zero_bytes_per_device(n_params, d, s, optimizer_bytes_per_param,
@@ -659,6 +656,7 @@ def activation_table(seq_lens: Sequence[int], *, micro_batch: int, d_model: int,
         configs += [(f"TP={t}", t, False, "none"), (f"TP={t} + SP", t, True, "none"),
                     (f"TP={t} + SP + selective", t, True, "selective")]
     rows = []
+    seq_lens = sequence("seq_lens", seq_lens, integer)
     for label, tp_i, sp, mode in configs:
         for s in seq_lens:
             b = activation_bytes(n_layers, s, micro_batch, d_model, n_heads, tp_i, sp, mode,
@@ -737,7 +735,7 @@ def min_chips_zero(n_params: float, stage: int, chip: str = "trn2", *,
     """
     n_params = _n_params(n_params)
     stage = integer("stage", stage, minimum=0, maximum=3)
-    max_chips = integer("max_chips", max_chips, minimum=1)
+    max_chips = integer("max_chips", max_chips)
     r = recipe(recipe_name, grad_bytes_per_param)
     hbm = specs.chip(chip).hbm_bytes
     if activation_bytes_per_chip is None:
@@ -793,8 +791,7 @@ def sharded_state_table(state_bytes: float, system: str = "trn2-ultraserver",
     sysm = specs.system(system)
     hbm = sysm.chip.hbm_bytes
     rows = []
-    for c in counts:
-        c = integer("counts", c, minimum=1)
+    for c in sequence("counts", counts, lambda name, x: integer(name, x, minimum=1, maximum=10**6)):
         n = c * sysm.n_chips
         per = state_bytes / n
         rows.append({"n_systems": c, "n_chips": n, "state_gib_per_chip": per / GiB,
@@ -1005,7 +1002,7 @@ def mfu_from_throughput(tokens_per_s: float, n_params: float, n_chips: int,
 # can be put beside theirs and every difference named (chapter 04). They count FP32 gradients.
 
 
-def deepspeed_zero_model_states_bytes(n_params: float, n_gpus: int, stage: int, *,
+def deepspeed_zero_model_states_bytes(n_params: float, n_ranks: int, stage: int = 3, *,
                                       largest_layer_params: float = 0.0,
                                       offload_optimizer: bool = False,
                                       offload_params: bool = False) -> float:
@@ -1013,7 +1010,7 @@ def deepspeed_zero_model_states_bytes(n_params: float, n_gpus: int, stage: int, 
 
     DeepSpeed's ``estimate_zero2_model_states_mem_needs`` and
     ``estimate_zero3_model_states_mem_needs`` (the ``..._all_cold`` helpers print them),
-    GPU column, with Ψ = ``n_params`` and N = ``n_gpus``:
+    GPU column, with Ψ = ``n_params`` and N = ``n_ranks`` (DeepSpeed's GPUs):
 
     ======================================  =====================================
     ZeRO-2                                  ``4Ψ + int(16Ψ / N)``
@@ -1032,10 +1029,10 @@ def deepspeed_zero_model_states_bytes(n_params: float, n_gpus: int, stage: int, 
     ----------
     n_params : float
         Ψ, total parameters (> 0).
-    n_gpus : int
-        GPUs over all nodes (>= 1).
+    n_ranks : int
+        Data-parallel ranks over all nodes (>= 1): DeepSpeed's ``num_gpus_per_node × num_nodes``.
     stage : {2, 3}
-        DeepSpeed documents estimators for these two stages only.
+        DeepSpeed documents estimators for these two stages only (default 3).
     largest_layer_params : float
         Parameters of the largest layer (>= 0); ZeRO-3 only.
     offload_optimizer, offload_params : bool
@@ -1068,7 +1065,7 @@ def deepspeed_zero_model_states_bytes(n_params: float, n_gpus: int, stage: int, 
     [6.09, 0.78, 0.12]
     """
     psi = _n_params(n_params)
-    n = integer("n_gpus", n_gpus, minimum=1)
+    n = integer("n_ranks", n_ranks, minimum=1)
     stage = integer("stage", stage, minimum=2, maximum=3)
     largest = in_range("largest_layer_params", largest_layer_params, 0.0, _MAX_PARAMS)
     for name, flag in (("offload_optimizer", offload_optimizer), ("offload_params", offload_params)):
@@ -1545,8 +1542,8 @@ def size_job(n_params: float, n_tokens: float, *, system: str = "trn2.48xlarge",
                                activation_share=activation_share,
                                grad_bytes_per_param=r.gradients)
     shape = preset(model) if isinstance(model, str) else model
-    if shape is not None and not isinstance(shape, ModelPreset):
-        raise ValueError(f"model must be a preset name or a ModelPreset; got {model!r}")
+    if shape is not None:
+        instance("model", shape, ModelPreset, "a preset name, a ModelPreset or None")
     act = None
     if shape is not None:
         act = activation_bytes(shape.n_layers, shape.seq_len, micro_batch, shape.d_model,
@@ -1585,6 +1582,7 @@ def plan_memory_table(plan: SizingPlan) -> pd.DataFrame:
     >>> plan_memory_table(size_job(8e9, 1e12)).item.tolist()[:2]
     ['HBM of one chip', 'state per chip (2 chips, ZeRO-3)']
     """
+    instance("plan", plan, SizingPlan, "a SizingPlan from size_job(...)")
     sysm = specs.system(plan.system)
     hbm = sysm.chip.hbm_bytes
     if plan.min_chips is None:

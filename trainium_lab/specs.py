@@ -393,7 +393,11 @@ def lookup(kind: str, name: object, table: Mapping, aliases: Mapping[str, str] |
     Shared by every lookup-by-name in the package, so each raises the same
     ``ValueError`` (``"<kind> must be one of ...; got ..."``) for an unknown name.
     """
+    if not isinstance(table, Mapping):
+        raise ValueError(f"table must be a mapping of names to {kind} objects, got {type(table).__name__}")
     aliases = aliases or {}
+    if not isinstance(aliases, Mapping):
+        raise ValueError(f"aliases must be a mapping of names to keys, got {type(aliases).__name__}")
     if isinstance(name, str) and name.strip():
         wanted = name.strip().lower()
         for key in table:
@@ -495,7 +499,7 @@ def fact(entity: str, field_name: str, kind: str | None = None) -> Fact:
     >>> f.value, f.unit, f.source_title
     ('2.9', 'TB/s', 'Trainium2 Architecture (AWS Neuron docs)')
     """
-    for k in ([kind] if kind else list(_KIND_FILES)):
+    for k in (list(_KIND_FILES) if kind is None else [_lookup_kind(kind)]):
         for f in _facts(k):
             if f.entity == entity and f.field == field_name and f.status == "used":
                 return f
@@ -543,7 +547,7 @@ def facts(kind: str | None = None, entity: str | None = None):
 
 
 def _lookup_kind(kind: str) -> str:
-    if kind not in _KIND_FILES:
+    if not isinstance(kind, str) or kind not in _KIND_FILES:
         listed = ", ".join(repr(k) for k in _KIND_FILES)
         raise UnknownNameError(f"kind must be one of {listed}; got {kind!r}")
     return kind

@@ -92,7 +92,7 @@ import numpy as np
 import pandas as pd
 
 from trainium_lab import specs
-from trainium_lab._validate import UnknownNameError, choice, integer
+from trainium_lab._validate import UnknownNameError, choice, integer, sequence
 
 __all__ = [
     "Level", "Cluster", "Placement", "KINDS", "LATENCY_CRITICAL", "LEVEL_NAMES", "SYSTEMS", "ORDERINGS",
@@ -449,7 +449,7 @@ def levels_table(systems: tuple[str, ...] | list[str] | None = None) -> pd.DataF
     >>> t[["level", "gb_per_s", "scope"]].to_string(index=False)  # doctest: +NORMALIZE_WHITESPACE
     '      level  gb_per_s             scope\\n   instance    1024.0 per-chip aggregate\\nultraserver     256.0 per-chip aggregate\\n        efa      25.0          per chip'
     """
-    names = SYSTEMS if systems is None else systems
+    names = SYSTEMS if systems is None else sequence("systems", systems, lambda _name, s: s)
     rows = []
     for key in _system_keys(names):
         for lv in _levels(key):
@@ -485,7 +485,7 @@ def alternative_links_table(systems: tuple[str, ...] | list[str] | None = None) 
      ('ultraserver', 'trn3-gen2-pcie-inter-server', 320.0),
      ('ultraserver', 'trn3-gen2-pcie-inter-rack', 128.0)]
     """
-    names = SYSTEMS if systems is None else systems
+    names = SYSTEMS if systems is None else sequence("systems", systems, lambda _name, s: s)
     cols = ["system", "level", "used_link_key", "used_gb_per_s", "link_key", "bytes_per_s",
             "gb_per_s", "scope", "direction", "description", "source"]
     rows = []

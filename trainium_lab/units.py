@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 
-from trainium_lab._validate import finite_number
+from trainium_lab._validate import finite_number, integer
 
 __all__ = [
     "KB", "MB", "GB", "TB", "PB",
@@ -82,6 +82,7 @@ def format_bytes(n_bytes: float, *, binary: bool = True, digits: int = 1) -> str
     '512 B'
     """
     n_bytes = finite_number("n_bytes", n_bytes)
+    digits = integer("digits", digits, minimum=0, maximum=15)
     for name, size in (_BINARY if binary else _DECIMAL):
         if abs(n_bytes) >= size:
             return f"{n_bytes / size:.{digits}f} {name}"
@@ -108,6 +109,7 @@ def format_seconds(seconds: float, *, digits: int = 3) -> str:
     '130 days'
     """
     seconds = finite_number("seconds", seconds)
+    digits = integer("digits", digits, minimum=1, maximum=15)
     mag = abs(seconds)
     if mag == 0:
         return "0 s"
@@ -137,6 +139,7 @@ def format_flops(flops: float, *, digits: int = 3) -> str:
     '4.80e+22 FLOPs'
     """
     flops = finite_number("flops", flops)
+    digits = integer("digits", digits, minimum=1, maximum=15)
     return f"{flops:.{digits - 1}e} FLOPs"
 
 
@@ -151,6 +154,7 @@ def format_flop_rate(flop_per_s: float, *, digits: int = 3) -> str:
     '10.7 PFLOP/s'
     """
     flop_per_s = finite_number("flop_per_s", flop_per_s)
+    digits = integer("digits", digits, minimum=1, maximum=15)
     for name, size in (("EFLOP/s", 1e18), ("PFLOP/s", 1e15), ("TFLOP/s", 1e12),
                        ("GFLOP/s", 1e9)):
         if abs(flop_per_s) >= size:
@@ -169,6 +173,7 @@ def format_bandwidth(bytes_per_s: float, *, digits: int = 3) -> str:
     '25.0 GB/s'
     """
     bytes_per_s = finite_number("bytes_per_s", bytes_per_s)
+    digits = integer("digits", digits, minimum=1, maximum=15)
     for name, size in (("TB/s", TB), ("GB/s", GB), ("MB/s", MB)):
         if abs(bytes_per_s) >= size:
             return f"{_sig(bytes_per_s / size, digits)} {name}"

@@ -10,7 +10,7 @@ from altair.utils.schemapi import debug_mode
 from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH
 
 __all__ = ["memory_chart", "step_time_chart", "plan_scatter_chart", "fully_sharded_chart",
-           "layout_panel_chart", "layout_dashboard"]
+           "layout_panel_chart", "panel_bars_chart", "layout_dashboard"]
 
 _MEMORY = ["weights", "gradients", "optimizer", "activations"]
 _MEMORY_COLOURS = [PALETTE[0], PALETTE[3], PALETTE[1], PALETTE[4]]
@@ -169,13 +169,26 @@ def layout_panel_chart(memory: pd.DataFrame, times: pd.DataFrame, *, width: int 
     })
     domain = _MEMORY + ["HBM", "HBM less margin"] + [_TIME_LABELS[p] for p in _TIME]
     colours = _MEMORY_COLOURS + ["#333333", "#a40000"] + _TIME_COLOURS
+    return panel_bars_chart(d, domain, colours, [mem_panel, time_panel], width=width, step=22,
+                            legend_columns=2)
+
+
+def panel_bars_chart(d: pd.DataFrame, domain: list[str], colours: list[str], panels: list[str], *,
+                     width: int = WIDTH, step: int = 22, legend_columns: int = 2) -> alt.Chart:
+    """Stacked horizontal bars in rows of panels, each with its own scales, as one chart.
+
+    ``d`` has columns ``panel`` (one of ``panels``, in row order), ``bar`` (the bar within the
+    panel), ``part`` (colour, one of ``domain`` coloured by ``colours``), ``value`` and
+    ``order`` (stacking order). A single chart, not a layered or concatenated one, so a widget
+    redraws it in a few milliseconds (chapters 05 and 09).
+    """
     with debug_mode(False):
-        return alt.Chart(_records(d), width=width, height=alt.Step(22)).mark_bar().encode(
+        return alt.Chart(_records(d), width=width, height=alt.Step(step)).mark_bar().encode(
             x=alt.X("value:Q", title=None),
             y=alt.Y("bar:N", title=None, sort=None),
             color=alt.Color("part:N", scale=alt.Scale(domain=domain, range=colours), title=None,
-                            legend=alt.Legend(columns=2, orient="right")),
-            row=alt.Row("panel:N", title=None, sort=[mem_panel, time_panel],
+                            legend=alt.Legend(columns=legend_columns, orient="right")),
+            row=alt.Row("panel:N", title=None, sort=panels,
                         header=alt.Header(labelAngle=0, labelAlign="left", labelFontWeight="bold",
                                           labelOrient="top")),
             order=alt.Order("order:Q"),

@@ -1,0 +1,233 @@
+"""Bad input gets a clear answer: every public function of every model module, called with one
+argument at a time replaced by a bad value, either works or raises ``ValueError`` — never an
+``OverflowError``, ``TypeError``, ``AttributeError``, ``KeyError`` or anything else.
+
+The functions are found by walking the package (``__all__`` of each model module), so a new
+chapter's module is covered as soon as it exists. Each function is first called with a valid
+baseline built from the course's vocabulary (``VALUES`` by parameter name, ``OVERRIDES`` per
+function); the baseline must work, so that the bad value is what the function sees first.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+import pkgutil
+
+import pytest
+
+import trainium_lab
+
+NOT_MODELS = {"charts", "widgets", "exercises", "notebook", "cli", "views", "__main__",
+              "jaxdemo", "compile_demo"}
+
+#: a valid value for each parameter name of the course's vocabulary
+VALUES = {
+    # sizes and rates
+    "size_bytes": 1e9, "n_bytes": 1e9, "state_bytes": 1e12, "bandwidth_bytes_per_s": 1e11,
+    "bytes_per_s": 1e11, "latency_s": 1e-5, "time_s": 0.01, "flops": 1e21,
+    "n_params": 8e9, "n_tokens": 1e12, "tokens_per_s": 1e5, "bytes_per_param": 16.0,
+    "optimizer_bytes_per_param": 12.0, "weight_bytes_per_param": 2.0, "grad_bytes_per_param": 2.0,
+    "mfu": 0.4, "activation_share": 0.35, "flop_per_s": 1e15, "seconds": 3.0,
+    # counts and degrees
+    "n": 16, "step": 1, "tp": 4, "pp": 2, "dp": 2, "ep": 1, "stage": 1, "zero_stage": 1,
+    "n_chips": 64, "n_units": 16, "n_systems": 1, "n_instances": 4, "n_ranks": 64,
+    "micro_batch": 1, "n_micro_batches": 8, "global_batch": 64, "seq_len": 4096,
+    "d_model": 4096, "n_heads": 32, "n_kv_heads": 8, "n_layers": 32, "ffn_dim": 14336,
+    "vocab_size": 128256, "m": 1024, "k": 1024, "n_points": 4, "n_draws": 50,
+    "n_steps": 20, "n_weights": 100, "n_features": 4, "n_samples": 32, "record_every": 1,
+    "n_runs": 200, "max_domains": 8, "max_chips": 10_000, "chip_index": 0, "digits": 2,
+    "margin": 0, "seed": 0, "lnc": 2, "other": 128, "counts": (1, 2),
+    # times
+    "checkpoint_s": 300.0, "mtbf_s": 86400.0, "unit_mtbf_s": 1e6, "chip_mtbf_s": 1e7,
+    "instance_mtbf_s": 1e6, "domain_mtbf_s": 1e5, "restart_s": 600.0, "interval_s": 3600.0,
+    "write_s": 60.0, "snapshot_s": 5.0, "work_s": 86400.0,
+    # numerics
+    "value": 1.5, "x": 1.5, "update": 1e-3, "w0": 1.0, "learning_rate": 0.01, "noise": 0.5,
+    "amax": 100.0, "scale": 1.0, "center": 1e-4, "spread": 2.0, "low": 0.1, "high": 1e4,
+    "rel_tol": 0.02, "claimed": 96.0, "dp_overlap": 1.0, "min_headroom_fraction": 0.1,
+    # names
+    "chip": "trn2", "system": "trn2-ultraserver", "system_name": "trn2.48xlarge",
+    "dtype": "bfloat16", "collective": "all_reduce", "mode": "nearest", "optimizer": "adam",
+    "recompute": "selective", "recipe_name": "bf16-adam", "model": "llama3-8b",
+    "name": "trn2", "kind": "tp", "failed": "chip", "replacement": "system", "query": "",
+    "ordering": "tp-pp-dp", "entity": "trn2", "field": "hbm_bytes", "field_name": "hbm_bytes",
+    "unit": "GiB", "phrase": "HBM", "claim": None, "claim_id": None, "filename": "chips.csv",
+    "sizes_bytes": (1e6, 1e9), "dims": (128, 256), "intervals_s": (1800.0, 3600.0),
+    "dp_values": (1, 8), "seq_lens": (2048, 4096), "stages": (0, 3),
+    # serving (chapter 09)
+    "head_dim": 128, "alpha": 0.8, "context_len": 4096, "batch": 8, "prompt_tokens": 512,
+    "output_tokens": 128, "concurrency": 8, "kv_bytes_per_token": 131072.0,
+    "context_lens": (1024, 4096), "batches": (1, 8), "concurrencies": (1, 8), "max_len": 4096,
+    "buckets": (128, 256, 512), "lengths": (100, 200), "n_buckets": (1, 4), "neff_bytes": 1e8,
+    "num_cores": 32, "max_model_len": 16384, "quantity": "auto_bucket_min_tokens", "c": 0.05,
+    "bytes_moved": 1e9, "peak_flops_per_s": 1e15, "hbm_bytes_per_s": 1e12,
+    "rep": "REPLICA", "target": "REPLICA", "draft": "REPLICA",
+    # compilation (chapter 07)
+    "max_buckets": 4, "max_tokens": 2048, "compile_s_per_neff": 300.0, "graph": "GRAPH",
+    "flags": "--auto-cast=none", "batch_size": 32, "stream": "STREAM", "compile_s": 300.0,
+    "n_graphs": 8, "n_workers": 4, "n_samples": 100,
+}
+
+#: per-function baselines where the vocabulary's value does not fit
+OVERRIDES = {
+    "collectives.hierarchical_allreduce_s": {"levels": [(4, 1e11), (4, 1e10, 1e-5)]},
+    "collectives.group_collective_s": {"placement": "PLACEMENT", "kind": "tp"},
+    "collectives.placement_costs": {"placement": "PLACEMENT", "size_bytes": 1e8},
+    "cores.check_figure": {"entity": "trn2", "field": "hbm_bytes", "claimed": 96.0, "unit": "GiB"},
+    "cores.check_text": {"entity": "trn2", "field": "core_version", "phrase": "NeuronCore-v3"},
+    "cores.claim": {"claim_id": "FIRST_CLAIM"},
+    "cores.check_claim": {"claim": "96 GiB of HBM per Trainium2 chip"},
+    "cores.core_counts": {"system": "trn2.48xlarge"},
+    "cores.core_count_table": {"system": "trn2.48xlarge"},
+    "layouts.layout": {"tp": 8, "pp": 4, "dp": 2, "system": "trn2.48xlarge"},
+    "layouts.evaluate": {"lay": "LAYOUT"},
+    "layouts.plan": {"model": "llama3-8b", "system": "trn2.48xlarge", "global_batch": 16,
+                     "micro_batches": (1,), "zero_stages": (1,), "recompute": ("selective",)},
+    "layouts.custom_model": {"name": "toy"},
+    "numerics.round_to": {"x": [1.5, 2.5]},
+    "numerics.ulp": {"x": 1.5},
+    "numerics.quantization_error": {"x": [1.5, 2.5]},
+    "numerics.repeated_updates": {"n_steps": 20, "n_weights": 100},
+    "numerics.formats_table": {"dtypes": ("bfloat16", "float32")},
+    "reliability.expected_segment_s": {"interval_s": 3600.0},
+    "reliability.simulate_runs": {"n_runs": 200},
+    "reliability.simulated_lost_fraction": {"n_runs": 200},
+    "reliability.blast_radius": {"chip": 0},
+    "reliability.layout_mtbf_s": {"chip_mtbf_s": 1e7},
+    "sizing.plan_memory_table": {"plan": "SIZING_PLAN"},
+    "sizing.state_breakdown": {"recipes": "bf16-adam"},
+    "specs.lookup": {"kind": "chip", "name": "trn2", "table": {"trn2": 1}},
+    "specs.facts": {"kind": "chip", "entity": "trn2"},
+    "specs.fact": {"entity": "trn2", "field_name": "hbm_bytes"},
+    "specs.alternatives": {"entity": "trn2", "field_name": "hbm_bytes"},
+    "specs.source": {"entity": "trn2", "field_name": "hbm_bytes"},
+    "specs.core": {"name": "neuroncore-v3"},
+    "specs.system": {"name": "trn2.48xlarge"},
+    "specs.link": {"name": "trn2-efa"},
+    "specs.accelerator": {"name": "h100"},
+    "specs.links": {"system_name": "trn2.48xlarge"},
+    "topology.cluster": {"system": "trn2.48xlarge"},
+    "topology.place": {"tp": 8, "pp": 4, "dp": 2, "system": "trn2.48xlarge"},
+    "topology.check_degrees": {"n_ranks": 16, "tp": 4, "pp": 2, "dp": 2},
+    "topology.ranks_per_system": {"system": "trn2.48xlarge"},
+    "roofline.utilisation_curve": {"dims": (128, 256)},
+    "sizing.min_systems": {"system": "trn2.48xlarge"},
+    "sizing.sharded_state_table": {"counts": (1, 2)},
+    "sizing.training_time_s": {"system": "trn2.48xlarge"},
+    "sizing.system_flops_per_s": {"system": "trn2.48xlarge"},
+    "sizing.instance_days": {"system": "trn2.48xlarge"},
+    "sizing.days_on_instances": {"system": "trn2.48xlarge"},
+    "sizing.size_job": {"system": "trn2.48xlarge", "model": None},
+    "sizing.recipe": {"name": "bf16-adam"},
+    "sizing.preset": {"name": "llama3-8b"},
+    "layouts.fully_sharded_table": {"counts": (1, 2)},
+    "layouts.candidate_degrees": {"n_ranks": 16},
+    "intro.weights_vs_hbm": {"chip": "trn2"},
+    "units.format_seconds": {"seconds": 3.0},
+    "serving.pick_bucket": {"n_tokens": 100},
+    "compilation.pick_bucket": {"n_tokens": 100},
+    "compilation.optimal_buckets": {"n_buckets": 2},
+    "compilation.power_of_two_buckets": {"n_buckets": 3},
+    "compilation.synthetic_lengths": {"n_samples": 100},
+    "compilation.step_stream": {"n_samples": 100, "batch_size": 32, "pad_to": 128},
+    "serving.check_launch": {"model": "llama3-70b", "n_chips": 16, "tp": 8, "pp": 2},
+    "serving.chip_decode_table": {"n_chips": 8, "batch": 8, "context_len": 1024},
+}
+
+#: one bad value of each kind the issue names
+BAD = {"nan": math.nan, "minus_one": -1, "zero": 0, "huge_float": 1e308, "huge_int": 10**30,
+       "string": "not-a-value", "none": None, "list": [1, 2]}
+
+
+def _placeholder(value):
+    """Objects a baseline needs that only the package can build."""
+    from trainium_lab import cores, layouts, sizing, topology
+
+    if not isinstance(value, str):
+        return value
+    if value == "GRAPH":
+        from trainium_lab import compilation
+
+        return compilation.GraphSpec(32, 512)
+    if value == "STREAM":
+        from trainium_lab import compilation
+
+        return compilation.step_stream(100, 32, pad_to=128)
+    if value == "REPLICA":
+        from trainium_lab import serving
+
+        return serving.replica("llama3-8b", tp=4)
+    if value == "PLACEMENT":
+        return topology.place(tp=8, pp=4, dp=2, system="trn2.48xlarge", lnc=2)
+    if value == "LAYOUT":
+        return layouts.layout("llama3-8b", tp=8, pp=4, dp=2, system="trn2.48xlarge", lnc=2)
+    if value == "SIZING_PLAN":
+        return sizing.size_job(8e9, 1e12, system="trn2.48xlarge")
+    if value == "FIRST_CLAIM":
+        return cores.claims()[0].claim_id
+    return value
+
+
+def public_functions():
+    out = []
+    for info in pkgutil.iter_modules(trainium_lab.__path__):
+        if info.name.startswith("_") or info.name in NOT_MODELS:
+            continue
+        module = importlib.import_module(f"trainium_lab.{info.name}")
+        for name in getattr(module, "__all__", ()):
+            obj = getattr(module, name)
+            if inspect.isfunction(obj) and obj.__module__ == module.__name__:
+                out.append((f"{info.name}.{name}", obj))
+    return out
+
+
+FUNCTIONS = public_functions()
+
+
+def baseline(qualname, fn):
+    kwargs = {}
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        override = OVERRIDES.get(qualname, {})
+        if p.name in override:
+            kwargs[p.name] = _placeholder(override[p.name])
+        elif p.default is not p.empty:
+            continue
+        elif p.name in VALUES:
+            kwargs[p.name] = _placeholder(VALUES[p.name])
+        else:
+            raise AssertionError(f"{qualname}: no baseline value for {p.name!r}; add one to "
+                                 "VALUES or OVERRIDES in tests/test_fuzz.py")
+    return kwargs
+
+
+def test_every_model_module_is_walked():
+    modules = {q.split(".")[0] for q, _ in FUNCTIONS}
+    assert {"collectives", "numerics", "sizing", "layouts", "reliability", "specs"} <= modules
+    assert len(FUNCTIONS) > 100
+
+
+@pytest.mark.parametrize("qualname,fn", FUNCTIONS, ids=[q for q, _ in FUNCTIONS])
+def test_baseline_call_works(qualname, fn):
+    fn(**baseline(qualname, fn))
+
+
+@pytest.mark.parametrize("qualname,fn", FUNCTIONS, ids=[q for q, _ in FUNCTIONS])
+def test_bad_input_raises_value_error_only(qualname, fn):
+    base = baseline(qualname, fn)
+    params = [p for p in inspect.signature(fn).parameters.values()
+              if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    problems = []
+    for p in params:
+        for label, bad in BAD.items():
+            kwargs = dict(base, **{p.name: bad})
+            try:
+                fn(**kwargs)
+            except ValueError:
+                pass
+            except Exception as exc:  # anything else is the defect this test exists for
+                problems.append(f"{p.name}={label}: {type(exc).__name__}: {str(exc)[:80]}")
+    assert not problems, f"{qualname}:\n" + "\n".join(problems)

@@ -1,0 +1,413 @@
+"""Tests for trainium_lab.serving: published worked numbers, identities, properties, bad input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainium_lab import collectives, cores, roofline, serving as sv, specs, topology
+from trainium_lab.layouts import custom_model
+from trainium_lab.units import GB, GiB, KiB, MB, MiB
+
+
+# --- published worked numbers ----------------------------------------------------------------
+
+def test_vllm_paper_opt13b_kv_cache_is_800_kb_per_token():
+    """Kwon et al. 2023 (vLLM, SOSP 2023, arXiv:2309.06180), §3 "Large KV cache": for OPT-13B
+    "the KV cache of a single token demands 800 KB of space, calculated as 2 (key and value
+    vectors) × 5120 (hidden state size) × 40 (number of layers) × 2 (bytes per FP16)", and
+    "as much as 1.6 GB" for a 2,048-token request. OPT-13B's published shape: 40 layers,
+    hidden size 5120, 40 attention heads (head dimension 128), no grouped-query attention.
+    The paper's KB is 1,024 bytes (2·5120·40·2 = 819,200 B); its GB is 10^9 bytes."""
+    per_token = sv.kv_cache_bytes_per_token(n_layers=40, n_kv_heads=40, head_dim=128, bytes_per_element=2)
+    assert per_token == 2 * 5120 * 40 * 2 == 800 * KiB
+    assert sv.kv_cache_bytes(per_token, 2048) / GB == pytest.approx(1.6, rel=0.05)
+    # the same through a model shape (OPT-13B as a custom model: only the KV shape matters here)
+    opt = custom_model("OPT-13B", n_layers=40, d_model=5120, n_heads=40, vocab_size=50272, seq_len=2048)
+    assert sv.model_kv_bytes_per_token(opt, "float16") == 800 * KiB
+
+
+def test_llama31_8b_kv_cache_is_128_kib_per_token_in_bf16():
+    """Llama 3.1 8B's published shape (Meta, llama-models sku_list; Llama 3 paper Table 3):
+    32 layers, 32 query heads of dimension 128 (d_model 4096), 8 KV heads (grouped-query
+    attention): 2 × 32 × 8 × 128 × 2 bytes = 131,072 B = 128 KiB per token in BF16."""
+    assert sv.kv_cache_bytes_per_token(32, 8, 128, 2) == 128 * KiB
+    assert sv.model_kv_bytes_per_token("llama3-8b", "bfloat16") == 128 * KiB
+    p = sv.replica("llama3-8b", tp=1)
+    assert p.kv_bytes_per_token == 128 * KiB
+
+
+@pytest.mark.parametrize("alpha, k, ops, speed", [
+    (0.6, 2, 1.53, 1.96), (0.7, 3, 1.58, 2.53), (0.8, 2, 1.23, 2.44),
+    (0.8, 5, 1.63, 3.69), (0.9, 2, 1.11, 2.71), (0.9, 10, 1.60, 6.86),
+])
+def test_leviathan_table_1(alpha, k, ops, speed):
+    """Leviathan, Kalman and Matias 2023 (ICML, arXiv:2211.17192), Table 1: total arithmetic
+    operations and inference speed against the baseline for α and γ (= k), assuming
+    c = ĉ = 0, printed to two decimals. Speed is Theorem 3.8, operations Theorem 3.11."""
+    assert round(sv.speculative_speedup(alpha, k, c=0.0), 2) == speed
+    assert round(sv.speculative_operations_factor(alpha, k, c_hat=0.0), 2) == ops
+
+
+def test_leviathan_alpha_08_k5_expected_tokens_and_speedup():
+    """Leviathan et al. 2023, Equation (1) and Theorem 3.8: α = 0.8, γ = 5 gives
+    (1 − 0.8⁶)/(1 − 0.8) = 3.68928 ≈ 3.69 tokens per target pass, and with a free draft
+    (c = 0) the walltime improvement equals it (Table 1: 3.69X)."""
+    e = sv.expected_tokens_per_pass(0.8, 5)
+    assert e == pytest.approx((1 - 0.8 ** 6) / 0.2) and round(e, 2) == 3.69
+    assert sv.speculative_speedup(0.8, 5, c=0.0) == pytest.approx(e)
+    # a draft costing 5 % of a target step (the paper's experiments had c < 0.05)
+    assert sv.speculative_speedup(0.8, 5, c=0.05) == pytest.approx(e / 1.25)
+
+
+def test_leviathan_corollary_3_9():
+    """Leviathan et al. 2023, Corollary 3.9: Theorem 3.8 at γ = 1 is (1 + α)/(1 + c), and
+    if α > c that is an improvement (> 1)."""
+    for a, c in [(0.8, 0.0), (0.6, 0.1), (0.3, 0.2)]:
+        assert sv.speculative_speedup(a, 1, c) == pytest.approx(sv.speculative_speedup_lower_bound(a, c))
+        assert sv.speculative_speedup_lower_bound(a, c) > 1
+        assert sv.speculative_speedup(a, sv.best_speculation_length(a, c), c) >= \
+            sv.speculative_speedup_lower_bound(a, c) - 1e-12
+    assert sv.speculative_speedup_lower_bound(0.2, 0.3) < 1
+    assert sv.best_speculation_length(0.2, 0.3) == 0
+
+
+def test_nxd_inference_memory_per_core_matches_the_chip_data():
+    """NxD Inference Features Configuration Guide: "On Trn2, each Neuron core has 24GB of
+    memory (with logical_neuron_cores set to 2)"; the LNC page: four 24 GB HBM banks per
+    Trainium2. The course's chip data (96 GiB, 4 logical cores at LNC=2) gives 24 GiB."""
+    assert sv.replica("llama3-8b", "trn2", tp=1, lnc=2).hbm_bytes_per_rank == 24 * GiB
+    assert sv.replica("llama3-8b", "trn2", tp=1, lnc=1).hbm_bytes_per_rank == 12 * GiB
+
+
+# --- the simulation -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("alpha, k, seed", [(0.8, 5, 0), (0.6, 2, 1), (0.9, 10, 2), (0.3, 4, 3),
+                                             (0.0, 3, 4), (0.5, 0, 5)])
+def test_simulation_agrees_with_equation_1_within_its_standard_error(alpha, k, seed):
+    s = sv.simulate_speculation(alpha, k, n_passes=200_000, seed=seed)
+    assert abs(s.mean_tokens - s.expected_tokens) <= 3 * s.stderr + 1e-12, s
+    assert sum(s.counts) == s.n_passes and len(s.counts) == k + 1
+    # the histogram matches the capped geometric distribution (each share within 4 s.e.)
+    h = s.histogram()
+    se = np.sqrt(h.probability * (1 - h.probability) / s.n_passes)
+    assert (np.abs(h.simulated - h.probability) <= 4 * se + 1e-12).all()
+
+
+def test_simulation_is_seeded_and_detects_a_wrong_formula():
+    a = sv.simulate_speculation(0.8, 5, 50_000, seed=7)
+    b = sv.simulate_speculation(0.8, 5, 50_000, seed=7)
+    assert a == b
+    wrong = 0.8 * (1 - 0.8 ** 5) / 0.2    # a common slip: drafted tokens accepted, no bonus token
+    assert abs(a.mean_tokens - wrong) > 10 * a.stderr
+
+
+def test_pmf_sums_to_one_and_has_equation_1_as_mean():
+    for a, k in [(0.8, 5), (0.0, 3), (0.99, 20)]:
+        pmf = sv.tokens_per_pass_pmf(a, k)
+        assert pmf.probability.sum() == pytest.approx(1.0)
+        assert (pmf.tokens * pmf.probability).sum() == pytest.approx(sv.expected_tokens_per_pass(a, k))
+
+
+# --- identities and invariants ----------------------------------------------------------------
+
+def test_kv_replication_follows_nxd_inference():
+    """NxD Inference: REPLICATE_TO_TP_DEGREE (8 KV heads at tp=32 become 32) when tp is a
+    multiple of the KV heads; CONVERT_TO_MHA when neither divides the other."""
+    r = sv.replica("llama3-70b", tp=32)
+    assert r.kv_heads_per_rank == 1 and r.kv_bytes_per_token_stored == 4 * r.kv_bytes_per_token
+    r = sv.replica("llama3-70b", tp=4)
+    assert r.kv_heads_per_rank == 2 and r.kv_bytes_per_token_stored == r.kv_bytes_per_token
+    odd = custom_model("odd", n_layers=2, d_model=1536, n_heads=12, n_kv_heads=8)
+    r = sv.replica(odd, tp=12)
+    assert r.kv_heads_per_rank == 1 and r.kv_bytes_per_token_stored == 12 / 8 * r.kv_bytes_per_token
+
+
+def test_pipeline_splits_layers_and_weights():
+    r = sv.replica("llama3-70b", tp=8, pp=2)
+    assert r.layers_per_stage == 40 and r.n_ranks == 16 and r.n_chips == 4
+    assert r.weight_bytes_per_rank == pytest.approx(r.weight_bytes / 16)
+    assert r.kv_bytes_per_token_per_rank == 20 * KiB
+
+
+def test_decode_at_batch_1_is_the_weights_over_bandwidth():
+    r = sv.replica("llama3-8b", tp=4)                 # one Trainium2 chip
+    d = sv.decode_step(r, 1, 0)
+    bw = specs.chip("trn2").hbm_bytes_per_s
+    assert d.bound == "HBM"
+    assert d.memory_s == pytest.approx((r.weight_bytes + r.kv_bytes_per_token) / bw)
+    assert d.time_s == d.memory_s
+
+
+def test_compute_bound_batch_is_the_ridge_point_at_zero_context():
+    """With no context, B* = W·P/(BW·F): the chip's ridge point (chapter 01) times
+    bytes per weight over FLOPs per weight per token (2 over 2 in BF16), up to the input
+    embedding (a lookup, no FLOPs) and the one KV token written."""
+    r = sv.replica("llama3-70b", tp=8)
+    ridge = roofline.ridge_point("trn2", "bf16")
+    b0 = sv.decode_compute_bound_batch(r, 0)
+    assert b0 == pytest.approx(ridge, rel=0.02)
+    # at B* the compute and memory times are equal (to the rounding of a fractional batch)
+    for ctx in (0, 128, 512):
+        b = sv.decode_compute_bound_batch(r, ctx)
+        lo, hi = sv.decode_step(r, math.floor(b), ctx), sv.decode_step(r, math.ceil(b), ctx)
+        assert lo.bound == "HBM" and hi.bound == "tensor engine"
+    # long contexts: the KV reads alone outlast the compute, at every batch
+    assert sv.decode_compute_bound_batch(r, 8192) == math.inf
+    assert sv.decode_step(r, 4096, 8192).bound == "HBM"
+
+
+def test_fp8_weights_double_the_compute_bound_batch_relative_to_bytes():
+    bf16 = sv.replica("llama3-70b", tp=8)
+    fp8 = sv.replica("llama3-70b", tp=8, weight_dtype="float8_e4m3fn")
+    assert sv.decode_compute_bound_batch(fp8, 0) == pytest.approx(sv.decode_compute_bound_batch(bf16, 0) / 2)
+
+
+def test_pipeline_stages_run_in_turn_and_micro_batches_fill_them():
+    tp8 = sv.replica("llama3-70b", tp=8)
+    tp8pp2 = sv.replica("llama3-70b", tp=8, pp=2)
+    tp16 = sv.replica("llama3-70b", tp=16)
+    a = sv.decode_step(tp8pp2, 4, 1024, latency_s=0.0)
+    b = sv.decode_step(tp8, 4, 1024, latency_s=0.0)
+    assert a.time_s == pytest.approx(b.time_s)        # same bytes at the same active bandwidth
+    c = sv.decode_step(tp16, 4, 1024, latency_s=0.0)
+    assert c.time_s == pytest.approx(a.time_s / 2, rel=0.02)
+    two = sv.decode_step(tp8pp2, 4, 1024, micro_batches=2, latency_s=0.0)
+    assert two.tokens_per_s == pytest.approx(2 * a.tokens_per_s)
+    with pytest.raises(ValueError, match="micro_batches"):
+        sv.decode_step(tp8pp2, 4, 1024, micro_batches=3)
+
+
+def test_tp_allreduce_uses_chapter_03_at_the_level_the_group_lands_on():
+    r = sv.replica("llama3-70b", tp=64)                # 16 chips: one trn2.48xlarge
+    p = topology.place(64, 1, 1, system="trn2.48xlarge", lnc=2)
+    assert p.level("tp").name == "instance"
+    one = collectives.group_collective_s(p, "tp", 8 * 8192 * 2)
+    assert sv.tp_allreduce_s(r, 8) == pytest.approx(2 * 80 * one)
+    # with the latency term: 2(n−1) steps per all-reduce, 2 per layer
+    assert sv.tp_allreduce_s(r, 8, latency_s=1e-6) == pytest.approx(2 * 80 * (one + 2 * 15 * 1e-6))
+    assert sv.tp_allreduce_s(sv.replica("llama3-8b", tp=4), 8) == 0.0   # inside one chip
+    # 64 chips: the UltraServer ring, slower than the instance torus
+    big = sv.replica("llama3-405b", tp=128, pp=2)
+    assert sv.tp_allreduce_s(big, 8) > 0
+    with pytest.raises(ValueError, match="system"):
+        sv.tp_allreduce_s(r, 8, system="trn1.32xlarge")
+
+
+def test_capacity_accounting():
+    r = sv.replica("llama3-8b", tp=4)
+    c = sv.capacity(r, 8192, block_size=32, n_neffs=4, neff_bytes=100 * MiB, reserve_bytes=GiB)
+    assert c.budget_bytes == pytest.approx(0.9 * 24 * GiB)
+    assert c.microcode_bytes == 2 * 96 * MB              # LNC=2: two physical cores
+    assert c.kv_budget_bytes == pytest.approx(c.budget_bytes - c.weight_bytes - c.microcode_bytes
+                                              - 400 * MiB - GiB)
+    assert c.max_sequences * c.kv_bytes_per_sequence <= c.kv_budget_bytes \
+        < (c.max_sequences + 1) * c.kv_bytes_per_sequence
+    t = c.table()
+    assert set(t["where"]) == {"per logical core", "per chip"}
+    per_chip = t[t["where"] == "per chip"].bytes.sum()
+    assert per_chip == pytest.approx(4 * t[t["where"] == "per logical core"].bytes.sum())
+    # ten large NEFFs and nothing fits although the weights do
+    assert r.weight_bytes_per_rank < c.budget_bytes
+    assert not sv.capacity(r, 8192, n_neffs=10, neff_bytes=2 * GiB).fits
+    # a reservation of max_num_seqs × max_model_len
+    ok = sv.capacity(r, 4096, max_num_seqs=16)
+    assert ok.reservation_fits and ok.reserved_kv_bytes == 16 * ok.kv_bytes_per_sequence
+    assert not sv.capacity(r, 131072, max_num_seqs=16).reservation_fits
+
+
+def test_paged_blocks_round_up():
+    assert sv.paged_kv_blocks(0, 32) == 0
+    assert sv.paged_kv_blocks(1, 32) == 1
+    assert sv.paged_kv_cache_bytes(100.0, 33, 32, batch=2) == 2 * 64 * 100.0
+
+
+def test_serve_stream_cycle():
+    r = sv.replica("llama3-8b", tp=4)
+    s = sv.serve_stream(r, 1000, 200, concurrency=16)
+    pre = sv.prefill_step(r, 1000)
+    dec = sv.decode_step(r, 16, 1100)
+    assert s.ttft_s == pre.time_s and s.decode_step_s == dec.time_s
+    cycle = 200 * dec.time_s + 16 * pre.time_s
+    assert s.tpot_s == pytest.approx(cycle / 200)
+    assert s.tokens_per_s == pytest.approx(16 * 200 / cycle)
+    assert s.requests_per_s == pytest.approx(s.tokens_per_s / 200)
+    # vLLM Neuron's default decode NEFF reads the whole max_model_len
+    padded = sv.serve_stream(r, 1000, 200, 16, kv_read_len=8192)
+    assert padded.tpot_s > s.tpot_s
+    with pytest.raises(ValueError, match="kv_read_len"):
+        sv.serve_stream(r, 1000, 200, 16, kv_read_len=1100)
+
+
+def test_batching_curve_trades_latency_for_throughput():
+    c = sv.batching_curve(sv.replica("llama3-8b", tp=4), 512, 256, [1, 4, 16, 64, 256], max_sequences=64)
+    assert c.tokens_per_s.is_monotonic_increasing and c.tpot_ms.is_monotonic_increasing
+    assert c.fits.tolist() == [True, True, True, True, False]
+
+
+def test_buckets():
+    assert sv.bucket_sizes(16384) == tuple(2 ** i for i in range(7, 15))
+    assert sv.bucket_sizes(100) == (100,)
+    assert sv.pick_bucket(129, sv.bucket_sizes(4096)) == 256
+    lengths = [130, 700, 3000]
+    waste = sv.bucket_tradeoff(lengths, 4096, [1, 2, 4, 8], 1e8)
+    assert waste.padding_waste.iloc[0] == pytest.approx(1 - sum(lengths) / (3 * 4096))
+    assert waste.padding_waste.is_monotonic_decreasing
+    assert waste.neff_bytes.tolist() == [n * 1e8 for n in waste.n_buckets]
+
+
+def test_seed_style_launch_check():
+    """A launch circulating in a third-party write-up: Llama-3.1-70B, TP 8 × PP 2 on "16
+    Trainium2 chips", NEURON_RT_NUM_CORES=32, max-model-len 16384, block-size 32."""
+    c = sv.check_launch("llama3-70b", n_chips=16, tp=8, pp=2, num_cores=32, max_model_len=16384,
+                        block_size=32)
+    assert c.n_ranks == 16 and c.logical_cores_available == 64 and c.num_cores == 32
+    assert not c.ranks_match_num_cores and not c.num_cores_match_chips
+    assert c.chips_for_ranks == 4 and c.lnc == 2
+    assert c.capacity.fits and c.capacity.kv_bytes_per_sequence == 16384 * 20 * KiB
+    assert not c.pp_listed
+    assert c.alternative_tp == 64 and c.decode_alternative.time_s < c.decode_batch1.time_s
+    assert "NEURON_RT_NUM_CORES" in c._repr_markdown_()
+
+
+def test_trn3_decodes_faster_by_its_hbm_bandwidth():
+    t = sv.chip_decode_table("llama3-70b", 16, 1, 1024)
+    ratio = specs.chip("trn3").hbm_bytes_per_s / specs.chip("trn2").hbm_bytes_per_s
+    assert t.step_ms.iloc[0] / t.step_ms.iloc[1] == pytest.approx(ratio, rel=1e-3)   # all-reduces aside
+    assert (t.bound == "HBM").all()
+
+
+def test_roofline_points_sit_on_the_roof():
+    r = sv.replica("llama3-70b", tp=64)
+    pts = sv.roofline_points(r, batches=[1, 64], prompts=[4096])
+    bw, peak = specs.chip("trn2").hbm_bytes_per_s, specs.chip("trn2").dense_flops_per_s["bf16"]
+    roof = np.minimum(peak, pts.intensity * bw) / 1e12
+    assert np.allclose(pts.tflops, roof)
+
+
+def test_speculative_decode_reduces_to_theorem_3_8_while_hbm_bound():
+    t, d = sv.replica("llama3-70b", tp=32), sv.replica("llama3-8b", tp=32)
+    e = sv.speculative_decode(t, d, 0.8, 4, batch=1, context_len=512)
+    assert e.verify_cost == pytest.approx(1.0, abs=0.01)
+    assert e.speedup == pytest.approx(sv.speculative_speedup(0.8, 4, e.c), rel=0.01)
+    big = sv.speculative_decode(t, d, 0.8, 4, batch=256, context_len=512)
+    assert big.verify_cost > 1.5 and big.speedup < e.speedup
+
+
+def test_serving_facts_are_sourced():
+    assert sv.serving_fact("microcode_bytes_per_physical_core") == 96 * MB
+    assert sv.serving_fact("auto_bucket_min_tokens") == 128
+    df = specs.read_data_csv("serving.csv")
+    assert df.source.str.len().min() > 0
+
+
+# --- properties ---------------------------------------------------------------------------------
+
+alphas = st.floats(min_value=0.0, max_value=0.999, allow_nan=False)
+ks = st.integers(min_value=0, max_value=64)
+
+
+@given(alphas, ks)
+def test_expected_tokens_between_1_and_k_plus_1(a, k):
+    e = sv.expected_tokens_per_pass(a, k)
+    assert 1.0 - 1e-9 <= e <= k + 1 + 1e-9
+    assert sv.expected_tokens_per_pass(a, k + 1) >= e - 1e-12
+
+
+@given(st.floats(min_value=0.0, max_value=0.98), st.floats(min_value=0.001, max_value=0.01), ks,
+       st.floats(min_value=0.0, max_value=1.0))
+def test_speedup_grows_with_alpha_and_falls_with_cost(a, da, k, c):
+    assert sv.speculative_speedup(a + da, k, c) >= sv.speculative_speedup(a, k, c) - 1e-12
+    assert sv.speculative_speedup(a, k, c + 0.1) <= sv.speculative_speedup(a, k, c) + 1e-12
+
+
+@settings(max_examples=40)
+@given(st.integers(min_value=1, max_value=512), st.integers(min_value=0, max_value=32768),
+       st.sampled_from(["llama3-8b", "llama3-70b"]))
+def test_decode_time_grows_with_batch_and_context(b, ctx, model):
+    r = sv.replica(model, tp=8)
+    d = sv.decode_step(r, b, ctx, latency_s=0.0)
+    assert sv.decode_step(r, b + 1, ctx, latency_s=0.0).time_s >= d.time_s
+    assert sv.decode_step(r, b, ctx + 256, latency_s=0.0).time_s >= d.time_s
+    assert sv.decode_step(r, b + 1, ctx, latency_s=0.0).tokens_per_s >= d.tokens_per_s - 1e-9
+
+
+@settings(max_examples=40)
+@given(st.integers(min_value=1, max_value=10**6), st.integers(min_value=1, max_value=4096))
+def test_paged_cache_holds_the_context_with_less_than_a_block_spare(ctx, bs):
+    slots = sv.paged_kv_blocks(ctx, bs) * bs
+    assert ctx <= slots < ctx + bs
+
+
+# --- bad input ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("alpha", [-0.1, 1.0, 1.5, float("nan"), "0.8", None])
+def test_alpha_outside_0_1_raises(alpha):
+    with pytest.raises(ValueError, match="alpha"):
+        sv.expected_tokens_per_pass(alpha, 5)
+    with pytest.raises(ValueError, match="alpha"):
+        sv.simulate_speculation(alpha, 5, 100)
+
+
+@pytest.mark.parametrize("k", [-1, 2.5, "5", None])
+def test_negative_k_raises(k):
+    with pytest.raises(ValueError, match="k"):
+        sv.speculative_speedup(0.8, k)
+
+
+def test_zero_bandwidth_raises():
+    with pytest.raises(ValueError, match="hbm_bytes_per_s"):
+        sv.step_bound(1e9, 1e9, 1e15, 0.0)
+    with pytest.raises(ValueError, match="peak_flops_per_s"):
+        sv.step_bound(1e9, 1e9, 0, 1e12)
+
+
+def test_context_above_max_model_len_raises():
+    r = sv.replica("llama3-8b", tp=4)
+    with pytest.raises(ValueError, match="context_len"):
+        sv.decode_step(r, 1, 4097, max_model_len=4096)
+    with pytest.raises(ValueError, match="context_len"):
+        sv.paged_kv_blocks(4097, 32, max_model_len=4096)
+    with pytest.raises(ValueError, match="context_len"):
+        sv.serve_stream(r, 4000, 200, 8, max_model_len=4096)
+    with pytest.raises(ValueError, match="prompt_tokens"):
+        sv.prefill_step(r, 5000, max_model_len=4096)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: sv.replica("llama3-70b", tp=48), "tp"),
+    (lambda: sv.replica("llama3-8b", pp=33), "pp"),
+    (lambda: sv.replica("llama3-8b", chip="trn3"), "lnc"),
+    (lambda: sv.replica("llama3-8b", lnc=3), "lnc"),
+    (lambda: sv.replica("llama3-8b", weight_dtype="int3"), "weight_dtype"),
+    (lambda: sv.replica("llama3-8b", chip="trn3", lnc=2, compute_dtype="fp8"), "compute_dtype"),
+    (lambda: sv.replica("gpt-5"), "model"),
+    (lambda: sv.decode_step("llama3-8b", 1, 10), "rep"),
+    (lambda: sv.decode_step(sv.replica("llama3-8b"), 0, 10), "batch"),
+    (lambda: sv.capacity(sv.replica("llama3-8b"), 1024, memory_utilization=1.5), "memory_utilization"),
+    (lambda: sv.capacity(sv.replica("llama3-8b"), 1024, neff_bytes=-1), "neff_bytes"),
+    (lambda: sv.prefill_step(sv.replica("llama3-8b"), 128, efficiency=0), "efficiency"),
+    (lambda: sv.kv_cache_bytes_per_token(32, 8, 0), "head_dim"),
+    (lambda: sv.speculative_speedup(0.8, 5, c=-0.1), "c"),
+    (lambda: sv.simulate_speculation(0.8, 5, n_passes=0), "n_passes"),
+    (lambda: sv.pick_bucket(5000, (128, 4096)), "n_tokens"),
+    (lambda: sv.check_launch("llama3-70b", 16, 8, 2, 32, max_model_len=0), "max_model_len"),
+    (lambda: sv.serving_fact("nope"), "quantity"),
+])
+def test_bad_input_names_the_parameter(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+def test_kv_bound_context_len_is_where_the_compute_bound_batch_becomes_infinite():
+    r = sv.replica("llama3-70b", tp=8)
+    c = sv.kv_bound_context_len(r)
+    assert math.isfinite(sv.decode_compute_bound_batch(r, math.floor(c) - 1))
+    assert sv.decode_compute_bound_batch(r, math.ceil(c) + 1) == math.inf
+    # a model whose GQA group is as large as the ridge point: attention keeps pace with KV reads
+    wide = custom_model("wide", n_layers=2, d_model=512 * 128, n_heads=512, n_kv_heads=1, vocab_size=100)
+    assert sv.kv_bound_context_len(sv.replica(wide, tp=1)) == math.inf

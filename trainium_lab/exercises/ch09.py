@@ -1,0 +1,137 @@
+"""Exercises for chapter 09 (serving). Each solution is code that shows the arithmetic with
+units; running it gives the reference answer (``trainium_lab.exercises.Exercise``)."""
+
+from __future__ import annotations
+
+from trainium_lab import roofline, serving
+from trainium_lab.exercises import Exercise, run_solution
+
+__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "q7", "ALL"]
+
+def _q2_compute_ms() -> float:
+    """The likely slip in Q2: the compute time instead of the HBM time, in ms."""
+    r = serving.replica("llama3-8b", "trn2", tp=4)
+    return serving.decode_step(r, 1, 1024).compute_s * 1e3
+
+
+def _q6_without_utilization() -> int:
+    """The likely slip in Q6: budgeting the whole HBM of the core."""
+    r = serving.replica("llama3-8b", "trn2", tp=4)
+    return serving.capacity(r, 8192, memory_utilization=1.0).max_sequences
+
+
+q1 = Exercise(
+    "Q1 KV cache per token, Llama 3 405B, FP8",
+    unit="KiB",
+    hint=("2 (a key and a value) × layers × KV heads × head dimension × bytes per element, with the "
+          "shape from sizing.preset('llama3-405b'): only the KV heads keep keys and values, and FP8 "
+          "stores one byte per element."),
+    solution=("m = sizing.preset('llama3-405b')\n"
+              "head_dim = m.d_model // m.n_heads                      # model width over query heads\n"
+              "per_token_bytes = 2 * m.n_layers * m.n_kv_heads * head_dim * 1   # FP8: 1 byte\n"
+              "answer_1 = per_token_bytes / KiB"),
+    wrong=lambda: 2 * run_solution(q1._solution),
+    mistakes=[(lambda: 2 * run_solution(q1._solution), "that is the BF16 size: FP8 stores one byte per "
+                                                       "element, not two"),
+              (lambda: 16 * run_solution(q1._solution), "you used the 128 query heads; keys and values "
+                                                        "are kept for the 8 KV heads only (grouped-query "
+                                                        "attention)"),
+              (lambda: run_solution(q1._solution) / 2, "a token keeps a key AND a value vector: the factor 2"),
+              (lambda: run_solution(q1._solution) * 1024, "that is in bytes; the question asks for KiB")],
+)
+
+q2 = Exercise(
+    "Q2 decode step, Llama 3 8B on one Trainium2",
+    unit="ms",
+    hint=("At batch 1 a decode step reads every weight once (and the KV of 1,024 tokens): bytes over "
+          "the HBM bandwidth of the ranks holding them. TP 4 at LNC=2 is the whole chip."),
+    solution=("r = serving.replica('llama3-8b', 'trn2', tp=4)              # 4 ranks = 1 chip at LNC=2\n"
+              "weights = r.weight_bytes                                   # 8.03e9 params × 2 B\n"
+              "kv = (1024 + 1) * r.kv_bytes_per_token                     # read 1,024 tokens, write 1\n"
+              "bandwidth = r.hbm_bytes_per_s_active                       # the four ranks' share: the chip's\n"
+              "answer_2 = (weights + kv) / bandwidth / ms                 # HBM-bound: compute is ~0.02 ms"),
+    wrong=lambda: _q2_compute_ms(),
+    mistakes=[(lambda: _q2_compute_ms(), "that is the compute time (2 FLOPs per weight at the chip's peak); "
+                                         "at batch 1 reading the weights from HBM takes far longer"),
+              (lambda: 4 * run_solution(q2._solution), "you used one logical core's bandwidth: the four "
+                                                       "ranks read their shards in parallel, at the whole chip's bandwidth")],
+)
+
+q3 = Exercise(
+    "Q3 batch where 70B decode turns compute-bound",
+    unit="sequences",
+    rel_tol=0.02,
+    hint=("Set batch × FLOPs per token / peak equal to (weights + batch × context × KV per token) / "
+          "bandwidth and solve for the batch (serving.decode_compute_bound_batch)."),
+    solution=("r = serving.replica('llama3-70b', 'trn2', tp=8)              # 2 chips, 1 KV head per rank\n"
+              "ctx = 128\n"
+              "flops = serving.decode_flops_per_token(r.model, ctx)        # ≈ 2 FLOPs per weight\n"
+              "per_seq_s = flops / r.peak_flops_per_s_active - (ctx + 1) * r.kv_bytes_per_token_stored / r.hbm_bytes_per_s_active\n"
+              "answer_3 = r.weight_bytes / r.hbm_bytes_per_s_active / per_seq_s"),
+    wrong=lambda: roofline.ridge_point("trn2", "bf16"),
+    mistakes=[(lambda: roofline.ridge_point("trn2", "bf16"),
+               "that is the ridge point (peak FLOP/s ÷ HBM bytes/s): it is the answer with no "
+               "context; the KV reads add bytes batching cannot share and push the batch higher"),
+              (1.0, "a batch of one reads every weight for two FLOPs each: it is deep in the "
+                    "HBM-bound region")],
+)
+
+q4 = Exercise(
+    "Q4 tokens per target pass",
+    unit="tokens",
+    hint="Equation (1) of Leviathan et al.: (1 − α^(k+1)) / (1 − α), with α = 0.7 and k = 4.",
+    solution=("alpha, k = 0.7, 4\n"
+              "answer_4 = (1 - alpha ** (k + 1)) / (1 - alpha)   # accepted drafts + the target's own token"),
+    wrong=1.7731,
+    mistakes=[(1.7731, "that counts only the accepted draft tokens; every pass also yields one token "
+                       "from the target itself"),
+              (5.0, "that is the most a pass can give (k + 1), reached only if every draft is accepted")],
+)
+
+q5 = Exercise(
+    "Q5 best speculation length",
+    unit="tokens drafted",
+    rel_tol=0.0,
+    hint=("Evaluate Theorem 3.8, (1 − α^(k+1)) / ((1 − α)(k c + 1)), for k = 0, 1, 2, … with "
+          "α = 0.8 and c = 0.1, and take the k that maximises it."),
+    solution=("alpha, c = 0.8, 0.1\n"
+              "speedups = [(1 - alpha ** (k + 1)) / ((1 - alpha) * (k * c + 1)) for k in range(33)]\n"
+              "answer_5 = int(np.argmax(speedups))"),
+    wrong=32,
+    mistakes=[(32, "more drafted tokens always add expected tokens, but each costs c of a target step: "
+                   "the speed-up peaks and then falls")],
+)
+
+q6 = Exercise(
+    "Q6 concurrent 8K sequences, Llama 3 8B on one Trainium2",
+    unit="sequences",
+    rel_tol=0.0,
+    hint=("Per logical core: its HBM × vLLM's default memory utilization, less a quarter of the "
+          "weights and the runtime's micro-code (per physical core: 2 at LNC=2; serving.serving_fact); "
+          "divide by one sequence's KV on that core (8,192 tokens in 32-token blocks)."),
+    solution=("r = serving.replica('llama3-8b', 'trn2', tp=4)\n"
+              "budget = r.hbm_bytes_per_rank * serving.serving_fact('gpu_memory_utilization_default')\n"
+              "resident = r.weight_bytes_per_rank + 2 * serving.serving_fact('microcode_bytes_per_physical_core')\n"
+              "per_seq = serving.paged_kv_blocks(8192, 32) * 32 * r.kv_bytes_per_token_per_rank   # 256 MiB\n"
+              "answer_6 = int((budget - resident) // per_seq)"),
+    wrong=lambda: _q6_without_utilization(),
+    mistakes=[(lambda: _q6_without_utilization(), "you used all the core's HBM; vLLM budgets only "
+                                                  "gpu_memory_utilization of it"),
+              (lambda: 4 * run_solution(q6._solution), "the KV of one sequence is split over the 4 "
+                                                       "ranks: count sequences per replica, not per rank "
+                                                       "times four")],
+)
+
+q7 = Exercise(
+    "Q7 chips under TP 16 × PP 4 at LNC=1",
+    unit="chips",
+    rel_tol=0.0,
+    hint="Ranks = TP × PP; at LNC=1 every physical NeuronCore is a logical core (a rank): 8 per Trainium2.",
+    solution=("ranks = 16 * 4\n"
+              "answer_7 = ranks / cores.logical_cores_per_chip('trn2', 1)   # 64 ranks / 8 per chip"),
+    wrong=64,
+    mistakes=[(64, "64 is the number of ranks; each Trainium2 chip runs 8 of them at LNC=1"),
+              (16, "at LNC=1 a Trainium2 chip has 8 logical cores (4 is LNC=2)")],
+)
+
+ALL = (q1, q2, q3, q4, q5, q6, q7)

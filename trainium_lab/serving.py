@@ -1,0 +1,1895 @@
+"""Serving a language model on Trainium: KV cache, prefill and decode bounds, batching,
+capacity, buckets and speculative decoding.
+
+A served model answers a request in two phases. **Prefill** (NxD Inference calls it
+*context encoding*) runs the whole prompt through the model at once and writes its keys and
+values into the **KV cache**; it does many FLOPs per byte read and is bound by compute.
+**Decode** (*token generation*) then produces one token per step for every sequence in the
+batch; each step reads every weight once and every sequence's cached keys and values, and does
+only about two FLOPs per weight per sequence, so it is bound by HBM bandwidth until the batch
+is large. This module turns that into numbers, with every hardware figure from
+:mod:`trainium_lab.specs`, the roofline of :mod:`trainium_lab.roofline`, logical cores from
+:mod:`trainium_lab.cores` and the tensor-parallel all-reduce of chapter 03
+(:mod:`trainium_lab.collectives` on a :mod:`trainium_lab.topology` placement).
+
+Public API, by question
+-----------------------
+*How big is the KV cache?*
+    :func:`kv_cache_bytes_per_token`, :func:`model_kv_bytes_per_token`, :func:`kv_cache_bytes`,
+    :func:`paged_kv_blocks`, :func:`paged_kv_cache_bytes`, :func:`kv_growth_table`
+*What does one step cost?*
+    :class:`Replica`, :func:`replica` (a model on ``tp × pp`` logical cores),
+    :func:`decode_flops_per_token`, :func:`prefill_flops`, :func:`step_bound`,
+    :func:`prefill_step`, :func:`decode_step`, :func:`tp_allreduce_s`,
+    :func:`decode_compute_bound_batch`, :func:`kv_bound_context_len`, :func:`roofline_points`,
+    :func:`chip_decode_table`
+*What does a request stream see?*
+    :func:`serve_stream` (TTFT, TPOT, tokens/s per chip), :func:`batching_curve`
+*What fits?*
+    :func:`capacity`, :func:`bucket_sizes`, :func:`pick_bucket`, :func:`padding_waste`,
+    :func:`bucket_tradeoff`, :func:`check_launch`
+*Speculative decoding*
+    :func:`expected_tokens_per_pass`, :func:`tokens_per_pass_pmf`, :func:`speculative_speedup`,
+    :func:`speculative_operations_factor`, :func:`speculative_speedup_lower_bound`,
+    :func:`best_speculation_length`, :func:`speculation_table`, :func:`simulate_speculation`,
+    :func:`speculative_decode`
+*Sourced software facts* (``data/serving.csv``)
+    :func:`serving_fact`
+
+Degrees count **ranks** (logical NeuronCores), as in chapters 03 and 05: at LNC=2 a Trainium2
+chip runs 4 ranks, so ``tp=64`` is 16 chips. What the first-order model leaves out is listed
+in :data:`IGNORED`.
+
+References
+----------
+W. Kwon et al., "Efficient Memory Management for Large Language Model Serving with
+PagedAttention" (vLLM), SOSP 2023, arXiv:2309.06180, §3 (KV cache per token) and §4 (blocks).
+Y. Leviathan, M. Kalman, Y. Matias, "Fast Inference from Transformers via Speculative
+Decoding", ICML 2023, arXiv:2211.17192, Equation (1), Theorem 3.8, Corollary 3.9,
+Theorem 3.11, Table 1.
+M. Shoeybi et al., "Megatron-LM", arXiv:1909.08053 (2019), §3 (two all-reduces per layer in
+the forward pass).
+J. Kaplan et al., "Scaling Laws for Neural Language Models", arXiv:2001.08361 (2020), Table 1
+(forward FLOPs per token: 2N plus the attention term).
+AWS Neuron docs: "NxD Inference Features Configuration Guide" (bucketing, KV-head replication,
+speculation length), "vLLM User Guide for NxD Inference", "Neuron Device Memory", "Logical
+NeuronCore configuration", "Neuron Runtime configuration" (``NEURON_RT_NUM_CORES``); the vLLM
+Neuron plugin's features guide and its "Decode Context-Length Bucketing" design note.
+
+Examples
+--------
+>>> from trainium_lab.units import KiB
+>>> model_kv_bytes_per_token("llama3-8b") / KiB   # Llama 3.1 8B in BF16
+128.0
+>>> round(expected_tokens_per_pass(0.8, 5), 2)    # Leviathan et al., Table 1
+3.69
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from trainium_lab import collectives, cores, roofline, specs, topology
+from trainium_lab._validate import choice, finite_number, in_range, integer, positive
+from trainium_lab.layouts import resolve_model
+from trainium_lab.sizing import ModelPreset
+from trainium_lab.units import GiB, MB, format_bytes, format_seconds
+
+__all__ = [
+    "IGNORED", "FORWARD_ALLREDUCES_PER_LAYER",
+    "kv_cache_bytes_per_token", "model_kv_bytes_per_token", "kv_cache_bytes", "paged_kv_blocks",
+    "paged_kv_cache_bytes", "kv_growth_table",
+    "Replica", "replica", "decode_flops_per_token", "prefill_flops",
+    "StepBound", "step_bound", "prefill_step", "decode_step", "tp_allreduce_s",
+    "decode_compute_bound_batch", "kv_bound_context_len", "roofline_points", "chip_decode_table",
+    "StreamEstimate", "serve_stream", "batching_curve",
+    "Capacity", "capacity", "bucket_sizes", "pick_bucket", "padding_waste", "bucket_tradeoff",
+    "LaunchCheck", "check_launch",
+    "expected_tokens_per_pass", "tokens_per_pass_pmf", "speculative_speedup",
+    "speculative_operations_factor", "speculative_speedup_lower_bound",
+    "best_speculation_length", "speculation_table", "SpeculationSimulation",
+    "simulate_speculation", "SpeculativeEstimate", "speculative_decode",
+    "serving_fact",
+]
+
+#: what the first-order serving model leaves out (the notebook discusses each)
+IGNORED: tuple[str, ...] = (
+    "kernel efficiency below the roofline: decode is charged at full HBM bandwidth and prefill "
+    "at peak × the efficiency you give, so times are lower bounds",
+    "activations, logits and sampling buffers in HBM (small next to weights and KV at decode)",
+    "replicated weights: norms and, where KV heads are replicated, the K/V projections; the "
+    "weights are split evenly over the tp × pp ranks",
+    "overlap of the tensor-parallel all-reduces with compute (they are added, fully exposed), "
+    "and any latency the source does not publish (the per-step latency is an input)",
+    "pipeline point-to-point sends between stages (one activation per token: tiny)",
+    "queueing: TTFT is the prefill time of the prompt alone, with no request waiting ahead of it",
+    "prefix caching, chunked or segmented prefill, and disaggregated prefill/decode",
+)
+
+#: all-reduces one tensor-parallel layer runs in a forward pass (attention and MLP blocks),
+#: Shoeybi et al. 2019, §3; a training step adds two more in the backward pass
+FORWARD_ALLREDUCES_PER_LAYER = 2
+
+_MAX_TOKENS = 10**8       # context lengths, prompts, outputs
+_MAX_BATCH = 10**7        # sequences
+_MAX_BYTES = 1e30         # bytes, FLOPs and rates: far beyond any real value, far below overflow
+
+
+# --------------------------------------------------------------------------- sourced facts
+
+
+@functools.cache
+def _serving_facts() -> dict[str, tuple[object, str, str]]:
+    df = specs.read_data_csv("serving.csv")
+    out: dict[str, tuple[object, str, str]] = {}
+    for row in df.itertuples():
+        if row.unit == "list":
+            value: object = tuple(v for v in str(row.value).split(";") if v)
+        elif row.unit == "MB":
+            value = float(row.value) * MB
+        else:
+            value = float(row.value)
+        out[row.quantity] = (value, row.unit, row.source)
+    return out
+
+
+def serving_fact(quantity: str):
+    """A sourced software fact from ``data/serving.csv``, in base units (bytes, fractions, tokens).
+
+    Parameters
+    ----------
+    quantity : str
+        ``"microcode_bytes_per_physical_core"``, ``"gpu_memory_utilization_default"``,
+        ``"auto_bucket_min_tokens"`` or ``"vllm_neuron_parallelism"``.
+
+    Examples
+    --------
+    >>> serving_fact("gpu_memory_utilization_default")
+    0.9
+    >>> serving_fact("vllm_neuron_parallelism")
+    ('tensor', 'data', 'expert')
+    """
+    facts = _serving_facts()
+    return facts[choice("quantity", quantity, tuple(facts))][0]
+
+
+# --------------------------------------------------------------------------- validation helpers
+
+
+def _tokens(name: str, value: object, minimum: int = 0) -> int:
+    return integer(name, value, minimum=minimum, maximum=_MAX_TOKENS)
+
+
+def _batch(name: str, value: object) -> int:
+    return integer(name, value, minimum=1, maximum=_MAX_BATCH)
+
+
+def _amount(name: str, value: object, *, allow_zero: bool = True) -> float:
+    out = positive(name, value, allow_zero=allow_zero)
+    if out > _MAX_BYTES:
+        raise ValueError(f"{name} must be at most {_MAX_BYTES:g}, got {value!r}")
+    return out
+
+
+def _rate(name: str, value: object) -> float:
+    return _amount(name, value, allow_zero=False)
+
+
+def _fraction(name: str, value: object) -> float:
+    return in_range(name, value, 0.0, 1.0, low_open=True)
+
+
+def _dtype_bytes(name: str, dtype: object) -> float:
+    try:
+        return roofline.bytes_per_element(dtype)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise ValueError(str(exc).replace("dtype must", f"{name} must", 1)) from None
+
+
+def _check_context(context_len: int, max_model_len: object) -> None:
+    if max_model_len is None:
+        return
+    mml = _tokens("max_model_len", max_model_len, minimum=1)
+    if context_len > mml:
+        raise ValueError(f"context_len must be at most max_model_len ({mml}), the longest sequence "
+                         f"the compiled model accepts; got {context_len}")
+
+
+# --------------------------------------------------------------------------- KV cache
+
+
+def kv_cache_bytes_per_token(n_layers: int, n_kv_heads: int, head_dim: int,
+                             bytes_per_element: float = 2.0) -> float:
+    """Bytes of KV cache one token keeps: a key and a value vector per KV head in every layer.
+
+    ``2 × n_layers × n_kv_heads × head_dim × bytes_per_element``. With grouped-query
+    attention ``n_kv_heads`` is smaller than the number of query heads, and so is the cache.
+
+    Parameters
+    ----------
+    n_layers, n_kv_heads, head_dim : int
+        Layers, key/value heads, dimension of one head (each >= 1).
+    bytes_per_element : float
+        Bytes per cached element: 2 for BF16/FP16, 1 for FP8.
+
+    Returns
+    -------
+    float
+        Bytes per token (all layers, one sequence).
+
+    References
+    ----------
+    Kwon et al. 2023 (vLLM), §3: "2 (key and value vectors) × 5120 (hidden state size) × 40
+    (number of layers) × 2 (bytes per FP16)" = 800 KB for OPT-13B.
+
+    Examples
+    --------
+    >>> kv_cache_bytes_per_token(40, 40, 128) / 1024   # OPT-13B, FP16: the vLLM paper's 800 KB
+    800.0
+    >>> kv_cache_bytes_per_token(32, 8, 128) / 1024    # Llama 3.1 8B, BF16
+    128.0
+    """
+    n_layers = integer("n_layers", n_layers, minimum=1, maximum=10**6)
+    n_kv_heads = integer("n_kv_heads", n_kv_heads, minimum=1, maximum=10**6)
+    head_dim = integer("head_dim", head_dim, minimum=1, maximum=10**6)
+    b = in_range("bytes_per_element", bytes_per_element, 0.0, 64.0, low_open=True)
+    return 2.0 * n_layers * n_kv_heads * head_dim * b
+
+
+def _head_dim(m: ModelPreset) -> int:
+    if m.d_model % m.n_heads:
+        raise ValueError(f"model must have d_model ({m.d_model}) divisible by n_heads ({m.n_heads})")
+    return m.d_model // m.n_heads
+
+
+def model_kv_bytes_per_token(model: str | ModelPreset, kv_dtype: str = "bfloat16") -> float:
+    """KV-cache bytes per token of a model preset (or :func:`trainium_lab.layouts.custom_model`).
+
+    ``head_dim = d_model / n_heads``; no replication (see :class:`Replica` for what a
+    tensor-parallel replica stores).
+
+    Examples
+    --------
+    >>> [model_kv_bytes_per_token(m) / 1024 for m in ("llama3-8b", "llama3-70b", "llama3-405b")]
+    [128.0, 320.0, 504.0]
+    >>> model_kv_bytes_per_token("llama3-70b", "float8_e4m3fn") / 1024
+    160.0
+    """
+    m = resolve_model(model)
+    return kv_cache_bytes_per_token(m.n_layers, m.n_kv_heads, _head_dim(m),
+                                    _dtype_bytes("kv_dtype", kv_dtype))
+
+
+def kv_cache_bytes(kv_bytes_per_token: float, context_len: int, batch: int = 1) -> float:
+    """KV cache of ``batch`` sequences of ``context_len`` tokens: a plain product.
+
+    Examples
+    --------
+    >>> round(kv_cache_bytes(819200, 2048) / 1e9, 2)   # vLLM paper: "as much as 1.6 GB"
+    1.68
+    """
+    kv = _amount("kv_bytes_per_token", kv_bytes_per_token)
+    context_len = _tokens("context_len", context_len)
+    batch = _batch("batch", batch)
+    return kv * context_len * batch
+
+
+def paged_kv_blocks(context_len: int, block_size: int = 32, max_model_len: int | None = None) -> int:
+    """Blocks of ``block_size`` tokens that hold ``context_len`` tokens: ``ceil(context / block)``.
+
+    vLLM's PagedAttention stores the cache in fixed-size blocks; the last one is part-empty.
+
+    Raises
+    ------
+    ValueError
+        Naming ``context_len`` if it exceeds ``max_model_len``.
+
+    References
+    ----------
+    Kwon et al. 2023, §4.1-4.2 (KV blocks); vLLM Neuron: ``num_gpu_blocks_override`` at least
+    ``ceil(max_model_len / block_size) × max_num_seqs`` (vLLM User Guide for NxD Inference,
+    Known Issues).
+
+    Examples
+    --------
+    >>> paged_kv_blocks(1000, 32), paged_kv_blocks(1024, 32), paged_kv_blocks(1025, 32)
+    (32, 32, 33)
+    >>> paged_kv_blocks(20000, 32, max_model_len=16384)
+    Traceback (most recent call last):
+    ...
+    ValueError: context_len must be at most max_model_len (16384), the longest sequence the compiled model accepts; got 20000
+    """
+    context_len = _tokens("context_len", context_len)
+    block_size = integer("block_size", block_size, minimum=1, maximum=10**6)
+    _check_context(context_len, max_model_len)
+    return -(-context_len // block_size)
+
+
+def paged_kv_cache_bytes(kv_bytes_per_token: float, context_len: int, block_size: int = 32,
+                         batch: int = 1, max_model_len: int | None = None) -> float:
+    """KV cache of ``batch`` sequences held in whole blocks: ``batch × blocks × block_size × bytes``.
+
+    Examples
+    --------
+    >>> paged_kv_cache_bytes(131072, 1000, 32) / 131072   # 1,000 tokens take 32 blocks = 1,024 slots
+    1024.0
+    """
+    kv = _amount("kv_bytes_per_token", kv_bytes_per_token)
+    batch = _batch("batch", batch)
+    blocks = paged_kv_blocks(context_len, block_size, max_model_len)
+    return batch * blocks * int(block_size) * kv
+
+
+def kv_growth_table(model: str | ModelPreset, context_lens: Sequence[int], batches: Sequence[int],
+                    kv_dtype: str = "bfloat16") -> pd.DataFrame:
+    """KV cache against context length for several batch sizes (tidy, for a line chart).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``context_len``, ``batch``, ``kv_bytes``, ``kv_gib``.
+
+    Examples
+    --------
+    >>> t = kv_growth_table("llama3-70b", [1024, 8192], [1, 32])
+    >>> t.kv_gib.tolist()
+    [0.3125, 2.5, 10.0, 80.0]
+    """
+    per_token = model_kv_bytes_per_token(model, kv_dtype)
+    rows = [{"context_len": int(c), "batch": int(b),
+             "kv_bytes": kv_cache_bytes(per_token, c, b)}
+            for b in _int_list("batches", batches) for c in _int_list("context_lens", context_lens)]
+    df = pd.DataFrame(rows)
+    df["kv_gib"] = df["kv_bytes"] / GiB
+    return df
+
+
+def _int_list(name: str, values: object) -> list[int]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise ValueError(f"{name} must be a sequence of integers, got {values!r}")
+    out = [integer(name, v, minimum=0, maximum=_MAX_TOKENS) for v in values]
+    if not out:
+        raise ValueError(f"{name} must hold at least one value")
+    return out
+
+
+# --------------------------------------------------------------------------- a replica
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One copy of a model served on ``tp × pp`` ranks (logical NeuronCores) of one chip type.
+
+    Build it with :func:`replica`. Fields are in base units (bytes, bytes/s, FLOP/s).
+
+    Attributes
+    ----------
+    model : ModelPreset
+    chip : str
+        Chip key (``"trn2"``...).
+    tp, pp : int
+        Tensor- and pipeline-parallel degrees, in ranks.
+    lnc : int
+        Physical NeuronCores per logical core.
+    ranks_per_chip : int
+    weight_dtype, kv_dtype, compute_dtype : str
+    weight_bytes : float
+        All weights (exact parameter count × bytes per weight).
+    kv_heads_per_rank : int
+        KV heads each rank keeps. NxD Inference replicates KV heads when ``tp`` exceeds them
+        (``REPLICATE_TO_TP_DEGREE``: one per rank) and falls back to one per query head
+        (``CONVERT_TO_MHA``) when neither divides the other.
+    layers_per_stage : int
+    kv_bytes_per_token : float
+        The model's KV cache per token (no replication).
+    kv_bytes_per_token_per_rank : float
+        What one rank stores per token of a sequence.
+    hbm_bytes_per_rank, hbm_bytes_per_s_per_rank, peak_flops_per_s_per_rank : float
+        The chip's HBM, HBM bandwidth and dense peak (``compute_dtype``) divided by its ranks.
+    """
+
+    model: ModelPreset
+    chip: str
+    tp: int
+    pp: int
+    lnc: int
+    ranks_per_chip: int
+    weight_dtype: str
+    kv_dtype: str
+    compute_dtype: str
+    weight_bytes: float
+    kv_heads_per_rank: int
+    layers_per_stage: int
+    kv_bytes_per_token: float
+    kv_bytes_per_token_per_rank: float
+    hbm_bytes_per_rank: float
+    hbm_bytes_per_s_per_rank: float
+    peak_flops_per_s_per_rank: float
+    activation_bytes: float
+
+    @property
+    def n_ranks(self) -> int:
+        """Ranks of the replica: ``tp × pp``."""
+        return self.tp * self.pp
+
+    @property
+    def n_chips(self) -> float:
+        """Chips the replica occupies (a fraction when it uses only some cores of one chip)."""
+        return self.n_ranks / self.ranks_per_chip
+
+    @property
+    def weight_bytes_per_rank(self) -> float:
+        """Weights on each rank: ``weight_bytes / (tp × pp)``."""
+        return self.weight_bytes / self.n_ranks
+
+    @property
+    def kv_bytes_per_token_stored(self) -> float:
+        """KV bytes the whole replica stores per token, replication included."""
+        return self.kv_bytes_per_token_per_rank * self.n_ranks
+
+    @property
+    def hbm_bytes_per_s_active(self) -> float:
+        """HBM bandwidth of the ranks working at once on one batch: one pipeline stage (``tp`` ranks)."""
+        return self.tp * self.hbm_bytes_per_s_per_rank
+
+    @property
+    def peak_flops_per_s_active(self) -> float:
+        """Dense peak of the ranks working at once on one batch (one stage)."""
+        return self.tp * self.peak_flops_per_s_per_rank
+
+    def label(self) -> str:
+        """Short description."""
+        pp = f" × PP{self.pp}" if self.pp > 1 else ""
+        return (f"{self.model.name} on {self.n_chips:g} {specs.chip(self.chip).name} chip"
+                f"{'s' if self.n_chips != 1 else ''} (TP{self.tp}{pp}, LNC={self.lnc})")
+
+    def _repr_markdown_(self) -> str:
+        return (f"**{self.label()}**: weights {format_bytes(self.weight_bytes_per_rank)} per rank; "
+                f"KV {format_bytes(self.kv_bytes_per_token_per_rank)} per token per rank "
+                f"({self.kv_heads_per_rank} KV head{'s' if self.kv_heads_per_rank != 1 else ''} "
+                f"× {self.layers_per_stage} layers); HBM {format_bytes(self.hbm_bytes_per_rank)} per rank")
+
+
+@functools.lru_cache(maxsize=256)
+def _replica(model: ModelPreset, chip: str, tp: int, pp: int, lnc: int, weight_dtype: str,
+             kv_dtype: str, compute_dtype: str) -> Replica:
+    c = specs.chip(chip)
+    per_chip = cores.logical_cores_per_chip(c.key, lnc)
+    m = model
+    if m.n_heads % tp:
+        raise ValueError(f"tp must divide n_heads ({m.n_heads}) of {m.name}: NxD Inference needs the "
+                         f"attention heads divisible by the tensor-parallel degree; got tp={tp}")
+    if pp > m.n_layers:
+        raise ValueError(f"pp must be at most n_layers ({m.n_layers}) of {m.name}; got pp={pp}")
+    hd = _head_dim(m)
+    if m.n_kv_heads % tp == 0:
+        kv_per_rank = m.n_kv_heads // tp
+    elif tp % m.n_kv_heads == 0:
+        kv_per_rank = 1                       # REPLICATE_TO_TP_DEGREE
+    else:
+        kv_per_rank = m.n_heads // tp         # CONVERT_TO_MHA
+    layers = -(-m.n_layers // pp)
+    kvb = _dtype_bytes("kv_dtype", kv_dtype)
+    wb = _dtype_bytes("weight_dtype", weight_dtype)
+    ab = _dtype_bytes("compute_dtype", compute_dtype)
+    peak = c.dense_flops_per_s[compute_dtype]
+    return Replica(
+        model=m, chip=c.key, tp=tp, pp=pp, lnc=lnc, ranks_per_chip=per_chip,
+        weight_dtype=weight_dtype, kv_dtype=kv_dtype, compute_dtype=compute_dtype,
+        weight_bytes=float(m.exact_params()) * wb, kv_heads_per_rank=kv_per_rank,
+        layers_per_stage=layers,
+        kv_bytes_per_token=kv_cache_bytes_per_token(m.n_layers, m.n_kv_heads, hd, kvb),
+        kv_bytes_per_token_per_rank=kv_cache_bytes_per_token(layers, kv_per_rank, hd, kvb),
+        hbm_bytes_per_rank=c.hbm_bytes / per_chip, hbm_bytes_per_s_per_rank=c.hbm_bytes_per_s / per_chip,
+        peak_flops_per_s_per_rank=peak / per_chip, activation_bytes=ab)
+
+
+def replica(model: str | ModelPreset, chip: str = "trn2", tp: int = 1, pp: int = 1,
+            lnc: int | None = None, weight_dtype: str = "bfloat16", kv_dtype: str = "bfloat16",
+            compute_dtype: str = "bfloat16") -> Replica:
+    """A model split over ``tp × pp`` ranks of ``chip``: what each rank holds and can do.
+
+    Parameters
+    ----------
+    model : str or ModelPreset
+        A preset (``"llama3-8b"``, ``"llama3-70b"``, ``"llama3-405b"``) or
+        :func:`trainium_lab.layouts.custom_model`.
+    chip : str
+        ``"trn1"``, ``"trn2"`` or ``"trn3"``.
+    tp, pp : int
+        Degrees in ranks; ``tp`` must divide the attention heads (NxD Inference's first rule),
+        ``pp`` must not exceed the layers.
+    lnc : int, optional
+        Logical NeuronCore setting; the chip's default if omitted (Trainium3 has none stated:
+        pass it).
+    weight_dtype, kv_dtype : str
+        Storage dtypes of the weights and of the KV cache.
+    compute_dtype : str
+        dtype of the matmuls (sets the peak FLOP/s) and of the activations all-reduced.
+
+    Returns
+    -------
+    Replica
+
+    References
+    ----------
+    AWS Neuron docs, "NxD Inference Features Configuration Guide": tensor-parallelism rules and
+    the GQA sharding strategies ``REPLICATE_TO_TP_DEGREE`` / ``CONVERT_TO_MHA``; "Logical
+    NeuronCore configuration" (4 logical cores per Trainium2 chip at LNC=2, each with one
+    24 GB HBM bank).
+
+    Examples
+    --------
+    >>> r = replica("llama3-70b", "trn2", tp=32)
+    >>> r.n_chips, r.kv_heads_per_rank, r.kv_bytes_per_token_stored / r.kv_bytes_per_token
+    (8.0, 1, 4.0)
+    >>> replica("llama3-70b", tp=48)
+    Traceback (most recent call last):
+    ...
+    ValueError: tp must divide n_heads (64) of Llama 3 70B: NxD Inference needs the attention heads divisible by the tensor-parallel degree; got tp=48
+    """
+    m = resolve_model(model)
+    tp = integer("tp", tp, minimum=1, maximum=100_000)
+    pp = integer("pp", pp, minimum=1, maximum=100_000)
+    for name, value in (("weight_dtype", weight_dtype), ("kv_dtype", kv_dtype),
+                        ("compute_dtype", compute_dtype)):
+        _dtype_bytes(name, value)
+    c = specs.chip(chip)
+    if compute_dtype not in c.dense_flops_per_s:
+        raise ValueError(f"compute_dtype must be one of {', '.join(c.dense_flops_per_s)} for {c.name}; "
+                         f"got {compute_dtype!r}")
+    lnc = cores.resolve_lnc(c.key, lnc)
+    return _replica(m, c.key, tp, pp, lnc, weight_dtype, kv_dtype, compute_dtype)
+
+
+def _rep(rep: object) -> Replica:
+    if not isinstance(rep, Replica):
+        raise ValueError(f"rep must be a Replica (see serving.replica); got {rep!r}")
+    return rep
+
+
+# --------------------------------------------------------------------------- FLOPs
+
+
+def _matmul_params(m: ModelPreset) -> float:
+    # the input embedding is a lookup, not a matmul; the output projection is a matmul
+    return float(m.exact_params()) - float(m.vocab_size) * m.d_model
+
+
+def decode_flops_per_token(model: str | ModelPreset, context_len: int) -> float:
+    """Forward FLOPs to produce one token with ``context_len`` tokens already cached.
+
+    ``2 × N_matmul + 4 × n_layers × context_len × (n_heads × head_dim)``: two FLOPs per weight
+    (all weights but the input embedding), plus the attention scores ``QKᵀ`` and the weighted
+    sum of values, each ``2 × context × d`` per layer.
+
+    References
+    ----------
+    Kaplan et al. 2020, Table 1 (2N per token, plus ``2 n_layer n_ctx d_attn`` for the
+    scores; the weighted sum of values doubles it).
+
+    Examples
+    --------
+    >>> round(decode_flops_per_token("llama3-8b", 0) / 1e9, 2)
+    15.01
+    """
+    m = resolve_model(model)
+    context_len = _tokens("context_len", context_len)
+    return 2.0 * _matmul_params(m) + 4.0 * m.n_layers * context_len * m.d_model
+
+
+def prefill_flops(model: str | ModelPreset, prompt_tokens: int) -> float:
+    """Forward FLOPs of a causal prefill of ``prompt_tokens`` tokens.
+
+    ``s × 2 N_matmul + 2 × n_layers × d × s (s + 1)``: the weights once per token, and causal
+    attention (token i attends to i tokens, ``4 L d i`` FLOPs) summed over the prompt.
+
+    Examples
+    --------
+    >>> round(prefill_flops("llama3-70b", 2048) / 1e12, 1)
+    290.2
+    """
+    m = resolve_model(model)
+    s = _tokens("prompt_tokens", prompt_tokens, minimum=1)
+    return s * 2.0 * _matmul_params(m) + 2.0 * m.n_layers * m.d_model * s * (s + 1.0)
+
+
+# --------------------------------------------------------------------------- step bounds
+
+
+@dataclass(frozen=True)
+class StepBound:
+    """Lower bound on one prefill or decode step, and what sets it.
+
+    ``time_s = max(compute_s, memory_s) + comm_s``: compute and HBM traffic overlap, the
+    tensor-parallel all-reduces are added.
+
+    Attributes
+    ----------
+    phase : str
+        ``"prefill"``, ``"decode"`` or ``"step"`` (from :func:`step_bound`).
+    flops, bytes_moved : float
+        Work and HBM traffic of the step (whole replica).
+    weight_bytes, kv_bytes : float
+        The two parts of ``bytes_moved``.
+    compute_s, memory_s, comm_s : float
+    tokens : int
+        Tokens the step produces (decode: one per sequence advanced) or processes (prefill).
+    n_chips : float
+        Chips of the replica (for per-chip rates).
+    """
+
+    phase: str
+    flops: float
+    bytes_moved: float
+    weight_bytes: float
+    kv_bytes: float
+    peak_flops_per_s: float
+    hbm_bytes_per_s: float
+    compute_s: float
+    memory_s: float
+    comm_s: float
+    tokens: int
+    n_chips: float
+
+    @property
+    def time_s(self) -> float:
+        """The bound: ``max(compute_s, memory_s) + comm_s``."""
+        return max(self.compute_s, self.memory_s) + self.comm_s
+
+    @property
+    def bound(self) -> str:
+        """``"tensor engine"`` or ``"HBM"`` (chapter 01's names), whichever takes longer."""
+        return "tensor engine" if self.compute_s >= self.memory_s else "HBM"
+
+    @property
+    def intensity_flop_per_byte(self) -> float:
+        """Arithmetic intensity of the step: FLOPs per byte of HBM traffic."""
+        return self.flops / self.bytes_moved if self.bytes_moved > 0 else math.inf
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Tokens per second of the replica."""
+        return self.tokens / self.time_s
+
+    @property
+    def tokens_per_s_per_chip(self) -> float:
+        """Tokens per second per chip."""
+        return self.tokens_per_s / self.n_chips
+
+    def _repr_markdown_(self) -> str:
+        return (f"**{self.phase}**: {format_seconds(self.time_s)} per step, bound by **{self.bound}** "
+                f"(compute {format_seconds(self.compute_s)}, HBM {format_seconds(self.memory_s)}, "
+                f"all-reduce {format_seconds(self.comm_s)}); {self.tokens_per_s_per_chip:,.0f} tokens/s per chip")
+
+
+def step_bound(flops: float, bytes_moved: float, peak_flops_per_s: float, hbm_bytes_per_s: float,
+               efficiency: float = 1.0, comm_s: float = 0.0) -> StepBound:
+    """The roofline bound of one step from its work and traffic.
+
+    ``compute_s = flops / (peak × efficiency)``, ``memory_s = bytes / bandwidth``.
+
+    Parameters
+    ----------
+    flops, bytes_moved : float
+        Work (FLOPs) and HBM traffic (bytes), >= 0.
+    peak_flops_per_s, hbm_bytes_per_s : float
+        The rates of the ranks doing the work (> 0).
+    efficiency : float
+        Share of peak the kernels reach, in (0, 1]: an assumption unless measured.
+    comm_s : float
+        Communication added to the step (>= 0).
+
+    Raises
+    ------
+    ValueError
+        Naming the parameter, e.g. a zero ``hbm_bytes_per_s``.
+
+    References
+    ----------
+    Williams, Waterman and Patterson 2009 (the roofline model), as in chapter 01.
+
+    Examples
+    --------
+    >>> b = step_bound(16e9, 16e9, 667e12, 2.9e12)   # 8B decode, batch 1: 16 GB of weights
+    >>> b.bound, round(b.time_s * 1e3, 2)
+    ('HBM', 5.52)
+    >>> step_bound(1.0, 1.0, 1e12, 0.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: hbm_bytes_per_s must be a finite number > 0, got 0.0
+    """
+    flops = _amount("flops", flops)
+    moved = _amount("bytes_moved", bytes_moved)
+    peak = _rate("peak_flops_per_s", peak_flops_per_s)
+    bw = _rate("hbm_bytes_per_s", hbm_bytes_per_s)
+    eff = _fraction("efficiency", efficiency)
+    comm = _amount("comm_s", comm_s)
+    return StepBound("step", flops, moved, moved, 0.0, peak, bw, flops / (peak * eff), moved / bw,
+                     comm, 1, 1.0)
+
+
+@functools.lru_cache(maxsize=128)
+def _tp_placement(system: str, tp: int, pp: int, lnc: int):
+    s = specs.system(system)
+    per_system = s.n_chips * cores.logical_cores_per_chip(s.chip_key, lnc)
+    n = tp * pp
+    if per_system % n == 0:
+        return topology.place(tp, pp, per_system // n, system=s.key, lnc=lnc)
+    if n % per_system == 0:
+        return topology.place(tp, pp, 1, system=s.key, lnc=lnc)
+    raise ValueError(f"tp × pp ({n}) must divide, or be a multiple of, the {per_system} ranks of "
+                     f"one {s.key} at lnc={lnc}")
+
+
+def _default_system(chip: str, n_ranks: int, lnc: int) -> str:
+    candidates = sorted((s for s in specs.systems() if s.chip_key == chip), key=lambda s: s.n_chips)
+    for s in candidates:
+        per = s.n_chips * cores.logical_cores_per_chip(chip, lnc)
+        if per >= n_ranks and per % n_ranks == 0:
+            return s.key
+    return candidates[-1].key
+
+
+def tp_allreduce_s(rep: Replica, n_tokens: int, system: str | None = None,
+                   latency_s: float | None = None) -> float:
+    """Seconds of tensor-parallel all-reduces in one forward pass over ``n_tokens`` tokens.
+
+    Every layer runs :data:`FORWARD_ALLREDUCES_PER_LAYER` all-reduces of the activations
+    (``n_tokens × d_model`` elements of ``compute_dtype``) in its TP group. Each is costed as
+    in chapter 03: a ring over the group's chips at the slowest level the group lands on
+    (:func:`trainium_lab.collectives.group_collective_s` on a :func:`trainium_lab.topology.place`
+    placement, TP ranks innermost). A group inside one chip costs 0 (no published figure).
+
+    Parameters
+    ----------
+    rep : Replica
+    n_tokens : int
+        Tokens in the pass: the batch for a decode step, the prompt for a prefill.
+    system : str, optional
+        Where the replica runs; by default the smallest system of its chip that holds it.
+    latency_s : float, optional
+        Per-step latency α of the ring; by default the level's published latency, else 0
+        (only EFA has one in ``data/``): an assumption for small decode messages.
+
+    References
+    ----------
+    Shoeybi et al. 2019, §3; chapter 03 (ring all-reduce, 2(n−1)/n · S/B + 2(n−1)·α).
+
+    Examples
+    --------
+    >>> round(tp_allreduce_s(replica("llama3-70b", tp=64), 1) * 1e6, 2)   # 16 chips, α = 0
+    4.8
+    >>> round(tp_allreduce_s(replica("llama3-70b", tp=64), 1, latency_s=2e-6) * 1e3, 2)
+    9.6
+    >>> tp_allreduce_s(replica("llama3-8b", tp=4), 1)   # TP inside one chip
+    0.0
+    """
+    rep = _rep(rep)
+    n_tokens = integer("n_tokens", n_tokens, minimum=1, maximum=10**13)
+    if latency_s is not None:
+        latency_s = _amount("latency_s", latency_s)
+    if rep.tp == 1:
+        return 0.0
+    system = _default_system(rep.chip, rep.n_ranks, rep.lnc) if system is None else system
+    s = specs.system(system)
+    if s.chip_key != rep.chip:
+        raise ValueError(f"system must be built from {rep.chip} chips; {s.key} has {s.chip_key}")
+    placement = _tp_placement(s.key, rep.tp, rep.pp, rep.lnc)
+    size = n_tokens * rep.model.d_model * rep.activation_bytes
+    one = collectives.group_collective_s(placement, "tp", size, "all_reduce", latency_s)
+    return FORWARD_ALLREDUCES_PER_LAYER * rep.model.n_layers * one
+
+
+def prefill_step(rep: Replica, prompt_tokens: int, batch: int = 1, efficiency: float = 1.0,
+                 max_model_len: int | None = None, system: str | None = None,
+                 latency_s: float | None = None) -> StepBound:
+    """Lower bound on the prefill (context encoding) of ``batch`` prompts of ``prompt_tokens``.
+
+    FLOPs from :func:`prefill_flops`; traffic: the weights once plus the KV written; compute at
+    ``peak × efficiency`` of the ranks of one pipeline stage (stages run one after another for
+    a single prompt); plus the TP all-reduces of :func:`tp_allreduce_s`.
+
+    Parameters
+    ----------
+    rep : Replica
+    prompt_tokens : int
+    batch : int
+        Prompts encoded together (vLLM on Neuron encodes one at a time: ``ctx_batch_size=1``).
+    efficiency : float
+        Share of peak the prefill kernels reach, in (0, 1]: an assumption (1 gives the bound).
+    max_model_len : int, optional
+        If given, ``prompt_tokens`` above it raise ``ValueError``.
+
+    Examples
+    --------
+    >>> b = prefill_step(replica("llama3-70b", tp=64), 2048)
+    >>> b.bound, round(b.compute_s * 1e3, 1), round(b.comm_s * 1e3, 1)
+    ('tensor engine', 27.2, 9.8)
+    """
+    rep = _rep(rep)
+    s = _tokens("prompt_tokens", prompt_tokens, minimum=1)
+    batch = _batch("batch", batch)
+    if max_model_len is not None:
+        mml = _tokens("max_model_len", max_model_len, minimum=1)
+        if s > mml:
+            raise ValueError(f"prompt_tokens must be at most max_model_len ({mml}); got {s}")
+    eff = _fraction("efficiency", efficiency)
+    flops = batch * prefill_flops(rep.model, s)
+    kv = batch * s * rep.kv_bytes_per_token_stored
+    comm = tp_allreduce_s(rep, batch * s, system, latency_s)
+    moved = rep.weight_bytes + kv
+    return StepBound("prefill", flops, moved, rep.weight_bytes, kv, rep.peak_flops_per_s_active,
+                     rep.hbm_bytes_per_s_active, flops / (rep.peak_flops_per_s_active * eff),
+                     moved / rep.hbm_bytes_per_s_active, comm, batch * s, rep.n_chips)
+
+
+def decode_step(rep: Replica, batch: int, context_len: int, tokens_per_sequence: int = 1,
+                micro_batches: int = 1, efficiency: float = 1.0, max_model_len: int | None = None,
+                system: str | None = None, latency_s: float | None = None) -> StepBound:
+    """Lower bound on one decode (token generation) step of ``batch`` sequences.
+
+    Traffic: every weight once, plus each sequence's cached keys and values for
+    ``context_len`` tokens (and the new ones written). Work: ``batch × tokens_per_sequence``
+    times :func:`decode_flops_per_token`. The step takes the longer of the two at the rates of
+    one pipeline stage (``tp`` ranks), plus the TP all-reduces.
+
+    With ``pp > 1`` the stages handle one batch in turn, so a token still waits for every
+    stage. ``micro_batches`` (at most ``pp``) batches in flight keep more stages busy: the step
+    time per batch is unchanged and ``tokens`` counts ``micro_batches × batch``.
+
+    Parameters
+    ----------
+    rep : Replica
+    batch : int
+        Sequences in the batch.
+    context_len : int
+        Tokens whose KV is read per sequence. vLLM on Neuron compiles its decode NEFF for
+        ``max_model_len`` and reads all of it unless decode context-length buckets are set:
+        pass ``max_model_len`` to model that.
+    tokens_per_sequence : int
+        Tokens each sequence runs through the model in this step: 1 for plain decode,
+        ``k + 1`` when the target verifies ``k`` speculated tokens.
+    micro_batches : int
+        Batches in flight in the pipeline (1 to ``pp``).
+    efficiency : float
+        Share of peak the matmuls reach, in (0, 1] (1 gives the bound).
+    max_model_len : int, optional
+        If given, a ``context_len`` above it raises ``ValueError`` naming ``context_len``.
+    system, latency_s
+        As in :func:`tp_allreduce_s`.
+
+    References
+    ----------
+    Kwon et al. 2023, §2.2-3 (decode is memory-bound); Leviathan et al. 2023, §3.4 (weights and
+    KV cache read once per target pass); vLLM Neuron, "Decode Context-Length Bucketing".
+
+    Examples
+    --------
+    >>> r = replica("llama3-8b", "trn2", tp=4)       # one Trainium2 chip at LNC=2
+    >>> d = decode_step(r, batch=1, context_len=1024)
+    >>> d.bound, round(d.time_s * 1e3, 2), round(d.tokens_per_s)
+    ('HBM', 5.58, 179)
+    >>> decode_step(r, 1, 5000, max_model_len=4096)
+    Traceback (most recent call last):
+    ...
+    ValueError: context_len must be at most max_model_len (4096), the longest sequence the compiled model accepts; got 5000
+    """
+    rep = _rep(rep)
+    batch = _batch("batch", batch)
+    ctx = _tokens("context_len", context_len)
+    _check_context(ctx, max_model_len)
+    tps = integer("tokens_per_sequence", tokens_per_sequence, minimum=1, maximum=10_001)
+    mb = integer("micro_batches", micro_batches, minimum=1, maximum=rep.pp)
+    eff = _fraction("efficiency", efficiency)
+    flops = batch * tps * decode_flops_per_token(rep.model, ctx)
+    kv = batch * (ctx + tps) * rep.kv_bytes_per_token_stored
+    moved = rep.weight_bytes + kv
+    comm = tp_allreduce_s(rep, batch * tps, system, latency_s)
+    return StepBound("decode", flops, moved, rep.weight_bytes, kv, rep.peak_flops_per_s_active,
+                     rep.hbm_bytes_per_s_active, flops / (rep.peak_flops_per_s_active * eff),
+                     moved / rep.hbm_bytes_per_s_active, comm, batch * mb, rep.n_chips)
+
+
+def decode_compute_bound_batch(rep: Replica, context_len: int) -> float:
+    """The batch at which a decode step turns from HBM-bound to compute-bound (no all-reduces).
+
+    Setting ``B·F/P = (W + B·c·k)/BW`` (F FLOPs per token, W weight bytes, k KV bytes per
+    token, c context, P peak, BW bandwidth) gives ``B* = (W/BW) / (F/P − c·k/BW)``. With no
+    context, ``B* = W·P / (BW·F)``: about the chip's **ridge point** (chapter 01) for BF16
+    weights, since F ≈ 2 FLOPs per weight of 2 bytes. The KV reads add bytes that batching does
+    not amortise: once ``c·k/BW ≥ F/P`` no batch makes decode compute-bound (``inf``).
+
+    Examples
+    --------
+    >>> r = replica("llama3-70b", "trn2", tp=8)      # 2 chips, one KV head per rank
+    >>> round(decode_compute_bound_batch(r, 0)), round(decode_compute_bound_batch(r, 128))
+    (234, 250)
+    >>> decode_compute_bound_batch(r, 4096)
+    inf
+    """
+    rep = _rep(rep)
+    ctx = _tokens("context_len", context_len)
+    f = decode_flops_per_token(rep.model, ctx)
+    per_seq = f / rep.peak_flops_per_s_active - (ctx + 1) * rep.kv_bytes_per_token_stored / rep.hbm_bytes_per_s_active
+    if per_seq <= 0:
+        return math.inf
+    return rep.weight_bytes / rep.hbm_bytes_per_s_active / per_seq
+
+
+def kv_bound_context_len(rep: Replica) -> float:
+    """The context beyond which no batch makes decode compute-bound (:func:`decode_compute_bound_batch` is inf).
+
+    Per sequence a step reads ``(c + 1)·k`` KV bytes and does ``2N + 4·L·c·d`` FLOPs; batching
+    shares only the weights. Setting the KV read time equal to the compute time gives
+    ``c* = (2N/P − k/BW) / (k/BW − 4·L·d/P)``, or ``inf`` when the attention FLOPs grow as fast
+    as the KV bytes (a GQA group as large as the ridge point).
+
+    Examples
+    --------
+    >>> round(kv_bound_context_len(replica("llama3-70b", tp=8)))
+    1910
+    """
+    rep = _rep(rep)
+    m = rep.model
+    kv_s = rep.kv_bytes_per_token_stored / rep.hbm_bytes_per_s_active
+    att_s = 4.0 * m.n_layers * m.d_model / rep.peak_flops_per_s_active
+    if kv_s <= att_s:
+        return math.inf
+    return max((2.0 * _matmul_params(m) / rep.peak_flops_per_s_active - kv_s) / (kv_s - att_s), 0.0)
+
+
+def roofline_points(rep: Replica, batches: Sequence[int] = (1, 16, 256),
+                    prompts: Sequence[int] = (128, 2048), context_len: int = 1024) -> pd.DataFrame:
+    """Decode steps and prefills placed on the chip's roofline (per-chip rates, no all-reduces).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``label``, ``phase``, ``intensity`` (FLOP/byte), ``tflops`` (achieved per chip:
+        the step's FLOPs over its bound, divided by the chips of one stage), ``bound``.
+
+    Examples
+    --------
+    >>> p = roofline_points(replica("llama3-70b", tp=64), batches=[1], prompts=[2048])
+    >>> p.bound.tolist(), p.intensity.round().tolist()
+    (['HBM', 'tensor engine'], [1.0, 1981.0])
+    """
+    rep = _rep(rep)
+    ctx = _tokens("context_len", context_len)
+    rows = []
+    stage_chips = rep.tp / rep.ranks_per_chip
+    for b in _int_list("batches", batches):
+        d = decode_step(rep, max(b, 1), ctx, latency_s=0.0)
+        rows.append(("decode, batch " + str(max(b, 1)), "decode", d))
+    for s in _int_list("prompts", prompts):
+        p = prefill_step(rep, max(s, 1), latency_s=0.0)
+        rows.append((f"prefill, {max(s, 1)} tokens", "prefill", p))
+    return pd.DataFrame([{"label": label, "phase": phase, "intensity": b.intensity_flop_per_byte,
+                          "tflops": b.flops / max(b.compute_s, b.memory_s) / stage_chips / 1e12,
+                          "bound": b.bound} for label, phase, b in rows])
+
+
+def chip_decode_table(model: str | ModelPreset, n_chips: int, batch: int, context_len: int,
+                      chips: Sequence[str] = ("trn2", "trn3"), lnc: int = 2) -> pd.DataFrame:
+    """The same decode step on ``n_chips`` of each chip generation, TP over all their ranks.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``chip``, ``name``, ``hbm_tb_per_s``, ``bf16_tflops``, ``ridge``,
+        ``step_ms``, ``tokens_per_s_per_chip``, ``bound``.
+
+    Examples
+    --------
+    >>> t = chip_decode_table("llama3-70b", 16, 8, 2048)
+    >>> t.name.tolist(), (t.step_ms.iloc[0] / t.step_ms.iloc[1]).round(2)
+    (['Trainium2', 'Trainium3'], np.float64(1.69))
+    """
+    m = resolve_model(model)
+    n_chips = integer("n_chips", n_chips, minimum=1, maximum=100_000)
+    if isinstance(chips, str) or not isinstance(chips, Iterable):
+        raise ValueError(f"chips must be a sequence of chip names, got {chips!r}")
+    rows = []
+    for key in chips:
+        r = replica(m, key, tp=n_chips * cores.logical_cores_per_chip(key, lnc), lnc=lnc)
+        d = decode_step(r, batch, context_len, latency_s=0.0)
+        c = specs.chip(key)
+        rows.append({"chip": c.key, "name": c.name, "hbm_tb_per_s": c.hbm_bytes_per_s / 1e12,
+                     "bf16_tflops": c.dense_flops_per_s["bf16"] / 1e12,
+                     "ridge": roofline.ridge_point(c.key, "bf16"), "step_ms": d.time_s * 1e3,
+                     "tokens_per_s_per_chip": d.tokens_per_s_per_chip, "bound": d.bound})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- a request stream
+
+
+@dataclass(frozen=True)
+class StreamEstimate:
+    """What a stream of identical requests sees under continuous batching (lower bounds).
+
+    Attributes
+    ----------
+    concurrency : int
+        Sequences decoding together (``micro_batches ×`` the batch).
+    ttft_s : float
+        Time to first token: the prefill of one prompt (no queueing).
+    decode_step_s : float
+        One decode step at the mean context.
+    tpot_s : float
+        Time per output token seen by a sequence: decode steps plus the prefills of other
+        requests, which pause decoding (prefill and decode never share a batch on Neuron).
+    tokens_per_s : float
+        Output tokens per second of the replica.
+    tokens_per_s_per_chip : float
+    mean_context_len : float
+        Tokens read per sequence per step, on average.
+    """
+
+    concurrency: int
+    prompt_tokens: int
+    output_tokens: int
+    ttft_s: float
+    prefill_s: float
+    decode_step_s: float
+    tpot_s: float
+    tokens_per_s: float
+    tokens_per_s_per_chip: float
+    mean_context_len: float
+    decode_bound: str
+
+    @property
+    def requests_per_s(self) -> float:
+        """Completed requests per second."""
+        return self.tokens_per_s / self.output_tokens
+
+    def _repr_markdown_(self) -> str:
+        return (f"**{self.concurrency} concurrent sequences**: TTFT {format_seconds(self.ttft_s)}, "
+                f"TPOT {format_seconds(self.tpot_s)} (decode step {format_seconds(self.decode_step_s)}, "
+                f"{self.decode_bound}-bound), {self.tokens_per_s_per_chip:,.0f} output tokens/s per chip")
+
+
+def serve_stream(rep: Replica, prompt_tokens: int, output_tokens: int, concurrency: int,
+                 prefill_efficiency: float = 1.0, micro_batches: int = 1,
+                 max_model_len: int | None = None, kv_read_len: int | None = None,
+                 system: str | None = None, latency_s: float | None = None) -> StreamEstimate:
+    """TTFT, TPOT and tokens/s per chip for a steady stream of identical requests.
+
+    Each of ``concurrency`` sequences (per batch in flight) needs one prefill of
+    ``prompt_tokens`` and ``output_tokens`` decode steps. In steady state, producing
+    ``output_tokens`` tokens for every sequence takes ``output_tokens`` decode steps (at the
+    mean context ``prompt + output/2``) plus one prefill per sequence, run one at a time
+    between decode steps. So::
+
+        cycle  = output × t_decode + n_seq × t_prefill
+        TPOT   = cycle / output
+        tokens/s = n_seq × output / cycle
+
+    Parameters
+    ----------
+    rep : Replica
+    prompt_tokens, output_tokens : int
+    concurrency : int
+        Sequences in one decode batch (``max_num_seqs`` caps it).
+    prefill_efficiency : float
+        Share of peak prefill reaches, in (0, 1]: an assumption.
+    micro_batches : int
+        Decode batches in flight in a pipeline (1 to ``pp``).
+    max_model_len : int, optional
+        ``prompt + output`` above it raises ``ValueError`` naming ``context_len``.
+    kv_read_len : int, optional
+        Tokens of KV each decode step reads per sequence if not the actual context (e.g.
+        ``max_model_len`` for vLLM Neuron's default decode NEFF).
+
+    References
+    ----------
+    Yu et al., "Orca" (OSDI 2022) and Kwon et al. 2023 (iteration-level scheduling, continuous
+    batching); vLLM Neuron features guide ("prefill and decode always run in separate batches
+    on Neuron"); vLLM User Guide for NxD Inference (``ctx_batch_size=1``).
+
+    Examples
+    --------
+    >>> r = replica("llama3-8b", tp=4)
+    >>> s = serve_stream(r, 512, 256, concurrency=32)
+    >>> round(s.ttft_s * 1e3, 1), round(s.tpot_s * 1e3, 2), round(s.tokens_per_s_per_chip)
+    (11.6, 7.92, 4041)
+    """
+    rep = _rep(rep)
+    p = _tokens("prompt_tokens", prompt_tokens, minimum=1)
+    o = _tokens("output_tokens", output_tokens, minimum=1)
+    b = _batch("concurrency", concurrency)
+    _check_context(p + o, max_model_len)
+    mb = integer("micro_batches", micro_batches, minimum=1, maximum=rep.pp)
+    mean_ctx = p + o / 2.0
+    if kv_read_len is None:
+        read = int(round(mean_ctx))
+    else:
+        read = _tokens("kv_read_len", kv_read_len, minimum=1)
+        if read < p + o:
+            raise ValueError(f"kv_read_len must be at least prompt_tokens + output_tokens ({p + o}); got {read}")
+    pre = prefill_step(rep, p, 1, prefill_efficiency, None, system, latency_s)
+    dec = decode_step(rep, b, read, 1, mb, 1.0, None, system, latency_s)
+    n_seq = b * mb
+    cycle = o * dec.time_s + n_seq * pre.time_s
+    tps = n_seq * o / cycle
+    return StreamEstimate(n_seq, p, o, pre.time_s, pre.time_s, dec.time_s, cycle / o, tps,
+                          tps / rep.n_chips, float(read), dec.bound)
+
+
+def batching_curve(rep: Replica, prompt_tokens: int, output_tokens: int,
+                   concurrencies: Sequence[int], prefill_efficiency: float = 1.0,
+                   max_sequences: int | None = None, kv_read_len: int | None = None,
+                   latency_s: float | None = None) -> pd.DataFrame:
+    """Continuous batching as a trade: throughput against time per output token.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per concurrency: ``concurrency``, ``tpot_ms``, ``ttft_ms``,
+        ``tokens_per_s``, ``tokens_per_s_per_chip``, ``decode_bound``, ``fits`` (the
+        concurrency is at most ``max_sequences``, when given).
+
+    Examples
+    --------
+    >>> c = batching_curve(replica("llama3-8b", tp=4), 512, 256, [1, 64])
+    >>> c.tokens_per_s_per_chip.round().tolist()
+    [178.0, 6214.0]
+    """
+    rep = _rep(rep)
+    cap = None if max_sequences is None else integer("max_sequences", max_sequences, minimum=0,
+                                                     maximum=_MAX_BATCH)
+    rows = []
+    for c in _int_list("concurrencies", concurrencies):
+        s = serve_stream(rep, prompt_tokens, output_tokens, max(c, 1), prefill_efficiency,
+                         kv_read_len=kv_read_len, latency_s=latency_s)
+        rows.append({"concurrency": s.concurrency, "tpot_ms": s.tpot_s * 1e3, "ttft_ms": s.ttft_s * 1e3,
+                     "tokens_per_s": s.tokens_per_s, "tokens_per_s_per_chip": s.tokens_per_s_per_chip,
+                     "decode_bound": s.decode_bound, "fits": cap is None or s.concurrency <= cap})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- capacity
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """How many sequences of one context a replica can hold, per rank (logical core).
+
+    All byte figures are per rank; multiply by ``ranks_per_chip`` for a chip whose ranks all
+    serve this model (``per_chip``).
+
+    Attributes
+    ----------
+    hbm_bytes : float
+        HBM of one rank.
+    budget_bytes : float
+        What the serving engine budgets: ``hbm × memory_utilization``; the rest is left to the
+        runtime.
+    weight_bytes, microcode_bytes, neff_bytes, reserve_bytes : float
+        Resident memory: weights; the runtime's micro-code (sourced, per physical core);
+        loaded NEFFs (``n_neffs × bytes``, an assumption); any other reserve (an assumption).
+    kv_budget_bytes : float
+        Budget left for the KV cache (negative: does not fit even empty).
+    blocks_per_sequence : int
+    kv_bytes_per_sequence : float
+        Whole blocks of one sequence at ``context_len``.
+    max_sequences : int
+        Sequences that fit (0 if none).
+    max_num_seqs : int or None
+        A requested ``max_num_seqs``, whose reservation is ``reserved_kv_bytes``.
+    """
+
+    context_len: int
+    block_size: int
+    ranks_per_chip: int
+    hbm_bytes: float
+    budget_bytes: float
+    weight_bytes: float
+    microcode_bytes: float
+    neff_bytes: float
+    reserve_bytes: float
+    kv_budget_bytes: float
+    blocks_per_sequence: int
+    kv_bytes_per_sequence: float
+    max_sequences: int
+    max_num_seqs: int | None
+
+    @property
+    def fits(self) -> bool:
+        """At least one sequence of ``context_len`` fits."""
+        return self.max_sequences >= 1
+
+    @property
+    def reserved_kv_bytes(self) -> float | None:
+        """KV that ``max_num_seqs × max_model_len`` reserves per rank (None if not given)."""
+        return None if self.max_num_seqs is None else self.max_num_seqs * self.kv_bytes_per_sequence
+
+    @property
+    def reservation_fits(self) -> bool | None:
+        """Whether ``max_num_seqs`` sequences at ``context_len`` fit (None if not given)."""
+        return None if self.max_num_seqs is None else self.max_num_seqs <= self.max_sequences
+
+    def table(self) -> pd.DataFrame:
+        """Memory of one rank and one chip by component (for a stacked bar).
+
+        Columns ``where`` ("per logical core", "per chip"), ``component``, ``bytes``, ``gib``.
+        The KV row is what ``max_num_seqs`` (or ``max_sequences``) sequences take.
+        """
+        n = self.max_sequences if self.max_num_seqs is None else self.max_num_seqs
+        kv = n * self.kv_bytes_per_sequence
+        parts = [("weights", self.weight_bytes), ("KV cache", kv),
+                 ("NEFFs (assumed)", self.neff_bytes),
+                 ("runtime: micro-code + reserve", self.microcode_bytes + self.reserve_bytes)]
+        rows = []
+        for where, k in (("per logical core", 1), ("per chip", self.ranks_per_chip)):
+            for comp, b in parts:
+                rows.append({"where": where, "component": comp, "bytes": b * k, "gib": b * k / GiB})
+        return pd.DataFrame(rows)
+
+    def _repr_markdown_(self) -> str:
+        return (f"**{self.max_sequences} sequences** of {self.context_len:,} tokens fit per replica "
+                f"(per rank: {format_bytes(self.hbm_bytes)} HBM, budget {format_bytes(self.budget_bytes)}, "
+                f"weights {format_bytes(self.weight_bytes)}, NEFFs {format_bytes(self.neff_bytes)}, "
+                f"KV {format_bytes(self.kv_bytes_per_sequence)} per sequence)")
+
+
+def capacity(rep: Replica, context_len: int, block_size: int = 32, n_neffs: int = 0,
+             neff_bytes: float = 0.0, memory_utilization: float | None = None,
+             reserve_bytes: float = 0.0, max_num_seqs: int | None = None) -> Capacity:
+    """Concurrent sequences of ``context_len`` tokens that fit beside the weights and NEFFs.
+
+    Per rank: ``budget = HBM × memory_utilization``; the KV budget is the budget less the
+    weights, the runtime's micro-code, the loaded NEFFs and any other reserve; each sequence
+    takes ``ceil(context / block_size)`` whole blocks. Give ``context_len = max_model_len``
+    and ``max_num_seqs`` to see whether that reservation fits.
+
+    Parameters
+    ----------
+    rep : Replica
+    context_len : int
+        Tokens per sequence (prompt plus output; ``max_model_len`` for a reservation).
+    block_size : int
+        Tokens per KV block (vLLM ``--block-size``).
+    n_neffs : int
+        Compiled programs loaded (one per bucket, prefill and decode).
+    neff_bytes : float
+        Device memory per loaded NEFF per rank: **an assumption** (no AWS page gives it for an
+        LLM; the runtime reports it per NEFF, ``NEURON_RT_LOG_LEVEL_TDRV=info``).
+    memory_utilization : float, optional
+        Share of HBM the engine budgets; default vLLM's ``gpu_memory_utilization`` (0.9,
+        ``data/serving.csv``).
+    reserve_bytes : float
+        Other runtime memory per rank (scratchpad, DMA rings, collectives): an assumption.
+    max_num_seqs : int, optional
+        Sequences the engine is configured for (vLLM ``--max-num-seqs``).
+
+    References
+    ----------
+    AWS Neuron docs, "Neuron Device Memory" (memory categories; 96 MB micro-code per physical
+    core); vLLM Neuron "determine_available_memory design" (KV budget = budget − resident
+    memory, per logical core); Kwon et al. 2023 §4 (blocks).
+
+    Examples
+    --------
+    >>> c = capacity(replica("llama3-8b", tp=4), 8192)
+    >>> c.max_sequences, round(c.kv_bytes_per_sequence / 2**20)
+    (70, 256)
+    >>> capacity(replica("llama3-8b", tp=4), 8192, n_neffs=10, neff_bytes=2 * 2**30).max_sequences
+    0
+    """
+    rep = _rep(rep)
+    ctx = _tokens("context_len", context_len, minimum=1)
+    bs = integer("block_size", block_size, minimum=1, maximum=10**6)
+    n_neffs = integer("n_neffs", n_neffs, minimum=0, maximum=10**6)
+    neff = _amount("neff_bytes", neff_bytes)
+    util = (serving_fact("gpu_memory_utilization_default") if memory_utilization is None
+            else _fraction("memory_utilization", memory_utilization))
+    reserve = _amount("reserve_bytes", reserve_bytes)
+    mns = None if max_num_seqs is None else _batch("max_num_seqs", max_num_seqs)
+    budget = rep.hbm_bytes_per_rank * util
+    micro = serving_fact("microcode_bytes_per_physical_core") * rep.lnc
+    kv_budget = budget - rep.weight_bytes_per_rank - micro - n_neffs * neff - reserve
+    blocks = paged_kv_blocks(ctx, bs)
+    per_seq = blocks * bs * rep.kv_bytes_per_token_per_rank
+    n = int(kv_budget // per_seq) if kv_budget > 0 else 0
+    return Capacity(ctx, bs, rep.ranks_per_chip, rep.hbm_bytes_per_rank, budget,
+                    rep.weight_bytes_per_rank, micro, n_neffs * neff, reserve, kv_budget, blocks,
+                    per_seq, n, mns)
+
+
+# --------------------------------------------------------------------------- buckets
+
+
+def bucket_sizes(max_len: int, min_len: int | None = None) -> tuple[int, ...]:
+    """NxD Inference's automatic buckets: powers of two from ``min_len`` up to ``max_len``.
+
+    ``max_len`` itself is added when it is not a power of two, so the longest input fits.
+
+    Parameters
+    ----------
+    max_len : int
+        Largest length (context encoding: max context length; token generation: sequence
+        length).
+    min_len : int, optional
+        Smallest bucket; default 128 (``data/serving.csv``).
+
+    References
+    ----------
+    AWS Neuron docs, "NxD Inference Features Configuration Guide", Bucketing.
+
+    Examples
+    --------
+    >>> bucket_sizes(4096)
+    (128, 256, 512, 1024, 2048, 4096)
+    >>> bucket_sizes(3000)
+    (128, 256, 512, 1024, 2048, 3000)
+    """
+    max_len = _tokens("max_len", max_len, minimum=1)
+    lo = int(serving_fact("auto_bucket_min_tokens")) if min_len is None else _tokens("min_len", min_len, minimum=1)
+    out = []
+    b = 1 << max(int(math.ceil(math.log2(lo))), 0)
+    while b < max_len:
+        out.append(b)
+        b *= 2
+    out.append(max_len)
+    return tuple(out)
+
+
+def pick_bucket(n_tokens: int, buckets: Sequence[int]) -> int:
+    """The smallest bucket that holds ``n_tokens`` (what NxD Inference picks at run time).
+
+    Examples
+    --------
+    >>> pick_bucket(300, (128, 256, 512))
+    512
+    >>> pick_bucket(600, (128, 256, 512))
+    Traceback (most recent call last):
+    ...
+    ValueError: n_tokens must be at most the largest bucket (512); got 600
+    """
+    n = _tokens("n_tokens", n_tokens, minimum=1)
+    bs = sorted(_int_list("buckets", buckets))
+    for b in bs:
+        if b >= n:
+            return b
+    raise ValueError(f"n_tokens must be at most the largest bucket ({bs[-1]}); got {n}")
+
+
+def padding_waste(lengths: Sequence[int], buckets: Sequence[int]) -> float:
+    """Share of the tokens run that are padding when each length is padded to its bucket.
+
+    Examples
+    --------
+    >>> round(padding_waste([100, 200, 300], (128, 256, 512)), 3)   # 600 of 896 tokens are real
+    0.33
+    """
+    ls = _int_list("lengths", lengths)
+    bs = np.sort(np.asarray(_int_list("buckets", buckets)))
+    arr = np.asarray(ls)
+    if arr.min() < 1 or arr.max() > bs[-1]:
+        raise ValueError(f"lengths must lie in [1, {int(bs[-1])}] (the largest bucket)")
+    padded = bs[np.searchsorted(bs, arr)]
+    return float(1.0 - arr.sum() / padded.sum())
+
+
+def bucket_tradeoff(lengths: Sequence[int], max_len: int, n_buckets: Sequence[int],
+                    neff_bytes: float, min_len: int | None = None) -> pd.DataFrame:
+    """Padding waste against NEFF memory as the number of buckets grows.
+
+    For ``n`` buckets the sizes are ``n`` lengths spaced evenly in log scale from ``min_len``
+    (default 128) to ``max_len``, rounded to whole tokens (one bucket: ``max_len`` alone).
+    Each bucket is one more NEFF, costing ``neff_bytes`` per rank (an assumption).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``n_buckets``, ``buckets`` (text), ``padding_waste``, ``neff_bytes``, ``neff_gib``.
+
+    Examples
+    --------
+    >>> t = bucket_tradeoff([100, 1000, 4000], 4096, [1, 6], 2**30)
+    >>> t.padding_waste.round(3).tolist(), t.neff_gib.tolist()
+    ([0.585, 0.028], [1.0, 6.0])
+    """
+    max_len = _tokens("max_len", max_len, minimum=1)
+    lo = int(serving_fact("auto_bucket_min_tokens")) if min_len is None else _tokens("min_len", min_len, minimum=1)
+    lo = min(lo, max_len)
+    neff = _amount("neff_bytes", neff_bytes)
+    rows = []
+    for n in _int_list("n_buckets", n_buckets):
+        n = max(n, 1)
+        if n == 1:
+            bs = [max_len]
+        else:
+            # plain Python powers, rounded to whole tokens: the same on every processor
+            bs = sorted({round(lo * (max_len / lo) ** (i / (n - 1))) for i in range(n)} | {max_len})
+        rows.append({"n_buckets": len(bs), "buckets": ", ".join(f"{b:,}" for b in bs),
+                     "padding_waste": padding_waste(lengths, bs), "neff_bytes": len(bs) * neff,
+                     "neff_gib": len(bs) * neff / GiB})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- checking a launch
+
+
+@dataclass(frozen=True)
+class LaunchCheck:
+    """A vLLM launch on Trainium checked against the hardware (numbers only; see the repr).
+
+    Attributes
+    ----------
+    n_ranks : int
+        ``tensor-parallel-size × pipeline-parallel-size``: worker ranks, one per logical core.
+    logical_cores_available : int
+        Logical cores on ``n_chips`` at ``lnc``.
+    num_cores : int
+        ``NEURON_RT_NUM_CORES``: logical cores the process asks the runtime for.
+    chips_for_ranks : float
+        Chips the ranks occupy at ``lnc``.
+    pp_listed : bool
+        Whether the vLLM Neuron features guide lists pipeline parallelism.
+    capacity : Capacity
+        At ``max_model_len``.
+    decode_batch1 : StepBound
+        One sequence at ``max_model_len``.
+    decode_full : StepBound or None
+        ``capacity.max_sequences`` sequences (None if none fit).
+    alternative_tp : int
+        TP over every logical core of the ``n_chips`` (if it divides the heads, else 0).
+    decode_alternative : StepBound or None
+        One sequence at that TP.
+    """
+
+    model: str
+    chip: str
+    n_chips: int
+    lnc: int
+    tp: int
+    pp: int
+    n_ranks: int
+    logical_cores_available: int
+    num_cores: int
+    chips_for_ranks: float
+    max_model_len: int
+    block_size: int
+    pp_listed: bool
+    capacity: Capacity
+    decode_batch1: StepBound
+    decode_full: StepBound | None
+    alternative_tp: int
+    decode_alternative: StepBound | None
+
+    @property
+    def ranks_match_num_cores(self) -> bool:
+        """``tp × pp == NEURON_RT_NUM_CORES``."""
+        return self.n_ranks == self.num_cores
+
+    @property
+    def num_cores_match_chips(self) -> bool:
+        """``NEURON_RT_NUM_CORES`` equals the logical cores of ``n_chips``."""
+        return self.num_cores == self.logical_cores_available
+
+    def _repr_markdown_(self) -> str:
+        ok, no = "✅", "❌"
+        c = self.capacity
+        lines = [
+            f"**{self.model}, TP {self.tp} × PP {self.pp} on {self.n_chips} {self.chip} chips at LNC={self.lnc}**",
+            f"- {ok if self.ranks_match_num_cores else no} ranks: TP × PP = **{self.n_ranks}**; "
+            f"`NEURON_RT_NUM_CORES` = **{self.num_cores}**",
+            f"- {ok if self.num_cores_match_chips else no} {self.n_chips} chips have "
+            f"**{self.logical_cores_available}** logical cores; {self.n_ranks} ranks fill "
+            f"**{self.chips_for_ranks:g}** chips",
+            f"- {ok if self.pp_listed else no} pipeline parallelism in the vLLM Neuron plugin's list "
+            f"of parallelism dimensions",
+            f"- {ok if c.fits else no} memory per rank at max-model-len {self.max_model_len:,}: weights "
+            f"{format_bytes(c.weight_bytes)}, {c.max_sequences} sequences of "
+            f"{format_bytes(c.kv_bytes_per_sequence)} KV fit",
+            f"- decode bound, one sequence: {format_seconds(self.decode_batch1.time_s)} per token "
+            f"({self.decode_batch1.tokens_per_s:,.0f} tokens/s)",
+        ]
+        if self.decode_full is not None:
+            lines.append(f"- decode bound, {c.max_sequences} sequences: "
+                         f"{self.decode_full.tokens_per_s:,.0f} tokens/s "
+                         f"({self.decode_full.tokens_per_s_per_chip:,.0f} per chip in use)")
+        if self.decode_alternative is not None:
+            lines.append(f"- TP {self.alternative_tp} over all {self.n_chips} chips, one sequence: "
+                         f"{format_seconds(self.decode_alternative.time_s)} per token")
+        return "\n".join(lines)
+
+
+def check_launch(model: str | ModelPreset, n_chips: int, tp: int, pp: int, num_cores: int,
+                 max_model_len: int, block_size: int = 32, chip: str = "trn2", lnc: int | None = None,
+                 n_neffs: int = 0, neff_bytes: float = 0.0,
+                 memory_utilization: float | None = None) -> LaunchCheck:
+    """Check a vLLM-on-Neuron launch: ranks against cores and chips, memory, throughput bound.
+
+    Parameters
+    ----------
+    model : str or ModelPreset
+    n_chips : int
+        Chips the write-up says the launch uses.
+    tp, pp : int
+        ``--tensor-parallel-size`` and ``--pipeline-parallel-size``.
+    num_cores : int
+        ``NEURON_RT_NUM_CORES``: "Number of NeuronCores required by the process" (Neuron
+        Runtime configuration), counted in logical cores (a trn2.48xlarge presents 64 at LNC=2).
+    max_model_len, block_size : int
+        ``--max-model-len`` and ``--block-size``.
+    chip, lnc : str, int
+    n_neffs, neff_bytes, memory_utilization
+        As in :func:`capacity` (the NEFF size is an assumption).
+
+    Examples
+    --------
+    >>> c = check_launch("llama3-70b", n_chips=16, tp=8, pp=2, num_cores=32, max_model_len=16384)
+    >>> c.n_ranks, c.num_cores, c.logical_cores_available, c.chips_for_ranks
+    (16, 32, 64, 4.0)
+    >>> c.capacity.max_sequences, c.pp_listed
+    (42, False)
+    """
+    m = resolve_model(model)
+    n_chips = integer("n_chips", n_chips, minimum=1, maximum=100_000)
+    num_cores = integer("num_cores", num_cores, minimum=0, maximum=10**7)
+    mml = _tokens("max_model_len", max_model_len, minimum=1)
+    rep = replica(m, chip, tp, pp, lnc)
+    available = n_chips * rep.ranks_per_chip
+    cap = capacity(rep, mml, block_size, n_neffs, neff_bytes, memory_utilization)
+    d1 = decode_step(rep, 1, mml, latency_s=0.0)
+    dfull = decode_step(rep, cap.max_sequences, mml, latency_s=0.0) if cap.max_sequences >= 1 else None
+    alt_tp = available if m.n_heads % available == 0 else 0
+    dalt = (decode_step(replica(m, chip, alt_tp, 1, rep.lnc), 1, mml, latency_s=0.0)
+            if alt_tp else None)
+    return LaunchCheck(m.name, specs.chip(rep.chip).name, n_chips, rep.lnc, rep.tp, rep.pp,
+                       rep.n_ranks, available, num_cores, rep.n_chips, mml, cap.block_size,
+                       "pipeline" in serving_fact("vllm_neuron_parallelism"), cap, d1, dfull,
+                       alt_tp, dalt)
+
+
+# --------------------------------------------------------------------------- speculative decoding
+
+
+def _alpha(alpha: object) -> float:
+    return in_range("alpha", alpha, 0.0, 1.0, high_open=True)
+
+
+def _k(k: object) -> int:
+    return integer("k", k, minimum=0, maximum=10_000)
+
+
+def _c(name: str, c: object) -> float:
+    out = positive(name, c, allow_zero=True)
+    if out > 1e6:
+        raise ValueError(f"{name} must be at most 1e6, got {c!r}")
+    return out
+
+
+def expected_tokens_per_pass(alpha: float, k: int) -> float:
+    """Expected tokens one target pass produces with speculation length ``k``.
+
+    ``(1 − α^(k+1)) / (1 − α)``: the draft proposes ``k`` tokens, each accepted with
+    probability α (i.i.d.) until the first rejection; the target always adds one token.
+
+    Parameters
+    ----------
+    alpha : float
+        Acceptance rate α, in [0, 1).
+    k : int
+        Speculation length γ (tokens drafted per pass), >= 0.
+
+    Raises
+    ------
+    ValueError
+        Naming ``alpha`` outside [0, 1) or ``k`` < 0.
+
+    References
+    ----------
+    Leviathan et al. 2023, §3.1, Equation (1).
+
+    Examples
+    --------
+    >>> round(expected_tokens_per_pass(0.8, 5), 2)
+    3.69
+    >>> expected_tokens_per_pass(0.5, 0)
+    1.0
+    >>> expected_tokens_per_pass(1.0, 5)
+    Traceback (most recent call last):
+    ...
+    ValueError: alpha must be in [0, 1), got 1.0
+    """
+    a, k = _alpha(alpha), _k(k)
+    return (1.0 - a ** (k + 1)) / (1.0 - a)
+
+
+def tokens_per_pass_pmf(alpha: float, k: int) -> pd.DataFrame:
+    """Distribution of tokens per target pass: a geometric variable capped at ``k + 1``.
+
+    ``P(T = t) = α^(t−1) (1 − α)`` for ``t = 1 … k`` and ``P(T = k + 1) = α^k``.
+
+    Examples
+    --------
+    >>> tokens_per_pass_pmf(0.5, 2).probability.tolist()
+    [0.5, 0.25, 0.25]
+    """
+    a, k = _alpha(alpha), _k(k)
+    t = np.arange(1, k + 2)
+    p = a ** (t - 1) * (1.0 - a)
+    p[-1] = a ** k
+    return pd.DataFrame({"tokens": t, "probability": p})
+
+
+def speculative_speedup(alpha: float, k: int, c: float = 0.0, verify_cost: float = 1.0) -> float:
+    """Expected walltime speed-up of speculative decoding over plain decoding.
+
+    ``E(tokens) / (k·c + verify_cost)`` with ``E`` from :func:`expected_tokens_per_pass`.
+    With ``verify_cost = 1`` (verifying ``k + 1`` tokens takes one target step, the paper's
+    assumption, true while decode is HBM-bound) this is Theorem 3.8:
+    ``(1 − α^(k+1)) / ((1 − α)(k·c + 1))``.
+
+    Parameters
+    ----------
+    alpha, k
+        As in :func:`expected_tokens_per_pass`.
+    c : float
+        Cost coefficient: time of one draft step over time of one target step (>= 0).
+    verify_cost : float
+        Time of the target pass that verifies ``k + 1`` tokens over one plain target step
+        (>= 1 in practice; :func:`speculative_decode` computes it from the roofline).
+
+    References
+    ----------
+    Leviathan et al. 2023, Definition 3.7 and Theorem 3.8; Table 1 (c = 0).
+
+    Examples
+    --------
+    >>> round(speculative_speedup(0.8, 5), 2), round(speculative_speedup(0.8, 5, c=0.05), 2)
+    (3.69, 2.95)
+    """
+    e = expected_tokens_per_pass(alpha, k)
+    c = _c("c", c)
+    v = in_range("verify_cost", verify_cost, 0.0, 1e6, low_open=True)
+    return e / (_k(k) * c + v)
+
+
+def speculative_operations_factor(alpha: float, k: int, c_hat: float = 0.0) -> float:
+    """Expected factor by which speculative decoding increases the total arithmetic.
+
+    ``(1 − α)(k·ĉ + k + 1) / (1 − α^(k+1))``: each pass runs ``k + 1`` target evaluations and
+    ``k`` draft ones (ĉ: draft operations per token over the target's), for ``E`` tokens.
+
+    References
+    ----------
+    Leviathan et al. 2023, Definition 3.10 and Theorem 3.11; Table 1.
+
+    Examples
+    --------
+    >>> round(speculative_operations_factor(0.8, 5), 2)
+    1.63
+    """
+    e = expected_tokens_per_pass(alpha, k)
+    c_hat = _c("c_hat", c_hat)
+    k = _k(k)
+    return (k * c_hat + k + 1) / e
+
+
+def speculative_speedup_lower_bound(alpha: float, c: float) -> float:
+    """If α > c some speculation length helps, by at least ``(1 + α) / (1 + c)`` (k = 1).
+
+    References
+    ----------
+    Leviathan et al. 2023, Corollary 3.9.
+
+    Examples
+    --------
+    >>> round(speculative_speedup_lower_bound(0.8, 0.1), 6) == round(speculative_speedup(0.8, 1, 0.1), 6)
+    True
+    """
+    a = _alpha(alpha)
+    c = _c("c", c)
+    return (1.0 + a) / (1.0 + c)
+
+
+def best_speculation_length(alpha: float, c: float, k_max: int = 64, verify_cost: float = 1.0) -> int:
+    """The speculation length in ``0 … k_max`` that maximises :func:`speculative_speedup`.
+
+    The paper finds it numerically (its §3.5 and Figure 3); 0 means "do not speculate".
+
+    Examples
+    --------
+    >>> best_speculation_length(0.8, 0.05), best_speculation_length(0.5, 0.6)
+    (8, 0)
+    """
+    a = _alpha(alpha)
+    c = _c("c", c)
+    k_max = integer("k_max", k_max, minimum=0, maximum=1000)
+    v = in_range("verify_cost", verify_cost, 0.0, 1e6, low_open=True)
+    ks = np.arange(k_max + 1)
+    s = (1.0 - a ** (ks + 1)) / (1.0 - a) / (ks * c + np.where(ks == 0, 1.0, v))
+    return int(np.argmax(s))
+
+
+def speculation_table(alpha: float, c: float = 0.0, k_max: int = 12, c_hat: float | None = None) -> pd.DataFrame:
+    """Expected tokens, speed-up and arithmetic factor for ``k = 0 … k_max`` (tidy, for a chart).
+
+    ``c_hat`` defaults to ``c`` (draft cost in operations taken equal to its cost in time).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``k``, ``expected_tokens``, ``speedup``, ``operations_factor``.
+
+    Examples
+    --------
+    >>> speculation_table(0.8, 0.0, 5).speedup.round(2).tolist()[-1]
+    3.69
+    """
+    a, c = _alpha(alpha), _c("c", c)
+    ch = c if c_hat is None else _c("c_hat", c_hat)
+    k_max = integer("k_max", k_max, minimum=0, maximum=1000)
+    return pd.DataFrame([{"k": k, "expected_tokens": expected_tokens_per_pass(a, k),
+                          "speedup": speculative_speedup(a, k, c),
+                          "operations_factor": speculative_operations_factor(a, k, ch)}
+                         for k in range(k_max + 1)])
+
+
+@dataclass(frozen=True)
+class SpeculationSimulation:
+    """A seeded accept/reject simulation of speculative decoding.
+
+    Attributes
+    ----------
+    alpha, k, n_passes, seed
+    mean_tokens : float
+        Tokens per target pass, averaged over the passes.
+    stderr : float
+        Standard error of ``mean_tokens`` (sample standard deviation / sqrt(n)).
+    expected_tokens : float
+        Equation (1).
+    counts : tuple of int
+        Passes that produced 1, 2, …, k + 1 tokens.
+    """
+
+    alpha: float
+    k: int
+    n_passes: int
+    seed: int
+    mean_tokens: float
+    stderr: float
+    expected_tokens: float
+    counts: tuple[int, ...]
+
+    @property
+    def z_score(self) -> float:
+        """(simulated − formula) / standard error (0 when the spread is 0)."""
+        if self.stderr == 0:
+            return 0.0
+        return (self.mean_tokens - self.expected_tokens) / self.stderr
+
+    def histogram(self) -> pd.DataFrame:
+        """Simulated share of passes per token count beside the formula's probability."""
+        pmf = tokens_per_pass_pmf(self.alpha, self.k)
+        pmf["simulated"] = np.asarray(self.counts, dtype=float) / self.n_passes
+        return pmf
+
+    def _repr_markdown_(self) -> str:
+        return (f"{self.n_passes:,} passes (α = {self.alpha:g}, k = {self.k}, seed {self.seed}): "
+                f"**{self.mean_tokens:.3f} ± {self.stderr:.3f}** tokens per pass; Equation (1) gives "
+                f"**{self.expected_tokens:.3f}** ({self.z_score:+.1f} standard errors)")
+
+
+def simulate_speculation(alpha: float, k: int, n_passes: int = 100_000, seed: int = 0) -> SpeculationSimulation:
+    """Play speculative decoding's accept/reject step ``n_passes`` times.
+
+    In each pass the draft proposes ``k`` tokens; position by position each is accepted with
+    probability α (a uniform draw below α) until the first rejection, after which the rest
+    are discarded; the target then adds one token of its own. Integer counts only, so the
+    result is the same on every processor.
+
+    Parameters
+    ----------
+    alpha, k
+        As in :func:`expected_tokens_per_pass`.
+    n_passes : int
+        Target passes simulated (1 to 10,000,000).
+    seed : int
+        Seed of ``numpy.random.default_rng``.
+
+    References
+    ----------
+    Leviathan et al. 2023, §2.3 (Algorithm 1) and §3.1 (the i.i.d. assumption behind
+    Equation (1)).
+
+    Examples
+    --------
+    >>> s = simulate_speculation(0.8, 5, 100_000, seed=0)
+    >>> abs(s.z_score) < 3, round(s.expected_tokens, 2)
+    (True, 3.69)
+    """
+    a, k = _alpha(alpha), _k(k)
+    n = integer("n_passes", n_passes, minimum=1, maximum=10_000_000)
+    seed = integer("seed", seed, minimum=0, maximum=2**63 - 1)
+    rng = np.random.default_rng(seed)
+    accepted = np.zeros(n, dtype=np.int64)
+    alive = np.ones(n, dtype=bool)
+    for _ in range(k):
+        draws = rng.random(n) < a
+        alive &= draws
+        accepted += alive
+        if not alive.any():
+            break
+    tokens = accepted + 1
+    counts = np.bincount(tokens, minlength=k + 2)[1:]
+    mean = float(tokens.mean())
+    std = float(tokens.std(ddof=1)) if n > 1 else 0.0
+    return SpeculationSimulation(a, k, n, seed, mean, std / math.sqrt(n),
+                                 expected_tokens_per_pass(a, k), tuple(int(x) for x in counts))
+
+
+@dataclass(frozen=True)
+class SpeculativeEstimate:
+    """Speculative decoding on Trainium, with ``c`` and the verification cost from the roofline.
+
+    Attributes
+    ----------
+    c : float
+        Draft decode step over target decode step (same batch and context).
+    verify_cost : float
+        Target pass over ``k + 1`` tokens per sequence, over a one-token step.
+    expected_tokens, speedup : float
+    tokens_per_s_per_chip : float
+        Target replica's chips only.
+    """
+
+    alpha: float
+    k: int
+    batch: int
+    c: float
+    verify_cost: float
+    expected_tokens: float
+    speedup: float
+    target_step_s: float
+    tokens_per_s_per_chip: float
+
+    def _repr_markdown_(self) -> str:
+        return (f"α = {self.alpha:g}, k = {self.k}, batch {self.batch}: c = {self.c:.3f}, "
+                f"verification costs {self.verify_cost:.2f} steps, **speed-up {self.speedup:.2f}×**")
+
+
+def speculative_decode(target: Replica, draft: Replica, alpha: float, k: int, batch: int = 1,
+                       context_len: int = 1024) -> SpeculativeEstimate:
+    """Speculative decoding's speed-up with ``c`` and verification cost from decode bounds.
+
+    ``c = t_draft / t_target`` (one decode step each) and ``verify_cost = t_target(k + 1 tokens
+    per sequence) / t_target(1)``; the speed-up is :func:`speculative_speedup`. While the target
+    is HBM-bound, verifying ``k + 1`` tokens reads the weights and KV once, costing about one
+    step (Theorem 3.8's assumption); at larger batches it turns compute-bound and speculation
+    pays less. All-reduces are left out (``latency_s = 0``).
+
+    Examples
+    --------
+    >>> t, d = replica("llama3-70b", tp=32), replica("llama3-8b", tp=32)   # both on 8 chips
+    >>> e = speculative_decode(t, d, 0.8, 5, batch=1)
+    >>> round(e.c, 3), round(e.verify_cost, 2), round(e.speedup, 2)
+    (0.117, 1.0, 2.33)
+    >>> round(speculative_decode(t, d, 0.8, 5, batch=128).verify_cost, 2)
+    1.69
+    """
+    target = _rep(target)
+    if not isinstance(draft, Replica):
+        raise ValueError(f"draft must be a Replica (see serving.replica); got {draft!r}")
+    a, k = _alpha(alpha), _k(k)
+    b = _batch("batch", batch)
+    ctx = _tokens("context_len", context_len)
+    t1 = decode_step(target, b, ctx, latency_s=0.0).time_s
+    tv = decode_step(target, b, ctx, tokens_per_sequence=k + 1, latency_s=0.0).time_s
+    td = decode_step(draft, b, ctx, latency_s=0.0).time_s
+    c, v = td / t1, tv / t1
+    e = expected_tokens_per_pass(a, k)
+    s = speculative_speedup(a, k, c, v)
+    return SpeculativeEstimate(a, k, b, c, v, e, s, t1, b / t1 * s / target.n_chips)
