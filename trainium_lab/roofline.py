@@ -287,7 +287,8 @@ def contraction_rows(chip: str = "trn2", dtype: str = "bf16") -> int:
     128 (the SBUF partitions) in general; the NKI guides give more for the fast 8-bit
     modes: Trainium2's double-FP8 mode contracts over 256 (a 256 × 128 array to the
     programmer), Trainium3's MX matmul over 512 (512 × 128). Read from ``data/cores.csv``
-    (``tensor_rows.<dtype>``, else ``tensor_rows``).
+    (``tensor_contraction_max.<dtype>``, the rows chapter 08's emulator reads too, else
+    ``tensor_rows``).
 
     References
     ----------
@@ -304,7 +305,7 @@ def contraction_rows(chip: str = "trn2", dtype: str = "bf16") -> int:
     c = specs.chip(chip)
     key = c.dense_flops_per_s.key(dtype)  # validates dtype for this chip (aliases accepted)
     try:
-        return int(specs.fact(c.core.name, f"tensor_rows.{key}").base_value)
+        return int(specs.fact(c.core.name, f"tensor_contraction_max.{key}").base_value)
     except ValueError:
         return int(c.core.tensor_rows)
 
