@@ -64,3 +64,61 @@ def test_format_bytes_roundtrips_to_one_decimal(x):
 def test_formatters_reject_bad_input(func, bad):
     with pytest.raises(ValueError, match="must be"):
         func(bad)
+
+
+# --------------------------------------------------------------------------- parsing (issue 13:
+# the command line's parsers live here, one home for reading quantities with units)
+
+@pytest.mark.parametrize("text, expected", [
+    ("1GiB", u.GiB), ("2.5 GB", 2.5 * u.GB), ("4096", 4096.0), ("512 MiB", 512 * u.MiB),
+    (".5TB", 0.5 * u.TB), ("3 bytes", 3.0), (4096, 4096.0),
+])
+def test_parse_bytes(text, expected):
+    assert u.parse_bytes(text) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("25GB/s", 25 * u.GB), ("400Gbps", 400 * u.Gbps), ("1.5 TiB/s", 1.5 * u.TiB),
+    ("1 Tbps", 1000 * u.Gbps), ("100 Mbps", 0.1 * u.Gbps),
+])
+def test_parse_rate(text, expected):
+    assert u.parse_rate(text) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("90s", 90.0), ("24h", u.day), ("1.5 min", 90.0), ("10us", 10 * u.us), ("3d", 3 * u.day),
+    ("250 ms", 0.25), ("2 hours", 2 * u.hour),
+])
+def test_parse_seconds(text, expected):
+    assert u.parse_seconds(text) == pytest.approx(expected)
+
+
+def test_parse_count_and_fraction():
+    assert u.parse_count("70B") == 70e9 and u.parse_count("2T") == 2e12
+    assert u.parse_count("1.5M") == 1.5e6 and u.parse_count("8e9") == 8e9
+    assert u.parse_fraction("40%") == pytest.approx(0.4) and u.parse_fraction("0.35") == 0.35
+
+
+@given(st.floats(min_value=1e-3, max_value=1e6, allow_nan=False))
+def test_parsing_inverts_the_constants(x):
+    assert u.parse_bytes(f"{x!r} GiB") == pytest.approx(x * u.GiB)
+    assert u.parse_seconds(f"{x!r}h") == pytest.approx(x * u.hour)
+    assert u.parse_rate(f"{x!r}Gbps") == pytest.approx(x * u.Gbps)
+
+
+@pytest.mark.parametrize("parse, text", [
+    (u.parse_bytes, "1 GHz"), (u.parse_bytes, "GiB"), (u.parse_rate, "25GB"),
+    (u.parse_seconds, "90"), (u.parse_seconds, 90), (u.parse_seconds, "1 fortnight"),
+    (u.parse_count, "70Q"), (u.parse_fraction, "40 percent"), (u.parse_bytes, "inf GiB"),
+    (u.parse_bytes, "1e400 B"), (u.parse_bytes, "1e29 TB"), (u.parse_bytes, None),
+    (u.parse_bytes, [1, 2]), (u.parse_count, True), (u.parse_bytes, float("nan")),
+])
+def test_parsing_rejects_with_the_name(parse, text):
+    with pytest.raises(ValueError, match="--size"):
+        parse(text, "--size")
+
+
+def test_cli_uses_the_units_parsers():
+    from trainium_lab import cli
+
+    assert cli.parse_bytes is u.parse_bytes and cli.parse_seconds is u.parse_seconds

@@ -14,19 +14,21 @@ Quantities carry their units on the command line (``--size 1GiB``, ``--bandwidth
 or JSON in base units (bytes, seconds, FLOPs, bytes/s) with ``--json``. Bad input exits with
 status 2 and one line on stderr; nothing here prints a traceback.
 
-All parsing and formatting lives here; the models stay pure.
+Reading quantities with units is :mod:`trainium_lab.units` (``parse_bytes``, ``parse_seconds``...,
+re-exported here); the tables and JSON are made here; the models stay pure.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import re
 import sys
 from typing import Any, Callable, Sequence
 
 from trainium_lab import units
+from trainium_lab.units import (parse_bytes, parse_count, parse_fraction, parse_rate,
+                                parse_seconds)
 
 __all__ = ["main", "parse_bytes", "parse_rate", "parse_seconds", "parse_count", "parse_fraction",
            "CliError"]
@@ -34,127 +36,11 @@ __all__ = ["main", "parse_bytes", "parse_rate", "parse_seconds", "parse_count", 
 PROG = "python -m trainium_lab"
 
 
-class CliError(Exception):
-    """Bad input on the command line: reported as one line, exit status 2."""
+class CliError(ValueError):
+    """Bad input on the command line: reported as one line, exit status 2.
 
-
-# --------------------------------------------------------------------------- parsing units
-
-_NUMBER = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)"
-
-_BYTE_UNITS = {
-    "": 1.0, "b": 1.0, "byte": 1.0, "bytes": 1.0,
-    "kb": units.KB, "mb": units.MB, "gb": units.GB, "tb": units.TB, "pb": units.PB,
-    "kib": units.KiB, "mib": units.MiB, "gib": units.GiB, "tib": units.TiB,
-}
-_BIT_RATE_UNITS = {"gbps": units.Gbps, "gbit/s": units.Gbps, "gb/s(bits)": units.Gbps,
-                   "tbps": 1000 * units.Gbps, "mbps": units.Gbps / 1000}
-_TIME_UNITS = {
-    "ns": units.ns, "us": units.us, "µs": units.us, "ms": units.ms,
-    "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
-    "m": units.minute, "min": units.minute, "mins": units.minute, "minute": units.minute,
-    "minutes": units.minute,
-    "h": units.hour, "hr": units.hour, "hrs": units.hour, "hour": units.hour, "hours": units.hour,
-    "d": units.day, "day": units.day, "days": units.day,
-}
-_COUNT_UNITS = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12, "p": 1e15}
-
-
-def _split(text: str, what: str) -> tuple[float, str]:
-    match = re.fullmatch(rf"\s*{_NUMBER}\s*([^\d\s].*?)?\s*", str(text))
-    if not match:
-        raise CliError(f"{what}: cannot read {text!r} as a number with a unit")
-    value = float(match.group(1))
-    if not math.isfinite(value):
-        raise CliError(f"{what}: {text!r} is not finite")
-    return value, (match.group(2) or "").strip()
-
-
-def parse_bytes(text: str, what: str = "size") -> float:
-    """Read a size such as ``1GiB``, ``512 MB`` or ``4096`` (bytes) into bytes.
-
-    Examples
-    --------
-    >>> parse_bytes("1GiB"), parse_bytes("2.5 GB"), parse_bytes("4096")
-    (1073741824.0, 2500000000.0, 4096.0)
+    A ``ValueError``, like the errors of the unit parsers and of the models.
     """
-    value, unit = _split(text, what)
-    key = unit.lower()
-    if key not in _BYTE_UNITS:
-        raise CliError(f"{what}: unknown unit {unit!r} in {text!r}; use B, KB, MB, GB, TB, "
-                       "KiB, MiB, GiB or TiB (a plain number is bytes)")
-    return value * _BYTE_UNITS[key]
-
-
-def parse_rate(text: str, what: str = "bandwidth") -> float:
-    """Read a bandwidth such as ``25GB/s``, ``1.5 TiB/s`` or ``400Gbps`` into bytes/s.
-
-    ``Gbps`` and ``Gbit/s`` are bits per second (divided by 8); ``GB/s`` is bytes.
-
-    Examples
-    --------
-    >>> parse_rate("25GB/s"), parse_rate("400Gbps")
-    (25000000000.0, 50000000000.0)
-    """
-    value, unit = _split(text, what)
-    key = unit.lower().replace(" ", "")
-    if key in _BIT_RATE_UNITS:
-        return value * _BIT_RATE_UNITS[key]
-    for suffix in ("/s", "ps", "/sec"):
-        if key.endswith(suffix) and key[: -len(suffix)] in _BYTE_UNITS:
-            return value * _BYTE_UNITS[key[: -len(suffix)]]
-    raise CliError(f"{what}: unknown unit {unit!r} in {text!r}; use e.g. GB/s, GiB/s, TB/s "
-                   "(bytes) or Gbps (bits)")
-
-
-def parse_seconds(text: str, what: str = "duration") -> float:
-    """Read a duration such as ``90s``, ``24h``, ``1.5 min``, ``10us`` or ``3d`` into seconds.
-
-    Examples
-    --------
-    >>> parse_seconds("90s"), parse_seconds("24h"), parse_seconds("1.5 min")
-    (90.0, 86400.0, 90.0)
-    """
-    value, unit = _split(text, what)
-    key = unit.lower()
-    if key not in _TIME_UNITS:
-        raise CliError(f"{what}: unknown or missing time unit in {text!r}; use ns, us, ms, s, "
-                       "min, h or d (e.g. 90s, 24h)")
-    return value * _TIME_UNITS[key]
-
-
-def parse_count(text: str, what: str = "count") -> float:
-    """Read a count such as ``70B`` (billion), ``2T``, ``8e9`` or ``1.5M``.
-
-    Suffixes: K (10^3), M (10^6), B or G (10^9), T (10^12), P (10^15).
-
-    Examples
-    --------
-    >>> parse_count("70B"), parse_count("2T"), parse_count("8e9")
-    (70000000000.0, 2000000000000.0, 8000000000.0)
-    """
-    value, unit = _split(text, what)
-    key = unit.lower()
-    if key not in _COUNT_UNITS:
-        raise CliError(f"{what}: unknown suffix {unit!r} in {text!r}; use K, M, B, T "
-                       "(e.g. 70B, 2T) or a plain number")
-    return value * _COUNT_UNITS[key]
-
-
-def parse_fraction(text: str, what: str = "fraction") -> float:
-    """Read ``40%`` or ``0.4`` as a fraction.
-
-    Examples
-    --------
-    >>> parse_fraction("40%"), parse_fraction("0.35")
-    (0.4, 0.35)
-    """
-    value, unit = _split(text, what)
-    if unit == "%":
-        return value / 100.0
-    if unit:
-        raise CliError(f"{what}: write a fraction as 0.4 or 40%, got {text!r}")
-    return value
 
 
 def _integer(text: str, what: str) -> int:

@@ -20,6 +20,7 @@ IEC 80000-13 (binary prefixes); the idea follows scikit-hep/hepunits.
 from __future__ import annotations
 
 import math
+import re
 
 from trainium_lab._validate import finite_number, integer
 
@@ -29,7 +30,8 @@ __all__ = [
     "ns", "us", "ms", "s", "minute", "hour", "day",
     "TFLOPS", "PFLOPS", "Gbps",
     "format_bytes", "format_seconds", "format_flops", "format_flop_rate",
-    "format_bandwidth",
+    "format_bandwidth", "parse_bytes", "parse_rate", "parse_seconds", "parse_count",
+    "parse_fraction",
 ]
 
 # bytes, decimal
@@ -178,3 +180,151 @@ def format_bandwidth(bytes_per_s: float, *, digits: int = 3) -> str:
         if abs(bytes_per_s) >= size:
             return f"{_sig(bytes_per_s / size, digits)} {name}"
     return f"{_sig(bytes_per_s, digits)} B/s"
+
+
+# --------------------------------------------------------------------------- parsing
+
+_NUMBER = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)"
+
+_BYTE_UNITS = {
+    "": 1.0, "b": 1.0, "byte": 1.0, "bytes": 1.0,
+    "kb": KB, "mb": MB, "gb": GB, "tb": TB, "pb": PB,
+    "kib": KiB, "mib": MiB, "gib": GiB, "tib": TiB,
+}
+_BIT_RATE_UNITS = {"gbps": Gbps, "gbit/s": Gbps, "gb/s(bits)": Gbps,
+                   "tbps": 1000 * Gbps, "mbps": Gbps / 1000}
+_TIME_UNITS = {
+    "ns": ns, "us": us, "µs": us, "ms": ms,
+    "s": s, "sec": s, "secs": s, "second": s, "seconds": s,
+    "m": minute, "min": minute, "mins": minute, "minute": minute, "minutes": minute,
+    "h": hour, "hr": hour, "hrs": hour, "hour": hour, "hours": hour,
+    "d": day, "day": day, "days": day,
+}
+#: count suffixes: K (10^3), M (10^6), B or G (10^9), T (10^12), P (10^15)
+_COUNT_UNITS = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12, "p": 1e15}
+
+
+def _split(text: object, name: str) -> tuple[float, str]:
+    """``(number, unit)`` from text such as ``"1.5 GiB"``; a bare real number has no unit."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return finite_number(name, text), ""
+    if not isinstance(text, str):
+        raise ValueError(f"{name} must be text such as '1GiB' or '90s', got {text!r}")
+    match = re.fullmatch(rf"\s*{_NUMBER}\s*([^\d\s].*?)?\s*", text)
+    if not match:
+        raise ValueError(f"{name}: cannot read {text!r} as a number with a unit")
+    try:
+        value = finite_number(name, float(match.group(1)))
+    except ValueError:
+        raise ValueError(f"{name}: {text!r} is not a finite number below 1e+30") from None
+    return value, (match.group(2) or "").strip()
+
+
+def _scaled(value: float, factor: float, name: str, text: object) -> float:
+    out = value * factor
+    if not math.isfinite(out) or abs(out) >= 1e30:
+        raise ValueError(f"{name}: {text!r} is not a finite number below 1e+30 in base units")
+    return out
+
+
+def parse_bytes(text: str, name: str = "size") -> float:
+    """Read a size such as ``1GiB``, ``512 MB`` or ``4096`` (bytes) into bytes.
+
+    Parameters
+    ----------
+    text : str
+        A number and an optional unit: B, KB, MB, GB, TB, PB (powers of 10) or KiB, MiB,
+        GiB, TiB (powers of 2); a plain number is bytes.
+    name : str
+        What the value is, named in the error message (the CLI passes ``"--size"``).
+
+    Raises
+    ------
+    ValueError
+        Naming ``name``: text that is not a number, an unknown unit, or a magnitude that
+        would overflow.
+
+    Examples
+    --------
+    >>> parse_bytes("1GiB"), parse_bytes("2.5 GB"), parse_bytes("4096")
+    (1073741824.0, 2500000000.0, 4096.0)
+    """
+    value, unit = _split(text, name)
+    key = unit.lower()
+    if key not in _BYTE_UNITS:
+        raise ValueError(f"{name}: unknown unit {unit!r} in {text!r}; use B, KB, MB, GB, TB, "
+                         "KiB, MiB, GiB or TiB (a plain number is bytes)")
+    return _scaled(value, _BYTE_UNITS[key], name, text)
+
+
+def parse_rate(text: str, name: str = "bandwidth") -> float:
+    """Read a bandwidth such as ``25GB/s``, ``1.5 TiB/s`` or ``400Gbps`` into bytes/s.
+
+    ``Gbps`` and ``Gbit/s`` are bits per second (divided by 8); ``GB/s`` is bytes.
+
+    Examples
+    --------
+    >>> parse_rate("25GB/s"), parse_rate("400Gbps")
+    (25000000000.0, 50000000000.0)
+    """
+    value, unit = _split(text, name)
+    key = unit.lower().replace(" ", "")
+    if key in _BIT_RATE_UNITS:
+        return _scaled(value, _BIT_RATE_UNITS[key], name, text)
+    for suffix in ("/s", "ps", "/sec"):
+        if key.endswith(suffix) and key[: -len(suffix)] in _BYTE_UNITS:
+            return _scaled(value, _BYTE_UNITS[key[: -len(suffix)]], name, text)
+    raise ValueError(f"{name}: unknown unit {unit!r} in {text!r}; use e.g. GB/s, GiB/s, TB/s "
+                     "(bytes) or Gbps (bits)")
+
+
+def parse_seconds(text: str, name: str = "duration") -> float:
+    """Read a duration such as ``90s``, ``24h``, ``1.5 min``, ``10us`` or ``3d`` into seconds.
+
+    The unit is required (a bare number is rejected: minutes or seconds?).
+
+    Examples
+    --------
+    >>> parse_seconds("90s"), parse_seconds("24h"), parse_seconds("1.5 min")
+    (90.0, 86400.0, 90.0)
+    """
+    value, unit = _split(text, name)
+    key = unit.lower()
+    if key not in _TIME_UNITS:
+        raise ValueError(f"{name}: unknown or missing time unit in {text!r}; use ns, us, ms, s, "
+                         "min, h or d (e.g. 90s, 24h)")
+    return _scaled(value, _TIME_UNITS[key], name, text)
+
+
+def parse_count(text: str, name: str = "count") -> float:
+    """Read a count such as ``70B`` (billion), ``2T``, ``8e9`` or ``1.5M``.
+
+    Suffixes: K (10^3), M (10^6), B or G (10^9), T (10^12), P (10^15).
+
+    Examples
+    --------
+    >>> parse_count("70B"), parse_count("2T"), parse_count("8e9")
+    (70000000000.0, 2000000000000.0, 8000000000.0)
+    """
+    value, unit = _split(text, name)
+    key = unit.lower()
+    if key not in _COUNT_UNITS:
+        raise ValueError(f"{name}: unknown suffix {unit!r} in {text!r}; use K, M, B, T "
+                         "(e.g. 70B, 2T) or a plain number")
+    return _scaled(value, _COUNT_UNITS[key], name, text)
+
+
+def parse_fraction(text: str, name: str = "fraction") -> float:
+    """Read ``40%`` or ``0.4`` as a fraction.
+
+    Examples
+    --------
+    >>> parse_fraction("40%"), parse_fraction("0.35")
+    (0.4, 0.35)
+    """
+    value, unit = _split(text, name)
+    if unit == "%":
+        return value / 100.0
+    if unit:
+        raise ValueError(f"{name}: write a fraction as 0.4 or 40%, got {text!r}")
+    return value
