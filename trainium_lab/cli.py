@@ -317,7 +317,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default %(default)s)")
     p.add_argument("--activation-share", default="35%",
                    help="share of HBM kept for activations (default %(default)s)")
-    p.add_argument("--dtype", default="bf16", help="number format of the peak rate (default bf16)")
+    p.add_argument("--dtype", default="bfloat16",
+                   help="number format of the peak rate: bfloat16 (bf16), fp8, fp32... (default %(default)s)")
     p.add_argument("--instances", type=int,
                    help="report days on this many instances (default: the minimum)")
     _add_json(p)

@@ -63,7 +63,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from trainium_lab import numerics, roofline, specs
+from trainium_lab import dtypes, numerics, roofline, specs
 from trainium_lab import units as u
 from trainium_lab._validate import UnknownNameError, choice, in_range, integer, positive
 
@@ -98,14 +98,7 @@ def _fp32_bytes() -> int:
 
 def _dtype(dtype: Any, name: str = "dtype") -> str:
     """Canonical numerics format name (``"bfloat16"``...); ValueError naming ``name``."""
-    if not isinstance(dtype, str) and not isinstance(dtype, np.dtype) and not isinstance(dtype, type):
-        listed = ", ".join(repr(f) for f in numerics.FORMATS)
-        raise UnknownNameError(f"{name} must be one of {listed}; got {dtype!r}")
-    try:
-        return numerics.format_info(dtype).name
-    except (ValueError, TypeError):
-        listed = ", ".join(repr(f) for f in numerics.FORMATS)
-        raise UnknownNameError(f"{name} must be one of {listed}; got {dtype!r}") from None
+    return dtypes.canonical(dtype, name, allowed=numerics.FORMATS)
 
 
 def _width_key(dtype: str) -> str:
@@ -361,8 +354,9 @@ def max_contraction(chip: str = "trn2", dtype: str = "bfloat16") -> int:
     (128, 512)
     """
     core = core_model(chip)
-    if isinstance(dtype, str) and dtype.lower() in ("mxfp8", "mxfp4"):
-        return int(core.contraction_max.get(dtype.lower(), core.tensor_rows))
+    name = dtypes.canonical(dtype)
+    if dtypes.NUMBER_FORMATS[name].block_size:  # MX formats: their own contraction, if recorded
+        return int(core.contraction_max.get(dtypes.rate_key(name), core.tensor_rows))
     return _tensor_mode(core, [_dtype(dtype)])[1]
 
 
@@ -1410,9 +1404,10 @@ def pipeline_time_s(n_tiles: int, load_s: float, compute_s: float, store_s: floa
 # --------------------------------------------------------------------------- matmul tiling
 
 def _bytes(dtype: Any, name: str) -> float:
-    if isinstance(dtype, str) and dtype.lower() in ("mxfp8", "mxfp4"):
-        return roofline.bytes_per_element(dtype)
-    return float(numerics.format_info(_dtype(dtype, name)).bytes)
+    fmt = dtypes.number_format(dtype, name)
+    if not fmt.block_size:  # MX formats are costed; any other must be one the emulator runs
+        _dtype(dtype, name)
+    return fmt.bytes_per_element
 
 
 def matmul_hbm_bytes(m: int, n: int, k: int, tile_m: int, tile_n: int, dtype: str = "bfloat16",

@@ -355,7 +355,7 @@ def layout(model: str | ModelPreset, tp: int, pp: int = 1, dp: int = 1, ep: int 
            zero_stage: int = 1, micro_batch: int = 1, n_micro_batches: int = 1,
            recompute: str = "selective", sequence_parallel: bool = True,
            system: str = "trn2-ultraserver", n_systems: int | None = None, lnc: int | None = None,
-           seq_len: int | None = None, recipe_name: str = "bf16-adam", dtype: str = "bf16",
+           seq_len: int | None = None, recipe_name: str = "bf16-adam", dtype: str = "bfloat16",
            grad_bytes_per_param: float | None = None) -> Layout:
     """Check a layout and return it.
 
@@ -779,7 +779,7 @@ class Plan:
                       recompute=str(r.recompute), system=c.system, n_systems=c.n_systems, lnc=c.lnc,
                       sequence_parallel=self.settings.get("sequence_parallel", True),
                       seq_len=self.settings.get("seq_len"), recipe_name=self.settings.get("recipe_name", "bf16-adam"),
-                      dtype=self.settings.get("dtype", "bf16"),
+                      dtype=self.settings.get("dtype", "bfloat16"),
                       grad_bytes_per_param=self.settings.get("grad_bytes_per_param"))
 
     def explain(self) -> list[str]:
@@ -840,7 +840,7 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
          zero_stages: tuple[int, ...] = (0, 1, 2, 3), recompute: tuple[str, ...] = RECOMPUTE_MODES,
          sequence_parallel: bool = True, mfu: float = 0.4, dp_overlap: float = 1.0,
          min_headroom_fraction: float = 0.10, seq_len: int | None = None, recipe_name: str = "bf16-adam",
-         dtype: str = "bf16", n_tokens: float | None = None, tp_overlap: float = 0.0,
+         dtype: str = "bfloat16", n_tokens: float | None = None, tp_overlap: float = 0.0,
          grad_bytes_per_param: float | None = None) -> Plan:
     """Evaluate every valid layout of ``model`` on a cluster; keep those that fit; rank by tokens/s.
 

@@ -39,7 +39,7 @@ import ml_dtypes
 import numpy as np
 import pandas as pd
 
-from trainium_lab import specs
+from trainium_lab import dtypes, specs
 from trainium_lab._validate import choice, finite_number, in_range, integer, positive, sequence
 from trainium_lab.sizing import DEFAULT_GRAD_BYTES_PER_PARAM
 from trainium_lab.units import GiB
@@ -56,27 +56,15 @@ __all__ = [
 FORMATS: tuple[str, ...] = ("float32", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")
 #: rounding modes accepted by :func:`round_to`
 MODES: tuple[str, ...] = ("nearest", "stochastic")
-#: short labels for charts and prose
-LABELS: dict[str, str] = {"float32": "FP32", "bfloat16": "BF16", "float16": "FP16",
-                          "float8_e4m3fn": "FP8 E4M3", "float8_e5m2": "FP8 E5M2"}
-_ALIASES: dict[str, str] = {
-    "fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "half": "float16",
-    "e4m3": "float8_e4m3fn", "fp8_e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2",
-    "fp8_e5m2": "float8_e5m2",
-}
+#: short labels for charts and prose (from :mod:`trainium_lab.dtypes`, the one table of formats)
+LABELS: dict[str, str] = {name: dtypes.label(name) for name in FORMATS}
 _UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32}
 
 
 def _dtype_name(dtype: Any, name: str = "dtype") -> str:
-    """Canonical format name for a string alias, numpy dtype or scalar type."""
-    if isinstance(dtype, str):
-        key = _ALIASES.get(dtype.strip().lower(), dtype.strip())
-    else:
-        try:
-            key = np.dtype(dtype).name
-        except TypeError:
-            key = dtype
-    return choice(name, key, FORMATS)
+    """Canonical format name for any spelling :mod:`trainium_lab.dtypes` accepts (``"bf16"``,
+    ``"e4m3"``, a numpy dtype...), limited to the formats numpy can cast to (:data:`FORMATS`)."""
+    return dtypes.canonical(dtype, name, allowed=FORMATS)
 
 
 def _np_dtype(dtype_name: str) -> np.dtype:

@@ -28,11 +28,11 @@ import math
 from dataclasses import dataclass
 from typing import Iterable
 
-import ml_dtypes
 import numpy as np
 import pandas as pd
 
 from trainium_lab import specs
+from trainium_lab.dtypes import bytes_per_element  # re-exported: the one table of element sizes
 from trainium_lab._validate import UnknownNameError, integer, positive, sequence
 
 __all__ = [
@@ -41,19 +41,6 @@ __all__ = [
     "matmul_bound", "ArrayUtilisation", "contraction_rows", "array_utilisation", "roofline_curve",
     "utilisation_curve", "ridge_table",
 ]
-
-#: numpy / ml_dtypes element type for each canonical dtype key of ``specs.DTYPE_ALIASES``
-_ELEMENT_TYPES = {
-    "bf16": ml_dtypes.bfloat16, "fp16": np.float16, "fp32": np.float32,
-    # TF32 is a compute mode: its operands are stored as FP32 (4 bytes).
-    "tf32": np.float32,
-    "fp8": ml_dtypes.float8_e4m3fn, "mxfp8": ml_dtypes.float8_e4m3fn,
-    "fp4": ml_dtypes.float4_e2m1fn, "mxfp4": ml_dtypes.float4_e2m1fn,
-}
-#: MX formats share one E8M0 scale per block of 32 elements (OCP MX spec v1.0, section 5)
-_MX_BLOCK = 32
-_MX_SCALE_TYPE = ml_dtypes.float8_e8m0fnu
-
 
 @dataclass(frozen=True)
 class Device:
@@ -126,45 +113,6 @@ def _device(chip: str) -> Device:
                   specs.fact(a.key, "hbm_bytes_per_s").source_tier)
 
 
-def _dtype_key(dtype: str) -> str:
-    key = specs.DTYPE_ALIASES.get(dtype.lower()) if isinstance(dtype, str) else None
-    if key is None:
-        listed = ", ".join(repr(k) for k in specs.DTYPE_ALIASES)
-        raise UnknownNameError(f"dtype must be one of {listed}; got {dtype!r}")
-    return key
-
-
-def bytes_per_element(dtype: str) -> float:
-    """Bytes one element of ``dtype`` takes in memory.
-
-    Read from the element type's bit width (numpy / ml_dtypes). TF32 operands are stored
-    as FP32. MX formats add their shared 8-bit scale, one per 32 elements (OCP MX v1.0).
-
-    Parameters
-    ----------
-    dtype : str
-        ``"bf16"``/``"bfloat16"``, ``"fp16"``, ``"tf32"``, ``"fp32"``, ``"fp8"``/
-        ``"float8_e4m3fn"``/``"float8_e5m2"``, ``"mxfp8"``, ``"mxfp4"``, ``"fp4"``.
-
-    Returns
-    -------
-    float
-        Bytes per element.
-
-    Examples
-    --------
-    >>> bytes_per_element("bfloat16"), bytes_per_element("fp8"), bytes_per_element("tf32")
-    (2.0, 1.0, 4.0)
-    >>> bytes_per_element("mxfp4")
-    0.53125
-    """
-    key = _dtype_key(dtype)
-    bits = ml_dtypes.finfo(_ELEMENT_TYPES[key]).bits
-    if key.startswith("mx"):
-        bits += ml_dtypes.finfo(_MX_SCALE_TYPE).bits / _MX_BLOCK
-    return bits / 8
-
-
 def _dims(m, n, k) -> tuple[int, int, int]:
     return integer("m", m), integer("n", n), integer("k", k)
 
@@ -205,7 +153,7 @@ def arithmetic_intensity(m: int, n: int, k: int, dtype: str) -> float:
     return matmul_flops(m, n, k) / matmul_bytes(m, n, k, dtype)
 
 
-def ridge_point(chip: str, dtype: str = "bf16") -> float:
+def ridge_point(chip: str, dtype: str = "bfloat16") -> float:
     """The chip's ridge point: peak dense FLOP/s for ``dtype`` over HBM bytes/s (FLOP/byte).
 
     A kernel whose arithmetic intensity is below the ridge point cannot reach peak
@@ -239,7 +187,7 @@ def ridge_point(chip: str, dtype: str = "bf16") -> float:
     return d.dense_flops_per_s[dtype] / d.hbm_bytes_per_s
 
 
-def square_size_at_ridge(chip: str, dtype: str = "bf16") -> float:
+def square_size_at_ridge(chip: str, dtype: str = "bfloat16") -> float:
     """The size s at which a square s×s×s matmul's intensity equals the ridge point.
 
     From ``2s³ / (3s²·bytes) = ridge``: ``s = 1.5·bytes·ridge``. Smaller squares are
@@ -281,7 +229,7 @@ class ArrayUtilisation:
         return self.k_tiles * self.m_tiles
 
 
-def contraction_rows(chip: str = "trn2", dtype: str = "bf16") -> int:
+def contraction_rows(chip: str = "trn2", dtype: str = "bfloat16") -> int:
     """Rows of the tensor engine's array one instruction contracts over, for ``dtype``.
 
     128 (the SBUF partitions) in general; the NKI guides give more for the fast 8-bit
@@ -310,7 +258,7 @@ def contraction_rows(chip: str = "trn2", dtype: str = "bf16") -> int:
         return int(c.core.tensor_rows)
 
 
-def array_utilisation(m: int, n: int, k: int, chip: str = "trn2", dtype: str = "bf16") -> ArrayUtilisation:
+def array_utilisation(m: int, n: int, k: int, chip: str = "trn2", dtype: str = "bfloat16") -> ArrayUtilisation:
     """The fraction of the tensor engine's array a matmul shape keeps busy.
 
     The NKI guides map the contraction dimension k onto the array's rows (128 SBUF
@@ -400,7 +348,7 @@ class MatmulBound:
         return self.achieved_flops_per_s / self.peak_flops_per_s
 
 
-def matmul_bound(m: int, n: int, k: int, dtype: str = "bf16", chip: str = "trn2", *,
+def matmul_bound(m: int, n: int, k: int, dtype: str = "bfloat16", chip: str = "trn2", *,
                  tiled: bool = False) -> MatmulBound:
     """Lower bound on a matmul's time on one chip and the binding resource.
 
@@ -454,7 +402,7 @@ def matmul_bound(m: int, n: int, k: int, dtype: str = "bf16", chip: str = "trn2"
                        util, flops / (peak * util), moved / d.hbm_bytes_per_s)
 
 
-def roofline_curve(chip: str, dtype: str = "bf16", *, low: float = 0.1,
+def roofline_curve(chip: str, dtype: str = "bfloat16", *, low: float = 0.1,
                    high: float = 1e5, n_points: int = 2) -> pd.DataFrame:
     """Points on a chip's roofline: attainable FLOP/s against arithmetic intensity.
 
@@ -501,7 +449,7 @@ def roofline_curve(chip: str, dtype: str = "bf16", *, low: float = 0.1,
 
 
 def utilisation_curve(dims: Iterable[int], *, chip: str = "trn2", other: int | None = None,
-                      dtype: str = "bf16") -> pd.DataFrame:
+                      dtype: str = "bfloat16") -> pd.DataFrame:
     """Array utilisation as one dimension (k, and m with it) sweeps ``dims``.
 
     Parameters

@@ -75,7 +75,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from trainium_lab import collectives, cores, roofline, specs, topology
+from trainium_lab import collectives, cores, dtypes, roofline, specs, topology
 from trainium_lab._validate import choice, finite_number, in_range, integer, positive
 from trainium_lab.layouts import resolve_model
 from trainium_lab.sizing import ModelPreset
@@ -186,10 +186,7 @@ def _fraction(name: str, value: object) -> float:
 
 
 def _dtype_bytes(name: str, dtype: object) -> float:
-    try:
-        return roofline.bytes_per_element(dtype)  # type: ignore[arg-type]
-    except ValueError as exc:
-        raise ValueError(str(exc).replace("dtype must", f"{name} must", 1)) from None
+    return dtypes.number_format(dtype, name).bytes_per_element
 
 
 def _check_context(context_len: int, max_model_len: object) -> None:

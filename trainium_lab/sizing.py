@@ -878,7 +878,7 @@ def training_flops(n_params: float, n_tokens: float, *, include_attention: bool 
     return flops
 
 
-def system_flops_per_s(system: str = "trn2.48xlarge", dtype: str = "bf16", *,
+def system_flops_per_s(system: str = "trn2.48xlarge", dtype: str = "bfloat16", *,
                        per_instance: bool = False) -> float:
     """Peak dense FLOP/s of a system: chips × the chip's dense rate for ``dtype``.
 
@@ -905,7 +905,7 @@ def _mfu(mfu: float) -> float:
 
 
 def training_time_s(flops: float, mfu: float, system: str = "trn2.48xlarge",
-                    n_systems: int = 1, dtype: str = "bf16") -> float:
+                    n_systems: int = 1, dtype: str = "bfloat16") -> float:
     """Wall-clock seconds for ``flops`` on ``n_systems`` systems at a given MFU.
 
     ``flops / (n_systems × system peak × mfu)``.
@@ -927,7 +927,7 @@ def training_time_s(flops: float, mfu: float, system: str = "trn2.48xlarge",
 
 
 def instance_days(flops: float, mfu: float, system: str = "trn2.48xlarge",
-                  dtype: str = "bf16") -> float:
+                  dtype: str = "bfloat16") -> float:
     """Instance-days: days the job would take on one instance of ``system``.
 
     For an UltraServer this counts its instances (trn2u.48xlarge), so the
@@ -946,7 +946,7 @@ def instance_days(flops: float, mfu: float, system: str = "trn2.48xlarge",
 
 
 def days_on_instances(flops: float, mfu: float, n_instances: int,
-                      system: str = "trn2.48xlarge", dtype: str = "bf16") -> float:
+                      system: str = "trn2.48xlarge", dtype: str = "bfloat16") -> float:
     """Days on ``n_instances`` instances, assuming perfect scaling across them.
 
     Examples
@@ -959,7 +959,7 @@ def days_on_instances(flops: float, mfu: float, n_instances: int,
 
 
 def mfu_from_throughput(tokens_per_s: float, n_params: float, n_chips: int,
-                        chip: str = "trn2", dtype: str = "bf16", *,
+                        chip: str = "trn2", dtype: str = "bfloat16", *,
                         flops_per_token: float | None = None) -> float:
     """Model FLOPs utilisation from a measured training throughput.
 
@@ -1484,7 +1484,7 @@ class SizingPlan:
 def size_job(n_params: float, n_tokens: float, *, system: str = "trn2.48xlarge",
              recipe_name: str = "bf16-adam", bytes_per_param: float | None = None,
              zero_stage: int = 3, activation_share: float = DEFAULT_ACTIVATION_SHARE,
-             mfu: float = 0.40, dtype: str = "bf16", model: ModelPreset | str | None = None,
+             mfu: float = 0.40, dtype: str = "bfloat16", model: ModelPreset | str | None = None,
              micro_batch: int = 1, recompute: str = "none",
              include_attention: bool = False,
              grad_bytes_per_param: float | None = None) -> SizingPlan:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Mapping
 
+from trainium_lab import dtypes
 from trainium_lab import units as u
 from trainium_lab._validate import UnknownNameError
 
@@ -55,13 +56,10 @@ UNIT_FACTORS: dict[str, float] = {
 }
 TEXT_UNITS = ("text", "list")
 
-#: dtype names accepted as keys of a DtypeTable, mapped to the table's own keys
-DTYPE_ALIASES: dict[str, str] = {
-    "bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16", "float16": "fp16",
-    "tf32": "tf32", "fp32": "fp32", "float32": "fp32",
-    "fp8": "fp8", "float8_e4m3fn": "fp8", "float8_e5m2": "fp8", "cfp8": "fp8",
-    "mxfp8": "mxfp8", "mxfp4": "mxfp4", "fp4": "fp4",
-}
+#: every dtype spelling accepted as a key of a DtypeTable, mapped to the table's own key; derived
+#: from :mod:`trainium_lab.dtypes`, the one vocabulary of number formats
+DTYPE_ALIASES: dict[str, str] = {a: dtypes.NUMBER_FORMATS[c].rate_key
+                                 for a, c in dtypes.ALIASES.items()}
 
 
 @dataclass(frozen=True)
@@ -106,8 +104,11 @@ class DtypeTable(Mapping[str, float]):
         self._owner, self._quantity, self._values = owner, quantity, dict(values)
 
     def key(self, dtype: str) -> str:
-        """The canonical key for ``dtype`` (``"bfloat16"`` → ``"bf16"``)."""
-        canonical = DTYPE_ALIASES.get(str(dtype).lower()) if isinstance(dtype, str) else None
+        """The table's key for ``dtype`` (``"bfloat16"`` → ``"bf16"``; :func:`dtypes.rate_key`)."""
+        try:
+            canonical = dtypes.rate_key(dtype)
+        except ValueError:
+            canonical = None
         if canonical is None or canonical not in self._values:
             listed = ", ".join(self._values)
             raise UnknownNameError(
