@@ -260,3 +260,26 @@ def test_level_tables_reject_bad_systems(bad):
     for fn in (t.levels_table, t.alternative_links_table):
         with pytest.raises(ValueError, match="system"):
             fn(bad)
+
+
+def test_one_lnc_rule_and_one_message():
+    """Issue 13: LNC is resolved in one place (cores.resolve_lnc); topology gives the same
+    answer and the same message for the same mistake."""
+    from trainium_lab import cores
+
+    for chip, lnc in (("trn1", 2), ("trn2", 3), ("trn2", "2"), ("trn3", None), ("trn2", 1.5)):
+        with pytest.raises(ValueError) as a:
+            cores.resolve_lnc(chip, lnc)
+        with pytest.raises(ValueError) as b:
+            t.ranks_per_chip(chip, lnc)
+        assert str(a.value) == str(b.value) and str(a.value).startswith("lnc must be")
+    with pytest.raises(ValueError, match="lnc must be None or 1 for Trainium1"):
+        t.ranks_per_chip("trn1", 2)
+    with pytest.raises(ValueError) as c:
+        t.cluster("trn2.48xlarge", lnc=3)
+    assert str(c.value) == "lnc must be one of 1, 2 for Trainium2 (or None for its default); got 3"
+    for chip in ("trn1", "trn2"):
+        for lnc in (None, *specs.chip(chip).lnc_options):
+            assert t.ranks_per_chip(chip, lnc) == cores.logical_cores_per_chip(chip, lnc)
+    import numpy as np
+    assert t.cluster("trn2.48xlarge", lnc=np.int64(1)).ranks_per_chip == 8

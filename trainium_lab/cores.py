@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -90,7 +91,7 @@ def resolve_lnc(chip: str, lnc: int | None = None) -> int:
             raise ValueError(f"lnc must be given for {c.name} (one of {listed}): "
                              "no AWS page states its default")
         return c.lnc_default
-    if isinstance(lnc, bool) or not isinstance(lnc, (int, float)) or lnc not in c.lnc_options:
+    if isinstance(lnc, bool) or not isinstance(lnc, numbers.Real) or lnc not in c.lnc_options:
         raise ValueError(f"lnc must be one of {listed} for {c.name} (or None for its default); "
                          f"got {lnc!r}")
     return int(lnc)

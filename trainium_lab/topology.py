@@ -91,7 +91,7 @@ from functools import cache, cached_property
 import numpy as np
 import pandas as pd
 
-from trainium_lab import specs
+from trainium_lab import cores, specs
 from trainium_lab._validate import UnknownNameError, choice, integer, sequence
 
 __all__ = [
@@ -255,25 +255,8 @@ class Cluster:
 # --------------------------------------------------------------------- counting
 
 
-def _lnc(chip: specs.Chip, lnc: int | None) -> int:
-    options = chip.lnc_options or (1,)
-    if lnc is None:
-        if chip.lnc_default is not None:
-            return chip.lnc_default
-        if not chip.lnc_options:
-            return 1  # no LNC setting (Trainium1): one rank per physical core
-        listed = ", ".join(str(o) for o in options)
-        raise ValueError(f"lnc must be given for {chip.name} (one of {listed}): "
-                         "no AWS page states its default")
-    lnc = integer("lnc", lnc, minimum=1)
-    if lnc not in options:
-        listed = ", ".join(str(o) for o in options)
-        raise ValueError(f"lnc must be one of {listed} for {chip.name}; got {lnc}")
-    return lnc
-
-
 def ranks_per_chip(chip: str = "trn2", lnc: int | None = None) -> int:
-    """Logical NeuronCores per chip: physical NeuronCores divided by the LNC setting.
+    """Ranks per chip: one per logical NeuronCore (:func:`trainium_lab.cores.logical_cores_per_chip`).
 
     Parameters
     ----------
@@ -281,7 +264,8 @@ def ranks_per_chip(chip: str = "trn2", lnc: int | None = None) -> int:
         A chip name known to :func:`trainium_lab.specs.chip`.
     lnc : int, optional
         Physical cores per logical core (1 or 2 on Trn2/Trn3); default: the chip's
-        documented default, or 1 where none is documented (Trn1, Trn3).
+        documented default (Trn2: 2; Trn1 has no setting: 1; Trn3 has none stated, so
+        ``lnc`` is required there), as :func:`trainium_lab.cores.resolve_lnc` decides.
 
     References
     ----------
@@ -292,8 +276,7 @@ def ranks_per_chip(chip: str = "trn2", lnc: int | None = None) -> int:
     >>> ranks_per_chip("trn2"), ranks_per_chip("trn2", lnc=1)
     (4, 8)
     """
-    c = specs.chip(chip)
-    return c.neuron_cores // _lnc(c, lnc)
+    return cores.logical_cores_per_chip(chip, lnc)
 
 
 def ranks_per_system(system: str = "trn2.48xlarge", lnc: int | None = None) -> int:
@@ -372,7 +355,7 @@ def cluster(system: str = "trn2-ultraserver", n_systems: int = 1, lnc: int | Non
     n_systems : int
         How many instances or UltraServers (>= 1).
     lnc : int, optional
-        Logical NeuronCore setting; default as in :func:`ranks_per_chip`.
+        Logical NeuronCore setting; default as in :func:`trainium_lab.cores.resolve_lnc`.
 
     Returns
     -------
@@ -401,7 +384,7 @@ def cluster(system: str = "trn2-ultraserver", n_systems: int = 1, lnc: int | Non
     s = specs.system(key)
     n_systems = integer("n_systems", n_systems, minimum=1)
     c = s.chip
-    lnc = _lnc(c, lnc)
+    lnc = cores.resolve_lnc(c.key, lnc)
     side = math.isqrt(s.chips_per_instance)
     if side * side != s.chips_per_instance:
         side = s.chips_per_instance  # a 1 × n row for non-square servers
