@@ -541,3 +541,37 @@ def test_new_functions_reject_bad_input_with_valueerror(bad):
     for call in calls:
         with pytest.raises(ValueError):
             call()
+
+
+def test_state_per_chip_is_part_of_the_plan():
+    """Issue 13: the CLI recomputed the state per chip because SizingPlan lacked it; now the
+    plan carries it and the CLI and plan_memory_table read it."""
+    p = sizing.size_job(70e9, 2e12)
+    assert p.state_bytes_per_chip == pytest.approx(p.state_bytes / p.min_chips)
+    assert p.state_bytes_per_chip <= sizing.usable_state_bytes_per_chip("trn2")
+    z1 = sizing.size_job(8e9, 1e12, zero_stage=1)
+    r = sizing.recipe("bf16-adam")
+    assert z1.state_bytes_per_chip == pytest.approx(sizing.zero_bytes_per_device(
+        8e9, z1.min_chips, 1, r.optimizer_bytes_per_param))
+    assert sizing.size_job(70e9, 2e12, zero_stage=0).state_bytes_per_chip is None
+    table = sizing.plan_memory_table(p).set_index("kind")
+    assert table.loc["needed", "gib"] == pytest.approx(p.state_bytes_per_chip / GiB)
+
+
+def test_one_training_state_recipe_for_chapter_02_and_04():
+    """Issue 13: numerics.training_state_bytes(70e9, 12) raised; it is now sizing's, and
+    numerics.bytes_per_param reads sizing's recipes (ZeRO paper, arXiv:1910.02054, 3.1)."""
+    from trainium_lab import numerics
+
+    assert numerics.training_state_bytes is sizing.training_state_bytes
+    assert numerics.training_state_bytes(70e9, 12) == 70e9 * 12
+    assert numerics.bytes_per_param(True) == sizing.recipe("bf16-adam").bytes_per_param == 16
+    assert numerics.bytes_per_param(False) == sizing.recipe("bf16-sr-adam").bytes_per_param == 12
+    assert sizing.bf16_recipe(False, grad_bytes_per_param=4).bytes_per_param == 14
+    for opt, moments in sizing.OPTIMIZER_MOMENT_BYTES.items():
+        assert numerics.bytes_per_param(True, opt) - numerics.bytes_per_param(False, opt) == 4
+        assert sizing.bf16_recipe(True, opt).bytes_per_param == 2 + 2 + 4 + sum(moments)
+    with pytest.raises(ValueError, match="master_weights"):
+        sizing.bf16_recipe("yes")
+    with pytest.raises(ValueError, match="optimizer"):
+        sizing.bf16_recipe(True, "lion")

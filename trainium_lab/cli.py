@@ -107,11 +107,7 @@ def _cmd_sizing(args: argparse.Namespace) -> None:
                            mfu=mfu, dtype=args.dtype, model=model, grad_bytes_per_param=grad)
     system = specs.system(plan.system)
     r = sizing.recipe(plan.recipe, plan.grad_bytes_per_param)
-    per_chip = (None if plan.min_chips is None else
-                sizing.zero_bytes_per_device(
-                    n_params, plan.min_chips, plan.zero_stage, r.optimizer_bytes_per_param,
-                    weight_bytes_per_param=r.weights, grad_bytes_per_param=r.gradients)
-                if bpp is None else plan.state_bytes / plan.min_chips)
+    per_chip = plan.state_bytes_per_chip
     instances = (args.instances if args.instances is not None else
                  None if plan.min_systems is None else plan.min_systems * system.n_instances)
     days = None if instances is None else plan.days_on(instances)

@@ -41,7 +41,8 @@ import pandas as pd
 
 from trainium_lab import dtypes, specs
 from trainium_lab._validate import choice, finite_number, in_range, integer, positive, sequence
-from trainium_lab.sizing import DEFAULT_GRAD_BYTES_PER_PARAM
+from trainium_lab.sizing import DEFAULT_GRAD_BYTES_PER_PARAM, bf16_recipe
+from trainium_lab.sizing import training_state_bytes  # re-exported: one home, sizing's recipes
 from trainium_lab.units import GiB
 
 __all__ = [
@@ -706,17 +707,16 @@ def train_linear_regression(learning_rate: float = 0.01, n_steps: int = 1000,
     return df
 
 
-_OPTIMIZER_STATE = {"adam": 8.0, "sgd-momentum": 4.0, "sgd": 0.0}
-
-
 def bytes_per_param(master_weights: bool = True, optimizer: str = "adam", *,
                     grad_bytes_per_param: float = DEFAULT_GRAD_BYTES_PER_PARAM) -> float:
-    """Training-state bytes per parameter with BF16 weights.
+    """Training-state bytes per parameter with BF16 weights, with or without the FP32 master copy.
 
-    BF16 weights (2) + gradients (``grad_bytes_per_param``: 2 for BF16, the course's
-    convention; 4 for FP32, as Megatron-LM and DeepSpeed count) + optimizer state in
-    FP32 (Adam's two moments: 8; SGD with momentum: 4; plain SGD: 0) + an FP32 master
-    copy (4) if kept. With Adam and BF16 gradients: 16 with the master copy, 12 without.
+    The recipe is :func:`trainium_lab.sizing.bf16_recipe` (the package's one home of
+    training-state recipes): BF16 weights (2) + gradients (``grad_bytes_per_param``: 2 for
+    BF16, the course's convention; 4 for FP32, as Megatron-LM and DeepSpeed count) +
+    optimizer state in FP32 (Adam's two moments: 8; SGD with momentum: 4; plain SGD: 0) +
+    an FP32 master copy (4) if kept. With Adam and BF16 gradients: 16 with the master copy,
+    12 without.
 
     References
     ----------
@@ -730,27 +730,8 @@ def bytes_per_param(master_weights: bool = True, optimizer: str = "adam", *,
     >>> bytes_per_param(True, grad_bytes_per_param=4)
     18.0
     """
-    if not isinstance(master_weights, (bool, np.bool_)):
-        raise ValueError(f"master_weights must be True or False, got {master_weights!r}")
-    optimizer = choice("optimizer", optimizer, tuple(_OPTIMIZER_STATE))
-    grads = in_range("grad_bytes_per_param", grad_bytes_per_param, 0.0, 64.0)
-    return 2.0 + grads + _OPTIMIZER_STATE[optimizer] + (4.0 if master_weights else 0.0)
-
-
-def training_state_bytes(n_params: float, master_weights: bool = True,
-                         optimizer: str = "adam", *,
-                         grad_bytes_per_param: float = DEFAULT_GRAD_BYTES_PER_PARAM) -> float:
-    """Bytes of weights, gradients and optimizer state (no activations).
-
-    ``grad_bytes_per_param`` as in :func:`bytes_per_param` (2 = BF16 by default).
-
-    Examples
-    --------
-    >>> training_state_bytes(7.5e9) / 1e9  # ZeRO paper's baseline: 120 GB
-    120.0
-    """
-    n_params = positive("n_params", n_params)
-    return n_params * bytes_per_param(master_weights, optimizer, grad_bytes_per_param=grad_bytes_per_param)
+    r = bf16_recipe(master_weights, optimizer, grad_bytes_per_param=grad_bytes_per_param)
+    return float(r.bytes_per_param)
 
 
 def master_weights_saving(n_params: float = 70e9, chip: str = "trn2",

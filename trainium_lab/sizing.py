@@ -53,7 +53,7 @@ from trainium_lab.units import GB, GiB, MiB, day
 
 __all__ = [
     "StateRecipe", "RECIPES", "DEFAULT_GRAD_BYTES_PER_PARAM", "PEER_GRAD_BYTES_PER_PARAM",
-    "recipe", "training_state_bytes", "state_breakdown",
+    "recipe", "OPTIMIZER_MOMENT_BYTES", "bf16_recipe", "training_state_bytes", "state_breakdown",
     "zero_bytes_per_device", "zero_table", "ZERO_STAGES",
     "RECOMPUTE_MODES", "MLP_KINDS", "ActivationCoefficients", "activation_coefficients",
     "activation_options", "activation_bytes_per_layer", "activation_bytes", "activation_table",
@@ -193,6 +193,47 @@ def recipe(name: str, grad_bytes_per_param: float | None = None) -> StateRecipe:
     if g is None or g == r.gradients:
         return r
     return replace(r, label=f"{r.label} ({g:g}-byte gradients)", gradients=g)
+
+
+#: bytes per parameter of each optimizer's state kept in FP32: (first moment, second moment)
+OPTIMIZER_MOMENT_BYTES: dict[str, tuple[float, float]] = {
+    "adam": (4.0, 4.0), "sgd-momentum": (4.0, 0.0), "sgd": (0.0, 0.0)}
+
+
+def bf16_recipe(master_weights: bool = True, optimizer: str = "adam", *,
+                grad_bytes_per_param: float | None = None) -> StateRecipe:
+    """The BF16 recipe for a choice of master copy and optimizer (the chapter 02 question).
+
+    BF16 weights (2 bytes) + gradients (``grad_bytes_per_param``: 2 for BF16, the course's
+    convention; 4 for FP32, as Megatron-LM and DeepSpeed count) + the optimizer's FP32
+    state (:data:`OPTIMIZER_MOMENT_BYTES`: Adam 4 + 4, SGD with momentum 4, plain SGD 0)
+    + an FP32 master copy (4) if kept. With Adam: :data:`RECIPES` ``"bf16-adam"`` (16) or,
+    without the master copy, ``"bf16-sr-adam"`` (12).
+
+    References
+    ----------
+    Rajbhandari et al. 2020 (ZeRO), arXiv:1910.02054, section 3.1 (2 + 2 + 12 bytes);
+    Micikevicius et al. 2018, arXiv:1710.03740 (FP32 master copy).
+
+    Examples
+    --------
+    >>> bf16_recipe().key, bf16_recipe(False).bytes_per_param
+    ('bf16-adam', 12)
+    >>> bf16_recipe(True, "sgd-momentum").bytes_per_param
+    12.0
+    """
+    if not isinstance(master_weights, (bool, np.bool_)):
+        raise ValueError(f"master_weights must be True or False, got {master_weights!r}")
+    optimizer = choice("optimizer", optimizer, tuple(OPTIMIZER_MOMENT_BYTES))
+    base = recipe("bf16-adam" if master_weights else "bf16-sr-adam", grad_bytes_per_param)
+    if optimizer == "adam":
+        return base
+    m, v = OPTIMIZER_MOMENT_BYTES[optimizer]
+    name = {"sgd-momentum": "SGD with momentum", "sgd": "plain SGD"}[optimizer]
+    key = f"bf16-{optimizer}" if master_weights else f"bf16-sr-{optimizer}"
+    label = (f"BF16 mixed precision + {name}" if master_weights
+             else f"BF16 + stochastic rounding, no master copy, {name}")
+    return replace(base, key=key, label=label, adam_m=m, adam_v=v)
 
 
 def training_state_bytes(n_params: float, bytes_per_param: float | None = None, *,
@@ -1457,6 +1498,10 @@ class SizingPlan:
     grad_bytes_per_param : float
         Bytes per gradient the state was counted with (2 = BF16, the course's
         convention; 4 = FP32, Megatron-LM's and DeepSpeed's).
+    state_bytes_per_chip : float or None
+        Training state on each chip at ``min_chips`` chips under ``zero_stage``
+        (:func:`zero_bytes_per_device`; at ZeRO-3 ``state_bytes / min_chips``, also for a
+        given total ``bytes_per_param``); None when it never fits.
     """
 
     n_params: float
@@ -1474,6 +1519,7 @@ class SizingPlan:
     flops: float
     instance_days: float
     grad_bytes_per_param: float = DEFAULT_GRAD_BYTES_PER_PARAM
+    state_bytes_per_chip: float | None = None
 
     def days_on(self, n_instances: int) -> float:
         """Days on ``n_instances`` instances (perfect scaling)."""
@@ -1541,6 +1587,14 @@ def size_job(n_params: float, n_tokens: float, *, system: str = "trn2.48xlarge",
         chips = min_chips_zero(n_params, stage, sysm.chip_key, recipe_name=r.key,
                                activation_share=activation_share,
                                grad_bytes_per_param=r.gradients)
+    if chips is None:
+        per_chip = None
+    elif stage == 3:  # everything sharded: the state divides evenly (also a given total)
+        per_chip = state / chips
+    else:
+        per_chip = zero_bytes_per_device(n_params, chips, stage, r.optimizer_bytes_per_param,
+                                         weight_bytes_per_param=r.weights,
+                                         grad_bytes_per_param=r.gradients)
     shape = preset(model) if isinstance(model, str) else model
     if shape is not None:
         instance("model", shape, ModelPreset, "a preset name, a ModelPreset or None")
@@ -1561,7 +1615,7 @@ def size_job(n_params: float, n_tokens: float, *, system: str = "trn2.48xlarge",
         min_systems=None if chips is None else min_systems(chips, sysm.key),
         activation_bytes_per_chip=act, flops=flops,
         instance_days=instance_days(flops, mfu, sysm.key, dtype),
-        grad_bytes_per_param=float(r.gradients))
+        grad_bytes_per_param=float(r.gradients), state_bytes_per_chip=per_chip)
 
 
 def plan_memory_table(plan: SizingPlan) -> pd.DataFrame:
@@ -1585,15 +1639,10 @@ def plan_memory_table(plan: SizingPlan) -> pd.DataFrame:
     instance("plan", plan, SizingPlan, "a SizingPlan from size_job(...)")
     sysm = specs.system(plan.system)
     hbm = sysm.chip.hbm_bytes
-    if plan.min_chips is None:
+    if plan.min_chips is None or plan.state_bytes_per_chip is None:
         state_item, state_bytes = "state (does not fit at any DP degree)", plan.state_bytes
     else:
-        r = recipe(plan.recipe, plan.grad_bytes_per_param)
-        state_bytes = zero_bytes_per_device(
-            plan.n_params, plan.min_chips, plan.zero_stage, r.optimizer_bytes_per_param,
-            weight_bytes_per_param=r.weights, grad_bytes_per_param=r.gradients)
-        if plan.zero_stage == 3:
-            state_bytes = plan.state_bytes / plan.min_chips
+        state_bytes = plan.state_bytes_per_chip
         state_item = (f"state per chip ({plan.min_chips} chip{'s' if plan.min_chips != 1 else ''}, "
                       f"ZeRO-{plan.zero_stage})")
     rows = [("HBM of one chip", hbm, "available"), (state_item, state_bytes, "needed"),
