@@ -77,7 +77,7 @@ from __future__ import annotations
 import functools
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -1014,8 +1014,8 @@ def worked_example(n_params: float = 405e9) -> dict[str, float]:
     (0.51, 0.25)
     """
     n_params = positive("n_params", n_params)
-    m = custom_model("405B (nominal)", n_layers=126, d_model=16384, n_heads=128, n_kv_heads=8,
-                     ffn_dim=53248, n_params=n_params)
+    # Llama 3 405B's shape (data/model_presets.csv) at the nominal parameter count
+    m = replace(preset("llama3-405b"), key="405b-nominal", name="405B (nominal)", n_params=n_params)
     lay = layout(m, tp=64, pp=4, dp=2, zero_stage=1, system="trn2-ultraserver", lnc=2,
                  micro_batch=1, n_micro_batches=16, recompute="selective")
     est = evaluate(lay)
