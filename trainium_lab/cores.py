@@ -375,59 +375,14 @@ def neuroncore_table() -> pd.DataFrame:
 
 
 def neuroncore_blocks(chip: str = "trn2") -> pd.DataFrame:
-    """A block diagram of one NeuronCore and what feeds it, labelled from ``data/``.
+    """A labelled block diagram of one NeuronCore; kept for callers of the old name.
 
-    Positions are layout only (arbitrary units); every figure in a label comes from
-    ``specs``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``block``, ``kind`` (engine / on-chip SRAM / data movement / device
-        memory), ``x``, ``x2``, ``y``, ``y2``, ``label`` (lines joined with newlines).
-
-    Examples
-    --------
-    >>> b = neuroncore_blocks("trn2").set_index("block")
-    >>> b.loc["SBUF", "label"].splitlines()[1]
-    '28 MiB in 128 partitions'
+    Positions and labels are presentation: this delegates to
+    :func:`trainium_lab.views.neuroncore_blocks`, which new code should call directly.
     """
-    c = specs.chip(chip)
-    core = c.core
-    t = core.dense_flops_per_s
-    tensor_rate = "; ".join(f"{k.upper()} {v / u.TFLOPS:g} TFLOP/s" for k, v in t.items())
-    mib = lambda b: f"{b / u.MiB:g} MiB"  # noqa: E731
-    kib = lambda b: f"{b / u.KiB:g} KiB"  # noqa: E731
-    blocks = [
-        ("Tensor engine", "engine", 0, 40, 70, 100,
-         f"Tensor engine\n{core.tensor_rows} × {core.tensor_cols} systolic array\n{tensor_rate}"),
-        ("Vector engine", "engine", 42, 61, 70, 100,
-         f"Vector engine\nreductions, norms\nFP32 {core.vector_fp32_flops_per_s / u.TFLOPS:g} TFLOP/s"),
-        ("Scalar engine", "engine", 63, 81, 70, 100,
-         f"Scalar engine\nelement-wise, activations\nFP32 {core.scalar_fp32_flops_per_s / u.TFLOPS:g} TFLOP/s"),
-        ("GpSimd engine", "engine", 83, 100, 70, 100, "GpSimd engine\n" + core.gpsimd),
-        ("PSUM", "on-chip SRAM", 0, 40, 52, 66,
-         f"PSUM (matmul accumulators)\n{mib(core.psum_bytes)}, {kib(core.psum_bytes_per_partition)} per partition"),
-        ("SBUF", "on-chip SRAM", 0, 100, 26, 48,
-         f"SBUF (software-managed, not a cache)\n{mib(core.sbuf_bytes)} in {core.sbuf_partitions} partitions\n"
-         f"{kib(core.sbuf_bytes_per_partition)} per partition"),
-        ("DMA", "data movement", 0, 100, 13, 22,
-         f"DMA engines: {c.dma_engines} per chip, {c.dma_bytes_per_s / u.TB:g} TB/s per chip"),
-        ("HBM", "device memory", 0, 100, 0, 9,
-         f"HBM: {c.hbm_bytes / u.GiB:g} GiB and {c.hbm_bytes_per_s / u.TB:g} TB/s per chip, "
-         f"shared by {c.neuron_cores} cores"),
-    ]
-    df = pd.DataFrame(blocks, columns=["block", "kind", "x", "x2", "y", "y2", "label"])
-    # about 1.3 characters per layout unit at the chart's width
-    df["label"] = [_wrap(text, int((x2 - x) * 1.3)) for text, x, x2 in zip(df.label, df.x, df.x2)]
-    return df
+    from trainium_lab import views  # presentation lives there; imported on use only
 
-
-def _wrap(text: str, width: int) -> str:
-    import textwrap
-
-    return "\n".join(part for line in text.split("\n")
-                     for part in (textwrap.wrap(line, max(width, 8)) or [""]))
+    return views.neuroncore_blocks(chip)
 
 
 # --------------------------------------------------------------------------- checking claims

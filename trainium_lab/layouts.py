@@ -16,7 +16,7 @@ system. This module turns a layout into
   part of the data-parallel gradient traffic that the backward pass cannot hide;
 
 and searches every valid layout of a cluster for the fastest one that fits
-(:func:`plan`), saying what binds (:meth:`Plan.explain`).
+(:func:`plan`); :func:`trainium_lab.views.explain_plan` says what binds.
 
 Degrees count **ranks** (logical NeuronCores), as in :mod:`trainium_lab.topology`:
 at LNC=2 a Trainium2 chip runs 4 ranks, so "TP over the 16 chips of an instance"
@@ -29,7 +29,8 @@ Public API
 ``evaluate(layout, *, mfu=0.4, ...) -> LayoutEstimate``
     Memory per chip, headroom, step-time breakdown, tokens/s.
 ``plan(model, *, system, n_systems, global_batch, ...) -> Plan``
-    Every valid layout, those that fit, ranked by tokens/s; ``Plan.explain()``.
+    Every valid layout, those that fit, ranked by tokens/s (``Plan.fitting(margin)`` for
+    another margin); :func:`trainium_lab.views.explain_plan` puts the result into sentences.
 ``fully_sharded_table(...)``, ``worked_example()``
     A 405B worked example (TP over 16 chips × PP4 × DP2, ZeRO-1) from the same functions.
 ``custom_model(...)``
@@ -76,7 +77,6 @@ from __future__ import annotations
 
 import functools
 import math
-import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -582,6 +582,11 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
 # --------------------------------------------------------------------- one layout
 
 
+def _fits(headroom, hbm, min_headroom_fraction: float):
+    """The one rule for "fits": headroom of at least ``min_headroom_fraction`` of HBM (same units)."""
+    return headroom >= min_headroom_fraction * hbm
+
+
 @dataclass(frozen=True)
 class LayoutEstimate:
     """Memory per chip and step time of one :class:`Layout` (all base units).
@@ -637,7 +642,7 @@ class LayoutEstimate:
     @property
     def fits(self) -> bool:
         """Headroom is at least ``min_headroom_fraction`` of HBM."""
-        return self.headroom_bytes >= self.min_headroom_fraction * self.hbm_bytes
+        return bool(_fits(self.headroom_bytes, self.hbm_bytes, self.min_headroom_fraction))
 
     @property
     def step_s(self) -> float:
@@ -749,8 +754,8 @@ class Plan:
     cluster : trainium_lab.topology.Cluster
     global_batch : int
     min_headroom_fraction : float
-    elapsed_s : float
-        Wall time of the search.
+    settings : dict
+        The search's other inputs (recompute options, dtype, MFU...), to rebuild a layout.
     """
 
     table: pd.DataFrame
@@ -759,7 +764,6 @@ class Plan:
     cluster: topology.Cluster
     global_batch: int
     min_headroom_fraction: float
-    elapsed_s: float
     settings: dict = field(default_factory=dict)
 
     @property
@@ -782,57 +786,35 @@ class Plan:
                       dtype=self.settings.get("dtype", "bfloat16"),
                       grad_bytes_per_param=self.settings.get("grad_bytes_per_param"))
 
+    def fitting(self, min_headroom_fraction: float | None = None) -> pd.DataFrame:
+        """The layouts of :attr:`all` that fit with ``min_headroom_fraction`` of HBM kept free,
+        best first, ranked from 1 (the plan's own margin by default: :attr:`table`).
+
+        The same rule as :attr:`LayoutEstimate.fits`, so a view can change the margin without
+        searching again.
+
+        Examples
+        --------
+        >>> p = plan("llama3-8b", system="trn2.48xlarge", global_batch=64, min_headroom_fraction=0.0)
+        >>> len(p.fitting(0.5)) < len(p.fitting(0.0)) == len(p.table)
+        True
+        """
+        if min_headroom_fraction is None:
+            return self.table
+        frac = in_range("min_headroom_fraction", min_headroom_fraction, 0.0, 1.0, high_open=True)
+        a = self.all
+        keep = a[_fits(a["headroom_gib"], a["hbm_gib"], frac)].reset_index(drop=True)
+        return keep.assign(rank=np.arange(1, len(keep) + 1))[["rank", *a.columns]]
+
     def explain(self) -> list[str]:
-        """Plain sentences: the winner, where its time goes, what memory ruled out, the runner-up."""
-        c, a = self.cluster, self.all
-        allowed = (1 - self.min_headroom_fraction)
-        lines = [f"{len(a)} layouts of {self.model.name} on {c.n_systems} × {c.system} "
-                 f"({c.n_chips} chips, {c.n_ranks} ranks at LNC={c.lnc}), global batch "
-                 f"{self.global_batch} sequences; {int(a.fits.sum())} fit with "
-                 f"{self.min_headroom_fraction:.0%} of HBM kept free."]
-        if self.table.empty:
-            least = a.sort_values("memory_gib").iloc[0]
-            lines.append(f"Nothing fits: the leanest layout ({least.label}) needs {least.memory_gib:.1f} GiB "
-                         f"per chip, more than {allowed:.0%} of {least.hbm_gib:.0f} GiB. Add chips, shard "
-                         "more (ZeRO-3), recompute more or shrink the micro-batch.")
-            return lines
-        b = self.table.iloc[0]
-        parts = {p: float(b[f"{p}_s"]) for p in TIME_PARTS}
-        overhead = {p: v for p, v in parts.items() if p != "compute"}
-        worst = max(overhead, key=overhead.get)
-        names = {"compute": "compute", "tp_comm": "tensor-parallel all-reduces", "pp_comm": "pipeline sends",
-                 "bubble": "the pipeline bubble", "dp_exposed": "exposed data-parallel traffic"}
-        where = (f"TP groups stay within the {b.tp_level} level" if b.tp > 1 else "no TP")
-        where += f", PP crosses the {b.pp_level} level" if b.pp > 1 else ", no PP"
-        where += f", DP crosses the {b.dp_level} level" if b.dp > 1 else ", no DP"
-        lines.append(f"Winner: {b.label}. {b.tokens_per_s:,.0f} tokens/s, {b.step_s:.2f} s per step, "
-                     f"effective MFU {b.mfu_effective:.1%}; {b.memory_gib:.1f} GiB of {b.hbm_gib:.0f} GiB "
-                     f"per chip ({b.headroom_gib:.1f} GiB free). {where}.")
-        close = int((self.table.tokens_per_s >= 0.98 * b.tokens_per_s).sum()) - 1
-        if close:
-            lines.append(f"{close} other fitting layouts are within 2 % of it: a tie at this level of "
-                         "modelling; choose among them by headroom and simplicity, then measure.")
-        lines.append(f"Where its step goes: compute {parts['compute'] / b.step_s:.0%}; the largest overhead "
-                     f"is {names[worst]} ({overhead[worst] / b.step_s:.1%})."
-                     + (" Compute binds: overheads are small." if overhead[worst] < 0.1 * b.step_s
-                        else f" {names[worst].capitalize()} binds after compute."))
-        faster = a[(~a.fits) & (a.tokens_per_s > b.tokens_per_s)]
-        if len(faster):
-            f = faster.sort_values("memory_gib").iloc[0]
-            lines.append(f"Memory binds too: {len(faster)} faster layouts do not fit. The closest to fitting, "
-                         f"{f.label}, would give {f.tokens_per_s / b.tokens_per_s - 1:.1%} more tokens/s but "
-                         f"needs {f.memory_gib:.1f} GiB per chip ({f.activations_gib:.1f} GiB of activations), "
-                         f"above the {allowed * f.hbm_gib:.1f} GiB allowed.")
-        else:
-            lines.append("Memory does not bind: no faster layout was dropped for memory.")
-        other = self.table[(self.table.tp != b.tp) | (self.table.pp != b.pp) | (self.table.dp != b.dp)]
-        if len(other):
-            o = other.iloc[0]
-            diff = {p: float(o[f"{p}_s"]) - parts[p] for p in TIME_PARTS}
-            why = max(diff, key=diff.get)
-            lines.append(f"Best with other degrees: {o.label}, {1 - o.tokens_per_s / b.tokens_per_s:.1%} "
-                         f"slower, mostly from {names[why]} (+{diff[why]:.2f} s per step).")
-        return lines
+        """Plain sentences about the search; kept for callers of the old name.
+
+        The sentences are presentation: this delegates to
+        :func:`trainium_lab.views.explain_plan`, which new code should call directly.
+        """
+        from trainium_lab import views  # presentation lives there; imported on use only
+
+        return views.explain_plan(self)
 
 
 def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_systems: int = 1,
@@ -885,7 +867,6 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     >>> b.tp_level, bool(b.fits), int(b.tp * b.pp * b.dp) == p.cluster.n_ranks
     ('instance', True, True)
     """
-    t0 = time.perf_counter()
     m = resolve_model(model)
     c = topology.cluster(system, n_systems, lnc)
     global_batch = integer("global_batch", global_batch, minimum=1)
@@ -937,7 +918,7 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
         "tp_level": levels["tp"], "pp_level": levels["pp"], "dp_level": levels["dp"],
         **{f"{p}_gib": out[p] / GiB for p in MEMORY_PARTS},
         "memory_gib": out["memory"] / GiB, "hbm_gib": hbm / GiB, "headroom_gib": out["headroom"] / GiB,
-        "fits": out["headroom"] >= min_headroom_fraction * hbm,
+        "fits": _fits(out["headroom"], hbm, min_headroom_fraction),
         **{f"{p}_s": out[p] for p in TIME_PARTS},
         "dp_comm_total_s": out["dp_comm_total"], "step_s": out["step"],
         "tokens_per_s": out["tokens_per_s"], "mfu_effective": out["mfu_effective"],
@@ -954,7 +935,7 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     settings = dict(sequence_parallel=sequence_parallel, seq_len=seq_len, recipe_name=recipe_name,
                     dtype=dtype, mfu=mfu, dp_overlap=dp_overlap, tp_overlap=tp_overlap,
                     grad_bytes_per_param=grads)
-    return Plan(fitting, df, m, c, global_batch, min_headroom_fraction, time.perf_counter() - t0, settings)
+    return Plan(fitting, df, m, c, global_batch, min_headroom_fraction, settings)
 
 
 # --------------------------------------------------------------------- the worked example

@@ -647,14 +647,20 @@ class Placement:
                        f"{ex.name} level ({could}): put {kind} innermost in the ordering")
         return tuple(out)
 
-    def chip_map(self, kind: str = "tp", highlight: int = 0) -> pd.DataFrame:
+    def chip_groups(self, kind: str = "tp", highlight: int = 0) -> pd.DataFrame:
         """One row per chip: where it is, its ranks, and the ``kind`` groups on it.
 
-        Columns: ``global_chip, system, instance, chip, row, col, label, first_rank,
-        last_rank, group`` (the ``kind`` group of the chip's first rank),
-        ``n_groups`` (groups of ``kind`` with a rank on this chip), ``colour``
-        (``"group g"``, or ``"mixed"`` when several groups share the chip) and
-        ``highlighted`` (the chip runs a rank of group ``highlight``).
+        Columns: ``global_chip, system, instance, chip, row, col`` (position in the
+        instance's grid, see the module's conventions), ``first_rank, last_rank``,
+        ``group`` (the ``kind`` group of the chip's first rank), ``n_groups`` (groups of
+        ``kind`` with a rank on this chip) and ``highlighted`` (the chip runs a rank of
+        group ``highlight``). :func:`trainium_lab.views.chip_map` adds the labels a chart shows.
+
+        Examples
+        --------
+        >>> g = place(tp=64, pp=4, system="trn2-ultraserver", lnc=2).chip_groups("tp")
+        >>> len(g), int(g.n_groups.max()), int(g.highlighted.sum())
+        (64, 1, 16)
         """
         kind = choice("kind", kind, KINDS)
         c = self.cluster
@@ -663,24 +669,25 @@ class Placement:
         members = self._members(kind)
         group_of_rank[members] = np.arange(len(members))[:, None]
         g = group_of_rank.reshape(-1, c.ranks_per_chip)
-        n_groups = _distinct(g)
         gchip = np.arange(c.n_chips)
-        system = gchip // c.chips_per_system
-        instance = (gchip % c.chips_per_system) // c.chips_per_instance
         chip = gchip % c.chips_per_instance
-        if c.instances_per_system > 1:
-            label = [f"US{s}·i{i}" for s, i in zip(system.tolist(), instance.tolist())]
-        else:
-            label = [f"inst{s}" for s in system.tolist()]
         first = gchip * c.ranks_per_chip
-        return pd.DataFrame({"global_chip": gchip, "system": system, "instance": instance,
+        return pd.DataFrame({"global_chip": gchip, "system": gchip // c.chips_per_system,
+                             "instance": (gchip % c.chips_per_system) // c.chips_per_instance,
                              "chip": chip, "row": chip // c.grid_side, "col": chip % c.grid_side,
-                             "label": label, "first_rank": first,
-                             "last_rank": first + c.ranks_per_chip - 1,
-                             "group": g[:, 0], "n_groups": n_groups,
-                             "colour": np.where(n_groups > 1, "mixed",
-                                                np.char.add("group ", g[:, 0].astype(str))),
+                             "first_rank": first, "last_rank": first + c.ranks_per_chip - 1,
+                             "group": g[:, 0], "n_groups": _distinct(g),
                              "highlighted": (g == highlight).any(axis=1)})
+
+    def chip_map(self, kind: str = "tp", highlight: int = 0) -> pd.DataFrame:
+        """:meth:`chip_groups` with the labels a chart shows; kept for callers of the old name.
+
+        The labels are presentation: this delegates to :func:`trainium_lab.views.chip_map`,
+        which new code should call directly.
+        """
+        from trainium_lab import views  # presentation lives there; imported on use only
+
+        return views.chip_map(self, kind, highlight)
 
 
 def _distinct(values: np.ndarray) -> np.ndarray:

@@ -17,7 +17,9 @@ from trainium_lab.widgets.base import Explorer, benchmarked
 
 __all__ = ["kv_cache_explorer", "speculation_explorer"]
 
-_MODELS = [(p.name, p.key) for p in sizing.presets()]
+def _models() -> list[tuple[str, str]]:
+    """(name, key) of each preset, read from data/ when a widget is built (not at import)."""
+    return [(p.name, p.key) for p in sizing.presets()]
 _CONTEXTS = [512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
 _BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
 _TPS = [1, 2, 4, 8, 16, 32, 64, 128]
@@ -77,7 +79,7 @@ def kv_cache_explorer(model: str = "llama3-8b", chip: str = "trn2", tp: int = 4,
     """Memory per logical core and per chip against HBM, and the decode step bound, as the
     model, TP degree (ranks), LNC, context and batch change."""
     controls = {
-        "model": W.Dropdown(options=_MODELS, value=model, description="model"),
+        "model": W.Dropdown(options=_models(), value=model, description="model"),
         "chip": W.Dropdown(options=[("Trainium2", "trn2"), ("Trainium3", "trn3")], value=chip,
                            description="chip"),
         "tp": W.Dropdown(options=_TPS, value=tp, description="TP (ranks)"),

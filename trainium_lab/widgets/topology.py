@@ -4,6 +4,7 @@ placement explorer. Each wires controls to ``trainium_lab.topology`` /
 
 from __future__ import annotations
 
+import functools
 import html
 from dataclasses import dataclass
 
@@ -53,8 +54,11 @@ def ring_stepper(n: int = 4) -> Explorer:
 
 # --------------------------------------------------------------------- latency sweep
 
-_SWEEP_LEVELS = {f"{lv.name} ({lv.link_key})": lv for lv in topology.cluster("trn2-ultraserver").levels
-                 if lv.bytes_per_s is not None}
+@functools.cache
+def _sweep_levels() -> dict[str, topology.Level]:
+    """The Trn2 UltraServer's levels with a bandwidth, read from data/ on first use (not at import)."""
+    return {f"{lv.name} ({lv.link_key})": lv for lv in topology.cluster("trn2-ultraserver").levels
+            if lv.bytes_per_s is not None}
 
 
 @dataclass(frozen=True)
@@ -67,7 +71,7 @@ class _Sweep:
 
 
 def _sweep(level: str, n: int, latency_us: float, collective: str) -> _Sweep:
-    lv = _SWEEP_LEVELS[level]
+    lv = _sweep_levels()[level]
     latency_s = latency_us * us
     sizes = np.logspace(2, 10, 33)
     with_lat = collectives.size_sweep(sizes, n, lv.bytes_per_s, latency_s, collective)
@@ -104,7 +108,7 @@ def latency_sweep_explorer() -> Explorer:
     """Time of a ring collective against message size, with and without a per-step latency."""
     efa = specs.link("trn2-efa")
     controls = {
-        "level": W.Dropdown(options=list(_SWEEP_LEVELS), value="efa (trn2-efa)", description="level"),
+        "level": W.Dropdown(options=list(_sweep_levels()), value="efa (trn2-efa)", description="level"),
         "n": W.IntSlider(value=16, min=1, max=64, description="chips (n)"),
         "latency_us": W.FloatText(value=(efa.latency_s or 0.0) / us, step=5.0, description="α (µs)"),
         "collective": W.Dropdown(options=["all_reduce", "reduce_scatter", "all_gather", "all_to_all"],

@@ -1,0 +1,93 @@
+"""Presentation lives in trainium_lab.views, not in the models (issue 13): the labels of the
+rank-to-chip map, the NeuronCore block diagram and the planner's sentences are made there from
+the models' numbers; the models keep their old method names as thin delegates."""
+
+import ast
+import dataclasses
+import importlib
+import pkgutil
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import trainium_lab
+from trainium_lab import cores, layouts, topology, views
+
+ALLOWED_TOP = {"numpy", "pandas", "ml_dtypes", "trainium_lab"}
+PRESENTATION = {"altair", "ipywidgets", "IPython", "textwrap", "trainium_lab.views",
+                "trainium_lab.charts", "trainium_lab.widgets", "vl_convert"}
+NOT_MODELS = {"charts", "widgets", "exercises", "notebook", "cli", "views", "__main__", "jaxdemo"}
+
+
+def model_files():
+    root = Path(trainium_lab.__file__).parent
+    for info in pkgutil.iter_modules(trainium_lab.__path__):
+        if info.name not in NOT_MODELS:
+            yield info.name, root / (info.name + ".py")
+
+
+@pytest.mark.parametrize("name,path", list(model_files()))
+def test_models_import_no_presentation_at_module_level(name, path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in tree.body:
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        for n in names:
+            top = n.split(".")[0]
+            assert top in ALLOWED_TOP or top in sys.stdlib_module_names, f"{name} imports {n}"
+            assert not any(n == p or n.startswith(p + ".") for p in PRESENTATION), f"{name} imports {n}"
+
+
+def test_chip_map_is_the_models_numbers_plus_labels():
+    p = topology.place(tp=64, pp=4, dp=2, system="trn2-ultraserver", lnc=2, ordering="pp-tp-dp")
+    groups = p.chip_groups("tp", 3)
+    assert all(pd.api.types.is_numeric_dtype(groups[c]) or pd.api.types.is_bool_dtype(groups[c])
+               for c in groups.columns), "the model's chip table holds numbers only"
+    shown = views.chip_map(p, "tp", 3)
+    pd.testing.assert_frame_equal(shown.drop(columns=["label", "colour"]), groups)
+    pd.testing.assert_frame_equal(p.chip_map("tp", 3), shown)   # the old name still works
+    assert list(shown.columns) == ["global_chip", "system", "instance", "chip", "row", "col", "label",
+                                   "first_rank", "last_rank", "group", "n_groups", "colour", "highlighted"]
+    assert set(shown.colour[shown.n_groups > 1]) == {"mixed"}
+    single = topology.place(tp=8, pp=4, dp=2, system="trn2.48xlarge", lnc=2)
+    assert views.chip_map(single).label.iloc[0] == "inst0"
+    with pytest.raises(ValueError, match="placement"):
+        views.chip_map("not a placement")
+
+
+def test_neuroncore_blocks_moved_with_the_same_table():
+    pd.testing.assert_frame_equal(cores.neuroncore_blocks("trn3"), views.neuroncore_blocks("trn3"))
+    b = views.neuroncore_blocks("trn2")
+    assert (b.x < b.x2).all() and (b.y < b.y2).all()
+
+
+def test_plan_explanation_is_a_view_and_the_plan_has_no_wall_clock():
+    p = layouts.plan("llama3-8b", system="trn2.48xlarge", global_batch=64)
+    assert p.explain() == views.explain_plan(p)
+    assert "elapsed_s" not in {f.name for f in dataclasses.fields(layouts.Plan)}
+    q = layouts.plan("llama3-8b", system="trn2.48xlarge", global_batch=64)
+    assert p.table.equals(q.table)   # nothing in the result depends on the clock
+    with pytest.raises(ValueError, match="plan"):
+        views.explain_plan(p.table)
+
+
+def test_plan_fitting_is_the_one_fits_rule():
+    p = layouts.plan("llama3-8b", system="trn2.48xlarge", global_batch=64, min_headroom_fraction=0.0)
+    for frac in (0.0, 0.1, 0.3):
+        t = p.fitting(frac)
+        assert (t.headroom_gib >= frac * t.hbm_gib).all()
+        assert list(t["rank"]) == list(range(1, len(t) + 1))
+        best = t.iloc[0]
+        lay = layouts.layout("llama3-8b", int(best.tp), int(best.pp), int(best.dp),
+                             zero_stage=int(best.zero_stage), micro_batch=int(best.micro_batch),
+                             n_micro_batches=int(best.n_micro_batches), recompute=best.recompute,
+                             system="trn2.48xlarge")
+        assert layouts.evaluate(lay, min_headroom_fraction=frac).fits
+    pd.testing.assert_frame_equal(p.fitting(0.0), p.table)
+    with pytest.raises(ValueError, match="min_headroom_fraction"):
+        p.fitting(1.5)
