@@ -123,3 +123,15 @@ def test_no_hardware_figures_typed_into_modules():
             if i not in skip and SUSPECT.search(code):
                 offenders.append(f"{path.relative_to(ROOT)}:{i}: {line.strip()}")
     assert offenders == []
+
+
+def test_failure_modes_are_data_with_known_sources():
+    """Issue 13: the failure modes moved from a prose table in reliability.py to data/ rows with
+    source ids, like the hardware data."""
+    known = source_ids()
+    table = rows("failure_modes.csv")
+    assert len(table) >= 10
+    for r in table:
+        assert r["source_id"] in known, r["failure_mode"]
+        assert {i for i in r["other_source_ids"].split(";") if i} <= known, r["failure_mode"]
+        assert r["citation"] and r["note"], r["failure_mode"]

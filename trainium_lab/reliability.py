@@ -25,6 +25,7 @@ References
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Sequence
@@ -833,98 +834,43 @@ def mtbf_vs_job_size(chip_mtbf_s: float, system: str = "trn2-ultraserver", *,
 
 # ----------------------------------------------------- operational failure modes
 
-#: (failure mode, symptom, cause, fix, source): the source is a public page that explains the
-#: mechanism, or "rule of thumb" with the chapter whose model shows why
-FAILURE_MODES: tuple[tuple[str, str, str, str, str], ...] = (
-    ("Hardware failure mid-run",
-     "One rank dies or reports a device error; every other rank blocks in its next collective "
-     "until a timeout, then the whole job exits.",
-     "Synchronous training needs every rank at every collective: nothing continues with a rank "
-     "missing.",
-     "Health checks and automatic node replacement, then restart from the latest checkpoint; "
-     "choose the checkpoint interval from the measured MTBF.",
-     "AWS Neuron docs, Collective communication (every rank takes part in each collective); "
-     "Llama Team 2024, arXiv:2407.21783, section 3.3.4 (interruptions and restarts)"),
-    ("Recompilation from shape changes",
-     "Step time jumps every few steps; compiler messages or cache misses keep appearing "
-     "mid-run.",
-     "Graphs are compiled for exact shapes: a new sequence length or a short last batch is a "
-     "new graph to compile.",
-     "Pad to a few fixed length buckets; drop or pad the last partial batch; avoid .item() and "
-     "value-dependent Python branches inside the step.",
-     "AWS Neuron docs, PyTorch NeuronX neuron_parallel_compile CLI (a traced graph that "
-     "differs from earlier steps is compiled again)"),
-    ("Compile on the first step",
-     "The first step takes many minutes and looks like a hang.",
-     "Ahead-of-time compilation of a cold cache, or a cache miss because the SDK version, "
-     "compiler flags or LNC differ from the cached build.",
-     "Warm a shared compile cache (NEURON_COMPILE_CACHE_URL on S3) with neuron_parallel_compile "
-     "or a short run; key it by SDK version, flags and LNC.",
-     "AWS Neuron docs, Neuron Persistent Cache; PyTorch NeuronX neuron_parallel_compile CLI "
-     "(pre-compiles into the cache on disk or in S3)"),
-    ("Out of device memory at load",
-     "The job fails while loading, before the first step.",
-     "Weights, optimizer state and activations (plus buffers of every loaded NEFF) exceed the "
-     "HBM available per core.",
-     "Shard more, recompute activations, shrink the micro-batch; plan activation headroom first.",
-     "rule of thumb: chapters 04 and 05 size state and activations against HBM"),
-    ("Collective hang from diverging graphs",
-     "All ranks stall inside a collective with no error until a timeout.",
-     "Ranks took different code paths, compiled different graphs, and issue collectives that do "
-     "not match.",
-     "Keep control flow identical on every rank; no rank-dependent or data-dependent branches "
-     "in the step.",
-     "rule of thumb: a collective completes only when every rank issues the matching one "
-     "(chapter 03)"),
-    ("LNC mismatch",
-     "A compiled graph fails to load, or only half the NeuronCores do work.",
-     "The graph was compiled for one logical NeuronCore setting (--logical-nc-config) and run "
-     "with another (NEURON_LOGICAL_NC_CONFIG).",
-     "Set both explicitly in the job spec and in the compile-cache key.",
-     "AWS Neuron docs, Logical NeuronCore configuration (the compiler's and the runtime's "
-     "settings must agree)"),
-    ("SDK version mismatch",
-     "The runtime refuses to load a NEFF, or a container fails against the host driver.",
-     "A runtime older than the compiler that built the NEFF, or a container SDK that does not "
-     "match the driver on the host.",
-     "Pin one Neuron SDK release and upgrade driver, runtime, compiler and framework together.",
-     "rule of thumb: pin one SDK release"),
-    ("TP across the ring by accident",
-     "Step time is higher than planned, with no error at all.",
-     "The process grid orders ranks instance-first, so tensor-parallel groups cross the ring "
-     "between instances at a quarter of the bandwidth inside the 4x4 torus.",
-     "Print the rank-to-chip map at start-up and check that each TP group sits in one instance.",
-     "AWS Neuron docs, Amazon EC2 Trn2 Architecture (the ring between instances is slower than "
-     "the torus inside one); chapter 03"),
-    ("Partial UltraServer",
-     "Collectives are slower than expected or fail at start-up, often after a replacement.",
-     "The four instances were scheduled as independent nodes, or one was replaced by an "
-     "instance outside the UltraServer: the ring links between instances are missing.",
-     "Schedule and replace the four instances of an UltraServer as one unit.",
-     "AWS Neuron docs, Amazon EC2 Trn2 Architecture (an UltraServer is four trn2u.48xlarge "
-     "instances joined by NeuronLink); rule of thumb for scheduling"),
-    ("EFA saturation",
-     "NeuronCores sit idle at the end of every step.",
-     "The data-parallel gradient reduction over EFA does not overlap the backward pass.",
-     "Profile; bucket the gradients and overlap their reduction with compute; shard the "
-     "optimizer state.",
-     "rule of thumb: chapter 05's model of the exposed data-parallel traffic"),
-    ("Untested restart",
-     "The first real failure costs hours instead of minutes.",
-     "The restart path was never exercised: checkpoints cannot be resharded onto a new domain, "
-     "or auto-resume is misconfigured.",
-     "Rehearse a full-domain restart and a restore before the long run; automate it.",
-     "rule of thumb: chapter 06's lost-time model counts the restart on every failure"),
-)
+_FAILURE_COLUMNS = ["failure_mode", "symptom", "cause", "fix", "source"]
+
+
+@functools.cache
+def _failure_modes() -> pd.DataFrame:
+    """``data/failure_modes.csv`` with ``source`` the row's citation (read on first use)."""
+    df = specs.read_data_csv("failure_modes.csv")   # adds "source" (title) and "reference"
+    df["source"] = df["citation"]
+    return df
+
+
+def __getattr__(name: str):
+    # FAILURE_MODES: (failure mode, symptom, cause, fix, source) rows, as the old constant held
+    # them; computed from data/failure_modes.csv on first use, so importing reads no file
+    if name == "FAILURE_MODES":
+        return tuple(tuple(r) for r in _failure_modes()[_FAILURE_COLUMNS].itertuples(index=False))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def failure_modes(query: str = "") -> pd.DataFrame:
-    """The operational failure modes as a table, optionally filtered by a search text.
+    """The operational failure modes (``data/failure_modes.csv``), optionally filtered by a search.
+
+    Each row cites a public page that explains the mechanism (``source_id`` in
+    ``data/sources.csv``); where the practice itself is a rule of thumb, the citation says so
+    and names the chapter whose model shows why.
 
     Parameters
     ----------
     query : str
-        Case-insensitive words; a row is kept if every word appears somewhere in it.
+        Case-insensitive words; a row is kept if every word appears in its failure mode,
+        symptom, cause, fix or citation.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``failure_mode, symptom, cause, fix, source`` (the citation, as a learner reads it),
+        ``source_id`` and ``reference`` (where to find the source).
 
     Examples
     --------
@@ -932,13 +878,15 @@ def failure_modes(query: str = "") -> pd.DataFrame:
     True
     >>> list(failure_modes("lnc load").failure_mode)
     ['LNC mismatch']
+    >>> failure_modes("lnc load").source_id.tolist()
+    ['aws-lnc']
     """
     if not isinstance(query, str):
         raise ValueError(f"query must be text, got {type(query).__name__}")
-    df = pd.DataFrame(FAILURE_MODES, columns=["failure_mode", "symptom", "cause", "fix", "source"])
+    df = _failure_modes()[_FAILURE_COLUMNS + ["source_id", "reference"]].copy()
     words = query.lower().split()
     if words:
-        text = df.apply(lambda r: " ".join(r.values).lower(), axis=1)
+        text = [" ".join(values).lower() for values in df[_FAILURE_COLUMNS].itertuples(index=False)]
         keep = np.array([all(w in s for w in words) for s in text], dtype=bool)
         df = df[keep].reset_index(drop=True)
     return df
