@@ -198,7 +198,9 @@ def core_count_table(system: str, lnc: int | None = None, n_systems: int = 1) ->
     -------
     pandas.DataFrame
         One row per level, columns ``level``, ``chips``, ``physical_cores``,
-        ``logical_cores``; long-format copy in ``df.attrs["long"]`` for charts.
+        ``logical_cores``. The LNC is ``core_counts(...).lnc`` and the long form a chart
+        draws is :func:`trainium_lab.views.core_counts_long`; for callers written before
+        issue 13 the table still carries both in ``df.attrs`` (``"lnc"``, ``"long"``).
 
     Examples
     --------
@@ -219,11 +221,9 @@ def core_count_table(system: str, lnc: int | None = None, n_systems: int = 1) ->
         levels.append((f"{n_systems} × {s.name}", cc.n_chips))
     df = pd.DataFrame([{"level": name, "chips": chips, "physical_cores": chips * per_chip_phys,
                         "logical_cores": chips * per_chip_log} for name, chips in levels])
-    long = df.melt(id_vars="level", var_name="what", value_name="count")
-    long["what"] = long["what"].map({"chips": "chips", "physical_cores": "physical cores",
-                                     "logical_cores": f"logical cores (LNC={cc.lnc})"})
-    df.attrs["long"] = long
-    df.attrs["lnc"] = cc.lnc
+    from trainium_lab import views  # the chart's long form is presentation; imported on use only
+
+    df.attrs.update(long=views.core_counts_long(df, cc.lnc), lnc=cc.lnc)  # legacy, see the docstring
     return df
 
 

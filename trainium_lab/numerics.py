@@ -43,14 +43,15 @@ from trainium_lab import dtypes, specs
 from trainium_lab._validate import choice, finite_number, in_range, integer, positive, sequence
 from trainium_lab.sizing import DEFAULT_GRAD_BYTES_PER_PARAM, bf16_recipe
 from trainium_lab.sizing import training_state_bytes  # re-exported: one home, sizing's recipes
-from trainium_lab.units import GiB
+from trainium_lab.units import GiB, format_bytes
 
 __all__ = [
     "FORMATS", "MODES", "LABELS", "FormatInfo", "format_info", "formats_table", "ulp",
-    "round_to", "neighbours", "bit_fields", "spacing_table", "rounding_draws",
-    "repeated_updates", "train_linear_regression", "VARIANTS", "bytes_per_param",
-    "training_state_bytes", "master_weights_saving", "fp8_scale", "quantization_error",
-    "fp8_scaling_demo",
+    "round_to", "neighbours", "BitPattern", "bit_pattern", "bit_fields", "spacing_table",
+    "RoundingDraws", "stochastic_draws", "rounding_draws", "repeated_updates", "TrainingCurves",
+    "regression_training", "train_linear_regression", "VARIANTS", "bytes_per_param",
+    "training_state_bytes", "MasterWeightsSaving", "master_weights_comparison",
+    "master_weights_saving", "fp8_scale", "quantization_error", "fp8_scaling_demo",
 ]
 
 #: the formats this chapter covers, named as numpy / ml_dtypes name them
@@ -394,21 +395,58 @@ def neighbours(value: float, dtype: Any) -> tuple[float, float, float]:
     return sign * lo, sign * hi, p
 
 
-def bit_fields(value: float, dtype: Any) -> pd.DataFrame:
-    """The bits of ``value`` stored in ``dtype`` (after round to nearest), one row per bit.
+@dataclass(frozen=True)
+class BitPattern:
+    """The bits of one value stored in a format (after round to nearest): :func:`bit_pattern`.
 
-    Columns: ``position`` (0 = leftmost, the sign), ``bit`` (0 or 1), ``field``
-    ("sign", "exponent" or "mantissa"). ``df.attrs`` holds ``stored`` (the value
-    actually stored), ``sign``, ``exponent`` (unbiased), ``mantissa`` (stored
-    integer), ``kind`` ("normal", "subnormal", "zero", "inf" or "nan") and
-    ``formula`` (text).
+    Attributes
+    ----------
+    format : str
+        The format's canonical name.
+    value : float
+        The value asked for; ``stored`` is the value the format actually holds.
+    bits : tuple of int
+        The stored bits, sign first.
+    sign : int
+        The sign bit.
+    exponent_field, mantissa : int
+        The stored exponent field (biased) and mantissa field, as unsigned integers.
+    exponent : int or None
+        The unbiased exponent (``min_exponent`` for zero and subnormals; None for inf, NaN).
+    kind : str
+        ``"normal"``, ``"subnormal"``, ``"zero"``, ``"inf"`` or ``"nan"``.
+    """
+
+    format: str
+    value: float
+    stored: float
+    bits: tuple[int, ...]
+    sign: int
+    exponent_field: int
+    mantissa: int
+    exponent: int | None
+    kind: str
+
+    def table(self) -> pd.DataFrame:
+        """One row per bit: ``position`` (0 = the sign), ``bit``, ``field``."""
+        f = format_info(self.format)
+        fields = ["sign"] + ["exponent"] * f.exponent_bits + ["mantissa"] * f.mantissa_bits
+        return pd.DataFrame({"position": range(f.bits), "bit": list(self.bits), "field": fields})
+
+    def _repr_markdown_(self) -> str:
+        return (f"{self.value:.8g} in {format_info(self.format).label}: stored as **{self.stored:.8g}** "
+                f"({self.kind}), bits `{''.join(map(str, self.bits))}`")
+
+
+def bit_pattern(value: float, dtype: Any) -> BitPattern:
+    """The bits of ``value`` stored in ``dtype`` (after round to nearest).
 
     Examples
     --------
-    >>> df = bit_fields(1.0, "bfloat16")
-    >>> "".join(map(str, df.bit))
+    >>> b = bit_pattern(1.0, "bfloat16")
+    >>> "".join(map(str, b.bits))
     '0011111110000000'
-    >>> df.attrs["stored"], df.attrs["exponent"], df.attrs["kind"]
+    >>> b.stored, b.exponent, b.kind
     (1.0, 0, 'normal')
     """
     f = format_info(dtype)
@@ -421,27 +459,40 @@ def bit_fields(value: float, dtype: Any) -> pd.DataFrame:
                          f"got {value!r}")
     stored = _nearest(np.array([value], np.float32), f.name)
     raw = int(stored.astype(_np_dtype(f.name)).view(_UINT[f.bits])[0])
-    bits = [(raw >> (f.bits - 1 - i)) & 1 for i in range(f.bits)]
-    fields = ["sign"] + ["exponent"] * f.exponent_bits + ["mantissa"] * f.mantissa_bits
-    sign = bits[0]
+    bits = tuple((raw >> (f.bits - 1 - i)) & 1 for i in range(f.bits))
     e_field = raw >> f.mantissa_bits & ((1 << f.exponent_bits) - 1)
     m_field = raw & ((1 << f.mantissa_bits) - 1)
     s = float(stored[0])
     if math.isnan(s):
-        kind, exponent, formula = "nan", None, "NaN"
+        kind, exponent = "nan", None
     elif math.isinf(s):
-        kind, exponent, formula = "inf", None, f"{'-' if sign else '+'}inf"
+        kind, exponent = "inf", None
     elif e_field == 0:
-        kind = "zero" if m_field == 0 else "subnormal"
-        exponent = f.min_exponent
-        formula = (f"(-1)^{sign} × 2^{exponent} × 0.{m_field:0{f.mantissa_bits}b}₂ = {s:.8g}")
+        kind, exponent = ("zero" if m_field == 0 else "subnormal"), f.min_exponent
     else:
         kind, exponent = "normal", e_field - f.bias
-        formula = (f"(-1)^{sign} × 2^({e_field} - {f.bias}) × 1.{m_field:0{f.mantissa_bits}b}₂"
-                   f" = {s:.8g}")
-    df = pd.DataFrame({"position": range(f.bits), "bit": bits, "field": fields})
-    df.attrs.update(stored=s, sign=sign, exponent=exponent, mantissa=m_field, kind=kind,
-                    formula=formula, format=f.name)
+    return BitPattern(f.name, value, s, bits, bits[0], e_field, m_field, exponent, kind)
+
+
+def bit_fields(value: float, dtype: Any) -> pd.DataFrame:
+    """:func:`bit_pattern`'s table of bits: ``position`` (0 = the sign), ``bit``, ``field``.
+
+    For callers written before issue 13 the table still carries ``df.attrs`` ``stored``,
+    ``sign``, ``exponent``, ``mantissa``, ``kind``, ``formula`` and ``format``; new code
+    reads :class:`BitPattern` and writes the formula with
+    :func:`trainium_lab.views.bit_formula` (pandas documents ``attrs`` as experimental).
+
+    Examples
+    --------
+    >>> "".join(map(str, bit_fields(1.0, "bfloat16").bit))
+    '0011111110000000'
+    """
+    from trainium_lab import views  # the formula is a display string; imported on use only
+
+    b = bit_pattern(value, dtype)
+    df = b.table()
+    df.attrs.update(stored=b.stored, sign=b.sign, exponent=b.exponent, mantissa=b.mantissa,
+                    kind=b.kind, formula=views.bit_formula(b), format=b.format)  # legacy
     return df
 
 
@@ -478,20 +529,49 @@ def spacing_table(dtype: Any) -> pd.DataFrame:
     return df
 
 
-def rounding_draws(value: float, dtype: Any, n_draws: int = 1000, seed: int = 0) -> pd.DataFrame:
-    """Round one value many times stochastically; compare with the nearest rounding.
+@dataclass(frozen=True)
+class RoundingDraws:
+    """One value rounded many times stochastically, beside round to nearest: :func:`stochastic_draws`.
 
-    Returns a DataFrame with one row per neighbour: ``result`` (the value),
-    ``probability`` (stochastic rounding's chance of it), ``frequency`` (share of
-    the ``n_draws`` draws), ``nearest`` (True for the round-to-nearest result).
-    ``df.attrs``: ``value`` (as float32), ``nearest``, ``mean`` (of the draws),
-    ``n_draws``, ``format``.
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per neighbour: ``result``, ``probability`` (stochastic rounding's chance of
+        it), ``frequency`` (share of the draws), ``nearest`` (the round-to-nearest result).
+    format : str
+    value : float
+        The input as float32.
+    nearest : float
+        Round to nearest.
+    mean : float
+        Mean of the draws (stochastic rounding's expectation is ``value``).
+    n_draws : int
+    """
+
+    table: pd.DataFrame
+    format: str
+    value: float
+    nearest: float
+    mean: float
+    n_draws: int
+
+    def __repr__(self) -> str:
+        return (f"RoundingDraws(format={self.format!r}, value={self.value!r}, nearest={self.nearest!r}, "
+                f"mean={self.mean!r}, n_draws={self.n_draws})")
+
+    def _repr_markdown_(self) -> str:
+        return (f"{self.value:.8g} in {format_info(self.format).label}: nearest **{self.nearest:.8g}**; "
+                f"mean of {self.n_draws:,} stochastic roundings **{self.mean:.8g}**")
+
+
+def stochastic_draws(value: float, dtype: Any, n_draws: int = 1000, seed: int = 0) -> RoundingDraws:
+    """Round one value many times stochastically; compare with the nearest rounding.
 
     Examples
     --------
-    >>> df = rounding_draws(1.001, "bfloat16", 10_000, seed=1)
-    >>> df.result.tolist(), df.probability.round(4).tolist(), df.nearest.tolist()
-    ([1.0, 1.0078125], [0.872, 0.128], [True, False])
+    >>> r = stochastic_draws(1.001, "bfloat16", 10_000, seed=1)
+    >>> r.table.result.tolist(), r.table.probability.round(4).tolist(), r.nearest
+    ([1.0, 1.0078125], [0.872, 0.128], 1.0)
     """
     f = format_info(dtype)
     n_draws = integer("n_draws", n_draws, minimum=1, maximum=10_000_000)
@@ -506,8 +586,25 @@ def rounding_draws(value: float, dtype: Any, n_draws: int = 1000, seed: int = 0)
                        "frequency": [float(np.mean(draws == r)) for r in results],
                        "nearest": [r == nearest for r in results]})
     df = df.sort_values("result", ignore_index=True)
-    df.attrs.update(value=v, nearest=nearest, mean=float(draws.mean(dtype=np.float64)),
-                    n_draws=n_draws, format=f.name)
+    return RoundingDraws(df, f.name, v, nearest, float(draws.mean(dtype=np.float64)), n_draws)
+
+
+def rounding_draws(value: float, dtype: Any, n_draws: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """:func:`stochastic_draws`' table (``result``, ``probability``, ``frequency``, ``nearest``).
+
+    For callers written before issue 13 the table still carries ``df.attrs`` ``value``,
+    ``nearest``, ``mean``, ``n_draws``, ``format``; new code reads :class:`RoundingDraws`.
+
+    Examples
+    --------
+    >>> df = rounding_draws(1.001, "bfloat16", 10_000, seed=1)
+    >>> df.result.tolist(), df.probability.round(4).tolist(), df.nearest.tolist()
+    ([1.0, 1.0078125], [0.872, 0.128], [True, False])
+    """
+    r = stochastic_draws(value, dtype, n_draws, seed)
+    df = r.table.copy()
+    df.attrs.update(value=r.value, nearest=r.nearest, mean=r.mean, n_draws=r.n_draws,
+                    format=r.format)  # legacy, see the docstring
     return df
 
 
@@ -603,10 +700,40 @@ def _regression_problem(n_features: int, n_samples: int, noise: float, seed: int
     return a, b, c, w_true
 
 
-def train_linear_regression(learning_rate: float = 0.01, n_steps: int = 1000,
+@dataclass(frozen=True)
+class TrainingCurves:
+    """Loss curves of the four ways of keeping weights: :func:`regression_training`.
+
+    Attributes
+    ----------
+    losses : pandas.DataFrame
+        Tidy: ``step``, ``variant`` (one of :data:`VARIANTS`), ``label``, ``loss``.
+    noise_floor : float
+        The least-squares loss: the best any weights can do.
+    learning_rate : float
+    format : str
+        The low-precision format of the three non-FP32 variants.
+    """
+
+    losses: pd.DataFrame
+    noise_floor: float
+    learning_rate: float
+    format: str
+
+    def __repr__(self) -> str:
+        return (f"TrainingCurves(format={self.format!r}, learning_rate={self.learning_rate!r}, "
+                f"noise_floor={self.noise_floor!r}, steps={int(self.losses.step.max())})")
+
+    def final_losses(self) -> dict[str, float]:
+        """Loss of each variant at the last recorded step."""
+        last = self.losses[self.losses.step == self.losses.step.max()]
+        return dict(zip(last.variant, last.loss.astype(float)))
+
+
+def regression_training(learning_rate: float = 0.01, n_steps: int = 1000,
                             dtype: Any = "bfloat16", n_features: int = 8, n_samples: int = 256,
                             noise: float = 0.5, seed: int = 0,
-                            record_every: int = 1) -> pd.DataFrame:
+                            record_every: int = 1) -> TrainingCurves:
     """Gradient descent on a seeded linear regression with four ways of storing weights.
 
     The data are ``y = X w* + noise · ε`` with ``X`` and ``ε`` standard normal and
@@ -639,10 +766,9 @@ def train_linear_regression(learning_rate: float = 0.01, n_steps: int = 1000,
 
     Returns
     -------
-    pandas.DataFrame
-        Tidy: ``step``, ``variant`` (one of :data:`VARIANTS`), ``label``, ``loss``.
-        ``df.attrs["noise_floor"]`` is the least-squares loss (the best any
-        weights can do).
+    TrainingCurves
+        ``losses`` (tidy: ``step``, ``variant`` (one of :data:`VARIANTS`), ``label``,
+        ``loss``) and ``noise_floor``, the least-squares loss (the best any weights can do).
 
     References
     ----------
@@ -651,8 +777,8 @@ def train_linear_regression(learning_rate: float = 0.01, n_steps: int = 1000,
 
     Examples
     --------
-    >>> df = train_linear_regression(0.01, 1000)
-    >>> last = df[df.step == 1000].set_index("variant").loss
+    >>> run = regression_training(0.01, 1000)
+    >>> last = run.losses[run.losses.step == 1000].set_index("variant").loss
     >>> bool(last["nearest"] > 2 * last["fp32"])
     True
     >>> bool(abs(last["stochastic"] / last["fp32"] - 1) < 0.05)
@@ -703,7 +829,29 @@ def train_linear_regression(learning_rate: float = 0.01, n_steps: int = 1000,
     df = pd.DataFrame({"step": np.repeat(keep, 4), "variant": np.tile(VARIANTS, len(keep)),
                        "loss": losses.reshape(-1)})
     df.insert(2, "label", df.variant.map(labels))
-    df.attrs.update(noise_floor=floor, learning_rate=lr, format=name)
+    return TrainingCurves(df, floor, lr, name)
+
+
+def train_linear_regression(learning_rate: float = 0.01, n_steps: int = 1000,
+                            dtype: Any = "bfloat16", n_features: int = 8, n_samples: int = 256,
+                            noise: float = 0.5, seed: int = 0,
+                            record_every: int = 1) -> pd.DataFrame:
+    """:func:`regression_training`'s loss table (``step``, ``variant``, ``label``, ``loss``).
+
+    For callers written before issue 13 the table still carries ``df.attrs``
+    ``noise_floor``, ``learning_rate`` and ``format``; new code reads :class:`TrainingCurves`.
+
+    Examples
+    --------
+    >>> df = train_linear_regression(0.01, 1000)
+    >>> sorted(df.variant.unique()) == sorted(VARIANTS)
+    True
+    """
+    run = regression_training(learning_rate, n_steps, dtype, n_features, n_samples, noise, seed,
+                              record_every)
+    df = run.losses.copy()
+    df.attrs.update(noise_floor=run.noise_floor, learning_rate=run.learning_rate,
+                    format=run.format)  # legacy, see the docstring
     return df
 
 
@@ -734,30 +882,61 @@ def bytes_per_param(master_weights: bool = True, optimizer: str = "adam", *,
     return float(r.bytes_per_param)
 
 
-def master_weights_saving(n_params: float = 70e9, chip: str = "trn2",
-                          optimizer: str = "adam", *,
-                          grad_bytes_per_param: float = DEFAULT_GRAD_BYTES_PER_PARAM) -> pd.DataFrame:
+@dataclass(frozen=True)
+class MasterWeightsSaving:
+    """Training state with and without an FP32 master copy, against one chip's HBM.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        Rows "with FP32 master" and "without (pure BF16)": ``setup``, ``bytes_per_param``,
+        ``state_bytes``, ``state_gib``, ``chips`` (state / HBM of one chip, a fraction) and
+        ``chips_needed`` (ceil; state only, no activations).
+    saving_bytes : float
+        State the master copy costs (4 bytes per parameter).
+    hbm_bytes : float
+        HBM of one chip.
+    chip : str
+        The chip's display name.
+    """
+
+    table: pd.DataFrame
+    saving_bytes: float
+    hbm_bytes: float
+    chip: str
+
+    @property
+    def saving_gib(self) -> float:
+        """The saving in GiB."""
+        return self.saving_bytes / GiB
+
+    @property
+    def saving_chips(self) -> float:
+        """The saving in chips' worth of HBM."""
+        return self.saving_bytes / self.hbm_bytes
+
+    def __repr__(self) -> str:
+        return (f"MasterWeightsSaving(chip={self.chip!r}, saving_bytes={self.saving_bytes!r}, "
+                f"saving_chips={self.saving_chips:.3g})")
+
+    def _repr_markdown_(self) -> str:
+        return (f"Dropping the FP32 master copy saves **{format_bytes(self.saving_bytes)}** of state, "
+                f"{self.saving_chips:.2f} {self.chip} HBMs")
+
+
+def master_weights_comparison(n_params: float = 70e9, chip: str = "trn2",
+                              optimizer: str = "adam", *,
+                              grad_bytes_per_param: float = DEFAULT_GRAD_BYTES_PER_PARAM) -> MasterWeightsSaving:
     """Training state with and without an FP32 master copy, against one chip's HBM.
 
     ``grad_bytes_per_param`` as in :func:`bytes_per_param` (2 = BF16 gradients by default;
     the saving, 4 bytes per parameter, does not depend on it).
 
-    Returns
-    -------
-    pandas.DataFrame
-        Rows "with FP32 master" and "without (pure BF16)": ``bytes_per_param``,
-        ``state_bytes``, ``state_gib``, ``chips`` (state / HBM of one chip, a
-        fraction) and ``chips_needed`` (ceil; state only, no activations).
-        ``df.attrs``: ``saving_bytes``, ``saving_gib``, ``saving_chips``
-        (HBM-equivalents freed), ``hbm_bytes``, ``chip``.
-
     Examples
     --------
-    >>> df = master_weights_saving(70e9, "trn2")
-    >>> df.chips_needed.tolist()
-    [11, 9]
-    >>> round(float(df.attrs["saving_gib"]), 1)
-    260.8
+    >>> m = master_weights_comparison(70e9, "trn2")
+    >>> m.table.chips_needed.tolist(), round(m.saving_gib, 1)
+    ([11, 9], 260.8)
     """
     n_params = in_range("n_params", n_params, 0.0, 1e18, low_open=True)
     spec = specs.chip(chip)
@@ -769,11 +948,31 @@ def master_weights_saving(n_params: float = 70e9, chip: str = "trn2",
                      "state_gib": state / GiB, "chips": state / spec.hbm_bytes,
                      "chips_needed": math.ceil(state / spec.hbm_bytes)})
     df = pd.DataFrame(rows)
-    saving = df.state_bytes[0] - df.state_bytes[1]
-    saving = float(saving)
-    df.attrs.update(saving_bytes=saving, saving_gib=saving / GiB,
-                    saving_chips=saving / spec.hbm_bytes, hbm_bytes=spec.hbm_bytes,
-                    chip=spec.name)
+    saving = float(df.state_bytes[0] - df.state_bytes[1])
+    return MasterWeightsSaving(df, saving, spec.hbm_bytes, spec.name)
+
+
+def master_weights_saving(n_params: float = 70e9, chip: str = "trn2",
+                          optimizer: str = "adam", *,
+                          grad_bytes_per_param: float = DEFAULT_GRAD_BYTES_PER_PARAM) -> pd.DataFrame:
+    """:func:`master_weights_comparison`'s table (``setup``, ``bytes_per_param``, ``state_bytes``,
+    ``state_gib``, ``chips``, ``chips_needed``).
+
+    For callers written before issue 13 the table still carries ``df.attrs``
+    ``saving_bytes``, ``saving_gib``, ``saving_chips``, ``hbm_bytes``, ``chip``; new code
+    reads :class:`MasterWeightsSaving`.
+
+    Examples
+    --------
+    >>> master_weights_saving(70e9, "trn2").chips_needed.tolist()
+    [11, 9]
+    """
+    m = master_weights_comparison(n_params, chip, optimizer,
+                                  grad_bytes_per_param=grad_bytes_per_param)
+    df = m.table.copy()
+    df.attrs.update(saving_bytes=m.saving_bytes, saving_gib=m.saving_gib,
+                    saving_chips=m.saving_chips, hbm_bytes=m.hbm_bytes,
+                    chip=m.chip)  # legacy, see the docstring
     return df
 
 

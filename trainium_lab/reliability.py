@@ -43,7 +43,7 @@ __all__ = [
     "lost_time_curve", "interval_markers",
     "MonteCarloResult", "simulate_runs", "simulated_lost_fraction",
     "Llama3Summary", "llama3_interruptions", "llama3_summary", "mtbf_vs_job_size",
-    "FAILURE_LEVELS", "STATUSES", "FAILURE_MODES", "failure_modes",
+    "FAILURE_LEVELS", "STATUSES", "BlastRadius", "stopped_chips", "FAILURE_MODES", "failure_modes",
 ]
 
 #: what can fail, from smallest to largest
@@ -155,8 +155,43 @@ def layout_mtbf_s(n_chips: int, *, system: str = "trn2-ultraserver",
     return 1.0 / (n_domains * rate)
 
 
-def blast_radius(failed: str = "chip", system: str = "trn2-ultraserver", *, chip: int = 0,
-                 replacement: str = "system") -> pd.DataFrame:
+@dataclass(frozen=True)
+class BlastRadius:
+    """Which chips of one scale-up domain stop when a part fails: :func:`stopped_chips`.
+
+    Attributes
+    ----------
+    chips : pandas.DataFrame
+        One row per chip: ``chip``, ``instance``, ``x``, ``y`` (position in the instance's
+        2D torus, or a row for non-square instances), ``status`` (one of :data:`STATUSES`).
+    failed, system, replacement : str
+        What broke, in which system, and the unit swapped out.
+    n_failed, n_replaced, n_stalled, n_stopped : int
+        Chips in the broken part; healthy chips swapped out with it; healthy chips idle
+        until the restart; every chip that stops (the whole domain).
+    """
+
+    chips: pd.DataFrame
+    failed: str
+    system: str
+    replacement: str
+    n_failed: int
+    n_replaced: int
+    n_stalled: int
+    n_stopped: int
+
+    def __repr__(self) -> str:
+        return (f"BlastRadius(failed={self.failed!r}, system={self.system!r}, n_failed={self.n_failed}, "
+                f"n_replaced={self.n_replaced}, n_stalled={self.n_stalled}, n_stopped={self.n_stopped})")
+
+    def _repr_markdown_(self) -> str:
+        return (f"A failed {self.failed} in a {self.system} stops **{self.n_stopped} chips**: "
+                f"{self.n_failed} failed, {self.n_replaced} healthy but replaced with it, "
+                f"{self.n_stalled} healthy and waiting")
+
+
+def stopped_chips(failed: str = "chip", system: str = "trn2-ultraserver", *, chip: int = 0,
+                  replacement: str = "system") -> BlastRadius:
     """Which chips of one scale-up domain stop when a chip, instance or UltraServer fails.
 
     Every chip of the domain stops: tensor- and pipeline-parallel collectives
@@ -185,17 +220,14 @@ def blast_radius(failed: str = "chip", system: str = "trn2-ultraserver", *, chip
 
     Returns
     -------
-    pandas.DataFrame
-        One row per chip: ``chip``, ``instance``, ``x``, ``y`` (position in the
-        instance's 2D torus, or a row for non-square instances), ``status``.
-        ``attrs``: ``n_failed``, ``n_replaced``, ``n_stalled``, ``n_stopped``.
+    BlastRadius
 
     Examples
     --------
-    >>> df = blast_radius("chip", replacement="instance")
-    >>> df.attrs["n_failed"], df.attrs["n_replaced"], df.attrs["n_stalled"], df.attrs["n_stopped"]
+    >>> b = stopped_chips("chip", replacement="instance")
+    >>> b.n_failed, b.n_replaced, b.n_stalled, b.n_stopped
     (1, 15, 48, 64)
-    >>> blast_radius("instance", "trn2.48xlarge").attrs["n_stopped"]
+    >>> stopped_chips("instance", "trn2.48xlarge").n_stopped
     16
     """
     spec = specs.system(system)
@@ -224,8 +256,28 @@ def blast_radius(failed: str = "chip", system: str = "trn2-ultraserver", *, chip
     status = np.where(is_failed, STATUSES[0], np.where(in_unit, STATUSES[1], STATUSES[2]))
     df = pd.DataFrame({"chip": ids, "instance": instance, "x": local % side,
                        "y": local // side, "status": status})
-    df.attrs.update(n_failed=int(is_failed.sum()), n_replaced=int((in_unit & ~is_failed).sum()),
-                    n_stalled=int((~in_unit & ~is_failed).sum()), n_stopped=int(spec.n_chips))
+    return BlastRadius(df, failed, spec.key, replacement, n_failed=int(is_failed.sum()),
+                       n_replaced=int((in_unit & ~is_failed).sum()),
+                       n_stalled=int((~in_unit & ~is_failed).sum()), n_stopped=int(spec.n_chips))
+
+
+def blast_radius(failed: str = "chip", system: str = "trn2-ultraserver", *, chip: int = 0,
+                 replacement: str = "system") -> pd.DataFrame:
+    """:func:`stopped_chips`' per-chip table (``chip, instance, x, y, status``).
+
+    For callers written before issue 13 the table still carries ``attrs`` ``n_failed``,
+    ``n_replaced``, ``n_stalled``, ``n_stopped``; new code reads them from
+    :class:`BlastRadius` (pandas documents ``attrs`` as experimental).
+
+    Examples
+    --------
+    >>> blast_radius("chip", replacement="instance").status.value_counts().tolist()
+    [48, 15, 1]
+    """
+    b = stopped_chips(failed, system, chip=chip, replacement=replacement)
+    df = b.chips.copy()
+    df.attrs.update(n_failed=b.n_failed, n_replaced=b.n_replaced, n_stalled=b.n_stalled,
+                    n_stopped=b.n_stopped)  # legacy, see the docstring
     return df
 
 

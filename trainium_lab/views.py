@@ -18,14 +18,35 @@ import textwrap
 import numpy as np
 import pandas as pd
 
-from trainium_lab import layouts, specs, topology
+from trainium_lab import layouts, numerics, specs, topology
 from trainium_lab import units as u
 from trainium_lab._validate import instance
 
-__all__ = ["chip_map", "neuroncore_blocks", "explain_plan"]
+__all__ = ["core_counts_long", "chip_map", "neuroncore_blocks", "bit_formula", "explain_plan"]
 
 
 # --------------------------------------------------------------------------- chapter 01
+
+
+def core_counts_long(table: pd.DataFrame, lnc: int) -> pd.DataFrame:
+    """:func:`trainium_lab.cores.core_count_table` in long form, for grouped bars.
+
+    Columns ``level``, ``what`` ("chips", "physical cores", "logical cores (LNC=2)"),
+    ``count``.
+
+    Examples
+    --------
+    >>> from trainium_lab import cores
+    >>> long = core_counts_long(cores.core_count_table("trn2.48xlarge"), 2)
+    >>> sorted(set(long.what))
+    ['chips', 'logical cores (LNC=2)', 'physical cores']
+    """
+    table = instance("table", table, pd.DataFrame, "a DataFrame from cores.core_count_table").copy()
+    table.attrs.clear()  # a legacy table holds a DataFrame in attrs, which pandas cannot compare
+    long = table.melt(id_vars="level", var_name="what", value_name="count")
+    long["what"] = long["what"].map({"chips": "chips", "physical_cores": "physical cores",
+                                     "logical_cores": f"logical cores (LNC={lnc})"})
+    return long
 
 
 def neuroncore_blocks(chip: str = "trn2") -> pd.DataFrame:
@@ -80,6 +101,36 @@ def neuroncore_blocks(chip: str = "trn2") -> pd.DataFrame:
 def _wrap(text: str, width: int) -> str:
     return "\n".join(part for line in text.split("\n")
                      for part in (textwrap.wrap(line, max(width, 8)) or [""]))
+
+
+# --------------------------------------------------------------------------- chapter 02
+
+
+def bit_formula(pattern) -> str:
+    """The value a bit pattern holds, written out: ``(-1)^s × 2^(e - bias) × 1.m₂ = value``.
+
+    Parameters
+    ----------
+    pattern : trainium_lab.numerics.BitPattern
+        From :func:`trainium_lab.numerics.bit_pattern`.
+
+    Examples
+    --------
+    >>> bit_formula(numerics.bit_pattern(1.0, "bfloat16"))
+    '(-1)^0 × 2^(127 - 127) × 1.0000000₂ = 1'
+    >>> bit_formula(numerics.bit_pattern(float("inf"), "float16"))
+    '+inf'
+    """
+    b = instance("pattern", pattern, numerics.BitPattern, "a BitPattern from numerics.bit_pattern")
+    f = numerics.format_info(b.format)
+    if b.kind == "nan":
+        return "NaN"
+    if b.kind == "inf":
+        return f"{'-' if b.sign else '+'}inf"
+    if b.kind in ("zero", "subnormal"):
+        return f"(-1)^{b.sign} × 2^{b.exponent} × 0.{b.mantissa:0{f.mantissa_bits}b}₂ = {b.stored:.8g}"
+    return (f"(-1)^{b.sign} × 2^({b.exponent_field} - {f.bias}) × 1.{b.mantissa:0{f.mantissa_bits}b}₂"
+            f" = {b.stored:.8g}")
 
 
 # --------------------------------------------------------------------------- chapter 03
