@@ -53,10 +53,7 @@ def _integer(text: str, what: str) -> int:
 # --------------------------------------------------------------------------- output
 
 def _fmt_count(x: float) -> str:
-    for name, size in (("T", 1e12), ("B", 1e9), ("M", 1e6)):
-        if abs(x) >= size:
-            return f"{x / size:,.3g}{name} ({x:.3g})"
-    return f"{x:,.0f}"
+    return f"{units.format_count(x)} ({x:.3g})" if abs(x) >= 1e6 else f"{x:,.0f}"
 
 
 def _bytes_both(x: float) -> str:

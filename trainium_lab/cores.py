@@ -144,6 +144,15 @@ class CoreCounts:
         """Logical NeuronCores in each instance (or server)."""
         return self.logical_cores // self.n_instances
 
+    def __repr__(self) -> str:
+        return (f"CoreCounts({self.n_systems} × {self.system}: {self.n_chips} chips, "
+                f"{self.physical_cores} physical / {self.logical_cores} logical cores at LNC={self.lnc})")
+
+    def _repr_markdown_(self) -> str:
+        return (f"**{self.n_systems} × {self.name}**: {self.n_chips} chips, {self.physical_cores:,} "
+                f"physical NeuronCores, **{self.logical_cores:,} logical cores (ranks) at LNC={self.lnc}**; "
+                f"{u.format_bytes(self.hbm_bytes_per_logical_core)} of HBM per logical core")
+
 
 def core_counts(system: str, lnc: int | None = None, n_systems: int = 1) -> CoreCounts:
     """Count chips, physical and logical NeuronCores in one or more systems.

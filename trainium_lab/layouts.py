@@ -61,7 +61,7 @@ A layout for 405B on two Trn2 UltraServers: TP over the
 16 chips of an instance (64 ranks at LNC=2), PP=4 along the ring, DP=2 over EFA,
 ZeRO-1. State alone is 58.9 GiB per chip:
 
->>> from trainium_lab.units import GiB
+>>> from trainium_lab.units import GiB, format_bytes, format_seconds
 >>> lay = layout("llama3-405b", tp=64, pp=4, dp=2, zero_stage=1, system="trn2-ultraserver", lnc=2,
 ...              micro_batch=1, n_micro_batches=16, recompute="selective")
 >>> est = evaluate(lay)
@@ -87,7 +87,7 @@ from trainium_lab._validate import UnknownNameError, choice, in_range, integer, 
 from trainium_lab.sizing import (RECOMPUTE_MODES, ModelPreset, _activation_per_layer_array,
                                  activation_coefficients, activation_options, parameter_count,
                                  preset, recipe, training_state_bytes)
-from trainium_lab.units import GiB
+from trainium_lab.units import GiB, format_bytes, format_seconds
 
 __all__ = [
     "Layout", "LayoutEstimate", "Plan", "IGNORED", "MEMORY_PARTS", "TIME_PARTS",
@@ -349,6 +349,17 @@ class Layout:
         tp_chips = f"{tpc:g} chip{'s' if tpc != 1 else ''}"
         return (f"TP{self.tp}×PP{self.pp}×DP{self.dp} (TP over {tp_chips}), ZeRO-{self.zero_stage}, "
                 f"mb {self.micro_batch}×{self.n_micro_batches}, {self.recompute} recompute")
+
+    def __repr__(self) -> str:
+        c = self.cluster
+        return (f"Layout({self.model.name}, {self.label()}, on {c.n_systems} × {c.system} at "
+                f"LNC={c.lnc})")
+
+    def _repr_markdown_(self) -> str:
+        c = self.cluster
+        return (f"**{self.label()}**: {self.model.name} on {c.n_systems} × {c.system} ({c.n_chips} chips, "
+                f"{c.n_ranks} ranks at LNC={c.lnc}); global batch {self.global_batch:,} sequences of "
+                f"{self.seq_len:,} tokens; recipe `{self.recipe}`, matmuls in {self.dtype}")
 
 
 def layout(model: str | ModelPreset, tp: int, pp: int = 1, dp: int = 1, ep: int = 1, *,
@@ -664,6 +675,22 @@ class LayoutEstimate:
         total = sum(t)
         return pd.DataFrame({"part": parts, "seconds": t, "share": [x / total for x in t]})
 
+    def __repr__(self) -> str:
+        return (f"LayoutEstimate({self.layout.label()}: {format_bytes(self.total_bytes)} of "
+                f"{format_bytes(self.hbm_bytes)} per chip, fits={self.fits}, step "
+                f"{format_seconds(self.step_s)}, {self.tokens_per_s:,.0f} tokens/s)")
+
+    def _repr_markdown_(self) -> str:
+        fit = "fits" if self.fits else "**does not fit**"
+        memory = ", ".join(f"{p} {format_bytes(self.memory_bytes[p])}" for p in MEMORY_PARTS)
+        time = ", ".join(f"{p} {format_seconds(self.time_s[p])}" for p in TIME_PARTS)
+        return (f"**{self.layout.label()}**: {format_bytes(self.total_bytes)} of "
+                f"{format_bytes(self.hbm_bytes)} per chip ({memory}; "
+                f"{format_bytes(self.headroom_bytes)} left, {fit} with "
+                f"{self.min_headroom_fraction:.0%} kept free). Step {format_seconds(self.step_s)} "
+                f"({time}): **{self.tokens_per_s:,.0f} tokens/s**, effective MFU "
+                f"{self.mfu_effective:.1%} at {self.mfu:.0%} while computing")
+
 
 def evaluate(lay: Layout, *, mfu: float = 0.4, dp_overlap: float = 1.0, tp_overlap: float = 0.0,
              min_headroom_fraction: float = 0.10) -> LayoutEstimate:
@@ -709,7 +736,7 @@ def evaluate(lay: Layout, *, mfu: float = 0.4, dp_overlap: float = 1.0, tp_overl
 
     Examples
     --------
-    >>> from trainium_lab.units import GiB
+    >>> from trainium_lab.units import GiB, format_bytes, format_seconds
     >>> est = evaluate(layout("llama3-405b", tp=64, pp=4, dp=2, micro_batch=1, n_micro_batches=64, lnc=2))
     >>> round(est.memory_bytes["optimizer"] / GiB, 2), round(est.memory_bytes["activations"] / GiB, 1)
     (35.36, 31.8)
@@ -770,6 +797,23 @@ class Plan:
     def best(self) -> pd.Series | None:
         """The top row, or ``None`` when nothing fits."""
         return None if self.table.empty else self.table.iloc[0]
+
+    def __repr__(self) -> str:
+        c = self.cluster
+        best = "nothing fits" if self.table.empty else f"best {self.table.label.iloc[0]}"
+        return (f"Plan({self.model.name} on {c.n_systems} × {c.system}: {len(self.table)} of "
+                f"{len(self.all)} layouts fit; {best})")
+
+    def _repr_markdown_(self) -> str:
+        c = self.cluster
+        head = (f"**{self.model.name}** on {c.n_systems} × {c.system} ({c.n_ranks} ranks at LNC={c.lnc}), "
+                f"global batch {self.global_batch:,}: **{len(self.table)} of {len(self.all)} layouts fit** "
+                f"with {self.min_headroom_fraction:.0%} of HBM kept free")
+        if self.table.empty:
+            return head
+        b = self.table.iloc[0]
+        return (f"{head}; best **{b.label}**, {b.tokens_per_s:,.0f} tokens/s, {b.step_s:.2f} s per "
+                f"step, {b.memory_gib:.1f} GiB per chip")
 
     def layout(self, rank: int = 0) -> Layout:
         """The layout of row ``rank`` of :attr:`table` as a :class:`Layout`."""

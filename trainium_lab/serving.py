@@ -446,6 +446,9 @@ class Replica:
         return (f"{self.model.name} on {self.n_chips:g} {specs.chip(self.chip).name} chip"
                 f"{'s' if self.n_chips != 1 else ''} (TP{self.tp}{pp}, LNC={self.lnc})")
 
+    def __repr__(self) -> str:
+        return f"Replica({self.label()})"
+
     def _repr_markdown_(self) -> str:
         return (f"**{self.label()}**: weights {format_bytes(self.weight_bytes_per_rank)} per rank; "
                 f"KV {format_bytes(self.kv_bytes_per_token_per_rank)} per token per rank "

@@ -49,7 +49,7 @@ import pandas as pd
 from trainium_lab import specs
 from trainium_lab._validate import (choice, finite_number, in_range, instance, integer,
                                     positive, sequence)
-from trainium_lab.units import GB, GiB, MiB, day
+from trainium_lab.units import GB, GiB, MiB, day, format_bytes, format_count, format_flops
 
 __all__ = [
     "StateRecipe", "RECIPES", "DEFAULT_GRAD_BYTES_PER_PARAM", "PEER_GRAD_BYTES_PER_PARAM",
@@ -110,6 +110,14 @@ class StateRecipe:
     def components(self) -> dict[str, float]:
         """``{component: bytes per parameter}`` in display order."""
         return {c: getattr(self, c) for c in self.COMPONENTS}
+
+    def __repr__(self) -> str:
+        parts = " + ".join(f"{v:g}" for v in self.components().values())
+        return f"StateRecipe({self.key!r}: {self.bytes_per_param:g} bytes/param = {parts})"
+
+    def _repr_markdown_(self) -> str:
+        parts = ", ".join(f"{k} {v:g}" for k, v in self.components().items() if v)
+        return f"**{self.label}** (`{self.key}`): {self.bytes_per_param:g} bytes per parameter ({parts})"
 
 
 #: Bytes per gradient value the course counts: BF16 gradients, so BF16 mixed precision with
@@ -1388,6 +1396,17 @@ class ModelPreset:
         return parameter_count(self.n_layers, self.d_model, self.n_heads, self.n_kv_heads,
                                self.ffn_dim, self.vocab_size)
 
+    def __repr__(self) -> str:
+        return (f"ModelPreset({self.key!r}: {self.name}, {format_count(self.n_params)} parameters, {self.n_layers} "
+                f"layers, d_model {self.d_model}, {self.n_heads} heads ({self.n_kv_heads} KV), "
+                f"ffn_dim {self.ffn_dim})")
+
+    def _repr_markdown_(self) -> str:
+        return (f"**{self.name}**: {format_count(self.n_params)} parameters, {self.n_layers} layers, "
+                f"d_model {self.d_model:,}, {self.n_heads} heads ({self.n_kv_heads} KV heads), "
+                f"ffn_dim {self.ffn_dim:,}, vocabulary {self.vocab_size:,}, sequence {self.seq_len:,} "
+                f"tokens. Sources: {'; '.join(self.sources)}")
+
 
 _PRESET_UNITS = {"count": 1.0, "billion": 1e9}
 
@@ -1525,6 +1544,27 @@ class SizingPlan:
         """Days on ``n_instances`` instances (perfect scaling)."""
         n_instances = integer("n_instances", n_instances, minimum=1)
         return self.instance_days / n_instances
+
+    def __repr__(self) -> str:
+        chips = "never fits" if self.min_chips is None else f"{self.min_chips}"
+        return (f"SizingPlan({format_count(self.n_params)} parameters, {format_count(self.n_tokens)} tokens "
+                f"on {self.system}: "
+                f"state {format_bytes(self.state_bytes)}, min_chips {chips}, "
+                f"{format_flops(self.flops)}, {self.instance_days:,.1f} instance-days)")
+
+    def _repr_markdown_(self) -> str:
+        if self.min_chips is None:
+            fit = f"never fits at ZeRO-{self.zero_stage} (shard more)"
+        else:
+            per = ("" if self.state_bytes_per_chip is None
+                   else f", {format_bytes(self.state_bytes_per_chip)} of state per chip")
+            fit = (f"at least **{self.min_chips} chips** ({self.min_systems} × {self.system}) at "
+                   f"ZeRO-{self.zero_stage}{per}")
+        return (f"**{format_count(self.n_params)} parameters, {format_count(self.n_tokens)} tokens**, "
+                f"recipe `{self.recipe}`: "
+                f"training state {format_bytes(self.state_bytes)}; {fit}; "
+                f"{format_flops(self.flops)} = **{self.instance_days:,.1f} instance-days** at "
+                f"{self.mfu:.0%} MFU")
 
 
 def size_job(n_params: float, n_tokens: float, *, system: str = "trn2.48xlarge",

@@ -142,6 +142,11 @@ class DtypeTable(Mapping[str, float]):
         return isinstance(other, DtypeTable) and self._values == other._values
 
 
+def _rate(table: DtypeTable, dtype: str) -> str:
+    """A table's rate for ``dtype`` formatted for a summary, or "n/a"."""
+    return u.format_flop_rate(table[dtype]) if dtype in table else "n/a"
+
+
 @dataclass(frozen=True)
 class NeuronCore:
     """One NeuronCore generation (per-core figures)."""
@@ -170,6 +175,17 @@ class NeuronCore:
     def psum_bytes_per_partition(self) -> float:
         """PSUM bytes in each partition (PSUM has as many partitions as SBUF)."""
         return self.psum_bytes / self.sbuf_partitions
+
+    def __repr__(self) -> str:
+        return (f"NeuronCore({self.name!r}: {self.tensor_rows} × {self.tensor_cols} tensor array, "
+                f"{_rate(self.dense_flops_per_s, 'bf16')} dense BF16, SBUF "
+                f"{u.format_bytes(self.sbuf_bytes)} in {self.sbuf_partitions} partitions)")
+
+    def _repr_markdown_(self) -> str:
+        return (f"**{self.name}** (in {', '.join(self.chips)}): {self.tensor_rows} × {self.tensor_cols} "
+                f"tensor array, dense BF16 {_rate(self.dense_flops_per_s, 'bf16')}; SBUF "
+                f"{u.format_bytes(self.sbuf_bytes)} in {self.sbuf_partitions} partitions, PSUM "
+                f"{u.format_bytes(self.psum_bytes)}; engines: {', '.join(self.engines)}")
 
 
 @dataclass(frozen=True)
@@ -202,6 +218,20 @@ class Chip:
         """The chip's NeuronCore generation."""
         return core(self.core_version)
 
+    def __repr__(self) -> str:
+        return (f"Chip({self.key!r}: {self.name}, {self.neuron_cores} × {self.core_version}, HBM "
+                f"{u.format_bytes(self.hbm_bytes)} at {u.format_bandwidth(self.hbm_bytes_per_s)}, "
+                f"{_rate(self.dense_flops_per_s, 'bf16')} dense BF16)")
+
+    def _repr_markdown_(self) -> str:
+        rates = ", ".join(f"{k.upper()} {u.format_flop_rate(v)}" for k, v in self.dense_flops_per_s.items())
+        lnc = ("no LNC setting" if not self.lnc_options else
+               f"LNC {' or '.join(map(str, self.lnc_options))}, "
+               + (f"default {self.lnc_default}" if self.lnc_default else "no default stated"))
+        return (f"**{self.name}** (`{self.key}`): {self.neuron_cores} {self.core_version} cores ({lnc}); "
+                f"HBM {u.format_bytes(self.hbm_bytes)} at {u.format_bandwidth(self.hbm_bytes_per_s)}; "
+                f"dense {rates}; NeuronLink {u.format_bandwidth(self.neuronlink_bytes_per_s)} per chip")
+
 
 @dataclass(frozen=True)
 class System:
@@ -232,6 +262,20 @@ class System:
         """Chips in each instance (or server) of the system."""
         return self.n_chips // self.n_instances
 
+    def __repr__(self) -> str:
+        return (f"System({self.key!r}: {self.n_chips} × {self.chip_key} in {self.n_instances} "
+                f"{self.kind if self.n_instances == 1 else 'instances'}, HBM "
+                f"{u.format_bytes(self.hbm_bytes_total)} in all)")
+
+    def _repr_markdown_(self) -> str:
+        price = ("" if self.on_demand_usd_per_hour is None
+                 else f"; on demand ${self.on_demand_usd_per_hour:,.2f} per hour")
+        return (f"**{self.name}** (`{self.key}`, {self.kind}): {self.n_chips} chips in "
+                f"{self.n_instances} instance{'s' if self.n_instances != 1 else ''}; HBM "
+                f"{u.format_bytes(self.hbm_bytes_total)} at {u.format_bandwidth(self.hbm_bytes_per_s_total)} "
+                f"in all; dense BF16 {_rate(self.dense_flops_per_s_total, 'bf16')}; EFA "
+                f"{u.format_bandwidth(self.efa_bytes_per_s_total)}; topology: {self.topology}{price}")
+
 
 @dataclass(frozen=True)
 class Link:
@@ -245,6 +289,15 @@ class Link:
     scope: str
     direction: str
     latency_s: float | None = None
+
+    def __repr__(self) -> str:
+        return (f"Link({self.key!r}: {self.level} of {self.system}, "
+                f"{u.format_bandwidth(self.bytes_per_s)} {self.scope}, direction {self.direction})")
+
+    def _repr_markdown_(self) -> str:
+        lat = "" if self.latency_s is None else f", latency {u.format_seconds(self.latency_s)}"
+        return (f"**{self.key}** ({self.level} of {self.system}): {u.format_bandwidth(self.bytes_per_s)}, "
+                f"{self.scope}, direction {self.direction}{lat}. {self.description}")
 
 
 @dataclass(frozen=True)
@@ -260,6 +313,17 @@ class Accelerator:
     scale_up_bytes_per_s: float
     scale_up_direction: str
     scale_up: str
+
+    def __repr__(self) -> str:
+        return (f"Accelerator({self.key!r}: {self.name}, HBM {u.format_bytes(self.hbm_bytes)} at "
+                f"{u.format_bandwidth(self.hbm_bytes_per_s)}, {_rate(self.dense_flops_per_s, 'bf16')} "
+                f"dense BF16)")
+
+    def _repr_markdown_(self) -> str:
+        return (f"**{self.name}** (`{self.key}`, {self.vendor}): HBM {u.format_bytes(self.hbm_bytes)} at "
+                f"{u.format_bandwidth(self.hbm_bytes_per_s)}; dense BF16 "
+                f"{_rate(self.dense_flops_per_s, 'bf16')}; scale-up {self.scale_up} "
+                f"{u.format_bandwidth(self.scale_up_bytes_per_s)} ({self.scale_up_direction})")
 
 
 # --------------------------------------------------------------------------- loading

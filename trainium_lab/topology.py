@@ -93,6 +93,7 @@ import pandas as pd
 
 from trainium_lab import cores, specs
 from trainium_lab._validate import UnknownNameError, choice, integer, sequence
+from trainium_lab.units import format_bandwidth
 
 __all__ = [
     "Level", "Cluster", "Placement", "KINDS", "LATENCY_CRITICAL", "LEVEL_NAMES", "SYSTEMS", "ORDERINGS",
@@ -186,6 +187,18 @@ class Level:
     note: str = ""
     alternatives: tuple[str, ...] = ()
 
+    def __repr__(self) -> str:
+        bw = "no published figure" if self.bytes_per_s is None else (
+            f"{format_bandwidth(self.bytes_per_s)} per chip, direction {self.direction}")
+        return f"Level({self.name!r}: {self.link_key or 'on chip'}, {bw})"
+
+    def _repr_markdown_(self) -> str:
+        if self.bytes_per_s is None:
+            return f"**{self.name}** level: {self.note or 'no published figure'}"
+        note = f"; {self.note}" if self.note else ""
+        return (f"**{self.name}** level (`{self.link_key}`): {format_bandwidth(self.bytes_per_s)} "
+                f"({self.scope}, direction {self.direction}){note}")
+
 
 @dataclass(frozen=True)
 class Cluster:
@@ -231,6 +244,17 @@ class Cluster:
     def ranks_per_system(self) -> int:
         """Logical NeuronCores in one system."""
         return self.chips_per_system * self.ranks_per_chip
+
+    def __repr__(self) -> str:
+        return (f"Cluster({self.n_systems} × {self.system}: {self.n_chips} chips, {self.n_ranks} ranks "
+                f"at LNC={self.lnc})")
+
+    def _repr_markdown_(self) -> str:
+        levels = "; ".join(f"{lv.name} {format_bandwidth(lv.bytes_per_s)}" for lv in self.levels
+                           if lv.bytes_per_s is not None)
+        return (f"**{self.n_systems} × {self.system}**: {self.n_chips} {self.chip} chips, "
+                f"{self.n_ranks} ranks ({self.ranks_per_chip} per chip at LNC={self.lnc}); per-chip "
+                f"bandwidth by level: {levels}")
 
     def level(self, name: str) -> Level:
         """The level called ``name``; raises ``ValueError`` listing this cluster's levels."""
@@ -536,6 +560,19 @@ class Placement:
     cluster: Cluster
     degrees: dict[str, int]
     ordering: tuple[str, ...]
+
+    def __repr__(self) -> str:
+        degrees = ", ".join(f"{k}={v}" for k, v in self.degrees.items())
+        return (f"Placement({degrees} on {self.cluster.n_systems} × {self.cluster.system}, ordering "
+                f"{'-'.join(self.ordering)})")
+
+    def _repr_markdown_(self) -> str:
+        levels = ", ".join(f"{k.upper()}{self.degrees[k]} → {self.level(k).name}" for k in KINDS
+                           if self.degrees[k] > 1)
+        warn = f". **{len(self.problems)} problem(s)**: see `problems`" if self.problems else ""
+        return (f"**{'×'.join(f'{k.upper()}{self.degrees[k]}' for k in KINDS if self.degrees[k] > 1) or 'one rank'}** "
+                f"on {self.cluster.n_systems} × {self.cluster.system}, ordering "
+                f"`{'-'.join(self.ordering)}`: {levels or 'no groups'}{warn}")
 
     @cached_property
     def ranks(self) -> pd.DataFrame:

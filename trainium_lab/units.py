@@ -29,7 +29,7 @@ __all__ = [
     "KiB", "MiB", "GiB", "TiB",
     "ns", "us", "ms", "s", "minute", "hour", "day",
     "TFLOPS", "PFLOPS", "Gbps",
-    "format_bytes", "format_seconds", "format_flops", "format_flop_rate",
+    "format_bytes", "format_seconds", "format_count", "format_flops", "format_flop_rate",
     "format_bandwidth", "parse_bytes", "parse_rate", "parse_seconds", "parse_count",
     "parse_fraction",
 ]
@@ -130,6 +130,22 @@ def _sig(x: float, digits: int) -> str:
         return "0"
     decimals = max(digits - 1 - int(math.floor(math.log10(abs(x)))), 0)
     return f"{x:,.{decimals}f}"
+
+
+def format_count(count: float, *, digits: int = 3) -> str:
+    """Format a count (parameters, tokens) with the suffixes K, M, B (10^9), T (10^12).
+
+    Examples
+    --------
+    >>> format_count(70e9), format_count(15.6e12), format_count(8_030_261_248), format_count(512)
+    ('70B', '15.6T', '8.03B', '512')
+    """
+    count = finite_number("count", count)
+    digits = integer("digits", digits, minimum=1, maximum=15)
+    for name, size in (("P", 1e15), ("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(count) >= size:
+            return f"{count / size:,.{digits}g}{name}"
+    return f"{count:,.{digits}g}"
 
 
 def format_flops(flops: float, *, digits: int = 3) -> str:
