@@ -128,6 +128,7 @@ OVERRIDES = {
     "intro.weights_vs_hbm": {"chip": "trn2"},
     "intro.weights_fit": {"chip": "trn2"},
     "units.format_seconds": {"seconds": 3.0},
+    "units.format_count": {"count": 70e9},
     "units.parse_bytes": {"text": "1GiB"},
     "units.parse_rate": {"text": "25GB/s"},
     "units.parse_seconds": {"text": "90s"},
