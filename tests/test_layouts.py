@@ -13,9 +13,10 @@ from trainium_lab import collectives, layouts, sizing, specs, topology
 from trainium_lab.units import GiB
 
 # ----------------------------------------------------------------------------- worked example
-# All figures below are from the background document 004 ("Trainium 2 + UltraServers, in
-# depth", worked example "a 405B model"), listed in ../shared/reference/published_cases.md.
-# The source prints one decimal (GiB) or two significant figures (seconds).
+# The course's 405B worked example (chapter 05): a published article's worked example whose
+# inputs and results are reproduced here by hand from sourced figures (16 B/param, ZeRO paper
+# arXiv:1910.02054; 96 GiB per chip, 1,024 / 256 / 25 GB/s per level, data/chips.csv and
+# data/links.csv). The article prints one decimal (GiB) or two significant figures (seconds).
 
 
 def test_state_is_98_percent_of_one_ultraserver():

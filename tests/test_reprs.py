@@ -16,7 +16,7 @@ def objects():
         "Chip": specs.chip("trn2"), "NeuronCore": specs.core("v3"),
         "System": specs.system("trn2-ultraserver"), "Link": specs.link("trn2-efa"),
         "Accelerator": specs.accelerator("h100"), "ModelPreset": sizing.preset("llama3-405b"),
-        "StateRecipe": sizing.recipe("bf16-adam"), "SizingPlan": sizing.size_job(70e9, 2e12),
+        "StateRecipe": sizing.recipe("bf16-adam"), "JobSizing": sizing.size_job(70e9, 2e12),
         "Layout": lay, "LayoutEstimate": layouts.evaluate(lay),
         "Plan": layouts.plan("llama3-8b", system="trn2.48xlarge", global_batch=64),
         "Cluster": placed.cluster, "Level": placed.cluster.levels[1], "Placement": placed,

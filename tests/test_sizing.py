@@ -16,9 +16,9 @@ from trainium_lab.units import GB, GiB, day
 
 
 def test_405b_state_against_one_ultraserver():
-    # Background document 004 (worked example: a 405B model), checked in
-    # ../shared/reference/published_cases.md: 405e9 x 16 B = 6,035 GiB (6034.97)
-    # against 6,144 GiB of HBM in one Trn2 UltraServer.
+    # The course's 405B worked example (chapter 05), from a published article's inputs, worked
+    # by hand: 405e9 x 16 B (ZeRO paper, arXiv:1910.02054, 3.1) = 6,035 GiB (6034.97) against
+    # 6,144 GiB of HBM in one Trn2 UltraServer (64 x 96 GiB, data/systems.csv, aws-trn2-arch).
     state = sizing.training_state_bytes(405e9, 16)
     assert state / GiB == pytest.approx(6034.97, abs=0.01)
     assert specs.system("trn2-ultraserver").hbm_bytes_total / GiB == pytest.approx(6144)
@@ -26,8 +26,9 @@ def test_405b_state_against_one_ultraserver():
 
 
 def test_405b_fully_sharded_over_ultraservers():
-    # Background document 004: fully sharded over 1 / 2 / 4 UltraServers,
-    # 94.3 / 47.1 / 23.6 GiB per chip, 1.7 / 48.9 / 72.4 GiB left (printed to 0.1 GiB).
+    # The same worked example, fully sharded over 1 / 2 / 4 UltraServers: 6034.97 GiB over
+    # 64 / 128 / 256 chips = 94.3 / 47.1 / 23.6 GiB per chip, 1.7 / 48.9 / 72.4 GiB left of
+    # 96 GiB (printed to 0.1 GiB).
     df = sizing.sharded_state_table(405e9 * 16, "trn2-ultraserver", (1, 2, 4))
     assert df.n_chips.tolist() == [64, 128, 256]
     assert df.state_gib_per_chip.tolist() == pytest.approx([94.3, 47.1, 23.6], abs=0.05)
@@ -35,9 +36,10 @@ def test_405b_fully_sharded_over_ultraservers():
 
 
 def test_8b_on_1t_tokens_on_trn2():
-    # Background document 000 ("Sizing a training job"): 16 B/param, 35 % of HBM kept for
-    # activations, MFU 40 %, 16 x 667 TFLOP/s: 119 GiB, >= 2 chips, 4.8e22 FLOPs,
-    # ~130 instance-days, ~8 days on 16 instances.
+    # A published sizing example (the article source id seed-000 in data/sources.csv quotes it;
+    # worked by hand here): 16 B/param, 35 % of HBM kept for activations, MFU 40 %,
+    # 16 x 667 TFLOP/s: 8e9 x 16 B = 119 GiB, >= 2 chips, 6ND = 4.8e22 FLOPs,
+    # 4.8e22 / (0.4 x 16 x 667e12) s = ~130 instance-days, ~8 days on 16 instances.
     plan = sizing.size_job(8e9, 1e12, system="trn2.48xlarge", mfu=0.40)
     assert plan.state_bytes / GiB == pytest.approx(119, abs=0.5)
     assert plan.min_chips == 2
@@ -48,8 +50,9 @@ def test_8b_on_1t_tokens_on_trn2():
 
 
 def test_70b_on_2t_tokens_on_trn2():
-    # Background document 000: 1,043 GiB of state, >= 17 chips (so two trn2.48xlarge or one
-    # UltraServer), 2,278 instance-days at 40 % MFU.
+    # The same published sizing example (seed-000), worked by hand: 70e9 x 16 B = 1,043 GiB
+    # of state over 62.4 GiB per chip, >= 17 chips (so two trn2.48xlarge or one UltraServer),
+    # 6 x 70e9 x 2e12 / (0.4 x 16 x 667e12) s = 2,278 instance-days at 40 % MFU.
     plan = sizing.size_job(70e9, 2e12, system="trn2.48xlarge", mfu=0.40)
     assert plan.state_bytes / GiB == pytest.approx(1043, abs=0.5)
     assert plan.min_chips == 17
@@ -544,8 +547,8 @@ def test_new_functions_reject_bad_input_with_valueerror(bad):
 
 
 def test_state_per_chip_is_part_of_the_plan():
-    """Issue 13: the CLI recomputed the state per chip because SizingPlan lacked it; now the
-    plan carries it and the CLI and plan_memory_table read it."""
+    """Issue 13: the CLI recomputed the state per chip because the sizing result lacked it; now
+    JobSizing carries it and the CLI and job_memory_table read it."""
     p = sizing.size_job(70e9, 2e12)
     assert p.state_bytes_per_chip == pytest.approx(p.state_bytes / p.min_chips)
     assert p.state_bytes_per_chip <= sizing.usable_state_bytes_per_chip("trn2")
@@ -554,7 +557,8 @@ def test_state_per_chip_is_part_of_the_plan():
     assert z1.state_bytes_per_chip == pytest.approx(sizing.zero_bytes_per_device(
         8e9, z1.min_chips, 1, r.optimizer_bytes_per_param))
     assert sizing.size_job(70e9, 2e12, zero_stage=0).state_bytes_per_chip is None
-    table = sizing.plan_memory_table(p).set_index("kind")
+    table = sizing.job_memory_table(p).set_index("kind")
+    assert sizing.plan_memory_table is sizing.job_memory_table   # the old name still works
     assert table.loc["needed", "gib"] == pytest.approx(p.state_bytes_per_chip / GiB)
 
 

@@ -99,55 +99,55 @@ def _cmd_sizing(args: argparse.Namespace) -> None:
     if bpp is not None and grad is not None:
         raise CliError("sizing: --bytes-per-param is a total that already includes the gradients; "
                        "give it or --grad-bytes, not both")
-    plan = sizing.size_job(n_params, n_tokens, system=args.system, recipe_name=args.recipe,
+    job = sizing.size_job(n_params, n_tokens, system=args.system, recipe_name=args.recipe,
                            bytes_per_param=bpp, zero_stage=args.zero, activation_share=share,
                            mfu=mfu, dtype=args.dtype, model=model, grad_bytes_per_param=grad)
-    system = specs.system(plan.system)
-    r = sizing.recipe(plan.recipe, plan.grad_bytes_per_param)
-    per_chip = plan.state_bytes_per_chip
+    system = specs.system(job.system)
+    r = sizing.recipe(job.recipe, job.grad_bytes_per_param)
+    per_chip = job.state_bytes_per_chip
     instances = (args.instances if args.instances is not None else
-                 None if plan.min_systems is None else plan.min_systems * system.n_instances)
-    days = None if instances is None else plan.days_on(instances)
+                 None if job.min_systems is None else job.min_systems * system.n_instances)
+    days = None if instances is None else job.days_on(instances)
     chip_name = system.chip.name
     rows = [
         ("model", f"{_fmt_count(n_params)} parameters" + (f" ({model.name})" if model else "")),
         ("tokens", _fmt_count(n_tokens)),
-        ("system", f"{plan.system} ({system.n_chips} × {chip_name})"),
-        ("recipe", f"{plan.recipe}" + (f", {bpp:g} bytes/param" if bpp else
+        ("system", f"{job.system} ({system.n_chips} × {chip_name})"),
+        ("recipe", f"{job.recipe}" + (f", {bpp:g} bytes/param" if bpp else
                                        f", {r.gradients:g}-byte gradients, {r.bytes_per_param:g} bytes/param")),
-        ("training state", _bytes_both(plan.state_bytes)),
-        ("usable HBM per chip", f"{units.format_bytes(plan.usable_bytes_per_chip, digits=1)} "
+        ("training state", _bytes_both(job.state_bytes)),
+        ("usable HBM per chip", f"{units.format_bytes(job.usable_bytes_per_chip, digits=1)} "
                                 f"(keeping {share:.0%} for activations)"),
-        (f"min chips (ZeRO-{plan.zero_stage})",
-         "never fits (shard more: higher --zero)" if plan.min_chips is None
-         else f"{plan.min_chips}"),
+        (f"min chips (ZeRO-{job.zero_stage})",
+         "never fits (shard more: higher --zero)" if job.min_chips is None
+         else f"{job.min_chips}"),
     ]
     if per_chip is not None:
         rows.append(("state per chip at min chips", units.format_bytes(per_chip, digits=1)))
     rows += [
-        (f"min {plan.system}", "-" if plan.min_systems is None else f"{plan.min_systems}"),
-        ("training FLOPs (6ND)", units.format_flops(plan.flops)),
-        ("MFU assumed", f"{plan.mfu:.0%}"),
-        ("instance-days", f"{plan.instance_days:,.1f}"),
+        (f"min {job.system}", "-" if job.min_systems is None else f"{job.min_systems}"),
+        ("training FLOPs (6ND)", units.format_flops(job.flops)),
+        ("MFU assumed", f"{job.mfu:.0%}"),
+        ("instance-days", f"{job.instance_days:,.1f}"),
     ]
     if days is not None:
         rows.append((f"days on {instances} instance{'s' if instances != 1 else ''}",
                      f"{days:,.2f}"))
-    if plan.activation_bytes_per_chip is not None:
+    if job.activation_bytes_per_chip is not None:
         rows.append(("activations (1 micro-batch, no TP/PP)",
-                     units.format_bytes(plan.activation_bytes_per_chip, digits=1)))
+                     units.format_bytes(job.activation_bytes_per_chip, digits=1)))
     data = {
-        "inputs": {"n_params": n_params, "n_tokens": n_tokens, "system": plan.system,
-                   "recipe": plan.recipe, "bytes_per_param": bpp,
-                   "grad_bytes_per_param": plan.grad_bytes_per_param, "zero_stage": plan.zero_stage,
-                   "mfu": plan.mfu, "activation_share": share, "dtype": args.dtype,
+        "inputs": {"n_params": n_params, "n_tokens": n_tokens, "system": job.system,
+                   "recipe": job.recipe, "bytes_per_param": bpp,
+                   "grad_bytes_per_param": job.grad_bytes_per_param, "zero_stage": job.zero_stage,
+                   "mfu": job.mfu, "activation_share": share, "dtype": args.dtype,
                    "model": model.key if model else None},
-        "results": {"state_bytes": plan.state_bytes,
-                    "usable_bytes_per_chip": plan.usable_bytes_per_chip,
-                    "min_chips": plan.min_chips, "state_bytes_per_chip": per_chip,
-                    "min_systems": plan.min_systems, "flops": plan.flops,
-                    "instance_days": plan.instance_days, "n_instances": instances,
-                    "days": days, "activation_bytes_per_chip": plan.activation_bytes_per_chip},
+        "results": {"state_bytes": job.state_bytes,
+                    "usable_bytes_per_chip": job.usable_bytes_per_chip,
+                    "min_chips": job.min_chips, "state_bytes_per_chip": per_chip,
+                    "min_systems": job.min_systems, "flops": job.flops,
+                    "instance_days": job.instance_days, "n_instances": instances,
+                    "days": days, "activation_bytes_per_chip": job.activation_bytes_per_chip},
     }
     _emit(args, "Sizing a training job (trainium_lab.sizing)", rows, data)
 

@@ -401,7 +401,8 @@ def optimal_buckets_by_count(lengths, max_buckets: int, counts=None) -> list[tup
 
 
 def power_of_two_buckets(max_tokens: int, n_buckets: int) -> tuple[int, ...]:
-    """The habit the background documents warn about: the ``n_buckets`` largest powers of two.
+    """The common habit: the ``n_buckets`` largest powers of two (as NxD Inference's automatic
+    bucketing picks them, source id ``aws-nxdi-features`` in ``data/sources.csv``).
 
     The top bucket is the smallest power of two >= ``max_tokens``; the others halve
     down from it (never below 1).

@@ -257,59 +257,61 @@ def _all_facts() -> list[specs.Fact]:
             for f in specs._facts(kind)]
 
 
+def _generation_row(key: str, name: str, short_name: str, vendor: str, kind: str,
+                    rates: specs.DtypeTable, hbm_bytes: float, hbm_bytes_per_s: float,
+                    scale_up_bytes_per_s: float, scale_up_direction: str, neuron_cores,
+                    sbuf_bytes_per_core: float) -> dict:
+    lp, lp_rate = _low_precision(rates)
+    f = specs.fact(key, "dense_flops_per_s.bf16")
+    return {
+        "key": key, "name": name, "short_name": short_name, "vendor": vendor, "kind": kind,
+        "bf16_tflop_per_s": rates["bf16"] / u.TFLOPS, "low_precision": lp,
+        "low_precision_tflop_per_s": lp_rate / u.TFLOPS, "hbm_gib": hbm_bytes / u.GiB,
+        "hbm_tb_per_s": hbm_bytes_per_s / u.TB, "ridge_bf16": rates["bf16"] / hbm_bytes_per_s,
+        "scale_up_gb_per_s": scale_up_bytes_per_s / u.GB, "scale_up_direction": scale_up_direction,
+        "neuron_cores": neuron_cores, "sbuf_mib_per_core": sbuf_bytes_per_core / u.MiB,
+        "tier": f.source_tier, "disputed": _disputed(key), "source": f.source_title,
+        # legacy aliases of the two rate columns, for charts written before issue 13
+        "bf16_tflops": rates["bf16"] / u.TFLOPS, "low_precision_tflops": lp_rate / u.TFLOPS,
+    }
+
+
 def generations_table() -> pd.DataFrame:
     """The three Trainium generations and the comparison accelerators, one row each.
 
     Returns
     -------
     pandas.DataFrame
-        Columns ``key``, ``name``, ``short_name`` (without the vendor), ``vendor``, ``kind`` ("trainium"/"comparison"),
-        ``bf16_tflops``, ``low_precision`` (which dtype the next column is: fp8, or mxfp8
-        on Trainium3), ``low_precision_tflops``, ``hbm_gib``, ``hbm_tb_per_s``,
-        ``ridge_bf16`` (FLOP/byte), ``scale_up_gb_per_s`` and ``scale_up_direction``
-        (per chip), ``neuron_cores``, ``sbuf_mib_per_core``, ``tier`` (source tier of the
-        compute figure: A = vendor-authored, B = secondary), ``disputed`` (fields with an
-        ``alternative`` row) and ``source``.
+        Columns ``key``, ``name``, ``short_name`` (without the vendor), ``vendor``, ``kind``
+        ("trainium"/"comparison"), ``bf16_tflop_per_s``, ``low_precision`` (which dtype the
+        next column is: fp8, or mxfp8 on Trainium3), ``low_precision_tflop_per_s``,
+        ``hbm_gib``, ``hbm_tb_per_s``, ``ridge_bf16`` (FLOP/byte), ``scale_up_gb_per_s`` and
+        ``scale_up_direction`` (per chip), ``neuron_cores``, ``sbuf_mib_per_core``, ``tier``
+        (source tier of the compute figure: A = vendor-authored, B = secondary),
+        ``disputed`` (fields with an ``alternative`` row) and ``source``; last,
+        ``bf16_tflops`` and ``low_precision_tflops``: the two rates under their old names,
+        for charts written before issue 13.
 
     Examples
     --------
     >>> t = generations_table().set_index("key")
-    >>> float(t.loc["trn2", "bf16_tflops"]), t.loc["trn2", "low_precision"]
+    >>> float(t.loc["trn2", "bf16_tflop_per_s"]), t.loc["trn2", "low_precision"]
     (667.0, 'fp8')
     >>> t.loc["trn3", "low_precision"], t.loc["h100", "tier"]
     ('mxfp8', 'B')
     """
     rows = []
     for c in specs.chips():
-        lp, lp_rate = _low_precision(c.dense_flops_per_s)
-        f = specs.fact(c.key, "dense_flops_per_s.bf16")
         nl = specs.fact(c.key, "neuronlink_bytes_per_s")
-        rows.append({
-            "key": c.key, "name": c.name, "short_name": c.name, "vendor": "AWS", "kind": "trainium",
-            "bf16_tflops": c.dense_flops_per_s["bf16"] / u.TFLOPS, "low_precision": lp,
-            "low_precision_tflops": lp_rate / u.TFLOPS, "hbm_gib": c.hbm_bytes / u.GiB,
-            "hbm_tb_per_s": c.hbm_bytes_per_s / u.TB,
-            "ridge_bf16": c.dense_flops_per_s["bf16"] / c.hbm_bytes_per_s,
-            "scale_up_gb_per_s": c.neuronlink_bytes_per_s / u.GB,
-            "scale_up_direction": "not stated" if "direction not stated" in nl.note else "see source",
-            "neuron_cores": c.neuron_cores, "sbuf_mib_per_core": c.core.sbuf_bytes / u.MiB,
-            "tier": f.source_tier, "disputed": _disputed(c.key), "source": f.source_title,
-        })
+        direction = "not stated" if "direction not stated" in nl.note else "see source"
+        rows.append(_generation_row(c.key, c.name, c.name, "AWS", "trainium", c.dense_flops_per_s,
+                                    c.hbm_bytes, c.hbm_bytes_per_s, c.neuronlink_bytes_per_s,
+                                    direction, c.neuron_cores, c.core.sbuf_bytes))
     for a in specs.accelerators():
-        lp, lp_rate = _low_precision(a.dense_flops_per_s)
-        f = specs.fact(a.key, "dense_flops_per_s.bf16")
-        rows.append({
-            "key": a.key, "name": a.name, "short_name": a.name.removeprefix(a.vendor).strip(),
-            "vendor": a.vendor, "kind": "comparison",
-            "bf16_tflops": a.dense_flops_per_s["bf16"] / u.TFLOPS, "low_precision": lp,
-            "low_precision_tflops": lp_rate / u.TFLOPS, "hbm_gib": a.hbm_bytes / u.GiB,
-            "hbm_tb_per_s": a.hbm_bytes_per_s / u.TB,
-            "ridge_bf16": a.dense_flops_per_s["bf16"] / a.hbm_bytes_per_s,
-            "scale_up_gb_per_s": a.scale_up_bytes_per_s / u.GB,
-            "scale_up_direction": a.scale_up_direction, "neuron_cores": pd.NA,
-            "sbuf_mib_per_core": float("nan"), "tier": f.source_tier,
-            "disputed": _disputed(a.key), "source": f.source_title,
-        })
+        rows.append(_generation_row(a.key, a.name, a.name.removeprefix(a.vendor).strip(), a.vendor,
+                                    "comparison", a.dense_flops_per_s, a.hbm_bytes,
+                                    a.hbm_bytes_per_s, a.scale_up_bytes_per_s,
+                                    a.scale_up_direction, pd.NA, float("nan")))
     return pd.DataFrame(rows)
 
 
@@ -369,7 +371,7 @@ def neuroncore_table() -> pd.DataFrame:
         cols[f"{core.name} ({c.name})"] = {
             "tensor array (rows × cols)": f"{core.tensor_rows} × {core.tensor_cols}",
             "dense BF16 (TFLOP/s)": core.dense_flops_per_s["bf16"] / u.TFLOPS,
-            "tensor clock (GHz)": core.clocks_hz["tensor"] / 1e9,
+            "tensor clock (GHz)": core.clocks_hz["tensor"] / u.GHz,
             "vector FP32 (TFLOP/s)": core.vector_fp32_flops_per_s / u.TFLOPS,
             "scalar FP32 (TFLOP/s)": core.scalar_fp32_flops_per_s / u.TFLOPS,
             "GpSimd": core.gpsimd,

@@ -430,8 +430,9 @@ def core_roofline(chip: str = "trn2", dtype: str = "bfloat16", *, low: float = 0
     tier = specs.fact(core.core, "dma_engine_bytes_per_s", "core").source_tier
     return pd.DataFrame({"device": f"one {core.core} ({core.chip_name})",
                          "dtype": _tensor_mode(core, [_dtype(dtype)])[0], "intensity": x,
-                         "flops_per_s": y, "tflops": y / u.TFLOPS,
-                         "region": np.where(x < ridge, "HBM", "tensor engine"), "tier": tier})
+                         "flops_per_s": y, "tflop_per_s": y / u.TFLOPS,
+                         "region": np.where(x < ridge, "HBM", "tensor engine"), "tier": tier,
+                         "tflops": y / u.TFLOPS})  # legacy alias of tflop_per_s (roofline_curve)
 
 
 def core_bound_s(m: int, n: int, k: int, dtype: str = "bfloat16", chip: str = "trn2") -> float:

@@ -61,7 +61,7 @@ A layout for 405B on two Trn2 UltraServers: TP over the
 16 chips of an instance (64 ranks at LNC=2), PP=4 along the ring, DP=2 over EFA,
 ZeRO-1. State alone is 58.9 GiB per chip:
 
->>> from trainium_lab.units import GiB, format_bytes, format_seconds
+>>> from trainium_lab.units import GiB, day, format_bytes, format_seconds
 >>> lay = layout("llama3-405b", tp=64, pp=4, dp=2, zero_stage=1, system="trn2-ultraserver", lnc=2,
 ...              micro_batch=1, n_micro_batches=16, recompute="selective")
 >>> est = evaluate(lay)
@@ -971,7 +971,7 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
                            zip(tp.tolist(), pp.tolist(), dp.tolist(), z.tolist(), mb.tolist(), nmb.tolist(),
                                modes_arr.tolist())])
     if n_tokens is not None:
-        df["days"] = n_tokens / df["tokens_per_s"] / 86400.0
+        df["days"] = n_tokens / df["tokens_per_s"] / day
     df = df.sort_values(["tokens_per_s", "headroom_gib"], ascending=[False, False], kind="stable")
     df = df.reset_index(drop=True)
     fitting = df[df["fits"]].reset_index(drop=True)

@@ -35,6 +35,7 @@ import pandas as pd
 
 from trainium_lab import specs
 from trainium_lab._validate import choice, integer, positive
+from trainium_lab.units import day, hour, minute
 
 __all__ = [
     "job_mtbf_s", "layout_mtbf_s", "domains_for_chips", "blast_radius",
@@ -582,7 +583,7 @@ def lost_time_curve(checkpoint_s: float, mtbf_s: float, restart_s: float = 0.0, 
         intervals_s = np.geomspace(lo, hi, n)
     wide = lost_time_breakdown(intervals_s, checkpoint_s, mtbf_s, restart_s)
     return pd.DataFrame({
-        "interval_s": wide["interval_s"], "interval_min": wide["interval_s"] / 60.0,
+        "interval_s": wide["interval_s"], "interval_min": wide["interval_s"] / minute,
         "checkpoint writing": wide["checkpoint"], "rework": wide["rework"],
         "restart": wide["restart"], "total lost": wide["lost"],
     })
@@ -601,7 +602,7 @@ def interval_markers(checkpoint_s: float, mtbf_s: float, restart_s: float = 0.0)
     for method, fn in (("Young", young_interval_s), ("Daly", daly_interval_s),
                        ("exact optimum", optimal_interval_s)):
         tau = fn(checkpoint_s, mtbf_s)
-        rows.append((method, tau, tau / 60.0, lost_fraction(tau, checkpoint_s, mtbf_s, restart_s)))
+        rows.append((method, tau, tau / minute, lost_fraction(tau, checkpoint_s, mtbf_s, restart_s)))
     return pd.DataFrame(rows, columns=["method", "interval_s", "interval_min", "lost_fraction"])
 
 
@@ -669,7 +670,7 @@ class MonteCarloResult:
         length as the simulated ones, the value the simulation estimates.
         """
         return pd.DataFrame([{
-            "interval_min": self.interval_s / 60.0, "runs": self.n_runs,
+            "interval_min": self.interval_s / minute, "runs": self.n_runs,
             "lost_fraction": self.lost_fraction, "stderr": self.lost_fraction_stderr,
             "analytic": self.analytic_lost_fraction,
             "mean_goodput": float(self.goodput.mean()),
@@ -776,7 +777,7 @@ def simulated_lost_fraction(intervals_s: Sequence[float], checkpoint_s: float, m
         mc = simulate_runs(float(tau), checkpoint_s, mtbf_s, restart_s, work_s=work_s,
                            n_runs=n_runs, seed=seed + i)
         half = 1.96 * mc.lost_fraction_stderr
-        rows.append((float(tau), tau / 60.0, mc.lost_fraction, mc.lost_fraction - half,
+        rows.append((float(tau), tau / minute, mc.lost_fraction, mc.lost_fraction - half,
                      mc.lost_fraction + half, lost_fraction(float(tau), checkpoint_s, mtbf_s,
                                                             restart_s), mc.n_runs))
     return pd.DataFrame(rows, columns=["interval_s", "interval_min", "lost_fraction", "low",
@@ -837,8 +838,6 @@ def llama3_summary() -> Llama3Summary:
     >>> s.n_interruptions, round(s.mean_time_between_interruptions_s / hour, 2)
     (419, 3.09)
     """
-    from trainium_lab.units import day
-
     df = specs.read_data_csv("llama3_interruptions.csv")
     for col in ("period_days", "n_gpus"):
         if df[col].nunique() != 1:
@@ -880,7 +879,7 @@ def mtbf_vs_job_size(chip_mtbf_s: float, system: str = "trn2-ultraserver", *,
         k *= 2
     df = pd.DataFrame(rows, columns=["n_chips", "label"])
     df["mtbf_s"] = [job_mtbf_s(chip_mtbf_s, n) for n in df["n_chips"]]
-    df["mtbf_h"] = df["mtbf_s"] / 3600.0
+    df["mtbf_h"] = df["mtbf_s"] / hour
     return df
 
 

@@ -34,6 +34,7 @@ import pandas as pd
 from trainium_lab import specs
 from trainium_lab.dtypes import bytes_per_element  # re-exported: the one table of element sizes
 from trainium_lab._validate import UnknownNameError, integer, positive, sequence
+from trainium_lab.units import TB, TFLOPS
 
 __all__ = [
     "Device", "device", "device_names", "bytes_per_element", "matmul_flops", "matmul_bytes",
@@ -422,12 +423,13 @@ def roofline_curve(chip: str, dtype: str = "bfloat16", *, low: float = 0.1,
     -------
     pandas.DataFrame
         Columns ``device``, ``dtype``, ``intensity`` (FLOP/byte), ``flops_per_s``,
-        ``tflops`` (TFLOP/s), ``region`` ("HBM" or "tensor engine"), ``tier``.
+        ``tflop_per_s`` (TFLOP/s), ``region`` ("HBM" or "tensor engine"), ``tier``; last,
+        ``tflops``: the same values under the old name ``tflops``, for charts written before issue 13.
 
     Examples
     --------
     >>> df = roofline_curve("trn2", "bf16")
-    >>> len(df), round(df.tflops.max())
+    >>> len(df), round(df.tflop_per_s.max())
     (3, 667)
     """
     low = positive("low", low)
@@ -443,8 +445,9 @@ def roofline_curve(chip: str, dtype: str = "bfloat16", *, low: float = 0.1,
     y = np.minimum(peak, x * d.hbm_bytes_per_s)
     return pd.DataFrame({
         "device": d.name, "dtype": d.dense_flops_per_s.key(dtype), "intensity": x,
-        "flops_per_s": y, "tflops": y / 1e12,
+        "flops_per_s": y, "tflop_per_s": y / TFLOPS,
         "region": np.where(x < ridge, "HBM", "tensor engine"), "tier": d.tier,
+        "tflops": y / TFLOPS,  # legacy alias, see the docstring
     })
 
 
@@ -492,7 +495,7 @@ def ridge_table(chips: Iterable[str] | None = None) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        Columns ``chip``, ``name``, ``kind``, ``dtype``, ``tflops``, ``hbm_tb_per_s``,
+        Columns ``chip``, ``name``, ``kind``, ``dtype``, ``tflop_per_s``, ``hbm_tb_per_s``,
         ``ridge`` (FLOP/byte), ``tier``.
 
     Examples
@@ -506,6 +509,6 @@ def ridge_table(chips: Iterable[str] | None = None) -> pd.DataFrame:
         d = device(name)
         for dtype, rate in d.dense_flops_per_s.items():
             rows.append({"chip": d.key, "name": d.name, "kind": d.kind, "dtype": dtype,
-                         "tflops": rate / 1e12, "hbm_tb_per_s": d.hbm_bytes_per_s / 1e12,
+                         "tflop_per_s": rate / TFLOPS, "hbm_tb_per_s": d.hbm_bytes_per_s / TB,
                          "ridge": rate / d.hbm_bytes_per_s, "tier": d.tier})
     return pd.DataFrame(rows)

@@ -79,7 +79,7 @@ from trainium_lab import collectives, cores, dtypes, roofline, specs, topology
 from trainium_lab._validate import choice, finite_number, in_range, integer, positive
 from trainium_lab.layouts import resolve_model
 from trainium_lab.sizing import ModelPreset
-from trainium_lab.units import GiB, MB, format_bytes, format_seconds
+from trainium_lab.units import MB, TB, TFLOPS, GiB, format_bytes, format_seconds, ms
 
 __all__ = [
     "IGNORED", "FORWARD_ALLREDUCES_PER_LAYER",
@@ -952,8 +952,9 @@ def roofline_points(rep: Replica, batches: Sequence[int] = (1, 16, 256),
     Returns
     -------
     pandas.DataFrame
-        Columns ``label``, ``phase``, ``intensity`` (FLOP/byte), ``tflops`` (achieved per chip:
-        the step's FLOPs over its bound, divided by the chips of one stage), ``bound``.
+        Columns ``label``, ``phase``, ``intensity`` (FLOP/byte), ``tflop_per_s`` (achieved per
+        chip: the step's FLOPs over its bound, divided by the chips of one stage), ``bound``;
+        last, ``tflops``: the same values under the old name ``tflops``, for charts written before issue 13.
 
     Examples
     --------
@@ -971,9 +972,11 @@ def roofline_points(rep: Replica, batches: Sequence[int] = (1, 16, 256),
     for s in _int_list("prompts", prompts):
         p = prefill_step(rep, max(s, 1), latency_s=0.0)
         rows.append((f"prefill, {max(s, 1)} tokens", "prefill", p))
-    return pd.DataFrame([{"label": label, "phase": phase, "intensity": b.intensity_flop_per_byte,
-                          "tflops": b.flops / max(b.compute_s, b.memory_s) / stage_chips / 1e12,
-                          "bound": b.bound} for label, phase, b in rows])
+    df = pd.DataFrame([{"label": label, "phase": phase, "intensity": b.intensity_flop_per_byte,
+                        "tflop_per_s": b.flops / max(b.compute_s, b.memory_s) / stage_chips / TFLOPS,
+                        "bound": b.bound} for label, phase, b in rows])
+    df["tflops"] = df["tflop_per_s"]  # legacy alias, see the docstring
+    return df
 
 
 def chip_decode_table(model: str | ModelPreset, n_chips: int, batch: int, context_len: int,
@@ -983,7 +986,7 @@ def chip_decode_table(model: str | ModelPreset, n_chips: int, batch: int, contex
     Returns
     -------
     pandas.DataFrame
-        Columns ``chip``, ``name``, ``hbm_tb_per_s``, ``bf16_tflops``, ``ridge``,
+        Columns ``chip``, ``name``, ``hbm_tb_per_s``, ``bf16_tflop_per_s``, ``ridge``,
         ``step_ms``, ``tokens_per_s_per_chip``, ``bound``.
 
     Examples
@@ -1001,9 +1004,9 @@ def chip_decode_table(model: str | ModelPreset, n_chips: int, batch: int, contex
         r = replica(m, key, tp=n_chips * cores.logical_cores_per_chip(key, lnc), lnc=lnc)
         d = decode_step(r, batch, context_len, latency_s=0.0)
         c = specs.chip(key)
-        rows.append({"chip": c.key, "name": c.name, "hbm_tb_per_s": c.hbm_bytes_per_s / 1e12,
-                     "bf16_tflops": c.dense_flops_per_s["bf16"] / 1e12,
-                     "ridge": roofline.ridge_point(c.key, "bf16"), "step_ms": d.time_s * 1e3,
+        rows.append({"chip": c.key, "name": c.name, "hbm_tb_per_s": c.hbm_bytes_per_s / TB,
+                     "bf16_tflop_per_s": c.dense_flops_per_s["bf16"] / TFLOPS,
+                     "ridge": roofline.ridge_point(c.key, "bf16"), "step_ms": d.time_s / ms,
                      "tokens_per_s_per_chip": d.tokens_per_s_per_chip, "bound": d.bound})
     return pd.DataFrame(rows)
 
@@ -1149,7 +1152,7 @@ def batching_curve(rep: Replica, prompt_tokens: int, output_tokens: int,
     for c in _int_list("concurrencies", concurrencies):
         s = serve_stream(rep, prompt_tokens, output_tokens, max(c, 1), prefill_efficiency,
                          kv_read_len=kv_read_len, latency_s=latency_s)
-        rows.append({"concurrency": s.concurrency, "tpot_ms": s.tpot_s * 1e3, "ttft_ms": s.ttft_s * 1e3,
+        rows.append({"concurrency": s.concurrency, "tpot_ms": s.tpot_s / ms, "ttft_ms": s.ttft_s / ms,
                      "tokens_per_s": s.tokens_per_s, "tokens_per_s_per_chip": s.tokens_per_s_per_chip,
                      "decode_bound": s.decode_bound, "fits": cap is None or s.concurrency <= cap})
     return pd.DataFrame(rows)

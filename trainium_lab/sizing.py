@@ -28,11 +28,11 @@ Public API, by question
 *Published model configurations*
     :class:`ModelPreset`, :func:`preset`, :func:`presets`, :func:`parameter_count`
 *Everything at once*
-    :class:`SizingPlan`, :func:`size_job`
+    :class:`JobSizing`, :func:`size_job`, :func:`job_memory_table`
 
 >>> from trainium_lab.units import GiB
->>> plan = size_job(8e9, 1e12, system="trn2.48xlarge", mfu=0.40)
->>> round(plan.state_bytes / GiB), plan.min_chips, round(plan.instance_days)
+>>> job = size_job(8e9, 1e12, system="trn2.48xlarge", mfu=0.40)
+>>> round(job.state_bytes / GiB), job.min_chips, round(job.instance_days)
 (119, 2, 130)
 """
 
@@ -64,7 +64,7 @@ __all__ = [
     "deepspeed_zero_model_states_bytes", "MegatronMemoryReport", "megatron_theoretical_memory",
     "convention_comparison",
     "ModelPreset", "preset", "presets", "presets_table", "parameter_count",
-    "SizingPlan", "size_job", "plan_memory_table",
+    "JobSizing", "size_job", "job_memory_table", "SizingPlan", "plan_memory_table",
 ]
 
 # --------------------------------------------------------------------------- training state
@@ -1489,11 +1489,11 @@ def parameter_count(n_layers: int, d_model: int, n_heads: int, n_kv_heads: int, 
     return n_layers * per_layer + (1 if tied_embeddings else 2) * v * h + h
 
 
-# --------------------------------------------------------------------------- the whole plan
+# --------------------------------------------------------------------------- the whole job
 
 
 @dataclass(frozen=True)
-class SizingPlan:
+class JobSizing:
     """The result of :func:`size_job`; all quantities in base units.
 
     Attributes
@@ -1547,7 +1547,7 @@ class SizingPlan:
 
     def __repr__(self) -> str:
         chips = "never fits" if self.min_chips is None else f"{self.min_chips}"
-        return (f"SizingPlan({format_count(self.n_params)} parameters, {format_count(self.n_tokens)} tokens "
+        return (f"JobSizing({format_count(self.n_params)} parameters, {format_count(self.n_tokens)} tokens "
                 f"on {self.system}: "
                 f"state {format_bytes(self.state_bytes)}, min_chips {chips}, "
                 f"{format_flops(self.flops)}, {self.instance_days:,.1f} instance-days)")
@@ -1573,7 +1573,7 @@ def size_job(n_params: float, n_tokens: float, *, system: str = "trn2.48xlarge",
              mfu: float = 0.40, dtype: str = "bfloat16", model: ModelPreset | str | None = None,
              micro_batch: int = 1, recompute: str = "none",
              include_attention: bool = False,
-             grad_bytes_per_param: float | None = None) -> SizingPlan:
+             grad_bytes_per_param: float | None = None) -> JobSizing:
     """Size a training job: state, chips, systems, FLOPs and instance-days.
 
     Parameters
@@ -1648,7 +1648,7 @@ def size_job(n_params: float, n_tokens: float, *, system: str = "trn2.48xlarge",
                                d_model=shape.d_model)
     else:
         flops = training_flops(n_params, n_tokens)
-    return SizingPlan(
+    return JobSizing(
         n_params=n_params, n_tokens=n_tokens, system=sysm.key, recipe=r.key, zero_stage=stage,
         mfu=mfu, activation_share=float(activation_share), state_bytes=state,
         usable_bytes_per_chip=usable, min_chips=chips,
@@ -1658,13 +1658,13 @@ def size_job(n_params: float, n_tokens: float, *, system: str = "trn2.48xlarge",
         grad_bytes_per_param=float(r.gradients), state_bytes_per_chip=per_chip)
 
 
-def plan_memory_table(plan: SizingPlan) -> pd.DataFrame:
-    """One chip's HBM under a plan, as rows for a bar chart (GiB).
+def job_memory_table(job: JobSizing) -> pd.DataFrame:
+    """One chip's HBM under a job's sizing, as rows for a bar chart (GiB).
 
-    Rows: the chip's HBM; the state per chip at ``plan.min_chips`` chips
-    (or the unsharded state if it never fits), counted with the plan's gradient
+    Rows: the chip's HBM; the state per chip at ``job.min_chips`` chips
+    (or the unsharded state if it never fits), counted with the job's gradient
     bytes; the activation reserve of the 35 % rule; the activation estimate for
-    one micro-batch with no model parallelism, when the plan has a model shape.
+    one micro-batch with no model parallelism, when the job has a model shape.
 
     Returns
     -------
@@ -1673,21 +1673,27 @@ def plan_memory_table(plan: SizingPlan) -> pd.DataFrame:
 
     Examples
     --------
-    >>> plan_memory_table(size_job(8e9, 1e12)).item.tolist()[:2]
+    >>> job_memory_table(size_job(8e9, 1e12)).item.tolist()[:2]
     ['HBM of one chip', 'state per chip (2 chips, ZeRO-3)']
     """
-    instance("plan", plan, SizingPlan, "a SizingPlan from size_job(...)")
-    sysm = specs.system(plan.system)
+    instance("job", job, JobSizing, "a JobSizing from size_job(...)")
+    sysm = specs.system(job.system)
     hbm = sysm.chip.hbm_bytes
-    if plan.min_chips is None or plan.state_bytes_per_chip is None:
-        state_item, state_bytes = "state (does not fit at any DP degree)", plan.state_bytes
+    if job.min_chips is None or job.state_bytes_per_chip is None:
+        state_item, state_bytes = "state (does not fit at any DP degree)", job.state_bytes
     else:
-        state_bytes = plan.state_bytes_per_chip
-        state_item = (f"state per chip ({plan.min_chips} chip{'s' if plan.min_chips != 1 else ''}, "
-                      f"ZeRO-{plan.zero_stage})")
+        state_bytes = job.state_bytes_per_chip
+        state_item = (f"state per chip ({job.min_chips} chip{'s' if job.min_chips != 1 else ''}, "
+                      f"ZeRO-{job.zero_stage})")
     rows = [("HBM of one chip", hbm, "available"), (state_item, state_bytes, "needed"),
-            (f"activation reserve ({plan.activation_share:.0%} of HBM)",
-             hbm * plan.activation_share, "reserve")]
-    if plan.activation_bytes_per_chip is not None:
-        rows.append(("activations, 1 micro-batch, no TP", plan.activation_bytes_per_chip, "needed"))
+            (f"activation reserve ({job.activation_share:.0%} of HBM)",
+             hbm * job.activation_share, "reserve")]
+    if job.activation_bytes_per_chip is not None:
+        rows.append(("activations, 1 micro-batch, no TP", job.activation_bytes_per_chip, "needed"))
     return pd.DataFrame([{"item": i, "gib": b / GiB, "kind": k} for i, b, k in rows])
+
+
+#: the old names, kept for callers written before issue 13 ("plan" now means only the layout
+#: planner's result, :class:`trainium_lab.layouts.Plan`)
+SizingPlan = JobSizing
+plan_memory_table = job_memory_table

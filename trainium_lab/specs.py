@@ -52,7 +52,7 @@ UNIT_FACTORS: dict[str, float] = {
     "count": 1.0, "TFLOPS": u.TFLOPS, "PFLOPS": u.PFLOPS,
     "KiB": u.KiB, "MiB": u.MiB, "GiB": u.GiB, "GB": u.GB,
     "TB/s": u.TB, "GB/s": u.GB, "GiB/s": u.GiB, "Gbps": u.Gbps,
-    "GHz": 1e9, "us": u.us, "USD/hour": 1.0,
+    "GHz": u.GHz, "us": u.us, "USD/hour": 1.0,
 }
 TEXT_UNITS = ("text", "list")
 
@@ -132,7 +132,7 @@ class DtypeTable(Mapping[str, float]):
         return len(self._values)
 
     def __repr__(self) -> str:
-        inner = ", ".join(f"{k}={v / 1e12:g}e12" for k, v in self._values.items())
+        inner = ", ".join(f"{k}={v / u.TFLOPS:g}e12" for k, v in self._values.items())
         return f"DtypeTable({inner})"
 
     def __hash__(self) -> int:

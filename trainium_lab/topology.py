@@ -93,7 +93,7 @@ import pandas as pd
 
 from trainium_lab import cores, specs
 from trainium_lab._validate import UnknownNameError, choice, integer, sequence
-from trainium_lab.units import format_bandwidth
+from trainium_lab.units import GB, format_bandwidth
 
 __all__ = [
     "Level", "Cluster", "Placement", "KINDS", "LATENCY_CRITICAL", "LEVEL_NAMES", "SYSTEMS", "ORDERINGS",
@@ -463,7 +463,7 @@ def levels_table(systems: tuple[str, ...] | list[str] | None = None) -> pd.DataF
             if lv.bytes_per_s is None:
                 continue
             rows.append(dict(system=key, level=lv.name, index=lv.index, link_key=lv.link_key,
-                             bytes_per_s=lv.bytes_per_s, gb_per_s=lv.bytes_per_s / 1e9,
+                             bytes_per_s=lv.bytes_per_s, gb_per_s=lv.bytes_per_s / GB,
                              scope=lv.scope, direction=lv.direction, latency_s=lv.latency_s,
                              switched=lv.switched, description=lv.description, note=lv.note,
                              alternatives="; ".join(lv.alternatives)))
@@ -501,8 +501,8 @@ def alternative_links_table(systems: tuple[str, ...] | list[str] | None = None) 
             for alt in lv.alternatives:
                 lk = specs.link(alt)
                 rows.append(dict(system=key, level=lv.name, used_link_key=lv.link_key,
-                                 used_gb_per_s=lv.bytes_per_s / 1e9, link_key=alt,
-                                 bytes_per_s=lk.bytes_per_s, gb_per_s=lk.bytes_per_s / 1e9,
+                                 used_gb_per_s=lv.bytes_per_s / GB, link_key=alt,
+                                 bytes_per_s=lk.bytes_per_s, gb_per_s=lk.bytes_per_s / GB,
                                  scope=lk.scope, direction=lk.direction, description=lk.description,
                                  source=specs.fact(alt, "bytes_per_s").source_title))
     return pd.DataFrame(rows, columns=cols)
@@ -675,8 +675,8 @@ class Placement:
             lv, ex = self.cluster.level(row["level"]), self.cluster.level(row["expected_level"])
             if lv.bytes_per_s is not None and ex.bytes_per_s is not None and lv.bytes_per_s >= ex.bytes_per_s:
                 continue  # e.g. a switched fabric: crossing costs nothing more
-            have = "n/a" if lv.bytes_per_s is None else f"{lv.bytes_per_s / 1e9:,.0f} GB/s"
-            could = "on chip" if ex.bytes_per_s is None else f"{ex.bytes_per_s / 1e9:,.0f} GB/s"
+            have = "n/a" if lv.bytes_per_s is None else f"{lv.bytes_per_s / GB:,.0f} GB/s"
+            could = "on chip" if ex.bytes_per_s is None else f"{ex.bytes_per_s / GB:,.0f} GB/s"
             spread = ("" if row["n_chips"] == row["min_chips"]
                       else f", spread over {row['n_chips']} chips instead of {row['min_chips']}")
             out.append(f"{kind.upper()} groups ({row['degree']} ranks{spread}) cross the "

@@ -28,7 +28,7 @@ __all__ = [
     "KB", "MB", "GB", "TB", "PB",
     "KiB", "MiB", "GiB", "TiB",
     "ns", "us", "ms", "s", "minute", "hour", "day",
-    "TFLOPS", "PFLOPS", "Gbps",
+    "TFLOPS", "PFLOPS", "Gbps", "GHz",
     "format_bytes", "format_seconds", "format_count", "format_flops", "format_flop_rate",
     "format_bandwidth", "parse_bytes", "parse_rate", "parse_seconds", "parse_count",
     "parse_fraction",
@@ -53,10 +53,11 @@ s = 1.0
 minute = 60.0
 hour = 3600.0
 day = 86400.0
-# rates
+# rates and frequencies
 TFLOPS = 1e12  # FLOP/s
 PFLOPS = 1e15  # FLOP/s
 Gbps = 1e9 / 8  # bytes/s in one gigabit per second
+GHz = 1e9  # cycles per second
 
 _DECIMAL = (("PB", PB), ("TB", TB), ("GB", GB), ("MB", MB), ("KB", KB))
 _BINARY = (("TiB", TiB), ("GiB", GiB), ("MiB", MiB), ("KiB", KiB))

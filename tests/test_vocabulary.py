@@ -1,0 +1,75 @@
+"""One meaning per name and no reference a reader cannot follow (issue 13): unit conversions go
+through trainium_lab.units, rates are named as rates, and no docstring or comment points at
+internal documents."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+import trainium_lab
+from trainium_lab import cores, layouts, roofline, serving, sizing
+
+ROOT = Path(trainium_lab.__file__).parent
+NOT_MODELS = {"charts", "widgets", "exercises", "notebook", "cli", "views", "__main__", "jaxdemo",
+              "units"}
+
+
+def package_files():
+    return sorted(ROOT.rglob("*.py"))
+
+
+def model_files():
+    return [p for p in sorted(ROOT.glob("*.py")) if p.stem not in NOT_MODELS]
+
+
+def test_no_reference_to_internal_documents():
+    offenders = [f"{p.relative_to(ROOT)}:{i}" for p in package_files()
+                 for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+                 if re.search(r"background doc", line, re.I)]
+    assert offenders == []
+
+
+LITERAL_CONVERSION = re.compile(r"/\s*(3600|86400|60)(\.0*)?\b|/\s*2\s*\*\*\s*(20|30|40)\b|/\s*1024\s*\*\*")
+
+
+@pytest.mark.parametrize("path", model_files(), ids=lambda p: p.stem)
+def test_models_convert_with_units_constants(path):
+    """``t / hour``, not ``t / 3600.0``; ``b / GiB``, not ``b / 2**30`` (STYLE.md: units)."""
+    offenders = []
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        code = line.split("#")[0]
+        if ">>>" in line:
+            continue
+        if LITERAL_CONVERSION.search(code):
+            offenders.append(f"{path.name}:{i}: {line.strip()}")
+    assert offenders == []
+
+
+def test_rates_are_named_as_rates():
+    """Columns holding TFLOP/s are ``..._tflop_per_s``; the old ``tflops`` names survive only as
+    aliases with the same values, for the charts written before issue 13."""
+    frames = {
+        "roofline_curve": roofline.roofline_curve("trn2"),
+        "ridge_table": roofline.ridge_table(["trn2"]),
+        "generations_table": cores.generations_table(),
+        "roofline_points": serving.roofline_points(serving.replica("llama3-8b", tp=4), batches=[1],
+                                                   prompts=[128]),
+        "chip_decode_table": serving.chip_decode_table("llama3-8b", 1, 1, 1024),
+    }
+    for name, df in frames.items():
+        rate_cols = [c for c in df.columns if "tflop_per_s" in c]
+        assert rate_cols, name
+        for c in df.columns:
+            if c.endswith("tflops"):
+                assert df[c].equals(df[c.replace("tflops", "tflop_per_s")]), (name, c)
+                assert list(df.columns).index(c) > list(df.columns).index(
+                    c.replace("tflops", "tflop_per_s")), (name, c)   # aliases come last
+
+
+def test_plan_means_one_thing():
+    """'plan' is the layout planner's result; chapter 04's sizing result is a job sizing
+    (``sizing.JobSizing``; ``SizingPlan`` is kept as an alias for old callers)."""
+    assert sizing.JobSizing is sizing.SizingPlan
+    assert type(sizing.size_job(8e9, 1e12)).__name__ == "JobSizing"
+    assert layouts.Plan.__name__ == "Plan"
