@@ -86,7 +86,7 @@ from trainium_lab import collectives, specs, topology
 from trainium_lab._validate import UnknownNameError, choice, in_range, integer, positive, sequence
 from trainium_lab.sizing import (RECOMPUTE_MODES, ModelPreset, _activation_per_layer_array,
                                  activation_coefficients, activation_options, parameter_count,
-                                 preset, recipe, training_state_bytes)
+                                 preset, recipe, sharded_state_table, training_state_bytes)
 from trainium_lab.units import GiB, format_bytes, format_seconds
 
 __all__ = [
@@ -1008,17 +1008,7 @@ def fully_sharded_table(n_params: float = 405e9, bytes_per_param: float | None =
     """
     n_params = positive("n_params", n_params)
     state = training_state_bytes(n_params, bytes_per_param, grad_bytes_per_param=grad_bytes_per_param)
-    if isinstance(counts, (str, bytes)) or not hasattr(counts, "__iter__"):
-        raise ValueError(f"counts must be a list of system counts, got {counts!r}")
-    s = specs.system(system)
-    hbm = float(s.chip.hbm_bytes)
-    rows = []
-    for k in sequence("counts", counts, lambda name, x: integer(name, x, minimum=1, maximum=10**6)):
-        n = s.n_chips * k
-        per = state / n
-        rows.append({"n_systems": k, "n_chips": n, "state_gib_per_chip": per / GiB,
-                     "left_gib_per_chip": (hbm - per) / GiB, "share_of_hbm": per / hbm})
-    return pd.DataFrame(rows)
+    return sharded_state_table(state, system, counts)
 
 
 def worked_example(n_params: float = 405e9) -> dict[str, float]:

@@ -237,6 +237,15 @@ def _split(text: object, name: str) -> tuple[float, str]:
     return value, (match.group(2) or "").strip()
 
 
+def _parse(text: object, name: str, table: dict[str, float], what: str, hint: str) -> float:
+    """``text`` read with the unit looked up (case-insensitively) in ``table``."""
+    value, unit = _split(text, name)
+    factor = table.get(unit.lower())
+    if factor is None:
+        raise ValueError(f"{name}: unknown or missing {what} {unit!r} in {text!r}; {hint}")
+    return _scaled(value, factor, name, text)
+
+
 def _scaled(value: float, factor: float, name: str, text: object) -> float:
     out = value * factor
     if not math.isfinite(out) or abs(out) >= 1e30:
@@ -266,12 +275,8 @@ def parse_bytes(text: str, name: str = "size") -> float:
     >>> parse_bytes("1GiB"), parse_bytes("2.5 GB"), parse_bytes("4096")
     (1073741824.0, 2500000000.0, 4096.0)
     """
-    value, unit = _split(text, name)
-    key = unit.lower()
-    if key not in _BYTE_UNITS:
-        raise ValueError(f"{name}: unknown unit {unit!r} in {text!r}; use B, KB, MB, GB, TB, "
-                         "KiB, MiB, GiB or TiB (a plain number is bytes)")
-    return _scaled(value, _BYTE_UNITS[key], name, text)
+    return _parse(text, name, _BYTE_UNITS, "unit", "use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB "
+                  "(a plain number is bytes)")
 
 
 def parse_rate(text: str, name: str = "bandwidth") -> float:
@@ -305,12 +310,8 @@ def parse_seconds(text: str, name: str = "duration") -> float:
     >>> parse_seconds("90s"), parse_seconds("24h"), parse_seconds("1.5 min")
     (90.0, 86400.0, 90.0)
     """
-    value, unit = _split(text, name)
-    key = unit.lower()
-    if key not in _TIME_UNITS:
-        raise ValueError(f"{name}: unknown or missing time unit in {text!r}; use ns, us, ms, s, "
-                         "min, h or d (e.g. 90s, 24h)")
-    return _scaled(value, _TIME_UNITS[key], name, text)
+    return _parse(text, name, _TIME_UNITS, "time unit", "use ns, us, ms, s, min, h or d "
+                  "(e.g. 90s, 24h)")
 
 
 def parse_count(text: str, name: str = "count") -> float:
@@ -323,12 +324,8 @@ def parse_count(text: str, name: str = "count") -> float:
     >>> parse_count("70B"), parse_count("2T"), parse_count("8e9")
     (70000000000.0, 2000000000000.0, 8000000000.0)
     """
-    value, unit = _split(text, name)
-    key = unit.lower()
-    if key not in _COUNT_UNITS:
-        raise ValueError(f"{name}: unknown suffix {unit!r} in {text!r}; use K, M, B, T "
-                         "(e.g. 70B, 2T) or a plain number")
-    return _scaled(value, _COUNT_UNITS[key], name, text)
+    return _parse(text, name, _COUNT_UNITS, "suffix", "use K, M, B, T (e.g. 70B, 2T) or a plain "
+                  "number")
 
 
 def parse_fraction(text: str, name: str = "fraction") -> float:
