@@ -1082,12 +1082,8 @@ class Kernel:
                       operand2: Any = None) -> None:
         """``dst = (a <op> operand) <op2> operand2`` on the vector engine; an operand is a
         number or a ``[P, 1]`` view (one value per partition, broadcast along the free axes)."""
-        d, x = _as_view(dst, "dst"), _as_view(a, "a")
         op = choice("op", op, _VECTOR_OPS)
-        _space(d, ("sbuf", "psum"), "dst")
-        _space(x, ("sbuf", "psum"), "a")
-        if d.shape != x.shape:
-            raise ValueError(f"tensor_scalar needs equal shapes, got {list(d.shape)} and {list(x.shape)}")
+        d, x = _on_chip(dst, a, "a", same_shape="tensor_scalar")
         p = self._same_partitions(d, x)
         steps = [(op, _operand(operand, p, "operand"))]
         if op2 is not None:
@@ -1105,10 +1101,8 @@ class Kernel:
 
     def reduce(self, dst: Any, src: Any, op: str = "sum") -> None:
         """``dst[p, 0] = <op> over src[p, ...]`` along the free axes, on the vector engine."""
-        d, x = _as_view(dst, "dst"), _as_view(src, "src")
         op = choice("op", op, _REDUCE_OPS)
-        _space(d, ("sbuf", "psum"), "dst")
-        _space(x, ("sbuf", "psum"), "src")
+        d, x = _on_chip(dst, src, "src")
         if d.shape != (x.shape[0], 1):
             raise ValueError(f"reduce writes a [{x.shape[0]}, 1] view, got {list(d.shape)}")
         p = self._same_partitions(d, x)
@@ -1158,12 +1152,8 @@ class Kernel:
         ``scale`` and ``bias`` are numbers or ``[P, 1]`` views. The multiply-add and the sum
         come at no extra cost, as in the NKI guides' pipelined scalar engine.
         """
-        d, x = _as_view(dst, "dst"), _as_view(src, "src")
         func = choice("func", func, ACTIVATIONS)
-        _space(d, ("sbuf", "psum"), "dst")
-        _space(x, ("sbuf", "psum"), "src")
-        if d.shape != x.shape:
-            raise ValueError(f"activation needs equal shapes, got {list(d.shape)} and {list(x.shape)}")
+        d, x = _on_chip(dst, src, "src", same_shape="activation")
         p = self._same_partitions(d, x)
         sc, bi = _operand(scale, p, "scale"), _operand(bias, p, "bias")
         acc = None
@@ -1265,6 +1255,17 @@ def _space(v: View, allowed: tuple[str, ...], what: str) -> None:
     if v.tensor.space not in allowed:
         raise ValueError(f"{what} must be in {' or '.join(s.upper() for s in allowed)}, "
                          f"but {v.tensor.name!r} is in {v.tensor.space.upper()}")
+
+
+def _on_chip(dst: Any, src: Any, src_name: str, same_shape: str = "") -> tuple[View, View]:
+    """``dst`` and ``src`` as views in SBUF or PSUM (an engine's operands); with ``same_shape``
+    (the instruction's name), also of one shape."""
+    d, x = _as_view(dst, "dst"), _as_view(src, src_name)
+    _space(d, ("sbuf", "psum"), "dst")
+    _space(x, ("sbuf", "psum"), src_name)
+    if same_shape and d.shape != x.shape:
+        raise ValueError(f"{same_shape} needs equal shapes, got {list(d.shape)} and {list(x.shape)}")
+    return d, x
 
 
 def _operand(x: Any, partitions: int, what: str):
