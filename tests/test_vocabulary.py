@@ -73,3 +73,37 @@ def test_plan_means_one_thing():
     assert sizing.JobSizing is sizing.SizingPlan
     assert type(sizing.size_job(8e9, 1e12)).__name__ == "JobSizing"
     assert layouts.Plan.__name__ == "Plan"
+
+
+# --------------------------------------------------------------------------- one home per concept
+
+def _grep(pattern, allowed):
+    rx = re.compile(pattern)
+    hits = []
+    for p in sorted(ROOT.rglob("*.py")):
+        if p.stem in allowed:
+            continue
+        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+            if rx.search(line.split("#")[0]) and ">>>" not in line:
+                hits.append(f"{p.relative_to(ROOT)}:{i}: {line.strip()}")
+    return hits
+
+
+def test_one_table_of_number_formats():
+    """No module but dtypes maps dtype spellings (the issue found three vocabularies)."""
+    assert _grep(r"""["'](bf16|fp16|fp8|e4m3|float8_e4m3fn)["']\s*:\s*["'a-z(]""", {"dtypes"}) == []
+
+
+def test_one_lnc_rule():
+    """Only cores resolves LNC from a chip's options and default (topology had its own)."""
+    assert _grep(r"\.lnc_(options|default)\b", {"cores", "specs"}) == []
+
+
+def test_cores_split_keeps_every_public_path():
+    from trainium_lab import claim_checks, generations
+
+    for name in ("generations_table", "disagreements", "neuroncore_table", "neuroncore_blocks"):
+        assert getattr(cores, name) is getattr(generations, name)
+    for name in claim_checks.__all__:
+        assert getattr(cores, name) is getattr(claim_checks, name)
+    assert set(cores.__all__) >= set(generations.__all__) | set(claim_checks.__all__)

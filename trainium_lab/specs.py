@@ -30,7 +30,8 @@ from trainium_lab._validate import UnknownNameError
 __all__ = [
     "DATA_DIR", "Fact", "DtypeTable", "Chip", "NeuronCore", "System", "Link", "Accelerator",
     "chip", "chips", "core", "system", "systems", "link", "links", "accelerator",
-    "accelerators", "fact", "facts", "alternatives", "source", "read_data_csv", "lookup",
+    "accelerators", "fact", "facts", "all_facts", "alternatives", "source", "read_data_csv",
+    "lookup",
 ]
 
 def _data_dir():
@@ -349,6 +350,11 @@ def _facts(kind: str) -> tuple[Fact, ...]:
                             row["status"], row["source_id"], src["title"], src["reference"],
                             src["tier"], row["note"]))
     return tuple(out)
+
+
+def all_facts() -> tuple[Fact, ...]:
+    """Every fact of the five fact files (used and alternative rows), in file order."""
+    return tuple(f for kind in _KIND_FILES for f in _facts(kind))
 
 
 def _used(kind: str) -> dict[str, dict[str, Fact]]:
