@@ -70,7 +70,7 @@ import numpy as np
 import pandas as pd
 
 from trainium_lab import specs
-from trainium_lab._validate import choice, instance, integer, positive, sequence
+from trainium_lab._validate import choice, in_range, instance, integer, positive, sequence
 from trainium_lab.units import GB, GiB, us
 
 __all__ = [
@@ -593,3 +593,121 @@ def placement_costs(placement, size_bytes: float | dict[str, float],
         t = group_collective_s(placement, kind, size, coll, latency_s)
         rows.append({**row, "collective": coll, "size_bytes": float(size), "time_s": t})
     return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------- when DP is communication-bound
+# Appended for issue 15 (chapter 03 derives it; chapter 05 uses it).
+
+
+def dp_comm_bound_tokens_per_chip(flop_per_s: float, bandwidth_bytes_per_s: float,
+                                  n: int | None = None, *, grad_bytes_per_param: float = 2.0,
+                                  flops_per_token_per_param: float = 4.0) -> float:
+    """Tokens per chip per step below which data parallelism is communication-bound.
+
+    A chip that processes ``B`` tokens per step spends ``k·N·B / C`` seconds in the part
+    of the step the gradient all-reduce can overlap (the backward pass, ``k = 4``: two
+    matmuls of ``2·N`` FLOPs per token each), and its ring all-reduce of ``g·N``
+    gradient bytes takes ``2(n−1)/n · g·N / W`` (:func:`ring_allreduce_s`). The
+    all-reduce hides behind the backward pass when the first is at least the second::
+
+        B* = 2(n−1)/n · g / k · C / W          (tokens per chip)
+
+    ``N`` cancels. With BF16 gradients (``g = 2``), backward-pass overlap (``k = 4``)
+    and large ``n``, ``B* = C / W``: chip FLOP/s over the per-chip bandwidth of the
+    level the all-reduce crosses. With model parallelism inside each replica, each chip
+    holds ``N/m`` parameters but sees the replica's tokens, so ``B`` counts the tokens
+    of one model replica.
+
+    Parameters
+    ----------
+    flop_per_s : float
+        The chip's matmul rate ``C`` (peak, or peak × MFU for an achieved rate).
+    bandwidth_bytes_per_s : float
+        Per-chip bandwidth ``W`` of the slowest level the data-parallel group crosses.
+    n : int, optional
+        Data-parallel group size; ``None`` takes the large-``n`` limit, ``2(n−1)/n → 2``.
+    grad_bytes_per_param : float
+        Bytes per gradient value sent (2 for BF16, 4 for FP32).
+    flops_per_token_per_param : float
+        FLOPs per parameter per token of the compute the all-reduce overlaps: 4 for the
+        backward pass, 6 if it could overlap the whole step.
+
+    Returns
+    -------
+    float
+        Tokens per chip per step (per replica with model parallelism).
+
+    References
+    ----------
+    J. Austin et al., "How to Scale Your Model" (2025), part 5, data parallelism:
+    communication-bound below ``B/X = C/W``; J. Kaplan et al., arXiv:2001.08361 (2020),
+    §2.1 (6 FLOPs per parameter per token, 4 of them in the backward pass); Thakur,
+    Rabenseifner and Gropp (2005) (ring all-reduce).
+
+    Examples
+    --------
+    Trainium2 at its BF16 rate (667 TFLOP/s) inside one instance (1,024 GB/s per chip):
+
+    >>> round(dp_comm_bound_tokens_per_chip(667e12, 1024e9))
+    651
+    >>> round(dp_comm_bound_tokens_per_chip(667e12, 1024e9, n=16))   # × 15/16
+    611
+    >>> round(dp_comm_bound_tokens_per_chip(667e12, 1024e9, grad_bytes_per_param=4))
+    1303
+    """
+    c = positive("flop_per_s", flop_per_s)
+    w = positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    factor = 2.0 if n is None else 2 * (integer("n", n, minimum=1) - 1) / n
+    g = in_range("grad_bytes_per_param", grad_bytes_per_param, 0.0, 64.0, low_open=True)
+    k = in_range("flops_per_token_per_param", flops_per_token_per_param, 0.0, 100.0, low_open=True)
+    return factor * g / k * c / w
+
+
+def dp_comm_bound_table(systems: Sequence[str] = ("trn2-ultraserver", "trn3-gen1-ultraserver"),
+                        dtype: str = "bf16", n: int | None = None, *,
+                        grad_bytes_per_param: float = 2.0,
+                        flops_per_token_per_param: float = 4.0) -> pd.DataFrame:
+    """:func:`dp_comm_bound_tokens_per_chip` for every level of each system, from ``specs``.
+
+    Parameters
+    ----------
+    systems : sequence of str
+        Systems :func:`trainium_lab.topology.levels_table` knows.
+    dtype : str
+        The matmul dtype whose dense rate is ``C`` (``"bf16"``, ``"fp8"``, ``"mxfp8"`` …);
+        every system's chip must have it.
+    n, grad_bytes_per_param, flops_per_token_per_param
+        As in :func:`dp_comm_bound_tokens_per_chip`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (system, level): ``system``, ``chip``, ``level``, ``dtype``,
+        ``flop_per_s``, ``bytes_per_s`` (per chip, as ``levels_table`` gives it),
+        ``scope``, ``direction``, ``tokens_per_chip``.
+
+    Examples
+    --------
+    >>> t = dp_comm_bound_table(["trn2-ultraserver"])
+    >>> t[["level", "tokens_per_chip"]].round(0).values.tolist()
+    [['instance', 651.0], ['ultraserver', 2605.0], ['efa', 26680.0]]
+    """
+    from trainium_lab.topology import levels_table  # topology does not import this module
+
+    levels = levels_table(systems)
+    rows = []
+    for r in levels.itertuples(index=False):
+        chip = specs.system(r.system).chip
+        if not isinstance(dtype, str):
+            raise ValueError(f"dtype must be a dtype name such as 'bf16', got {dtype!r}")
+        c = chip.dense_flops_per_s[dtype]
+        rows.append({"system": r.system, "chip": chip.key, "level": r.level,
+                     "dtype": chip.dense_flops_per_s.key(dtype), "flop_per_s": c,
+                     "bytes_per_s": r.bytes_per_s, "scope": r.scope, "direction": r.direction,
+                     "tokens_per_chip": dp_comm_bound_tokens_per_chip(
+                         c, r.bytes_per_s, n, grad_bytes_per_param=grad_bytes_per_param,
+                         flops_per_token_per_param=flops_per_token_per_param)})
+    return pd.DataFrame(rows)
+
+
+__all__ += ["dp_comm_bound_tokens_per_chip", "dp_comm_bound_table"]
