@@ -1223,8 +1223,10 @@ BLOCK_SCHEMES: dict[str, tuple[str, str, str | None]] = {
     "MXFP8 E4M3, scale rounded up": ("mx", "mxfp8_e4m3", "ceil"),
     "per-tensor FP8 E5M2": ("tensor", "float8_e5m2", None),
     "MXFP8 E5M2": ("mx", "mxfp8_e5m2", "floor"),
+    "MXFP8 E5M2, scale rounded up": ("mx", "mxfp8_e5m2", "ceil"),
     "per-tensor FP4 E2M1": ("tensor", "float4_e2m1fn", None),
     "MXFP4": ("mx", "mxfp4", "floor"),
+    "MXFP4, scale rounded up": ("mx", "mxfp4", "ceil"),
 }
 
 
@@ -1327,17 +1329,22 @@ def error_by_magnitude(x: Any, schemes: tuple[str, ...] = ("per-tensor FP8 E4M3"
         raise ValueError("x must contain at least one nonzero value")
     binade = np.frexp(np.abs(x32[nz]))[1].astype(np.int64) - 1
     xs = np.abs(x32[nz]).astype(np.float64)
-    frames = []
+    order = np.argsort(binade, kind="stable")
+    edges, start, count = np.unique(binade[order], return_index=True, return_counts=True)
+    keep = np.flatnonzero(count >= min_count)
+    cols: dict[str, list] = {"scheme": [], "magnitude": [], "n_values": [], "median_rel_error": []}
     for name in names:
         q, _, _ = _scheme_quantize(x32, name, block_size)
-        rel = np.abs(q[nz].astype(np.float64) - x32[nz]) / xs
-        g = pd.DataFrame({"binade": binade, "rel": rel}).groupby("binade")["rel"]
-        stats = pd.DataFrame({"n_values": g.size(), "median_rel_error": g.median()}).reset_index()
-        stats = stats[stats.n_values >= min_count]
-        frames.append(pd.DataFrame({"scheme": name, "magnitude": np.ldexp(1.0, stats.binade.to_numpy()),
-                                    "n_values": stats.n_values.to_numpy(),
-                                    "median_rel_error": stats.median_rel_error.to_numpy()}))
-    return pd.concat(frames, ignore_index=True)
+        rel = (np.abs(q[nz].astype(np.float64) - x32[nz]) / xs)[order]
+        cols["scheme"] += [name] * len(keep)
+        cols["magnitude"].append(np.ldexp(1.0, edges[keep]))
+        cols["n_values"].append(count[keep])
+        cols["median_rel_error"].append(np.array([np.median(rel[start[i]:start[i] + count[i]])
+                                                  for i in keep]))
+    return pd.DataFrame({"scheme": cols["scheme"],
+                         "magnitude": np.concatenate(cols["magnitude"]),
+                         "n_values": np.concatenate(cols["n_values"]),
+                         "median_rel_error": np.concatenate(cols["median_rel_error"])})
 
 
 __all__ += ["ELEMENT_FORMATS", "MX_FORMATS", "MX_LABELS", "MX_BLOCK_SIZE", "MX_SCALE_DTYPE",

@@ -171,3 +171,44 @@ def placement_chart(df: pd.DataFrame, *, kind: str = "tp", highlight: int = 0, c
             x=x, y=y, text=alt.Text("label:N"))
         return alt.layer(cell, text, head, data=_records(d), title=title,
                          width=18 * width_cells, height=18 * height_cells)
+
+
+def dp_threshold_chart(df: pd.DataFrame, tokens_per_chip: float | None = None, *,
+                       title: str = "Tokens per chip below which DP is communication-bound"
+                       ) -> alt.LayerChart:
+    """Horizontal bars (log scale) of the data-parallel threshold C/W per system and level,
+    with an optional rule at a batch per chip.
+
+    ``df`` is ``collectives.dp_comm_bound_table(...)``: columns ``system``, ``level``,
+    ``dtype``, ``tokens_per_chip``. A batch to the left of a bar is communication-bound
+    on that level.
+    """
+    d = df[["system", "level", "dtype", "tokens_per_chip"]].copy()
+    d["row"] = d["system"] + " · " + d["level"] + " (" + d["dtype"] + ")"
+    d["text"] = [f"{t:,.0f}" for t in d["tokens_per_chip"]]
+    low = 10 ** int(np.floor(np.log10(max(min(d["tokens_per_chip"].min(),
+                                                  tokens_per_chip or np.inf), 1.0) / 2)))
+    high = 10 ** int(np.ceil(np.log10(max(d["tokens_per_chip"].max(), tokens_per_chip or 0) * 3)))
+    x = alt.X("tokens_per_chip:Q", scale=alt.Scale(type="log", domain=[low, high]),
+              title="tokens per chip per step (log scale)")
+    y = alt.Y("row:N", sort=None, title=None)
+    with debug_mode(False):
+        bars = alt.Chart().mark_bar().encode(
+            x=x, x2=alt.datum(low), y=y,
+            color=alt.Color("level:N", scale=_LEVEL_COLORS, title="level crossed"),
+            tooltip=[alt.Tooltip("system:N"), alt.Tooltip("level:N"), alt.Tooltip("dtype:N"),
+                     alt.Tooltip("tokens_per_chip:Q", format=",.0f", title="C/W (tokens per chip)")])
+        text = alt.Chart().mark_text(align="left", dx=4, fontSize=11).encode(
+            x=x, y=y, text=alt.Text("text:N"))
+        layers = [bars, text]
+        if tokens_per_chip is not None:
+            rule = alt.Chart(_records(pd.DataFrame({"tokens_per_chip": [float(tokens_per_chip)],
+                                                    "what": ["your batch per chip"]}))).mark_rule(
+                color="black", strokeDash=[4, 3], strokeWidth=2).encode(
+                x=alt.X("tokens_per_chip:Q"), tooltip=[alt.Tooltip("what:N"),
+                                                       alt.Tooltip("tokens_per_chip:Q", format=",.0f")])
+            layers.append(rule)
+        return alt.layer(*layers, data=_records(d), title=title, width=WIDTH, height=24 * len(d))
+
+
+__all__ += ["dp_threshold_chart"]
