@@ -505,7 +505,9 @@ def test_charts_build():
               ch.loss_curves_chart(nm.train_linear_regression(0.1, 20)),
               ch.memory_chart(nm.master_weights_saving()),
               ch.fp8_range_chart(nm.formats_table()),
-              ch.fp8_scaling_chart(nm.fp8_scaling_demo(n=1000))]
+              ch.fp8_scaling_chart(nm.fp8_scaling_demo(n=1000)),
+              ch.error_by_magnitude_chart(nm.error_by_magnitude(nm.heavy_tailed_tensor(4096))),
+              ch.mx_block_chart(nm.mx_block_table(nm.heavy_tailed_tensor(32), "mxfp4"))]
     for c in specs_:
         assert "$schema" in c.to_dict()
 
@@ -514,7 +516,7 @@ def test_widgets_update_and_show_errors_inline():
     from trainium_lab.widgets import numerics as wn
     from trainium_lab.widgets.base import BENCHMARKS
     names = [k for k in BENCHMARKS if k.startswith("numerics.")]
-    assert len(names) == 4
+    assert len(names) == 5
     for name in names:
         factory, changes = BENCHMARKS[name]
         e = factory()
