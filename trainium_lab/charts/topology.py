@@ -191,7 +191,7 @@ def dp_threshold_chart(df: pd.DataFrame, tokens_per_chip: float | None = None, *
     high = 10 ** int(np.ceil(np.log10(max(d["tokens_per_chip"].max(), tokens_per_chip or 0) * 3)))
     x = alt.X("tokens_per_chip:Q", scale=alt.Scale(type="log", domain=[low, high]),
               title="tokens per chip per step (log scale)")
-    y = alt.Y("row:N", sort=None, title=None)
+    y = alt.Y("row:N", sort=None, title=None, axis=alt.Axis(labelLimit=340))
     with debug_mode(False):
         bars = alt.Chart().mark_bar().encode(
             x=x, x2=alt.datum(low), y=y,

@@ -13,8 +13,13 @@ from trainium_lab.exercises import Exercise
 __all__ = ["q1", "q2", "q3", "q4", "q5", "ALL"]
 
 
+def _c_over_w(chip: str, dtype: str, link: str) -> float:
+    """A chip's dense rate over a link's per-chip bandwidth (for the modelled mistakes)."""
+    return specs.chip(chip).dense_flops_per_s[dtype] / specs.link(link).bytes_per_s
+
+
 def _trn3_mxfp8_over_efa() -> float:
-    return specs.chip("trn3").dense_flops_per_s["mxfp8"] / specs.link("trn3-efa").bytes_per_s
+    return _c_over_w("trn3", "mxfp8", "trn3-efa")
 
 
 q1 = Exercise(
@@ -28,8 +33,8 @@ q1 = Exercise(
               "W = specs.link('trn3-efa').bytes_per_s               # bytes/s per chip over EFA\n"
               "# backward 4·N·B/C >= all-reduce 2·(2N)/W  <=>  B >= C/W (N cancels)\n"
               "answer_1 = C / W                                      # tokens per chip per step"),
-    wrong=lambda: specs.chip("trn3").dense_flops_per_s["bf16"] / specs.link("trn3-efa").bytes_per_s,
-    mistakes=[(lambda: specs.chip("trn3").dense_flops_per_s["bf16"] / specs.link("trn3-efa").bytes_per_s,
+    wrong=lambda: _c_over_w("trn3", "bf16", "trn3-efa"),
+    mistakes=[(lambda: _c_over_w("trn3", "bf16", "trn3-efa"),
                "that is the BF16 rate; MX matmuls are faster, so each chip needs more tokens to "
                "hide the same all-reduce"),
               (lambda: 2 / 3 * _trn3_mxfp8_over_efa(),
@@ -105,11 +110,11 @@ q5 = Exercise(
               "# comm per step = 2N·[2·(15/16)/W_torus + 2·(1/16)/W_efa] = 4N·[(15/16)/W_torus + (1/16)/W_efa]\n"
               "# backward = 4·N·B/C  =>  B* = C·[(15/16)/W_torus + (1/16)/W_efa]\n"
               "answer_5 = C * ((15 / 16) / W_torus + (1 / 16) / W_efa)   # tokens per chip"),
-    wrong=lambda: specs.chip("trn2").dense_flops_per_s["bf16"] / specs.link("trn2-efa").bytes_per_s,
-    mistakes=[(lambda: specs.chip("trn2").dense_flops_per_s["bf16"] / specs.link("trn2-efa").bytes_per_s,
+    wrong=lambda: _c_over_w("trn2", "bf16", "trn2-efa"),
+    mistakes=[(lambda: _c_over_w("trn2", "bf16", "trn2-efa"),
                "that is the flat ring over EFA; the hierarchical all-reduce sends only a sixteenth "
                "of the gradients across EFA"),
-              (lambda: specs.chip("trn2").dense_flops_per_s["bf16"] / specs.link("trn2-efa").bytes_per_s / 16,
+              (lambda: _c_over_w("trn2", "bf16", "trn2-efa") / 16,
                "you dropped the two torus phases; they still take (15/16)·S/W_torus each")],
 )
 
