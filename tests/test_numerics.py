@@ -716,3 +716,15 @@ def test_error_by_magnitude_is_flat_for_mx_and_rises_for_per_tensor():
 def test_mx_bad_input_names_the_parameter(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_block_scaling_explorer_compares_per_tensor_with_mx():
+    from trainium_lab.widgets.numerics import block_scaling_explorer
+
+    e = block_scaling_explorer()
+    assert "per-tensor FP8 E4M3" in e.summary.value and "MXFP8 E4M3" in e.summary.value
+    e.controls["element"].value = "float4_e2m1fn"
+    e.controls["rule"].value = "ceil"
+    assert "MXFP4, scale rounded up" in e.summary.value and e.last_error is None
+    e.controls["block_size"].value = 16_384   # one block: MX becomes a power-of-two per-tensor scale
+    assert "<td>MXFP4, scale rounded up</td><td>4</td>" in e.summary.value  # 4 + 8/16,384 bits

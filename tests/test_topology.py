@@ -260,3 +260,19 @@ def test_level_tables_reject_bad_systems(bad):
     for fn in (t.levels_table, t.alternative_links_table):
         with pytest.raises(ValueError, match="system"):
             fn(bad)
+
+
+def test_dp_threshold_explorer_marks_the_levels_a_batch_cannot_hide():
+    from trainium_lab.widgets.topology import dp_threshold_explorer
+
+    e = dp_threshold_explorer(4096)
+    rows = e.summary.value.split("<tr>")[2:]
+    assert [("communication-bound" in r) for r in rows] == [False, False, True]  # instance, ring, EFA
+    e.controls["tokens_per_chip"].value = 30_000
+    assert "communication-bound" not in e.summary.value
+    e.controls["system"].value = "trn3-gen1-ultraserver"
+    assert list(e.controls["dtype"].options) == ["bf16", "mxfp8"] and e.last_error is None
+    e.controls["dtype"].value = "mxfp8"                      # 100,680 tokens over EFA
+    assert "communication-bound" in e.summary.value
+    e.controls["tokens_per_chip"].value = 0
+    assert "tokens_per_chip" in e.last_error

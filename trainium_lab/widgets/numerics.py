@@ -130,7 +130,7 @@ def _describe_block_scaling(view) -> str:
         f"<tr><td>{r.scheme}</td><td>{r.bits_per_value:.3g}</td><td>{r.median_rel_error:.2%}</td>"
         f"<td>{r.p99_rel_error:.1%}</td><td>{r.underflow:.2%}</td><td>{r.clamped:.2%}</td></tr>"
         for r in table.itertuples())
-    return (f"16,384 seeded values, MX blocks of <b>{block_size}</b> (the spec's: 32)."
+    return (f"16,384 seeded values, MX blocks of <b>{block_size:,}</b> (the spec's: 32)."
             "<table><tr><th>scheme</th><th>bits/value</th><th>median error</th><th>99th pct</th>"
             f"<th>stored as 0</th><th>clamped</th></tr>{rows}</table>")
 
