@@ -798,8 +798,8 @@ def group_spans(tp: int, pp: int = 1, dp: int = 1, ep: int = 1, *, system: str =
     >>> t.set_index("kind").loc[["tp", "pp", "dp"], ["n_chips", "level"]].values.tolist()
     [[16, 'instance'], [4, 'ultraserver'], [2, 'efa']]
     >>> big = group_spans(tp=16, pp=12, dp=256, ep=8, n_systems=1536, lnc=2, ordering="tp-ep-pp-dp")
-    >>> big.set_index("kind").loc["ep", ["n_chips", "level"]].tolist()
-    [8, 'ultraserver']
+    >>> big.set_index("kind").loc[["ep"], ["n_chips", "level"]].values.tolist()
+    [[8, 'ultraserver']]
     """
     degrees = {k: integer(k, v, minimum=1) for k, v in (("tp", tp), ("pp", pp), ("dp", dp), ("ep", ep))}
     order = parse_ordering(ordering)
