@@ -523,7 +523,7 @@ def expected_dropped_fraction(n_tokens: int, n_experts: int, experts_per_token: 
     >>> expected_dropped_fraction(4096, 8, 2, 1.25) < 1e-12     # 25 % headroom: 9 standard deviations
     True
     >>> round(expected_dropped_fraction(4096, 8, 1, 1.25, imbalance=2.0), 3)
-    0.138
+    0.104
     """
     t = integer("n_tokens", n_tokens, minimum=1, maximum=MAX_TOKENS)
     e = integer("n_experts", n_experts, minimum=1, maximum=10**5)
