@@ -12,8 +12,13 @@ system. This module turns a layout into
   in HBM;
 * **a first-order step time**: compute at an assumed utilisation, the tensor-
   parallel all-reduces of every layer at the level the TP group lands on, the
-  pipeline bubble ``(p − 1)/m`` of 1F1B, pipeline point-to-point sends, and the
-  part of the data-parallel gradient traffic that the backward pass cannot hide;
+  pipeline bubble ``(p − 1)/m`` of 1F1B (``(p − 1)/(v·m)`` with ``v`` interleaved
+  virtual stages), pipeline point-to-point sends, and the part of the data-parallel
+  gradient traffic that the backward pass cannot hide;
+* for **mixture-of-experts** models (:mod:`trainium_lab.moe`) a fourth degree,
+  ``ep``: experts split over ``ep`` ranks placed right after TP (inside the fastest
+  domain that holds ``tp·ep`` ranks), the dispatch and combine all-to-alls of every
+  MoE layer, and memory and compute that follow total and active parameters;
 
 and searches every valid layout of a cluster for the fastest one that fits
 (:func:`plan`), saying what binds (:meth:`Plan.explain`).
@@ -34,8 +39,9 @@ Public API
     The background documents' 405B worked example from the same functions.
 ``custom_model(...)``
     A model configuration of your own (a :class:`trainium_lab.sizing.ModelPreset`).
-``pipeline_bubble_fraction(pp, n_micro_batches)``, ``tp_allreduces_per_layer(recompute)``
-    The two formulas, on their own.
+``pipeline_bubble_fraction(pp, n_micro_batches, virtual_stages=1)``, ``tp_allreduces_per_layer(recompute)``,
+``interleaved_activation_factor(pp, virtual_stages)``
+    The formulas, on their own.
 
 What the first-order model leaves out is listed in :data:`IGNORED`; the notebook
 (chapter 05) discusses each item.
@@ -50,8 +56,11 @@ arXiv:2104.04473 (2021), §2.2 (1F1B schedule, bubble (p−1)/m), §3 (degree
 choices), §4.1 (scatter/gather of pipeline sends). V. Korthikanti et al.,
 "Reducing Activation Recomputation in Large Transformer Models",
 arXiv:2205.05198 (2022), Table 2 and §4.2.3 (the first stage keeps p micro-batches
-of activations). S. Rajbhandari et al., "ZeRO", arXiv:1910.02054 (2020), §5 and
-§7 (memory and communication volume of each stage). Llama Team, "The Llama 3
+of activations) and §4.2.3's factor ``1 + (p − 1)/(p·v)`` for the interleaved schedule.
+S. Rajbhandari et al., "ZeRO", arXiv:1910.02054 (2020), §5 and §7 (memory and
+communication volume of each stage); "DeepSpeed-MoE", arXiv:2201.05596 (2022), §5
+(expert and expert-data parallelism). D. Lepikhin et al., "GShard", arXiv:2006.16668
+(2020) (dispatch and combine all-to-alls). Llama Team, "The Llama 3
 Herd of Models", arXiv:2407.21783 (2024), §3.3.2 (uneven pipeline stages).
 
 Examples
@@ -82,7 +91,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from trainium_lab import collectives, specs, topology
+from trainium_lab import collectives, moe, specs, topology
 from trainium_lab._validate import UnknownNameError, choice, in_range, integer, positive, sequence
 from trainium_lab.sizing import RECOMPUTE_MODES, ModelPreset, parameter_count, preset, recipe
 from trainium_lab.units import GiB
@@ -91,13 +100,15 @@ __all__ = [
     "Layout", "LayoutEstimate", "Plan", "IGNORED", "MEMORY_PARTS", "TIME_PARTS",
     "layout", "evaluate", "plan", "custom_model", "resolve_model",
     "pipeline_bubble_fraction", "tp_allreduces_per_layer", "fully_sharded_table",
-    "worked_example", "candidate_degrees",
+    "worked_example", "candidate_degrees", "interleaved_activation_factor", "MOE_TIME_PARTS",
 ]
 
 #: memory components per chip, in stacking order
 MEMORY_PARTS: tuple[str, ...] = ("weights", "gradients", "optimizer", "activations")
 #: step-time components, in stacking order
 TIME_PARTS: tuple[str, ...] = ("compute", "tp_comm", "pp_comm", "bubble", "dp_exposed")
+#: step-time components of a mixture-of-experts model: the expert all-to-alls come after TP
+MOE_TIME_PARTS: tuple[str, ...] = ("compute", "tp_comm", "ep_comm", "pp_comm", "bubble", "dp_exposed")
 
 #: what the first-order model leaves out (the notebook discusses each)
 IGNORED: tuple[str, ...] = (
@@ -113,8 +124,14 @@ IGNORED: tuple[str, ...] = (
     "ZeRO-3's gathered-weight buffers, communication buffers, the runtime's own HBM use and "
     "fragmentation: covered only by the headroom you ask for",
     "kernel efficiency changing with the micro-batch or the TP shard size: one MFU for all",
-    "expert parallelism (the presets are dense models; ep must be 1)",
-    "interleaved (virtual-stage) pipeline schedules",
+    "MoE load imbalance: expert compute and all-to-all buffers are sized by the capacity factor "
+    "(1 = a perfectly balanced router, nothing padded or dropped); chapter 10 simulates what a "
+    "skewed router drops. Also the router's compute, the load-balancing loss and token permutation",
+    "the topology of each level for all-to-alls: on a NeuronLink ring or torus an all-to-all is "
+    "costed as a one-way ring over the group (pessimistic for Trainium2's 2D torus), through a "
+    "switch or over EFA as a direct exchange, always at the slowest level the group crosses",
+    "interleaved schedules' finer points: the layers are split into p·v equal chunks (remainders "
+    "ignored) and the number of micro-batches must be a multiple of p (Megatron-LM's rule)",
 )
 
 _RECOMPUTE_INDEX = {m: i for i, m in enumerate(RECOMPUTE_MODES)}
@@ -123,13 +140,18 @@ _RECOMPUTE_INDEX = {m: i for i, m in enumerate(RECOMPUTE_MODES)}
 # --------------------------------------------------------------------- the formulas on their own
 
 
-def pipeline_bubble_fraction(pp: int, n_micro_batches: int) -> float:
-    """Idle time of a 1F1B pipeline relative to the ideal: ``(p − 1) / m``.
+def pipeline_bubble_fraction(pp: int, n_micro_batches: int, virtual_stages: int = 1) -> float:
+    """Idle time of a 1F1B pipeline relative to the ideal: ``(p − 1) / m``, or ``(p − 1)/(v·m)``.
 
     With ``p`` stages and ``m`` micro-batches, a 1F1B (one-forward-one-backward)
     schedule runs ``m + p − 1`` micro-batch slots instead of ``m``: the pipeline
     takes ``p − 1`` slots to fill and drain. The bubble is ``(p − 1)`` slots, a
     fraction ``(p − 1)/m`` of the useful time (``(p − 1)/(m + p − 1)`` of the total).
+
+    The interleaved schedule gives each device ``v`` chunks of ``L/(p·v)`` layers
+    (``v`` *virtual stages*) instead of one block of ``L/p``. Filling and draining
+    now costs ``p − 1`` chunk slots of ``1/v`` the time each: the bubble shrinks to
+    ``(p − 1)/(v·m)``, for ``v`` times the pipeline sends.
 
     Parameters
     ----------
@@ -137,6 +159,8 @@ def pipeline_bubble_fraction(pp: int, n_micro_batches: int) -> float:
         Pipeline stages ``p`` (>= 1).
     n_micro_batches : int
         Micro-batches per step ``m`` (>= 1).
+    virtual_stages : int
+        Chunks per device ``v`` (1: plain 1F1B).
 
     Returns
     -------
@@ -146,7 +170,9 @@ def pipeline_bubble_fraction(pp: int, n_micro_batches: int) -> float:
     References
     ----------
     Narayanan et al. 2021, arXiv:2104.04473, §2.2.1: bubble time fraction
-    ``(p − 1)/m`` for the PipeDream-Flush (1F1B) schedule, as for GPipe.
+    ``(p − 1)/m`` for the PipeDream-Flush (1F1B) schedule, as for GPipe; §2.2.2:
+    ``(p − 1)/(v·m)`` for the interleaved schedule ("the pipeline bubble time is
+    reduced by v"), at ``v`` times the communication.
 
     Examples
     --------
@@ -154,10 +180,52 @@ def pipeline_bubble_fraction(pp: int, n_micro_batches: int) -> float:
     0.1875
     >>> pipeline_bubble_fraction(1, 1)
     0.0
+    >>> pipeline_bubble_fraction(4, 16, virtual_stages=3)
+    0.0625
     """
     p = integer("pp", pp, minimum=1)
     m = integer("n_micro_batches", n_micro_batches, minimum=1)
-    return (p - 1) / m
+    v = integer("virtual_stages", virtual_stages, minimum=1, maximum=10**6)
+    if v == 1:
+        return (p - 1) / m
+    return (p - 1) / (v * m)
+
+
+def interleaved_activation_factor(pp: int, virtual_stages: int) -> float:
+    """Activation memory of the first stage under interleaving, relative to plain 1F1B.
+
+    Plain 1F1B keeps ``p`` micro-batches of ``L/p`` layers on the first stage: the
+    activations of ``L`` layers. The interleaved schedule warms up with more
+    micro-batches in flight: Korthikanti et al. give the total as ``L·(1 + (p − 1)/(p·v))``
+    layers' worth. It follows from Megatron-LM's warm-up count: the first device runs
+    ``2(p − 1) + (v − 1)·p`` chunk forwards before its first backward and holds one more
+    in the steady state, each of ``L/(p·v)`` layers:
+    ``(v·p + p − 1)·L/(p·v) = L·(1 + (p − 1)/(p·v))``. ``v = 1`` is plain 1F1B (factor 1).
+
+    Parameters
+    ----------
+    pp : int
+        Pipeline stages ``p`` (>= 1).
+    virtual_stages : int
+        Chunks per device ``v`` (>= 1).
+
+    References
+    ----------
+    Korthikanti et al. 2022, arXiv:2205.05198, §4.2.3 (interleaved schedule); NVIDIA
+    Megatron-LM, ``megatron/training/theoretical_memory_usage.py``
+    (``interleaved_schedule_memory_penalty``) and
+    ``megatron/core/pipeline_parallel/schedules.py`` (warm-up micro-batches).
+
+    Examples
+    --------
+    >>> interleaved_activation_factor(8, 1), interleaved_activation_factor(8, 2)
+    (1.0, 1.4375)
+    """
+    p = integer("pp", pp, minimum=1, maximum=10**6)
+    v = integer("virtual_stages", virtual_stages, minimum=1, maximum=10**6)
+    if v == 1:
+        return 1.0
+    return 1.0 + (p - 1) / (p * v)
 
 
 def tp_allreduces_per_layer(recompute: str = "none") -> int:
@@ -272,6 +340,18 @@ def _check_tp_divides(m: ModelPreset, tp: int) -> None:
                          f"(KV heads replicated) for {m.name}; got tp={tp}")
 
 
+def _check_ep(m: ModelPreset, ep: int) -> None:
+    if not m.is_moe:
+        if ep != 1:
+            raise ValueError(f"ep must be 1 for {m.name}: it is a dense model, with no experts to split "
+                             f"(expert parallelism needs a mixture-of-experts model such as "
+                             f"'mixtral-8x7b'); got ep={ep}")
+        return
+    if m.n_experts % ep:
+        raise ValueError(f"ep must divide n_experts ({m.n_experts}) of {m.name}, so every rank holds "
+                         f"whole experts; got ep={ep}")
+
+
 def candidate_degrees(model: str | ModelPreset, n_ranks: int) -> list[tuple[int, int, int]]:
     """Every ``(tp, pp, dp)`` with ``tp·pp·dp = n_ranks`` that the model can be split by.
 
@@ -311,6 +391,9 @@ class Layout:
     model : ModelPreset
     tp, pp, dp, ep : int
         Degrees in ranks (logical NeuronCores); ``tp·pp·dp·ep`` = ranks in the cluster.
+        With ``ep > 1`` (MoE models) each expert is replicated over ``dp`` ranks and
+        the other parameters over ``dp·ep`` (the expert-parallel ranks see different
+        tokens).
     zero_stage : int
         0 (none), 1 (optimizer state), 2 (+ gradients), 3 (+ weights) sharded over ``dp``.
     micro_batch, n_micro_batches : int
@@ -325,6 +408,10 @@ class Layout:
         Precision recipe key of :data:`trainium_lab.sizing.RECIPES`.
     dtype : str
         Matmul dtype for the chip's peak rate.
+    virtual_stages : int
+        Chunks per pipeline device (1: plain 1F1B; ``v > 1``: interleaved 1F1B).
+    capacity_factor : float
+        MoE expert buffers relative to a perfectly balanced load (1 for dense models).
     """
 
     model: ModelPreset
@@ -341,11 +428,13 @@ class Layout:
     seq_len: int
     recipe: str
     dtype: str
+    virtual_stages: int = 1
+    capacity_factor: float = 1.0
 
     @property
     def global_batch(self) -> int:
-        """Sequences per step: ``dp × micro_batch × n_micro_batches``."""
-        return self.dp * self.micro_batch * self.n_micro_batches
+        """Sequences per step: ``dp × ep × micro_batch × n_micro_batches``."""
+        return self.dp * self.ep * self.micro_batch * self.n_micro_batches
 
     @property
     def tokens_per_step(self) -> int:
@@ -354,7 +443,7 @@ class Layout:
 
     def chips(self, kind: str) -> float:
         """Chips one group of ``kind`` spans if its ranks are packed (``degree / ranks per chip``)."""
-        kind = choice("kind", kind, ("tp", "pp", "dp"))
+        kind = choice("kind", kind, ("tp", "pp", "dp", "ep"))
         return getattr(self, kind) / self.cluster.ranks_per_chip
 
     def label(self) -> str:
@@ -362,15 +451,18 @@ class Layout:
         c = self.cluster
         tpc = self.tp / c.ranks_per_chip
         tp_chips = f"{tpc:g} chip{'s' if tpc != 1 else ''}"
-        return (f"TP{self.tp}×PP{self.pp}×DP{self.dp} (TP over {tp_chips}), ZeRO-{self.zero_stage}, "
-                f"mb {self.micro_batch}×{self.n_micro_batches}, {self.recompute} recompute")
+        ep = f"×EP{self.ep}" if self.model.is_moe else ""
+        v = f", interleaved v={self.virtual_stages}" if self.virtual_stages > 1 else ""
+        return (f"TP{self.tp}{ep}×PP{self.pp}×DP{self.dp} (TP over {tp_chips}), ZeRO-{self.zero_stage}, "
+                f"mb {self.micro_batch}×{self.n_micro_batches}, {self.recompute} recompute{v}")
 
 
 def layout(model: str | ModelPreset, tp: int, pp: int = 1, dp: int = 1, ep: int = 1, *,
            zero_stage: int = 1, micro_batch: int = 1, n_micro_batches: int = 1,
            recompute: str = "selective", sequence_parallel: bool = True,
            system: str = "trn2-ultraserver", n_systems: int | None = None, lnc: int | None = None,
-           seq_len: int | None = None, recipe_name: str = "bf16-adam", dtype: str = "bf16") -> Layout:
+           seq_len: int | None = None, recipe_name: str = "bf16-adam", dtype: str = "bf16",
+           virtual_stages: int = 1, capacity_factor: float = 1.0) -> Layout:
     """Check a layout and return it.
 
     Parameters
@@ -379,7 +471,8 @@ def layout(model: str | ModelPreset, tp: int, pp: int = 1, dp: int = 1, ep: int 
         A preset name (``"llama3-405b"``) or :func:`custom_model`.
     tp, pp, dp, ep : int
         Degrees in ranks. ``tp`` must divide the attention heads, ``pp`` must not
-        exceed the layers, ``ep`` must be 1 (dense models only).
+        exceed the layers; ``ep`` must divide the experts of a mixture-of-experts
+        model and be 1 for a dense one.
     zero_stage : int
         0 to 3.
     micro_batch, n_micro_batches : int
@@ -398,6 +491,12 @@ def layout(model: str | ModelPreset, tp: int, pp: int = 1, dp: int = 1, ep: int 
         Precision recipe (bytes per parameter), default ``"bf16-adam"`` (16 B/param).
     dtype : str
         dtype of the peak FLOP/s used for compute time.
+    virtual_stages : int
+        Interleaved 1F1B with ``v`` chunks per device (Narayanan et al. §2.2.2): needs
+        ``pp >= 2``, ``pp·v <= n_layers`` and ``n_micro_batches`` a multiple of ``pp``.
+    capacity_factor : float
+        MoE only: expert buffers (compute and all-to-all bytes) as a multiple of a
+        balanced load, in [1, 16] (:func:`trainium_lab.moe.expert_capacity_tokens`).
 
     Raises
     ------
@@ -423,15 +522,24 @@ def layout(model: str | ModelPreset, tp: int, pp: int = 1, dp: int = 1, ep: int 
     pp = integer("pp", pp, minimum=1)
     dp = integer("dp", dp, minimum=1)
     ep = integer("ep", ep, minimum=1)
-    if ep != 1:
-        raise ValueError(f"ep must be 1: {m.name} is a dense model and this chapter does not model "
-                         f"expert parallelism; got ep={ep}")
+    _check_ep(m, ep)
     _check_tp_divides(m, tp)
     if pp > m.n_layers:
         raise ValueError(f"pp must be at most n_layers ({m.n_layers}) of {m.name}; got pp={pp}")
     zero_stage = integer("zero_stage", zero_stage, minimum=0, maximum=3)
     micro_batch = integer("micro_batch", micro_batch, minimum=1)
     n_micro_batches = integer("n_micro_batches", n_micro_batches, minimum=1)
+    virtual_stages = integer("virtual_stages", virtual_stages, minimum=1, maximum=m.n_layers)
+    if virtual_stages > 1:
+        if pp < 2:
+            raise ValueError(f"virtual_stages > 1 interleaves pipeline stages: it needs pp >= 2; got pp={pp}")
+        if pp * virtual_stages > m.n_layers:
+            raise ValueError(f"virtual_stages × pp must be at most n_layers ({m.n_layers}): every chunk "
+                             f"needs a layer; got {virtual_stages} × {pp}")
+        if n_micro_batches % pp:
+            raise ValueError(f"n_micro_batches must be a multiple of pp ({pp}) for the interleaved schedule "
+                             f"(Narayanan et al. 2021, §2.2.2); got {n_micro_batches}")
+    capacity_factor = in_range("capacity_factor", capacity_factor, 1.0, 16.0)
     recompute = choice("recompute", recompute, RECOMPUTE_MODES)
     if sequence_parallel not in (True, False):
         raise ValueError(f"sequence_parallel must be True or False; got {sequence_parallel!r}")
@@ -451,7 +559,8 @@ def layout(model: str | ModelPreset, tp: int, pp: int = 1, dp: int = 1, ep: int 
     if dtype not in chip.dense_flops_per_s:
         raise ValueError(f"dtype must be one of {sorted(chip.dense_flops_per_s)} for {c.chip}; got {dtype!r}")
     return Layout(m, tp, pp, dp, ep, zero_stage, micro_batch, n_micro_batches, recompute,
-                  bool(sequence_parallel), c, seq_len, recipe_name, dtype)
+                  bool(sequence_parallel), c, seq_len, recipe_name, dtype, virtual_stages,
+                  capacity_factor if m.is_moe else 1.0)
 
 
 # --------------------------------------------------------------------- communication coefficients
@@ -459,7 +568,11 @@ def layout(model: str | ModelPreset, tp: int, pp: int = 1, dp: int = 1, ep: int 
 
 @dataclass(frozen=True)
 class _Comm:
-    """Affine costs ``a + b·size`` from chapter 03, for one (cluster, tp, pp, dp)."""
+    """Affine costs ``a + b·size`` from chapter 03, for one (cluster, tp, pp, dp, ep).
+
+    ``ep_a2a`` is per byte a rank sends (all the chip's ranks send at once); the ``ep_*``
+    all-reduce pieces are for the dense gradients' reduction inside the EP group.
+    """
 
     levels: dict[str, str]
     tp_ar: tuple[float, float]
@@ -468,24 +581,50 @@ class _Comm:
     dp_rs: tuple[float, float]
     pp_bytes_per_s: float | None
     pp_latency_s: float
+    ep_level: str = "none"
+    ep_chips: int = 1
+    ep_a2a: tuple[float, float] = (0.0, 0.0)
+    ep_ag: tuple[float, float] = (0.0, 0.0)
+    ep_rs: tuple[float, float] = (0.0, 0.0)
 
 
-@functools.lru_cache(maxsize=4096)
-def _comm(system: str, n_systems: int, lnc: int, tp: int, pp: int, dp: int) -> _Comm:
-    p = topology.place(tp, pp, dp, 1, system=system, n_systems=n_systems, lnc=lnc)
+#: rank orderings (innermost first): EP right after TP, so it lands in the fastest domain holding tp·ep
+_ORDER = topology.parse_ordering("tp-pp-dp")
+_ORDER_EP = topology.parse_ordering("tp-ep-pp-dp")
+
+
+@functools.lru_cache(maxsize=65536)
+def _comm(system: str, n_systems: int, lnc: int, tp: int, pp: int, dp: int, ep: int = 1) -> _Comm:
+    c = topology.cluster(system, n_systems, lnc)
+    order = _ORDER if ep == 1 else _ORDER_EP
+    degrees = {"tp": tp, "pp": pp, "dp": dp, "ep": ep}
+    # the same levels, chip counts and sharing as topology.place(...).slowest(kind), in closed form
+    spans = topology._spans(c.system, c.n_systems, c.lnc, tuple(degrees[k] for k in order), order)
+
+    def slowest(kind: str):
+        index, n_chips, _, _, sharing = spans[kind]
+        return c.level(topology.LEVEL_NAMES[index]), n_chips, sharing
 
     def affine(kind: str, coll: str) -> tuple[float, float]:
-        a = collectives.group_collective_s(p, kind, 0.0, coll)
+        lv, n, sh = slowest(kind)
+        a = collectives.level_collective_s(0.0, n, lv, collective=coll, sharing=sh)
         ref = 1e9  # a large reference size keeps the slope exact to ~1e-15
-        return a, (collectives.group_collective_s(p, kind, ref, coll) - a) / ref
+        return a, (collectives.level_collective_s(ref, n, lv, collective=coll, sharing=sh) - a) / ref
 
-    lv_pp, n_pp, _ = p.slowest("pp")
+    lv_pp, n_pp, _ = slowest("pp")
     pp_bw = None if (lv_pp.bytes_per_s is None or n_pp == 1) else lv_pp.bytes_per_s
-    degrees = {"tp": tp, "pp": pp, "dp": dp}
-    return _Comm(levels={k: (p.level(k).name if degrees[k] > 1 else "none") for k in degrees},
-                 tp_ar=affine("tp", "all_reduce"), dp_ar=affine("dp", "all_reduce"),
+    levels = {k: (slowest(k)[0].name if degrees[k] > 1 else "none") for k in ("tp", "pp", "dp")}
+    extra = {}
+    if ep > 1:
+        lv_ep, n_ep, _ = slowest("ep")
+        a = moe._a2a(lv_ep, n_ep, 0.0)
+        # every rank of a chip dispatches its own tokens: the chip sends ranks_per_chip × the rank's bytes
+        b = (moe._a2a(lv_ep, n_ep, 1e9 * c.ranks_per_chip) - a) / 1e9
+        extra = dict(ep_level=lv_ep.name, ep_chips=n_ep, ep_a2a=(a, b), ep_ag=affine("ep", "all_gather"),
+                     ep_rs=affine("ep", "reduce_scatter"))
+    return _Comm(levels=levels, tp_ar=affine("tp", "all_reduce"), dp_ar=affine("dp", "all_reduce"),
                  dp_ag=affine("dp", "all_gather"), dp_rs=affine("dp", "reduce_scatter"),
-                 pp_bytes_per_s=pp_bw, pp_latency_s=(lv_pp.latency_s or 0.0) if pp_bw else 0.0)
+                 pp_bytes_per_s=pp_bw, pp_latency_s=(lv_pp.latency_s or 0.0) if pp_bw else 0.0, **extra)
 
 
 # --------------------------------------------------------------------- the vectorised core
