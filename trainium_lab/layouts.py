@@ -633,8 +633,14 @@ def _comm(system: str, n_systems: int, lnc: int, tp: int, pp: int, dp: int, ep: 
 def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, dtype: str,
           sequence_parallel: bool, mfu: float, dp_overlap: float,
           tp: np.ndarray, pp: np.ndarray, dp: np.ndarray, zero: np.ndarray, mb: np.ndarray,
-          nmb: np.ndarray, mode: np.ndarray, comm: list[_Comm], comm_idx: np.ndarray) -> dict[str, np.ndarray]:
-    """Every formula of the chapter, on arrays (one element per layout)."""
+          nmb: np.ndarray, mode: np.ndarray, comm: list[_Comm], comm_idx: np.ndarray, *,
+          ep: np.ndarray | None = None, v: np.ndarray | None = None,
+          capacity_factor: float = 1.0) -> dict[str, np.ndarray]:
+    """Every formula of the chapter, on arrays (one element per layout).
+
+    ``ep`` (expert parallelism, MoE models) and ``v`` (interleaved virtual stages) default
+    to 1 everywhere; a dense model with ``ep = v = 1`` gives exactly the chapter-05 numbers.
+    """
     r = recipe(recipe_name)
     chip = specs.chip(c.chip)
     rpc = c.ranks_per_chip
@@ -642,18 +648,22 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
     L, h, s = m.n_layers, float(m.d_model), float(seq_len)
     tpf, ppf, dpf = tp.astype(float), pp.astype(float), dp.astype(float)
     mbf, mf = mb.astype(float), nmb.astype(float)
+    epf = np.ones_like(tpf) if ep is None else ep.astype(float)
+    vf = np.ones_like(tpf) if v is None else v.astype(float)
+    # dense: (n_params, 0, n_params, 0); MoE: experts split from the rest, active < total
+    non_expert, routed, n_active, routed_active = moe._split(m)
 
     # ---- memory per rank, then per chip (rank memory × ranks per chip)
-    per_rank_params = n_params / (tpf * ppf)  # even split over TP ranks and stages
-    weights = r.weights * per_rank_params / np.where(zero >= 3, dpf, 1.0)
-    grads = r.gradients * per_rank_params / np.where(zero >= 2, dpf, 1.0)
-    optim = r.optimizer_bytes_per_param * per_rank_params / np.where(zero >= 1, dpf, 1.0)
+    weights, grads, optim, per_dense, per_expert = moe._state_per_rank(non_expert, routed, tpf, ppf, dpf,
+                                                                       epf, zero, r)
     layers_first = np.ceil(L / ppf)
     in_flight = np.minimum(ppf, mf)  # 1F1B: stage 1 stashes up to p micro-batches
-    act_layer = _act_per_layer(seq_len, mbf, m.d_model, m.n_heads, tp, sequence_parallel, mode)
-    acts = in_flight * layers_first * act_layer
+    act_model = moe._activation_model(m, capacity_factor)  # MoE: the experts' width per token
+    act_layer = _act_per_layer(seq_len, mbf, act_model.d_model, act_model.n_heads, tp, sequence_parallel, mode)
+    # interleaving keeps more micro-batches in flight (Korthikanti et al. §4.2.3)
+    acts = in_flight * layers_first * act_layer * np.where(vf > 1, 1.0 + (ppf - 1.0) / (ppf * vf), 1.0)
     # full recompute rebuilds one layer's whole activations during its backward pass
-    peak_extra = np.where(mode == 2, _act_per_layer(seq_len, mbf, m.d_model, m.n_heads, tp,
+    peak_extra = np.where(mode == 2, _act_per_layer(seq_len, mbf, act_model.d_model, act_model.n_heads, tp,
                                                     sequence_parallel, np.zeros_like(mode)), 0.0)
     acts = acts + peak_extra
     hbm = float(chip.hbm_bytes)
@@ -666,13 +676,15 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
     # ---- compute: FLOPs per micro-batch per stage, at `mfu` of the chips' peak
     tokens_mb = mbf * s
     attn = 6.0 * L * s * h  # per token, Kaplan et al. (as sizing.training_flops)
-    model_flops_mb = (6.0 * n_params + attn) * tokens_mb
+    model_flops_mb = (6.0 * n_active + attn) * tokens_mb
+    # padded expert slots (capacity factor) are computed too, but are not model FLOPs
+    padding_mb = 6.0 * (capacity_factor - 1.0) * routed_active * tokens_mb
     recompute_flops_mb = np.choose(mode, [0.0 * tokens_mb, attn / 3.0 * tokens_mb,
-                                          (2.0 * n_params + attn / 3.0) * tokens_mb])
-    chips_per_stage_replica = c.n_chips / (ppf * dpf)
+                                          (2.0 * n_active + attn / 3.0) * tokens_mb])
+    chips_per_stage_replica = c.n_chips / (ppf * dpf * epf)
     rate = chips_per_stage_replica * chip.dense_flops_per_s[dtype] * mfu
-    fwd = model_flops_mb / 3.0 / ppf / rate
-    bwd = (model_flops_mb * 2.0 / 3.0 + recompute_flops_mb) / ppf / rate
+    fwd = (model_flops_mb + padding_mb) / 3.0 / ppf / rate
+    bwd = ((model_flops_mb + padding_mb) * 2.0 / 3.0 + recompute_flops_mb) / ppf / rate
 
     # ---- per-layout communication coefficients (from chapter 03)
     def coef(name: str, i: int) -> np.ndarray:
@@ -684,36 +696,63 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
     layers_stage = L / ppf
     tp_fwd = 2.0 * layers_stage * t_ar
     tp_bwd = np.where(mode == 2, 4.0, 2.0) * layers_stage * t_ar
-    # PP: one activation send forward and one gradient send backward per micro-batch;
-    # with sequence parallelism (or Megatron's scatter/gather) each rank sends 1/t of it
+    # PP: one activation send forward and one gradient send backward per micro-batch and
+    # chunk (v of them when interleaved); with sequence parallelism (or Megatron's
+    # scatter/gather) each rank sends 1/t of it
     pp_bw = np.array([x.pp_bytes_per_s or 0.0 for x in comm])[comm_idx]
     pp_lat = np.array([x.pp_latency_s for x in comm])[comm_idx]
     send_rank = tp_bytes / tpf
     send = np.where(pp_bw > 0, send_rank * rpc / np.where(pp_bw > 0, pp_bw, 1.0) + pp_lat, 0.0)
-    pp_mb = 2.0 * send
-    slot = fwd + bwd + tp_fwd + tp_bwd + pp_mb  # one micro-batch on one stage
+    pp_mb = 2.0 * send * vf
+    # EP: dispatch and combine all-to-alls in every MoE layer, forward and backward (and
+    # again when full recomputation reruns the forward); each rank sends its 1/t of the
+    # micro-batch's tokens, k copies each (GShard §2.2)
+    if m.is_moe:
+        moe_layers_stage = (L - m.n_dense_layers) / ppf
+        a2a_bytes = mbf * s / tpf * m.experts_per_token * h * 2.0 * capacity_factor
+        t_a2a = coef("ep_a2a", 0) + coef("ep_a2a", 1) * a2a_bytes
+        ep_fwd = 2.0 * moe_layers_stage * t_a2a
+        ep_bwd = np.where(mode == 2, 4.0, 2.0) * moe_layers_stage * t_a2a
+    else:
+        ep_fwd = ep_bwd = np.zeros_like(tpf)
+    slot = fwd + bwd + tp_fwd + tp_bwd + pp_mb + (ep_fwd + ep_bwd)  # one micro-batch on one stage
     out["compute"] = mf * (fwd + bwd)
     out["tp_comm"] = mf * (tp_fwd + tp_bwd)
     out["pp_comm"] = mf * pp_mb
-    out["bubble"] = (ppf - 1.0) * slot
+    out["ep_comm"] = mf * (ep_fwd + ep_bwd)
+    out["bubble"] = (ppf - 1.0) / vf * slot
 
     # DP: stages 0/1 reduce gradients once per step (ZeRO-1 as reduce-scatter + all-gather,
     # the same volume); the last micro-batch's backward can hide it. ZeRO-2 reduce-scatters
     # every micro-batch (gradients are sharded) and gathers weights once; ZeRO-3 also
     # gathers weights forward and backward every micro-batch (Rajbhandari et al. §7).
-    g_bytes = r.gradients * per_rank_params
-    w_bytes = r.weights * per_rank_params
-    ar = coef("dp_ar", 0) + coef("dp_ar", 1) * g_bytes
-    rs = coef("dp_rs", 0) + coef("dp_rs", 1) * g_bytes
-    ag = coef("dp_ag", 0) + coef("dp_ag", 1) * w_bytes
+    # With EP the non-expert gradients are reduced over dp·ep ranks, done as a reduce-
+    # scatter inside the EP group, the DP reduction of its 1/ep shard, and an all-gather
+    # back; the experts' over dp only.
+    g_bytes = r.gradients * per_dense
+    w_bytes = r.weights * per_dense
+    ar = coef("dp_ar", 0) + coef("dp_ar", 1) * (g_bytes / epf)
+    rs = coef("dp_rs", 0) + coef("dp_rs", 1) * (g_bytes / epf)
+    ag = coef("dp_ag", 0) + coef("dp_ag", 1) * (w_bytes / epf)
+    if m.is_moe:
+        ep_rs = coef("ep_rs", 0) + coef("ep_rs", 1) * g_bytes
+        ep_ag_g = coef("ep_ag", 0) + coef("ep_ag", 1) * g_bytes
+        ep_ag_w = coef("ep_ag", 0) + coef("ep_ag", 1) * w_bytes
+        ge, we = r.gradients * per_expert, r.weights * per_expert
+        # with ep = 1 experts and the rest share one DP group: one collective, one latency
+        own = np.where(epf > 1, 1.0, 0.0)
+        ar = ar + ep_rs + ep_ag_g + own * coef("dp_ar", 0) + coef("dp_ar", 1) * ge
+        rs = rs + ep_rs + own * coef("dp_rs", 0) + coef("dp_rs", 1) * ge
+        ag = ag + ep_ag_w + own * coef("dp_ag", 0) + coef("dp_ag", 1) * we
     dp_total = np.choose(zero, [ar, ar, mf * rs + ag, mf * (rs + 2.0 * ag)])
     window = np.choose(zero, [bwd + tp_bwd, bwd + tp_bwd, mf * (bwd + tp_bwd), mf * slot])
     out["dp_comm_total"] = dp_total
     out["dp_exposed"] = np.maximum(0.0, dp_total - dp_overlap * window)
-    out["step"] = out["compute"] + out["tp_comm"] + out["pp_comm"] + out["bubble"] + out["dp_exposed"]
-    tokens_step = dpf * mbf * mf * s
+    out["step"] = (out["compute"] + out["tp_comm"] + out["pp_comm"] + out["bubble"] + out["dp_exposed"]
+                   + out["ep_comm"])
+    tokens_step = dpf * epf * mbf * mf * s
     out["tokens_per_s"] = tokens_step / out["step"]
-    out["model_flops_step"] = dpf * mf * model_flops_mb
+    out["model_flops_step"] = dpf * epf * mf * model_flops_mb
     peak = c.n_chips * chip.dense_flops_per_s[dtype]
     out["mfu_effective"] = out["model_flops_step"] / out["step"] / peak
     out["hbm"] = np.full_like(out["step"], hbm)
@@ -737,14 +776,15 @@ class LayoutEstimate:
     hbm_bytes : float
         HBM per chip (from specs).
     time_s : dict
-        Per step: ``compute``, ``tp_comm``, ``pp_comm``, ``bubble``, ``dp_exposed``.
+        Per step: ``compute``, ``tp_comm``, ``pp_comm``, ``bubble``, ``dp_exposed``
+        (and ``ep_comm``, the expert all-to-alls, for MoE models: :data:`MOE_TIME_PARTS`).
     dp_comm_s : float
         All data-parallel traffic of a step (hidden or not).
     overlap_window_s : float
         Backward time available to hide it.
     levels : dict
-        Slowest level each kind of group crosses (``"tp"``, ``"pp"``, ``"dp"``); ``"none"``
-        for a degree of 1.
+        Slowest level each kind of group crosses (``"tp"``, ``"pp"``, ``"dp"``, and ``"ep"``
+        for MoE models); ``"none"`` for a degree of 1.
     mfu, min_headroom_fraction : float
         The assumptions used.
     """
@@ -796,7 +836,7 @@ class LayoutEstimate:
 
     def time_table(self) -> pd.DataFrame:
         """Tidy: ``part, seconds, share`` of the step."""
-        parts = list(TIME_PARTS)
+        parts = list(self.time_s)
         t = [self.time_s[p] for p in parts]
         total = sum(t)
         return pd.DataFrame({"part": parts, "seconds": t, "share": [x / total for x in t]})
@@ -815,7 +855,12 @@ def evaluate(lay: Layout, *, mfu: float = 0.4, dp_overlap: float = 1.0,
 
     Step time: ``m`` micro-batch slots of compute, TP all-reduces and pipeline
     sends, plus the bubble ``(p − 1)`` slots (Narayanan et al. §2.2.1), plus the
-    data-parallel traffic that the backward pass does not hide.
+    data-parallel traffic that the backward pass does not hide. Interleaved with ``v``
+    virtual stages: a bubble of ``(p − 1)/v`` slots, ``v`` times the pipeline sends and
+    ``1 + (p − 1)/(p·v)`` times the first stage's activations (§2.2.2; Korthikanti et al.
+    §4.2.3). MoE models (:mod:`trainium_lab.moe`): experts over ``tp·pp·ep`` ranks, the
+    rest over ``tp·pp``; compute of the active parameters; four all-to-alls per MoE
+    layer (dispatch and combine, forward and backward) at the level the EP group lands on.
 
     Parameters
     ----------
@@ -851,15 +896,23 @@ def evaluate(lay: Layout, *, mfu: float = 0.4, dp_overlap: float = 1.0,
     dp_overlap = in_range("dp_overlap", dp_overlap, 0.0, 1.0)
     min_headroom_fraction = in_range("min_headroom_fraction", min_headroom_fraction, 0.0, 1.0, high_open=True)
     c = lay.cluster
-    cm = _comm(c.system, c.n_systems, c.lnc, lay.tp, lay.pp, lay.dp)
+    cm = _comm(c.system, c.n_systems, c.lnc, lay.tp, lay.pp, lay.dp, lay.ep)
     one = lambda v: np.array([v])  # noqa: E731
     out = _core(lay.model, c, lay.seq_len, lay.recipe, lay.dtype, lay.sequence_parallel, mfu, dp_overlap,
                 one(lay.tp), one(lay.pp), one(lay.dp), one(lay.zero_stage), one(lay.micro_batch),
-                one(lay.n_micro_batches), one(_RECOMPUTE_INDEX[lay.recompute]), [cm], one(0))
+                one(lay.n_micro_batches), one(_RECOMPUTE_INDEX[lay.recompute]), [cm], one(0),
+                ep=one(lay.ep), v=one(lay.virtual_stages), capacity_factor=lay.capacity_factor)
     f = {k: float(v[0]) for k, v in out.items()}
-    return LayoutEstimate(lay, {k: f[k] for k in MEMORY_PARTS}, f["hbm"], {k: f[k] for k in TIME_PARTS},
-                          f["dp_comm_total"], f["bwd_window"], dict(cm.levels), f["tokens_per_s"],
-                          f["mfu_effective"], mfu, min_headroom_fraction)
+    levels = dict(cm.levels)
+    if lay.model.is_moe:
+        levels["ep"] = cm.ep_level
+    return LayoutEstimate(lay, {k: f[k] for k in MEMORY_PARTS}, f["hbm"],
+                          {k: f[k] for k in _time_parts(lay.model)}, f["dp_comm_total"], f["bwd_window"],
+                          levels, f["tokens_per_s"], f["mfu_effective"], mfu, min_headroom_fraction)
+
+
+def _time_parts(m: ModelPreset) -> tuple[str, ...]:
+    return MOE_TIME_PARTS if m.is_moe else TIME_PARTS
 
 
 # --------------------------------------------------------------------- the planner
@@ -904,16 +957,39 @@ class Plan:
             raise ValueError("no layout fits: nothing to return (lower min_headroom_fraction or add chips)")
         r = self.table.iloc[rank]
         c = self.cluster
-        return layout(self.model, int(r.tp), int(r.pp), int(r.dp), zero_stage=int(r.zero_stage),
+        return layout(self.model, int(r.tp), int(r.pp), int(r.dp), int(r.ep), zero_stage=int(r.zero_stage),
                       micro_batch=int(r.micro_batch), n_micro_batches=int(r.n_micro_batches),
                       recompute=str(r.recompute), system=c.system, n_systems=c.n_systems, lnc=c.lnc,
                       sequence_parallel=self.settings.get("sequence_parallel", True),
                       seq_len=self.settings.get("seq_len"), recipe_name=self.settings.get("recipe_name", "bf16-adam"),
-                      dtype=self.settings.get("dtype", "bf16"))
+                      dtype=self.settings.get("dtype", "bf16"), virtual_stages=int(r.virtual_stages),
+                      capacity_factor=self.settings.get("capacity_factor", 1.0))
+
+    def time_by_level(self, rank: int = 0) -> pd.DataFrame:
+        """Where the step of row ``rank`` goes, by the level each part runs on.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per step part: ``part`` (``compute``, ``tp_comm``, ``ep_comm``, ``pp_comm``,
+            ``bubble``, ``dp_exposed``), ``level`` (the level its group crosses; ``"chips"``
+            for compute, ``"idle"`` for the bubble), ``seconds`` and ``share`` of the step.
+        """
+        rank = integer("rank", rank, minimum=0, maximum=max(len(self.table) - 1, 0))
+        if self.table.empty:
+            raise ValueError("no layout fits: nothing to break down")
+        r = self.table.iloc[rank]
+        where = {"compute": "chips", "tp_comm": r.tp_level, "ep_comm": r.ep_level, "pp_comm": r.pp_level,
+                 "bubble": "idle", "dp_exposed": r.dp_level}
+        rows = [{"part": p, "level": where[p], "seconds": float(r[f"{p}_s"])} for p in _time_parts(self.model)]
+        df = pd.DataFrame(rows)
+        df["share"] = df["seconds"] / float(r.step_s)
+        return df
 
     def explain(self) -> list[str]:
         """Plain sentences: the winner, where its time goes, what memory ruled out, the runner-up."""
         c, a = self.cluster, self.all
+        is_moe = self.model.is_moe
         allowed = (1 - self.min_headroom_fraction)
         lines = [f"{len(a)} layouts of {self.model.name} on {c.n_systems} × {c.system} "
                  f"({c.n_chips} chips, {c.n_ranks} ranks at LNC={c.lnc}), global batch "
@@ -926,17 +1002,28 @@ class Plan:
                          "more (ZeRO-3), recompute more or shrink the micro-batch.")
             return lines
         b = self.table.iloc[0]
-        parts = {p: float(b[f"{p}_s"]) for p in TIME_PARTS}
+        time_parts = _time_parts(self.model)
+        parts = {p: float(b[f"{p}_s"]) for p in time_parts}
         overhead = {p: v for p, v in parts.items() if p != "compute"}
         worst = max(overhead, key=overhead.get)
         names = {"compute": "compute", "tp_comm": "tensor-parallel all-reduces", "pp_comm": "pipeline sends",
-                 "bubble": "the pipeline bubble", "dp_exposed": "exposed data-parallel traffic"}
+                 "bubble": "the pipeline bubble", "dp_exposed": "exposed data-parallel traffic",
+                 "ep_comm": "expert all-to-alls (dispatch and combine)"}
         where = (f"TP groups stay within the {b.tp_level} level" if b.tp > 1 else "no TP")
+        if is_moe:
+            where += (f", EP groups ({b.ep} ranks over {b.ep_chips:g} chips, placed right after TP) land on "
+                      f"the {b.ep_level} level" if b.ep > 1 else ", no EP (every rank holds every expert)")
         where += f", PP crosses the {b.pp_level} level" if b.pp > 1 else ", no PP"
         where += f", DP crosses the {b.dp_level} level" if b.dp > 1 else ", no DP"
         lines.append(f"Winner: {b.label}. {b.tokens_per_s:,.0f} tokens/s, {b.step_s:.2f} s per step, "
                      f"effective MFU {b.mfu_effective:.1%}; {b.memory_gib:.1f} GiB of {b.hbm_gib:.0f} GiB "
                      f"per chip ({b.headroom_gib:.1f} GiB free). {where}.")
+        if b.virtual_stages > 1:
+            lines.append(f"It interleaves {b.virtual_stages} virtual stages per device: the bubble is "
+                         f"(p − 1)/(v·m) = {pipeline_bubble_fraction(int(b.pp), int(b.n_micro_batches), int(b.virtual_stages)):.1%} "
+                         f"of the busy time instead of {pipeline_bubble_fraction(int(b.pp), int(b.n_micro_batches)):.1%}, "
+                         f"for {b.virtual_stages}× the pipeline sends and "
+                         f"{interleaved_activation_factor(int(b.pp), int(b.virtual_stages)):.2f}× the activations.")
         close = int((self.table.tokens_per_s >= 0.98 * b.tokens_per_s).sum()) - 1
         if close:
             lines.append(f"{close} other fitting layouts are within 2 % of it: a tie at this level of "
@@ -954,14 +1041,28 @@ class Plan:
                          f"above the {allowed * f.hbm_gib:.1f} GiB allowed.")
         else:
             lines.append("Memory does not bind: no faster layout was dropped for memory.")
-        other = self.table[(self.table.tp != b.tp) | (self.table.pp != b.pp) | (self.table.dp != b.dp)]
+        other = self.table[(self.table.tp != b.tp) | (self.table.pp != b.pp) | (self.table.dp != b.dp)
+                           | (self.table.ep != b.ep)]
         if len(other):
             o = other.iloc[0]
-            diff = {p: float(o[f"{p}_s"]) - parts[p] for p in TIME_PARTS}
+            diff = {p: float(o[f"{p}_s"]) - parts[p] for p in time_parts}
             why = max(diff, key=diff.get)
             lines.append(f"Best with other degrees: {o.label}, {1 - o.tokens_per_s / b.tokens_per_s:.1%} "
                          f"slower, mostly from {names[why]} (+{diff[why]:.2f} s per step).")
+        if is_moe:
+            no_ep = self.table[self.table.ep == 1]
+            if b.ep > 1 and len(no_ep):
+                n = no_ep.iloc[0]
+                lines.append(f"Without expert parallelism the best is {n.label}: "
+                             f"{1 - n.tokens_per_s / b.tokens_per_s:.1%} slower.")
+            elif b.ep > 1:
+                lines.append("No layout without expert parallelism fits: EP is what makes the experts fit.")
         return lines
+
+
+def _divisors(n: int) -> list[int]:
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
 
 
 def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_systems: int = 1,
@@ -969,17 +1070,24 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
          zero_stages: tuple[int, ...] = (0, 1, 2, 3), recompute: tuple[str, ...] = RECOMPUTE_MODES,
          sequence_parallel: bool = True, mfu: float = 0.4, dp_overlap: float = 1.0,
          min_headroom_fraction: float = 0.10, seq_len: int | None = None, recipe_name: str = "bf16-adam",
-         dtype: str = "bf16", n_tokens: float | None = None) -> Plan:
+         dtype: str = "bf16", n_tokens: float | None = None, ep_degrees: tuple[int, ...] | None = None,
+         virtual_stages: tuple[int, ...] = (1,), capacity_factor: float = 1.0) -> Plan:
     """Evaluate every valid layout of ``model`` on a cluster; keep those that fit; rank by tokens/s.
 
-    Enumerates every ``(tp, pp, dp)`` with ``tp·pp·dp`` = ranks
-    (:func:`candidate_degrees`) with ``dp`` dividing ``global_batch``, every ZeRO
-    stage (only stage 0 when ``dp = 1``), micro-batch size dividing the per-replica
-    batch, and recompute mode; the number of micro-batches is then
-    ``global_batch / (dp · micro_batch)``. Ranks are laid out TP innermost, then PP,
-    then DP (``"tp-pp-dp"``, as Megatron launchers do). All formulas run on numpy
-    arrays at once; collective costs come from :mod:`trainium_lab.collectives` once
-    per distinct ``(tp, pp, dp)``.
+    Enumerates every ``(tp, ep, pp, dp)`` with ``tp·ep·pp·dp`` = ranks, ``tp`` dividing
+    the attention heads (and dividing or a multiple of the KV heads), ``ep`` dividing
+    the experts (MoE models; 1 for dense ones), ``pp`` at most the layers and ``dp·ep``
+    dividing ``global_batch``; every ZeRO stage (only stage 0 when ``dp·ep = 1``),
+    micro-batch size dividing the per-replica batch, recompute mode and number of
+    virtual stages (``v > 1`` only where the interleaved schedule applies: ``pp >= 2``,
+    ``pp·v <= L``, micro-batches a multiple of ``pp``); the number of micro-batches is
+    then ``global_batch / (dp · ep · micro_batch)``. Ranks are laid out TP innermost,
+    then EP, then PP, then DP (``"tp-ep-pp-dp"``, as Megatron launchers do), so EP groups
+    land in the fastest domain that holds ``tp·ep`` ranks. The candidate grid is built
+    with numpy and every formula runs on it at once; collective costs come from
+    :mod:`trainium_lab.collectives` once per distinct ``(tp, ep, pp, dp)``, with the
+    placement in closed form (:func:`trainium_lab.topology.group_spans`), so a cluster of
+    100,000 chips is searched in well under a second.
 
     Parameters
     ----------
@@ -994,6 +1102,13 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
         As in :func:`evaluate`.
     n_tokens : float, optional
         Token budget: adds ``days`` (training time at that throughput).
+    ep_degrees : tuple of int, optional
+        Expert-parallel degrees to search. Default: every divisor of the experts for an
+        MoE model, ``(1,)`` for a dense one (which rejects ``ep > 1``). ``(1,)`` turns EP off.
+    virtual_stages : tuple of int
+        Virtual stages per device to search; default ``(1,)`` (plain 1F1B).
+    capacity_factor : float
+        MoE expert buffers relative to a balanced load, in [1, 16].
 
     Returns
     -------
@@ -1002,7 +1117,7 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
         n_micro_batches, recompute, tp_level, pp_level, dp_level, weights_gib, gradients_gib,
         optimizer_gib, activations_gib, memory_gib, hbm_gib, headroom_gib, fits, compute_s,
         tp_comm_s, pp_comm_s, bubble_s, dp_exposed_s, dp_comm_total_s, step_s, tokens_per_s,
-        mfu_effective`` (and ``days``).
+        mfu_effective, ep, virtual_stages, ep_level, ep_chips, ep_comm_s`` (and ``days``).
 
     Examples
     --------
@@ -1010,6 +1125,13 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     >>> b = p.best
     >>> b.tp_level, bool(b.fits), int(b.tp * b.pp * b.dp) == p.cluster.n_ranks
     ('instance', True, True)
+    >>> q = plan("qwen3-235b-a22b", system="trn2-ultraserver", n_systems=4, lnc=2, global_batch=512)
+    >>> int(q.best.tp * q.best.ep * q.best.pp * q.best.dp) == q.cluster.n_ranks, q.best.ep_level
+    (True, 'instance')
+    >>> plan("llama3-8b", system="trn2.48xlarge", ep_degrees=(1, 2))
+    Traceback (most recent call last):
+    ...
+    ValueError: ep_degrees must be (1,) for Llama 3 8B: it is a dense model, with no experts to split (expert parallelism needs a mixture-of-experts model such as 'mixtral-8x7b'); got (1, 2)
     """
     t0 = time.perf_counter()
     m = resolve_model(model)
@@ -1024,6 +1146,20 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     modes = sequence("recompute", recompute, lambda name, x: choice(name, x, RECOMPUTE_MODES))
     if not mbs or not zs or not modes:
         raise ValueError("micro_batches, zero_stages and recompute must each list at least one option")
+    vs = sorted(set(sequence("virtual_stages", virtual_stages,
+                             lambda name, x: integer(name, x, minimum=1, maximum=m.n_layers))))
+    capacity_factor = in_range("capacity_factor", capacity_factor, 1.0, 16.0)
+    if ep_degrees is None:
+        eps = _divisors(m.n_experts) if m.is_moe else [1]
+    else:
+        eps = sorted(set(sequence("ep_degrees", ep_degrees, lambda name, x: integer(name, x, minimum=1))))
+        if not m.is_moe and eps != [1]:
+            raise ValueError(f"ep_degrees must be (1,) for {m.name}: it is a dense model, with no experts "
+                             f"to split (expert parallelism needs a mixture-of-experts model such as "
+                             f"'mixtral-8x7b'); got {tuple(ep_degrees)}")
+        for e in eps:
+            if m.is_moe and m.n_experts % e:
+                raise ValueError(f"ep_degrees must divide n_experts ({m.n_experts}) of {m.name}; got {e}")
     seq_len = m.seq_len if seq_len is None else integer("seq_len", seq_len, minimum=1)
     recipe(recipe_name)
     if dtype not in specs.chip(c.chip).dense_flops_per_s:
@@ -1031,27 +1167,53 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     if n_tokens is not None:
         n_tokens = positive("n_tokens", n_tokens)
 
-    rows: list[tuple[int, ...]] = []
-    comms: list[_Comm] = []
-    for tp, pp, dp in candidate_degrees(m, c.n_ranks):
-        if global_batch % dp:
-            continue
-        comms.append(_comm(c.system, c.n_systems, c.lnc, tp, pp, dp))
-        k = len(comms) - 1
-        per_replica = global_batch // dp
-        for z in (zs if dp > 1 else [0]):
-            for mb in mbs:
-                if per_replica % mb:
-                    continue
-                for mode in modes:
-                    rows.append((tp, pp, dp, z, mb, per_replica // mb, _RECOMPUTE_INDEX[mode], k))
-    if not rows:
-        raise ValueError(f"global_batch ({global_batch}) admits no layout on {c.n_ranks} ranks: no data-"
+    # ---- the degree grid: tp × ep × pp, dp what is left (numpy; candidate_degrees' rules)
+    n_ranks = c.n_ranks
+    divs = _divisors(n_ranks)
+    tps = [d for d in divs if not (m.n_heads % d or (m.n_kv_heads % d and d % m.n_kv_heads))]
+    pps = [d for d in divs if d <= m.n_layers]
+    eps = [e for e in eps if n_ranks % e == 0]
+    T, E, P = (g.ravel() for g in np.meshgrid(np.array(tps, dtype=np.int64), np.array(eps or [1], dtype=np.int64),
+                                              np.array(pps, dtype=np.int64), indexing="ij"))
+    prod = T * E * P
+    ok = (n_ranks % prod == 0) & bool(eps)
+    D = np.where(ok, n_ranks // np.maximum(prod, 1), 0)
+    ok &= (D > 0) & (global_batch % np.maximum(D * E, 1) == 0)
+    T, E, P, D = T[ok], E[ok], P[ok], D[ok]
+    if len(T) == 0:
+        raise ValueError(f"global_batch ({global_batch}) admits no layout on {n_ranks} ranks: no data-"
                          "parallel degree divides it together with the micro-batch sizes")
-    arr = np.array(rows, dtype=np.int64)
-    tp, pp, dp, z, mb, nmb, mode, idx = arr.T
+    comms = [_comm(c.system, c.n_systems, c.lnc, int(a), int(b), int(d), int(e))
+             for a, e, b, d in zip(T.tolist(), E.tolist(), P.tolist(), D.tolist())]
+
+    # ---- the options grid (ZeRO × micro-batch × recompute × v), degree-major as before
+    def grid(zlist):
+        g = np.meshgrid(np.array(zlist), np.array(mbs), np.array([_RECOMPUTE_INDEX[x] for x in modes]),
+                        np.array(vs), indexing="ij")
+        return np.stack([x.ravel() for x in g], axis=1).astype(np.int64)
+
+    full, single = grid(zs), grid([0])
+    rep_is_one = (D * E) == 1
+    counts = np.where(rep_is_one, len(single), len(full))
+    idx = np.repeat(np.arange(len(T)), counts)
+    opts = np.empty((len(idx), 4), dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    offset = np.arange(len(idx)) - np.repeat(starts, counts)
+    one_row = rep_is_one[idx]
+    opts[~one_row] = full[offset[~one_row]]
+    opts[one_row] = single[offset[one_row]]
+    z, mb, mode, v = opts.T
+    tp, ep, pp, dp = T[idx], E[idx], P[idx], D[idx]
+    per_replica = global_batch // (dp * ep)
+    keep = per_replica % mb == 0
+    nmb = per_replica // mb
+    keep &= (v == 1) | ((pp >= 2) & (nmb % pp == 0) & (pp * v <= m.n_layers))
+    if not keep.any():
+        raise ValueError(f"global_batch ({global_batch}) admits no layout on {n_ranks} ranks: no data-"
+                         "parallel degree divides it together with the micro-batch sizes")
+    z, mb, mode, v, tp, ep, pp, dp, nmb, idx = (x[keep] for x in (z, mb, mode, v, tp, ep, pp, dp, nmb, idx))
     out = _core(m, c, seq_len, recipe_name, dtype, sequence_parallel, mfu, dp_overlap,
-                tp, pp, dp, z, mb, nmb, mode, comms, idx)
+                tp, pp, dp, z, mb, nmb, mode, comms, idx, ep=ep, v=v, capacity_factor=capacity_factor)
     levels = {k: np.array([x.levels[k] for x in comms])[idx] for k in ("tp", "pp", "dp")}
     modes_arr = np.array(RECOMPUTE_MODES)[mode]
     hbm = out["hbm"]
@@ -1065,10 +1227,15 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
         **{f"{p}_s": out[p] for p in TIME_PARTS},
         "dp_comm_total_s": out["dp_comm_total"], "step_s": out["step"],
         "tokens_per_s": out["tokens_per_s"], "mfu_effective": out["mfu_effective"],
+        "ep": ep, "virtual_stages": v,
+        "ep_level": np.array([x.ep_level for x in comms])[idx],
+        "ep_chips": np.array([x.ep_chips for x in comms])[idx], "ep_comm_s": out["ep_comm"],
     })
-    df.insert(0, "label", [f"TP{a}×PP{b}×DP{d} ZeRO-{zz} mb{x}×{y} {r}" for a, b, d, zz, x, y, r in
-                           zip(tp.tolist(), pp.tolist(), dp.tolist(), z.tolist(), mb.tolist(), nmb.tolist(),
-                               modes_arr.tolist())])
+    ep_text = np.char.add("×EP", ep.astype(str)) if m.is_moe else np.full(len(ep), "")
+    v_text = np.where(v > 1, np.char.add(" v", v.astype(str)), "")
+    df.insert(0, "label", [f"TP{a}{e}×PP{b}×DP{d} ZeRO-{zz} mb{x}×{y} {r}{w}" for a, e, b, d, zz, x, y, r, w in
+                           zip(tp.tolist(), ep_text.tolist(), pp.tolist(), dp.tolist(), z.tolist(), mb.tolist(),
+                               nmb.tolist(), modes_arr.tolist(), v_text.tolist())])
     if n_tokens is not None:
         df["days"] = n_tokens / df["tokens_per_s"] / 86400.0
     df = df.sort_values(["tokens_per_s", "headroom_gib"], ascending=[False, False], kind="stable")
@@ -1076,7 +1243,7 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     fitting = df[df["fits"]].reset_index(drop=True)
     fitting.insert(0, "rank", np.arange(1, len(fitting) + 1))
     settings = dict(sequence_parallel=sequence_parallel, seq_len=seq_len, recipe_name=recipe_name,
-                    dtype=dtype, mfu=mfu, dp_overlap=dp_overlap)
+                    dtype=dtype, mfu=mfu, dp_overlap=dp_overlap, capacity_factor=capacity_factor)
     return Plan(fitting, df, m, c, global_batch, min_headroom_fraction, time.perf_counter() - t0, settings)
 
 
