@@ -64,6 +64,8 @@ VALUES = {
     "num_cores": 32, "max_model_len": 16384, "quantity": "auto_bucket_min_tokens", "c": 0.05,
     "bytes_moved": 1e9, "peak_flops_per_s": 1e15, "hbm_bytes_per_s": 1e12,
     "rep": "REPLICA", "target": "REPLICA", "draft": "REPLICA",
+    # mixture of experts and interleaved pipelines (chapter 10)
+    "n_experts": 8, "experts_per_token": 2, "expert_ffn_dim": 14336, "virtual_stages": 2,
 }
 
 #: per-function baselines where the vocabulary's value does not fit
@@ -125,6 +127,13 @@ OVERRIDES = {
     "serving.pick_bucket": {"n_tokens": 100},
     "serving.check_launch": {"model": "llama3-70b", "n_chips": 16, "tp": 8, "pp": 2},
     "serving.chip_decode_table": {"n_chips": 8, "batch": 8, "context_len": 1024},
+    "topology.group_spans": {"tp": 8, "pp": 4, "dp": 2, "system": "trn2.48xlarge"},
+    "moe.custom_moe_model": {"name": "toy"},
+    "moe.expert_capacity_tokens": {"n_tokens": 4096},
+    "moe.expected_dropped_fraction": {"n_tokens": 4096},
+    "moe.simulate_routing": {"n_tokens": 4096},
+    "moe.dispatch_bytes": {"n_tokens": 4096},
+    "moe.all_to_all_table": {"model": "mixtral-8x7b"},
 }
 
 #: one bad value of each kind the issue names

@@ -196,6 +196,8 @@ def custom_moe_model(name: str, *, n_layers: int, d_model: int, n_heads: int, n_
     """
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be a non-empty string, got {name!r}")
+    integer("n_experts", n_experts, minimum=1, maximum=10**5)
+    integer("expert_ffn_dim", expert_ffn_dim, minimum=1, maximum=10**8)
     kv = n_heads if n_kv_heads is None else n_kv_heads
     f = 4 * integer("d_model", d_model, minimum=1, maximum=10**7) if ffn_dim is None else ffn_dim
     shape = dict(head_dim=head_dim, n_experts=n_experts, experts_per_token=experts_per_token,
@@ -203,7 +205,6 @@ def custom_moe_model(name: str, *, n_layers: int, d_model: int, n_heads: int, n_
                  n_dense_layers=n_dense_layers)
     total = parameter_count(n_layers, d_model, n_heads, kv, f, vocab_size, **shape)
     active = parameter_count(n_layers, d_model, n_heads, kv, f, vocab_size, active=True, **shape)
-    integer("n_experts", n_experts, minimum=1)
     seq_len = integer("seq_len", seq_len, minimum=1, maximum=10**8)
     return ModelPreset(key=name, name=name, n_params=float(total), n_layers=int(n_layers),
                        d_model=int(d_model), n_heads=int(n_heads), n_kv_heads=int(kv), ffn_dim=int(f),

@@ -933,6 +933,8 @@ def parameter_parts(n_layers: int, d_model: int, n_heads: int, n_kv_heads: int, 
     else:
         k = integer("experts_per_token", experts_per_token, minimum=0, maximum=0)
         shared = integer("n_shared_experts", n_shared_experts, minimum=0, maximum=0)
+        if expert_ffn_dim is not None:
+            integer("expert_ffn_dim", expert_ffn_dim, minimum=1, maximum=10**8)
         fe = 0
         dense = n_layers
         integer("n_dense_layers", n_dense_layers, minimum=0, maximum=n_layers)
