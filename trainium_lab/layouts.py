@@ -606,10 +606,11 @@ def _comm(system: str, n_systems: int, lnc: int, tp: int, pp: int, dp: int, ep: 
         return c.level(topology.LEVEL_NAMES[index]), n_chips, sharing
 
     def affine(kind: str, coll: str) -> tuple[float, float]:
+        # collectives.level_collective_s's arithmetic, without re-validating known-good arguments
         lv, n, sh = slowest(kind)
-        a = collectives.level_collective_s(0.0, n, lv, collective=coll, sharing=sh)
+        a = collectives._level_cost(lv, n, sh, 0.0, coll, None)
         ref = 1e9  # a large reference size keeps the slope exact to ~1e-15
-        return a, (collectives.level_collective_s(ref, n, lv, collective=coll, sharing=sh) - a) / ref
+        return a, (collectives._level_cost(lv, n, sh, ref, coll, None) - a) / ref
 
     lv_pp, n_pp, _ = slowest("pp")
     pp_bw = None if (lv_pp.bytes_per_s is None or n_pp == 1) else lv_pp.bytes_per_s

@@ -694,7 +694,7 @@ def dispatch_bytes(n_tokens: float, d_model: int, experts_per_token: int = 1, ca
 def _a2a(level: topology.Level, n_chips: int, size: float) -> float:
     """One all-to-all over ``n_chips`` at ``level``: ring on a ring/torus level, direct when switched or EFA."""
     collective = "all_to_all_direct" if level.name == "efa" else "all_to_all"
-    return collectives.level_collective_s(size, n_chips, level, collective=collective)
+    return collectives._level_cost(level, n_chips, 1, size, collective, None)
 
 
 def _a2a_algorithm(level: topology.Level) -> str:
