@@ -403,7 +403,7 @@ def test_ep_all_to_all_is_the_moe_module_cost_at_the_level_it_lands_on():
     assert est.levels["ep"] == "instance"   # 16 ranks, 4 apart (one TP group per chip): 16 chips
     m = lay.model
     per_rank = 1 * m.seq_len / 4 * m.experts_per_token * m.d_model * 2
-    one = moe.all_to_all_s(per_rank * lay.cluster.ranks_per_chip, 16, "instance", "trn2-ultraserver")
+    one = moe.all_to_all_s(per_rank * lay.cluster.ranks_per_chip, 16, "trn2-ultraserver")
     assert est.time_s["ep_comm"] == pytest.approx(4 * 4 * (m.n_layers / 4) * one, rel=1e-9)
 
 

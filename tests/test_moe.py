@@ -214,28 +214,55 @@ def test_all_to_all_uses_the_ring_on_trn2_and_direct_through_a_switch():
     """Grama et al. 2003 §4.5: (n−1)/2 · S/B on a ring, (n−1)/n · S/B through a switch."""
     size = 64 * 2**20
     intra = specs.link("trn2-neuronlink-intra").bytes_per_s
-    assert moe.all_to_all_s(size, 16, "instance", "trn2-ultraserver") == pytest.approx(
+    assert moe.all_to_all_s(size, 16, "trn2-ultraserver") == pytest.approx(
         collectives.ring_all_to_all_s(size, 16, intra), rel=1e-12)
     trn3 = topology.cluster("trn3-gen1-ultraserver", 1, 2).level("instance")
     assert trn3.switched
-    assert moe.all_to_all_s(size, 16, "instance", "trn3-gen1-ultraserver") == pytest.approx(
+    assert moe.all_to_all_s(size, 16, "trn3-gen1-ultraserver") == pytest.approx(
         collectives.direct_all_to_all_s(size, 16, trn3.bytes_per_s), rel=1e-12)
+    # the whole switched UltraServer is one phase: 64 chips straight through NeuronSwitch
+    assert moe.all_to_all_s(size, 64, "trn3-gen1-ultraserver") == pytest.approx(
+        collectives.direct_all_to_all_s(size, 64, trn3.bytes_per_s), rel=1e-12)
+    assert moe.all_to_all_s(size, 1) == 0.0
+
+
+def test_hierarchical_all_to_all_is_one_phase_per_level():
+    """DeepSpeed-MoE (Rajbhandari et al. 2022) §5.3: exchange inside the node, then across nodes.
+    Two Trn2 UltraServers: a ring of 16 in each instance, a ring of 4 across the instances
+    (the UltraServer's slow ring), then a direct exchange of 2 over EFA (with its latency)."""
+    size = 64 * 2**20
+    intra = specs.link("trn2-neuronlink-intra").bytes_per_s
+    inter = specs.link("trn2-neuronlink-inter").bytes_per_s
     efa = specs.link("trn2-efa")
-    assert moe.all_to_all_s(size, 128, "efa", "trn2-ultraserver") == pytest.approx(
-        collectives.direct_all_to_all_s(size, 128, efa.bytes_per_s, efa.latency_s), rel=1e-12)
-    assert moe.all_to_all_s(size, 1, "instance") == 0.0
+    expected = (collectives.ring_all_to_all_s(size, 16, intra) + collectives.ring_all_to_all_s(size, 4, inter)
+                + collectives.direct_all_to_all_s(size, 2, efa.bytes_per_s, efa.latency_s))
+    assert moe.all_to_all_s(size, 128, "trn2-ultraserver") == pytest.approx(expected, rel=1e-12)
+    flat = collectives.direct_all_to_all_s(size, 128, efa.bytes_per_s, efa.latency_s)
+    assert moe.all_to_all_s(size, 128, "trn2-ultraserver", hierarchical=False) == pytest.approx(flat, rel=1e-12)
+
+
+@given(n=st.sampled_from([2, 4, 8, 16, 32, 64, 128, 256]), size=st.floats(1e3, 1e10))
+@settings(max_examples=30, deadline=None)
+def test_all_to_all_grows_with_the_group_and_the_bytes(n, size):
+    for system in ("trn2-ultraserver", "trn3-gen1-ultraserver"):
+        t = moe.all_to_all_s(size, n, system)
+        assert 0 < t < moe.all_to_all_s(size, 2 * n, system)
+        assert t < moe.all_to_all_s(2 * size, n, system) <= 2 * t
 
 
 def test_all_to_all_table_levels():
     t = moe.all_to_all_table("qwen3-235b-a22b", ep_chips=(4, 16, 64, 128))
     trn2 = t[t.system == "trn2-ultraserver"]
     assert trn2.level.tolist() == ["instance", "instance", "ultraserver", "efa"]
-    assert trn2.algorithm.tolist()[:3] == ["ring"] * 3
+    assert trn2.phases.tolist()[:3] == ["ring 4 (instance)", "ring 16 (instance)",
+                                        "ring 16 (instance) + ring 4 (ultraserver)"]
     trn3 = t[t.system == "trn3-gen1-ultraserver"]
-    assert set(trn3.algorithm) == {"direct (switched)"}
-    # at equal group size, the switch beats the torus ring for 16 chips
-    assert float(trn3[trn3.ep_chips == 16].all_to_all_s.iloc[0]) < float(trn2[trn2.ep_chips == 16].all_to_all_s.iloc[0])
+    assert trn3.phases.tolist()[2] == "direct 64 (ultraserver)"
+    # at equal group size, the switch beats the torus ring
+    for n in (16, 64):
+        assert float(trn3[trn3.ep_chips == n].all_to_all_s.iloc[0]) < float(trn2[trn2.ep_chips == n].all_to_all_s.iloc[0])
     assert (t.layer_all_to_all_s == 4 * t.all_to_all_s).all()
+    assert (t.flat_all_to_all_s >= t.all_to_all_s * (1 - 1e-12)).all()
 
 
 # ----------------------------------------------------------------------------- compute
@@ -274,7 +301,8 @@ def test_activation_width_of_an_moe_layer():
     (lambda: moe.router_popularity(8, 8.0), "imbalance"),
     (lambda: moe.router_popularity(8, 0.5), "imbalance"),
     (lambda: moe.simulate_routing(2**22, 128, 8, n_trials=10), "n_tokens"),
-    (lambda: moe.all_to_all_s(1e6, 4, "rack"), "level"),
+    (lambda: moe.all_to_all_s(1e6, 4, "trn9"), "system"),
+    (lambda: moe.all_to_all_s(1e6, 4, hierarchical="yes"), "hierarchical"),
     (lambda: moe.all_to_all_table("llama3-8b"), "model"),
     (lambda: moe.parameter_table("gpt-9"), "model"),
     (lambda: moe.step_compute("mixtral-8x7b", n_tokens=1e6, n_chips=8, dtype="int3"), "dtype"),

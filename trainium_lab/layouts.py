@@ -127,9 +127,9 @@ IGNORED: tuple[str, ...] = (
     "MoE load imbalance: expert compute and all-to-all buffers are sized by the capacity factor "
     "(1 = a perfectly balanced router, nothing padded or dropped); chapter 10 simulates what a "
     "skewed router drops. Also the router's compute, the load-balancing loss and token permutation",
-    "the topology of each level for all-to-alls: on a NeuronLink ring or torus an all-to-all is "
-    "costed as a one-way ring over the group (pessimistic for Trainium2's 2D torus), through a "
-    "switch or over EFA as a direct exchange, always at the slowest level the group crosses",
+    "the topology of each level for all-to-alls: they run level by level (hierarchical), each "
+    "NeuronLink ring or torus phase costed as a one-way ring (pessimistic for Trainium2's 2D torus), "
+    "switched and EFA phases as a direct exchange",
     "interleaved schedules' finer points: the layers are split into p·v equal chunks (remainders "
     "ignored) and the number of micro-batches must be a multiple of p (Megatron-LM's rule)",
 )
@@ -618,9 +618,12 @@ def _comm(system: str, n_systems: int, lnc: int, tp: int, pp: int, dp: int, ep: 
     extra = {}
     if ep > 1:
         lv_ep, n_ep, _ = slowest("ep")
-        a = moe._a2a(lv_ep, n_ep, 0.0)
-        # every rank of a chip dispatches its own tokens: the chip sends ranks_per_chip × the rank's bytes
-        b = (moe._a2a(lv_ep, n_ep, 1e9 * c.ranks_per_chip) - a) / 1e9
+        _, _, n_inst, n_sys, _ = spans["ep"]
+        # the EP group's shape (chips per instance, instances per system, systems) for the
+        # hierarchical all-to-all; every rank of a chip dispatches its own tokens at once
+        shape = (-(-n_ep // n_inst), -(-n_inst // n_sys), n_sys)
+        a = moe._a2a_group(c, shape, 0.0)
+        b = (moe._a2a_group(c, shape, 1e9 * c.ranks_per_chip) - a) / 1e9
         extra = dict(ep_level=lv_ep.name, ep_chips=n_ep, ep_a2a=(a, b), ep_ag=affine("ep", "all_gather"),
                      ep_rs=affine("ep", "reduce_scatter"))
     return _Comm(levels=levels, tp_ar=affine("tp", "all_reduce"), dp_ar=affine("dp", "all_reduce"),

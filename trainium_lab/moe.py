@@ -699,55 +699,105 @@ def dispatch_bytes(n_tokens: float, d_model: int, experts_per_token: int = 1, ca
 
 
 def _a2a(level: topology.Level, n_chips: int, size: float) -> float:
-    """One all-to-all over ``n_chips`` at ``level``: ring on a ring/torus level, direct when switched or EFA."""
+    """One all-to-all phase over ``n_chips`` at ``level``: ring on a ring/torus level, direct when
+    switched or over EFA."""
     collective = "all_to_all_direct" if level.name == "efa" else "all_to_all"
     return collectives._level_cost(level, n_chips, 1, size, collective, None)
 
 
-def _a2a_algorithm(level: topology.Level) -> str:
-    return "direct (switched)" if (level.switched or level.name == "efa") else "ring"
+def _algorithm(level: topology.Level) -> str:
+    return "direct" if (level.switched or level.name == "efa") else "ring"
 
 
-def all_to_all_s(size_bytes: float, n_chips: int, level: str = "instance",
-                 system: str = "trn2-ultraserver") -> float:
-    """Seconds for one dispatch (or combine) all-to-all over ``n_chips`` chips at ``level``.
+def _phases(c: topology.Cluster, per_instance: int, instances: int, systems: int
+            ) -> list[tuple[topology.Level, int]]:
+    """The hierarchical all-to-all's phases: ``(level, participants)``, innermost first.
 
-    Each chip holds ``size_bytes``, ``1/n`` for each peer. On a NeuronLink ring or torus
-    (Trainium2) a message crosses several links: the ring formula
-    (:func:`trainium_lab.collectives.ring_all_to_all_s`, ``(n−1)/2 · S/B``), a pessimistic
-    bound for a 2D torus. Through Trainium3's NeuronSwitch, and over EFA (a switched
-    network), each chip sends straight to each peer
-    (:func:`trainium_lab.collectives.direct_all_to_all_s`, ``(n−1)/n · S/B``). ``B`` is
-    the level's per-chip bandwidth and the latency its published one (EFA).
+    A group of ``per_instance`` chips in each of ``instances`` instances of each of ``systems``
+    systems exchanges first inside each instance, then across instances, then across systems
+    (dimension by dimension, as DeepSpeed-MoE's hierarchical all-to-all does). Consecutive
+    levels served by the same switched link (Trainium3's NeuronSwitch) form one phase.
+    """
+    phases: list[tuple[topology.Level, int]] = []
+    for name, n in (("instance", per_instance), ("ultraserver", instances), ("efa", systems)):
+        if n <= 1:
+            continue
+        level = c.level(name)
+        if phases and phases[-1][0].switched and level.switched and phases[-1][0].link_key == level.link_key:
+            phases[-1] = (level, phases[-1][1] * n)
+        else:
+            phases.append((level, n))
+    return phases
+
+
+def _packed_shape(c: topology.Cluster, n_chips: int) -> tuple[int, int, int]:
+    """Chips per instance, instances per system and systems of a group of ``n_chips`` packed chips."""
+    per_instance = min(n_chips, c.chips_per_instance)
+    instances = min(-(-n_chips // c.chips_per_instance), c.instances_per_system)
+    systems = -(-n_chips // c.chips_per_system)
+    return per_instance, instances, systems
+
+
+def _a2a_group(c: topology.Cluster, shape: tuple[int, int, int], size: float, hierarchical: bool = True) -> float:
+    """Seconds for one all-to-all of ``size`` bytes per chip over a group of the given shape."""
+    phases = _phases(c, *shape)
+    if not phases:
+        return 0.0
+    if not hierarchical:  # chapter 03's model: one ring (or exchange) over all chips at the slowest level
+        n = shape[0] * shape[1] * shape[2]
+        return _a2a(phases[-1][0], n, size)
+    return sum(_a2a(level, n, size) for level, n in phases)
+
+
+def all_to_all_s(size_bytes: float, n_chips: int, system: str = "trn2-ultraserver", *,
+                 hierarchical: bool = True) -> float:
+    """Seconds for one dispatch (or combine) all-to-all over ``n_chips`` packed chips.
+
+    Each chip holds ``size_bytes``, ``1/n`` for each peer. The exchange runs level by level
+    (*hierarchical* all-to-all, Rajbhandari et al. 2022 §5.3): inside each instance, then
+    between the instances of a system, then between systems, each phase moving the whole
+    buffer once. On a NeuronLink ring or torus (Trainium2) a phase is a ring all-to-all
+    (:func:`trainium_lab.collectives.ring_all_to_all_s`, ``(n−1)/2 · S/B``, messages cross
+    several links; pessimistic for a 2D torus); through Trainium3's NeuronSwitch (one phase
+    for the whole switched domain) and over EFA (a switched network) a direct exchange
+    (:func:`trainium_lab.collectives.direct_all_to_all_s`, ``(n−1)/n · S/B``). ``B`` is each
+    level's per-chip bandwidth, the latency its published one (EFA only).
+    ``hierarchical=False`` gives chapter 03's single ring over every chip at the slowest level.
 
     Parameters
     ----------
     size_bytes : float
         Bytes each chip sends in the all-to-all (all its ranks' tokens, :func:`dispatch_bytes`).
     n_chips : int
-        Chips in the expert-parallel group.
-    level : str
-        ``"instance"``, ``"ultraserver"`` or ``"efa"``: the slowest level the group crosses.
+        Chips in the expert-parallel group, packed (a whole instance before the next).
     system : str
         A system of :data:`trainium_lab.topology.SYSTEMS`.
+    hierarchical : bool
+        Level by level (default) or one ring over all chips at the slowest level.
 
     References
     ----------
     Grama et al. 2003, §4.5 (all-to-all on a ring and on a fully connected network);
-    AWS Neuron docs, "Amazon EC2 Trn2 Architecture" and "Amazon EC2 Trn3 Architecture".
+    S. Rajbhandari et al., "DeepSpeed-MoE", arXiv:2201.05596 (2022), §5.3 (hierarchical
+    all-to-all); AWS Neuron docs, "Amazon EC2 Trn2 Architecture" and "Amazon EC2 Trn3 Architecture".
 
     Examples
     --------
-    >>> ring = all_to_all_s(64 * 2**20, 16, "instance", "trn2-ultraserver")
-    >>> switch = all_to_all_s(64 * 2**20, 16, "instance", "trn3-gen1-ultraserver")
+    >>> ring = all_to_all_s(64 * 2**20, 16, "trn2-ultraserver")        # one instance: a ring of 16
+    >>> switch = all_to_all_s(64 * 2**20, 16, "trn3-gen1-ultraserver")  # the same group through a switch
     >>> round(ring / switch, 1)   # n/2 = 8 × at equal bandwidth, × 2.5 for Trn3's faster links
     20.0
+    >>> flat = all_to_all_s(64 * 2**20, 64, "trn2-ultraserver", hierarchical=False)
+    >>> round(flat / all_to_all_s(64 * 2**20, 64, "trn2-ultraserver"), 1)   # 31.5 hops on the slow ring
+    9.3
     """
     size = positive("size_bytes", size_bytes, allow_zero=True)
     n = integer("n_chips", n_chips, minimum=1, maximum=10**7)
-    if not isinstance(level, str):
-        raise ValueError(f"level must be a level name ('instance', 'ultraserver', 'efa'), got {level!r}")
-    return _a2a(_chip_cluster(system, 1).level(level), n, size)
+    if hierarchical not in (True, False):
+        raise ValueError(f"hierarchical must be True or False, got {hierarchical!r}")
+    base = _chip_cluster(system, 1)
+    c = _chip_cluster(system, -(-n // base.chips_per_system))
+    return _a2a_group(c, _packed_shape(c, n), size, hierarchical)
 
 
 def _chip_cluster(system: str, n_systems: int) -> topology.Cluster:
@@ -767,20 +817,25 @@ def all_to_all_table(model, *, tokens_per_chip: int = 8192, ep_chips: tuple[int,
     For each system and each EP group of ``n`` chips (packed, so it crosses the
     fastest level that holds ``n`` chips: :meth:`trainium_lab.topology.Cluster.crossing_level`),
     one MoE layer's four all-to-alls of a training step (dispatch and combine forward,
-    their gradients backward) for ``tokens_per_chip`` tokens per chip, against the
-    experts' own compute for those tokens at ``mfu`` of the chip's peak.
+    their gradients backward; :func:`all_to_all_s`, level by level) for ``tokens_per_chip``
+    tokens per chip, against the experts' own compute for those tokens at ``mfu`` of the
+    chip's peak.
 
     Returns
     -------
     pandas.DataFrame
-        ``system, ep_chips, level, algorithm, gb_per_s, direction, dispatch_bytes_per_chip,
-        all_to_all_s, layer_all_to_all_s, layer_expert_compute_s, all_to_all_over_compute``.
+        ``system, ep_chips, level`` (the slowest level crossed), ``phases`` (the hierarchical
+        all-to-all's phases: algorithm, participants and level), ``gb_per_s`` and ``direction``
+        (of the slowest level), ``dispatch_bytes_per_chip``, ``all_to_all_s`` (one dispatch,
+        hierarchical), ``flat_all_to_all_s`` (one ring over all chips at the slowest level),
+        ``layer_all_to_all_s`` (the four of a layer), ``layer_expert_compute_s``,
+        ``all_to_all_over_compute``.
 
     Examples
     --------
     >>> t = all_to_all_table("mixtral-8x7b", ep_chips=(16, 64), systems=("trn2-ultraserver",))
-    >>> t[["ep_chips", "level", "algorithm"]].values.tolist()
-    [[16, 'instance', 'ring'], [64, 'ultraserver', 'ring']]
+    >>> t[["ep_chips", "level", "phases"]].values.tolist()
+    [[16, 'instance', 'ring 16 (instance)'], [64, 'ultraserver', 'ring 16 (instance) + ring 4 (ultraserver)']]
     """
     m = _moe(model)
     tokens = integer("tokens_per_chip", tokens_per_chip, minimum=1, maximum=MAX_TOKENS)
@@ -799,12 +854,16 @@ def all_to_all_table(model, *, tokens_per_chip: int = 8192, ep_chips: tuple[int,
         for n in sizes:
             c = _chip_cluster(name, -(-n // per_system))
             lv = c.crossing_level(n)
-            one = _a2a(lv, n, size)
+            shape = _packed_shape(c, n)
+            phases = " + ".join(f"{_algorithm(level)} {k} ({level.name})" for level, k in _phases(c, *shape))
+            one = _a2a_group(c, shape, size)
             compute = expert_flops / rate
-            rows.append(dict(system=name, ep_chips=n, level=lv.name, algorithm=_a2a_algorithm(lv),
+            rows.append(dict(system=name, ep_chips=n, level=lv.name, phases=phases or "none",
                              gb_per_s=(lv.bytes_per_s or 0.0) / 1e9, direction=lv.direction,
-                             dispatch_bytes_per_chip=size, all_to_all_s=one, layer_all_to_all_s=4 * one,
-                             layer_expert_compute_s=compute, all_to_all_over_compute=4 * one / compute))
+                             dispatch_bytes_per_chip=size, all_to_all_s=one,
+                             flat_all_to_all_s=_a2a_group(c, shape, size, hierarchical=False),
+                             layer_all_to_all_s=4 * one, layer_expert_compute_s=compute,
+                             all_to_all_over_compute=4 * one / compute))
     return pd.DataFrame(rows)
 
 

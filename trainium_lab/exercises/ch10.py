@@ -19,7 +19,7 @@ def _q2_without_ep() -> float:
 def _q5_direct_ms() -> float:
     """The likely slip in Q5: the switch's direct exchange instead of the torus ring."""
     size = moe.dispatch_bytes(4096, 4096, 8)
-    return moe.all_to_all_s(size, 16, "instance", "trn3-gen1-ultraserver") / ms
+    return moe.all_to_all_s(size, 16, "trn3-gen1-ultraserver") / ms
 
 
 q1 = Exercise(
@@ -85,7 +85,7 @@ q5 = Exercise(
     hint=("Each chip sends 4,096 tokens × 8 experts × 4,096 values × 2 bytes; on the instance's torus the "
           "course costs an all-to-all as a ring, (n − 1)/2 × S / B with B the per-chip NeuronLink figure."),
     solution=("size = moe.dispatch_bytes(4096, 4096, experts_per_token=8)   # 256 MiB per chip\n"
-              "answer_5 = moe.all_to_all_s(size, 16, 'instance', 'trn2-ultraserver') / ms   # 7.5 × S / B"),
+              "answer_5 = moe.all_to_all_s(size, 16, 'trn2-ultraserver') / ms   # (16 − 1)/2 × S / B"),
     wrong=lambda: _q5_direct_ms(),
     mistakes=[(lambda: _q5_direct_ms(), "that is Trainium3's switched fabric (a direct exchange); on "
                                         "Trainium2's torus a message crosses several links"),
