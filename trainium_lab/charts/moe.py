@@ -57,11 +57,11 @@ def all_to_all_chart(df: pd.DataFrame, *, title: str = "One MoE layer: all-to-al
     all-to-alls and the experts' compute, one group per (system, EP group size, level).
 
     ``df`` is :func:`trainium_lab.moe.all_to_all_table` (``system``, ``ep_chips``, ``level``,
-    ``algorithm``, ``layer_all_to_all_s``, ``layer_expert_compute_s``).
+    ``phases``, ``layer_all_to_all_s``, ``layer_expert_compute_s``).
     """
     rows = []
     for r in df.itertuples():
-        group = f"{r.system}: EP over {r.ep_chips} chips ({r.level}, {r.algorithm})"
+        group = f"{r.system}: EP over {r.ep_chips} chips ({r.phases})"
         rows.append({"group": group, "what": "4 all-to-alls", "ms": round(r.layer_all_to_all_s * 1e3, 4)})
         rows.append({"group": group, "what": "expert compute", "ms": round(r.layer_expert_compute_s * 1e3, 4)})
     d = pd.DataFrame(rows)
