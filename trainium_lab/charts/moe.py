@@ -69,7 +69,7 @@ def all_to_all_chart(df: pd.DataFrame, *, title: str = "One MoE layer: all-to-al
         return alt.Chart(_records(d), title=title, width=width, height=alt.Step(11)).mark_bar().encode(
             x=alt.X("ms:Q", title="milliseconds per MoE layer (forward + backward)"),
             y=alt.Y("what:N", title=None, axis=None),
-            row=alt.Row("group:N", sort=None, title=None,
+            row=alt.Row("group:N", sort=list(dict.fromkeys(d["group"])), title=None,
                         header=alt.Header(labelAngle=0, labelAlign="left", labelLimit=420)),
             color=alt.Color("what:N", scale=alt.Scale(domain=["4 all-to-alls", "expert compute"],
                                                       range=[PALETTE[5], "#1f3b5c"]), title=None),
