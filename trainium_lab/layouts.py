@@ -94,6 +94,7 @@ import pandas as pd
 from trainium_lab import collectives, moe, specs, topology
 from trainium_lab._validate import UnknownNameError, choice, in_range, integer, positive, sequence
 from trainium_lab.sizing import RECOMPUTE_MODES, ModelPreset, parameter_count, preset, recipe
+from trainium_lab.sizing import resolve_model  # one home for "a preset name or a ModelPreset"
 from trainium_lab.units import GiB
 
 __all__ = [
@@ -314,21 +315,6 @@ def custom_model(name: str, *, n_layers: int, d_model: int, n_heads: int, n_kv_h
     return ModelPreset(key=str(name), name=str(name), n_params=n, n_layers=int(n_layers),
                        d_model=int(d_model), n_heads=int(n_heads), n_kv_heads=int(kv), ffn_dim=int(f),
                        vocab_size=int(vocab_size), seq_len=seq_len, sources=("custom",))
-
-
-def resolve_model(model: str | ModelPreset) -> ModelPreset:
-    """A preset name (``"llama3-405b"``...) or a :class:`ModelPreset` → the preset.
-
-    Raises ``ValueError`` naming ``model`` for anything else.
-    """
-    if isinstance(model, ModelPreset):
-        return model
-    if isinstance(model, str):
-        try:
-            return preset(model)
-        except ValueError as exc:
-            raise UnknownNameError(str(exc).replace("preset must", "model must")) from None
-    raise ValueError(f"model must be a preset name or a ModelPreset (see custom_model); got {model!r}")
 
 
 def _check_tp_divides(m: ModelPreset, tp: int) -> None:

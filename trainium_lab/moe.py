@@ -62,8 +62,8 @@ import numpy as np
 import pandas as pd
 
 from trainium_lab import collectives, specs, topology
-from trainium_lab._validate import UnknownNameError, choice, in_range, integer, positive, sequence
-from trainium_lab.sizing import ModelPreset, parameter_count, parameter_parts, preset, recipe
+from trainium_lab._validate import choice, in_range, integer, positive, sequence
+from trainium_lab.sizing import ModelPreset, parameter_count, parameter_parts, recipe, resolve_model
 from trainium_lab.units import GiB
 
 __all__ = [
@@ -83,15 +83,7 @@ MAX_DRAWS = 2**27
 # --------------------------------------------------------------------- the model
 
 
-def _model(model) -> ModelPreset:
-    if isinstance(model, ModelPreset):
-        return model
-    if isinstance(model, str):
-        try:
-            return preset(model)
-        except ValueError as exc:
-            raise UnknownNameError(str(exc).replace("preset must", "model must")) from None
-    raise ValueError(f"model must be a preset name or a ModelPreset (see custom_moe_model); got {model!r}")
+_model = resolve_model
 
 
 def _moe(model) -> ModelPreset:

@@ -43,8 +43,8 @@ from typing import Iterable, Sequence
 import pandas as pd
 
 from trainium_lab import specs
-from trainium_lab._validate import (choice, finite_number, in_range, instance, integer,
-                                    positive, sequence)
+from trainium_lab._validate import (UnknownNameError, choice, finite_number, in_range, instance,
+                                    integer, positive, sequence)
 from trainium_lab.units import GB, GiB, day
 
 __all__ = [
@@ -56,7 +56,7 @@ __all__ = [
     "training_flops", "system_flops_per_s", "training_time_s", "instance_days",
     "days_on_instances", "mfu_from_throughput",
     "ModelPreset", "preset", "presets", "presets_table", "parameter_count", "parameter_parts",
-    "PRESET_KINDS",
+    "PRESET_KINDS", "resolve_model",
     "SizingPlan", "size_job", "plan_memory_table",
 ]
 
@@ -830,6 +830,27 @@ def preset(name: str) -> ModelPreset:
     (80, 8192, 64, 8)
     """
     return specs.lookup("preset", name, _presets())
+
+
+def resolve_model(model: "str | ModelPreset") -> ModelPreset:
+    """A preset name (``"llama3-405b"``, ``"mixtral-8x7b"``...) or a :class:`ModelPreset` → the preset.
+
+    Raises ``ValueError`` naming ``model`` for anything else.
+
+    Examples
+    --------
+    >>> resolve_model("mixtral-8x7b").n_experts
+    8
+    """
+    if isinstance(model, ModelPreset):
+        return model
+    if isinstance(model, str):
+        try:
+            return preset(model)
+        except ValueError as exc:
+            raise UnknownNameError(str(exc).replace("preset must", "model must")) from None
+    raise ValueError("model must be a preset name or a ModelPreset (see layouts.custom_model, "
+                     f"moe.custom_moe_model); got {model!r}")
 
 
 def presets(kind: str = "dense") -> tuple[ModelPreset, ...]:

@@ -801,18 +801,8 @@ def group_spans(tp: int, pp: int = 1, dp: int = 1, ep: int = 1, *, system: str =
     >>> big.set_index("kind").loc[["ep"], ["n_chips", "level"]].values.tolist()
     [[8, 'ultraserver']]
     """
-    degrees = {k: integer(k, v, minimum=1) for k, v in (("tp", tp), ("pp", pp), ("dp", dp), ("ep", ep))}
-    order = parse_ordering(ordering)
-    product = math.prod(degrees.values())
-    base = cluster(system, 1, lnc)
-    if n_systems is None:
-        if product % base.ranks_per_system:
-            raise ValueError(f"tp × pp × dp × ep = {product} must be a whole number of "
-                             f"{base.system} systems ({base.ranks_per_system} ranks each at "
-                             f"lnc={base.lnc})")
-        n_systems = product // base.ranks_per_system
-    c = cluster(base.system, n_systems, base.lnc)
-    check_degrees(c.n_ranks, **degrees)
+    p = place(tp, pp, dp, ep, system=system, n_systems=n_systems, lnc=lnc, ordering=ordering)
+    c, degrees, order = p.cluster, p.degrees, p.ordering  # validated; p's rank table is never built
     spans = _spans(c.system, c.n_systems, c.lnc, tuple(degrees[k] for k in order), order)
     rows = []
     for kind in KINDS:

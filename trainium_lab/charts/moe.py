@@ -8,7 +8,7 @@ import pandas as pd
 from altair.utils.schemapi import debug_mode
 
 from trainium_lab.charts.base import PALETTE, WIDTH
-from trainium_lab.charts.layouts import _records
+from trainium_lab.charts.layouts import _records, step_time_chart
 
 __all__ = ["parameter_chart", "all_to_all_chart", "expert_load_chart", "moe_step_chart", "level_time_chart"]
 
@@ -122,28 +122,16 @@ def expert_load_chart(df: pd.DataFrame, *, title: str | None = None, width: int 
 
 def moe_step_chart(df: pd.DataFrame, *, title: str = "Where a step's time goes",
                    width: int = WIDTH) -> alt.Chart:
-    """Stacked horizontal bars of seconds per step by part (expert all-to-alls included), one
-    bar per ``layout``.
+    """Stacked horizontal bars of seconds per step by part, expert all-to-alls included, one
+    bar per ``layout`` (chapter 05's :func:`~trainium_lab.charts.layouts.step_time_chart` with
+    the parts of :data:`trainium_lab.layouts.MOE_TIME_PARTS`).
 
-    ``df`` has columns ``layout``, ``part`` (:data:`trainium_lab.layouts.MOE_TIME_PARTS` or
-    ``TIME_PARTS``) and ``seconds`` (``LayoutEstimate.time_table()`` plus ``layout``).
+    ``df`` has columns ``layout``, ``part`` and ``seconds`` (``LayoutEstimate.time_table()``
+    plus ``layout``).
     """
-    d = df[["layout", "part", "seconds"]].copy()
-    d["what"] = [_TIME_LABELS[p] for p in d["part"]]
-    d["order"] = [_TIME.index(p) for p in d["part"]]
-    d["seconds"] = d["seconds"].round(4)
-    labels = [_TIME_LABELS[p] for p in _TIME]
-    n = d["layout"].nunique()
-    with debug_mode(False):
-        return alt.Chart(_records(d), title=title, width=width, height=34 * n + 10).mark_bar().encode(
-            x=alt.X("seconds:Q", stack="zero", title="seconds per step"),
-            y=alt.Y("layout:N", sort=None, title=None, axis=alt.Axis(labelLimit=360)),
-            color=alt.Color("what:N", scale=alt.Scale(domain=labels, range=_TIME_COLOURS), title="time",
-                            sort=labels),
-            order=alt.Order("order:Q"),
-            tooltip=[alt.Tooltip("layout:N"), alt.Tooltip("what:N", title="part"),
-                     alt.Tooltip("seconds:Q", format=",.3f", title="s")],
-        )
+    d = df.assign(seconds=df["seconds"].round(4))
+    return step_time_chart(d, title=title, width=width, parts=_TIME, part_labels=_TIME_LABELS,
+                           colours=_TIME_COLOURS)
 
 
 def level_time_chart(df: pd.DataFrame, *, title: str = "Where a step goes, by level",
