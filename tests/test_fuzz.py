@@ -64,6 +64,10 @@ VALUES = {
     "num_cores": 32, "max_model_len": 16384, "quantity": "auto_bucket_min_tokens", "c": 0.05,
     "bytes_moved": 1e9, "peak_flops_per_s": 1e15, "hbm_bytes_per_s": 1e12,
     "rep": "REPLICA", "target": "REPLICA", "draft": "REPLICA",
+    # compilation (chapter 07)
+    "max_buckets": 4, "max_tokens": 2048, "compile_s_per_neff": 300.0, "graph": "GRAPH",
+    "flags": "--auto-cast=none", "batch_size": 32, "stream": "STREAM", "compile_s": 300.0,
+    "n_graphs": 8, "n_workers": 4, "n_samples": 100,
     # mixture of experts and interleaved pipelines (chapter 10)
     "n_experts": 8, "experts_per_token": 2, "expert_ffn_dim": 14336, "virtual_stages": 2,
 }
@@ -125,6 +129,17 @@ OVERRIDES = {
     "intro.weights_vs_hbm": {"chip": "trn2"},
     "units.format_seconds": {"seconds": 3.0},
     "serving.pick_bucket": {"n_tokens": 100},
+    "compilation.pick_bucket": {"n_tokens": 100},
+    "kernels.pipeline_time_s": {"n_tiles": 8, "load_s": 1e-6, "compute_s": 2e-6, "store_s": 1e-6,
+                                "buffers": 2},
+    "kernels.matmul_hbm_bytes": {"m": 256, "n": 512, "k": 256, "tile_m": 128, "tile_n": 512},
+    "kernels.tile_plan": {"m": 256, "n": 512, "k": 256, "tile_m": 128, "tile_n": 512},
+    "kernels.tiled_matmul": {"a": [[1.0, 2.0], [3.0, 4.0]], "b": [[1.0], [2.0]]},
+    "kernels.attention_softmax": {"queries": [[1.0, 2.0]], "keys": [[1.0, 2.0], [0.5, 0.5]]},
+    "compilation.optimal_buckets": {"n_buckets": 2},
+    "compilation.power_of_two_buckets": {"n_buckets": 3},
+    "compilation.synthetic_lengths": {"n_samples": 100},
+    "compilation.step_stream": {"n_samples": 100, "batch_size": 32, "pad_to": 128},
     "serving.check_launch": {"model": "llama3-70b", "n_chips": 16, "tp": 8, "pp": 2},
     "serving.chip_decode_table": {"n_chips": 8, "batch": 8, "context_len": 1024},
     "topology.group_spans": {"tp": 8, "pp": 4, "dp": 2, "system": "trn2.48xlarge"},
@@ -147,6 +162,14 @@ def _placeholder(value):
 
     if not isinstance(value, str):
         return value
+    if value == "GRAPH":
+        from trainium_lab import compilation
+
+        return compilation.GraphSpec(32, 512)
+    if value == "STREAM":
+        from trainium_lab import compilation
+
+        return compilation.step_stream(100, 32, pad_to=128)
     if value == "REPLICA":
         from trainium_lab import serving
 

@@ -11,8 +11,8 @@ executed and checked by nbval, and their static charts are SVG, so the pages sho
 a kernel or a network. The site references no CDN:
 
 * MathJax 2.7 is copied from the ``jupyter-server-mathjax`` wheel into ``_static/mathjax``;
-* widgets cannot run on a static page; each widget output is replaced by a note saying where
-  to run it (JupyterLab or Binder), and myst-nb's widget scripts (from CDNs) are switched off;
+* widgets cannot run on a static page; each widget output is replaced by its stored default
+  view (a static SVG chart) and a note saying where to run it (JupyterLab or Binder), and myst-nb's widget scripts (from CDNs) are switched off;
 * links out of ``notebooks/`` (the README's chapter list, ``data/``) are rewritten: the chapter
   list to the site's home page, everything else to the repository on GitHub.
 
@@ -80,9 +80,9 @@ def rewrite_link(target: str, repo: str, pages: set[str]) -> str:
 def widget_note(name: str, repo: str) -> dict:
     binder = BINDER.format(repo=repo.removeprefix("https://github.com/"), name=name)
     html = ('<div class="admonition note trainium-widget-note"><p class="admonition-title">'
-            'Interactive widget</p><p>This widget needs a running Python kernel. Open the '
-            'chapter in JupyterLab (<code>python3 tools/course.py lab</code>) or '
-            f'<a href="{binder}">on Binder</a> to use it.</p></div>')
+            'Interactive widget</p><p>The chart above is this widget\'s default view. To move '
+            'its controls, open the chapter in JupyterLab (<code>python3 tools/course.py lab</code>) '
+            f'or <a href="{binder}">on Binder</a>: it needs a running Python kernel.</p></div>')
     return {"output_type": "display_data", "metadata": {},
             "data": {"text/html": html, "text/plain": "[interactive widget: needs a kernel]"}}
 
@@ -99,7 +99,13 @@ def stage_notebook(src: Path, dest: Path, repo: str, pages: set[str]) -> dict:
         elif cell["cell_type"] == "code":
             outputs = []
             for out in cell.get("outputs", []):
-                if WIDGET_MIME in out.get("data", {}):
+                data = out.get("data", {})
+                if WIDGET_MIME in data:
+                    # the widget's default view, drawn when the notebook was executed
+                    static = next((m for m in ("image/svg+xml", "text/html") if m in data), None)
+                    if static:
+                        outputs.append({"output_type": "display_data", "metadata": {}, "data": {
+                            static: data[static], "text/plain": "[the widget's default view]"}})
                     outputs.append(widget_note(src.name, repo))
                     n_widgets += 1
                 else:

@@ -56,6 +56,7 @@ class Explorer:
         self.summary = W.HTML()
         self.error = W.HTML()
         self.chart: alt.JupyterChart | None = None
+        self._first_chart: alt.TopLevelMixin | None = None  # the default view, for static_svg
         self.result: Any = None
         self.last_error: str | None = None
         self.updates = 0
@@ -91,10 +92,25 @@ class Explorer:
         if chart is not None:
             spec = chart.to_dict(validate=False)
             if self.chart is None:
+                self._first_chart = chart
                 self.chart = alt.JupyterChart(chart)
             else:
                 self.chart.spec = spec
         self.updates += 1
 
     def _repr_mimebundle_(self, **kwargs):
-        return self.widget._repr_mimebundle_(**kwargs)
+        """The live widget, plus a static SVG of its default view and a plain-text line.
+
+        JupyterLab with a kernel shows the live widget; GitHub, nbviewer, nbconvert and the
+        static site (which cannot run it) show the SVG of the chart as it first appears.
+        """
+        bundle = dict(self.widget._repr_mimebundle_(**kwargs) or {})
+        bundle["text/plain"] = ("Interactive explorer (run the cell in JupyterLab to use the "
+                                "controls); the chart shows its default view.")
+        if self._first_chart is not None:
+            from trainium_lab.charts.base import static_svg
+
+            bundle["image/svg+xml"] = static_svg(self._first_chart)
+        elif self.summary.value:  # a widget without a chart: its default summary
+            bundle["text/html"] = self.summary.value
+        return bundle

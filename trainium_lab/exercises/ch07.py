@@ -1,0 +1,102 @@
+"""Exercises for chapter 07 (compilation and static shapes).
+
+The solution code of each exercise is the single source of its answer: the checker
+runs it (with the model modules, the ``units`` names, ``math`` and ``np`` in scope).
+"""
+
+from __future__ import annotations
+
+from trainium_lab.exercises import Exercise
+
+__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "ALL"]
+
+q1 = Exercise(
+    "Q1 padding with two buckets",
+    unit="%",
+    hint=("Every length from 1 to 512 occurs once. Count the computed tokens (each sequence "
+          "padded to its bucket) and the real tokens; padding is their difference over the "
+          "computed tokens."),
+    solution=("real = 512 * 513 / 2             # tokens: 1 + 2 + ... + 512\n"
+              "padded = 256 * 256 + 256 * 512   # lengths 1..256 -> 256, 257..512 -> 512\n"
+              "answer_1 = 100 * (padded - real) / padded   # percent of computed tokens"),
+    wrong=49.9,
+    mistakes=[(49.9, "that is one bucket of 512 (262,144 computed tokens); with two, the short "
+                     "half is padded only to 256"),
+              (0.332, "that is the fraction; the answer is asked in percent")],
+)
+
+q2 = Exercise(
+    "Q2 compiles in three epochs",
+    unit="compiles",
+    hint=("A process compiles each distinct input shape once and keeps it for the rest of "
+          "the run. How many shapes does an epoch of 10,000 samples in batches of 64 have?"),
+    solution=("full, last = divmod(10_000, 64)          # 156 batches of 64 and one of 16\n"
+              "shapes = {(64, 512)} | ({(last, 512)} if last else set())\n"
+              "answer_2 = len(shapes)   # epochs 2 and 3 reuse both programs"),
+    wrong=6,
+    mistakes=[(6, "epochs 2 and 3 trace the same two shapes: the in-memory cache already holds "
+                  "them, so they do not compile again"),
+              (1, "the last batch has 10,000 mod 64 = 16 samples: a different shape, so a "
+                  "second program")],
+)
+
+q3 = Exercise(
+    "Q3 the line that cuts the graph",
+    unit="line",
+    hint=("Which line asks the host for a value while the step is still being recorded? "
+          "torch-xla must compile and run what it has so far to answer."),
+    solution=("# line 4: `loss.item()` needs the loss on the host now, so torch-xla cuts the\n"
+              "# lazy graph there, compiles and runs the forward part, waits for it, and\n"
+              "# records the rest as a second graph: two programs and a sync every step.\n"
+              "answer_3 = 4"),
+    wrong=6,
+    mistakes=[(6, "xm.optimizer_step is where the step is meant to end (it marks the step); "
+                  "the unwanted cut is earlier"),
+              (1, "the loader's short last batch recompiles once an epoch, not every step")],
+)
+
+q4 = Exercise(
+    "Q4 the first mid-run compile",
+    unit="step",
+    hint=("The trial run saw steps 0-11. Which new shape or graph does the real run meet "
+          "first after that? Steps are numbered from 0; an epoch has ceil(1000 / 64) steps."),
+    solution=("steps_per_epoch = math.ceil(1000 / 64)   # 16: fifteen of 64, the last of 40\n"
+              "ragged_step = steps_per_epoch - 1         # 15: the last batch, a new shape\n"
+              "guard_step = 100 - 1                      # 99: the rank-0 branch, a new graph\n"
+              "answer_4 = min(ragged_step, guard_step)   # both are beyond the 12-step trial"),
+    wrong=99,
+    mistakes=[(99, "the spike guard at step 99 also compiles, but an earlier step meets a new "
+                   "shape first: the short last batch of the first epoch"),
+              (16, "steps are numbered from 0: the 16th step of the epoch is step 15"),
+              (12, "step 12 is an ordinary full batch: its shape was compiled by the trial run")],
+)
+
+q5 = Exercise(
+    "Q5 node-hours of a cold start",
+    unit="node-hours",
+    hint=("Without a shared cache every node compiles every graph itself. Multiply nodes × "
+          "graphs × minutes per compile, then convert to hours."),
+    solution=("n_nodes, n_graphs, compile_s = 16, 6, 15 * minute   # 15 min per graph: an assumption\n"
+              "answer_5 = n_nodes * n_graphs * compile_s / hour     # node-hours spent compiling"),
+    wrong=1.5,
+    mistakes=[(1.5, "that is one node's compiling; all 16 nodes compile the same six graphs"),
+              (0.25, "that is the wall time of one parallel pre-compilation with six workers, "
+                     "not the machine time of a cold start")],
+)
+
+q6 = Exercise(
+    "Q6 buckets for under 10 % padding",
+    unit="buckets",
+    hint=("Try k = 1, 2, ... with compilation.optimal_buckets on the Wikipedia histogram "
+          "(pass counts=...) until compilation.padding_fraction drops below 0.10."),
+    solution=("h = compilation.length_histogram('wikipedia-bert-512')\n"
+              "for k in range(1, 17):\n"
+              "    b = compilation.optimal_buckets(h.n_tokens, k, counts=h.n_sequences)\n"
+              "    if compilation.padding_fraction(h.n_tokens, b, counts=h.n_sequences) < 0.10:\n"
+              "        break\n"
+              "answer_6 = k   # the fewest NEFFs that keep padding under 10 %"),
+    wrong=6,
+    mistakes=[(6, "six optimal buckets still pad a little over 10 %; one more is needed")],
+)
+
+ALL = (q1, q2, q3, q4, q5, q6)
