@@ -133,6 +133,8 @@ IGNORED: tuple[str, ...] = (
     "switched and EFA phases as a direct exchange",
     "interleaved schedules' finer points: the layers are split into p·v equal chunks (remainders "
     "ignored) and the number of micro-batches must be a multiple of p (Megatron-LM's rule)",
+    "expert tensor parallelism: each expert is split over the TP ranks too (Megatron-Core's default); "
+    "splitting small experts that finely lowers kernel efficiency, which one MFU for all cannot show",
 )
 
 _RECOMPUTE_INDEX = {m: i for i, m in enumerate(RECOMPUTE_MODES)}
@@ -964,6 +966,13 @@ class Plan:
             One row per step part: ``part`` (``compute``, ``tp_comm``, ``ep_comm``, ``pp_comm``,
             ``bubble``, ``dp_exposed``), ``level`` (the level its group crosses; ``"chips"``
             for compute, ``"idle"`` for the bubble), ``seconds`` and ``share`` of the step.
+
+        Examples
+        --------
+        >>> p = plan("llama3-70b", system="trn2-ultraserver", n_systems=1, lnc=2, global_batch=256)
+        >>> t = p.time_by_level()
+        >>> t.part.tolist(), round(float(t.share.sum()), 12)
+        (['compute', 'tp_comm', 'pp_comm', 'bubble', 'dp_exposed'], 1.0)
         """
         rank = integer("rank", rank, minimum=0, maximum=max(len(self.table) - 1, 0))
         if self.table.empty:

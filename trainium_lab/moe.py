@@ -920,6 +920,14 @@ def step_compute(model, *, n_tokens: float, n_chips: int, chip: str = "trn2", dt
                  mfu: float = 0.4, capacity_factor: float = 1.0, seq_len: int | None = None) -> StepCompute:
     """The compute of one training step per chip: FLOPs of the active parameters, at ``mfu``.
 
+    ``flops`` is :func:`flops_per_token` × ``n_tokens``; ``flops_if_dense`` the same tokens
+    through a dense model of the same total size (``6 N_total`` plus attention);
+    ``compute_s`` the FLOPs per chip over the chip's peak for ``dtype`` at ``mfu``.
+
+    References
+    ----------
+    Kaplan et al. 2020, arXiv:2001.08361, §2.1; Fedus et al. 2022, §2.2.
+
     Examples
     --------
     >>> s = step_compute("qwen3-235b-a22b", n_tokens=4 * 2**20, n_chips=1024)
