@@ -263,6 +263,9 @@ def test_all_to_all_table_levels():
         assert float(trn3[trn3.ep_chips == n].all_to_all_s.iloc[0]) < float(trn2[trn2.ep_chips == n].all_to_all_s.iloc[0])
     assert (t.layer_all_to_all_s == 4 * t.all_to_all_s).all()
     assert (t.flat_all_to_all_s >= t.all_to_all_s * (1 - 1e-12)).all()
+    # per step: four all-to-alls in each of the 94 MoE layers
+    assert t.step_all_to_all_s.tolist() == pytest.approx((94 * t.layer_all_to_all_s).tolist(), rel=1e-12)
+    assert (t.step_all_to_all_bytes_per_chip == 4 * 94 * t.dispatch_bytes_per_chip).all()
 
 
 # ----------------------------------------------------------------------------- compute

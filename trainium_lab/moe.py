@@ -821,7 +821,8 @@ def all_to_all_table(model, *, tokens_per_chip: int = 8192, ep_chips: tuple[int,
         (of the slowest level), ``dispatch_bytes_per_chip``, ``all_to_all_s`` (one dispatch,
         hierarchical), ``flat_all_to_all_s`` (one ring over all chips at the slowest level),
         ``layer_all_to_all_s`` (the four of a layer), ``layer_expert_compute_s``,
-        ``all_to_all_over_compute``.
+        ``all_to_all_over_compute``, and per training step for those tokens (every MoE layer):
+        ``step_all_to_all_bytes_per_chip`` (sent, ``4 × layers × dispatch``) and ``step_all_to_all_s``.
 
     Examples
     --------
@@ -835,6 +836,7 @@ def all_to_all_table(model, *, tokens_per_chip: int = 8192, ep_chips: tuple[int,
     names = sequence("systems", systems, lambda n, x: choice(n, x, topology.SYSTEMS))
     mfu = in_range("mfu", mfu, 0.0, 1.0, low_open=True)
     size = dispatch_bytes(tokens, m.d_model, m.experts_per_token, capacity_factor, bytes_per_element)
+    moe_layers = m.n_layers - m.n_dense_layers
     expert_flops = 6.0 * 3.0 * m.d_model * m.expert_ffn_dim * m.experts_per_token * capacity_factor * tokens
     rows = []
     for name in names:
@@ -855,7 +857,9 @@ def all_to_all_table(model, *, tokens_per_chip: int = 8192, ep_chips: tuple[int,
                              dispatch_bytes_per_chip=size, all_to_all_s=one,
                              flat_all_to_all_s=_a2a_group(c, shape, size, hierarchical=False),
                              layer_all_to_all_s=4 * one, layer_expert_compute_s=compute,
-                             all_to_all_over_compute=4 * one / compute))
+                             all_to_all_over_compute=4 * one / compute,
+                             step_all_to_all_bytes_per_chip=4 * moe_layers * size,
+                             step_all_to_all_s=4 * moe_layers * one))
     return pd.DataFrame(rows)
 
 
