@@ -92,7 +92,7 @@ import numpy as np
 import pandas as pd
 
 from trainium_lab import collectives, moe, specs, topology
-from trainium_lab._validate import UnknownNameError, choice, in_range, integer, positive, sequence
+from trainium_lab._validate import choice, in_range, integer, positive, sequence
 from trainium_lab.sizing import (RECOMPUTE_MODES, ModelPreset, _activation_per_layer_array,
                                  activation_coefficients, activation_options, parameter_count,
                                  preset, recipe, training_state_bytes)
