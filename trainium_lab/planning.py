@@ -78,7 +78,7 @@ from trainium_lab.units import GB, GiB, day, format_seconds, hour, minute
 
 __all__ = [
     "PURCHASE_OPTIONS", "CACHE_MODES", "DEFAULTS", "SENSITIVITY", "IGNORED", "BILLED_INSTANCE",
-    "Price", "prices", "price", "billed_instance", "platforms",
+    "Price", "prices", "price", "billed_instance", "platforms", "parity_usd_per_hour",
     "RunPlan", "plan_run", "checkpoint_bytes",
     "ServingPlan", "plan_serving",
     "compare_platforms", "ClaimCheck", "price_claims", "check_price_claim",
@@ -309,6 +309,31 @@ def platforms() -> pd.DataFrame:
     ['trn1.32xlarge', 'trn2.48xlarge', 'trn2-ultraserver']
     """
     return _platforms().copy()
+
+
+def parity_usd_per_hour(system: str, reference: str = "p5.48xlarge", purchase_option: str = "on-demand",
+                        dtype: str = "bf16") -> float:
+    """The hourly price of one billed instance of ``system`` that matches ``reference``'s sourced
+    price per dense peak FLOP/s.
+
+    ``price_ref × (chips × peak of one instance of system) / (chips × peak of reference)``: at
+    equal MFU the two then cost the same per trained token. Where no price is published (Trn2,
+    Trn3) this is a neutral, sourced-by-construction placeholder for an assumption — not a price.
+
+    Examples
+    --------
+    >>> round(parity_usd_per_hour("trn2.48xlarge"), 2)   # 55.04 × 16 × 667 / (8 × 989)
+    74.24
+    """
+    plats = _platforms().set_index("platform")
+    key = specs.system(system).key if system not in plats.index else system
+    key = choice("system", key, tuple(plats.index))
+    reference = choice("reference", reference, tuple(plats.index))
+    ref = price(plats.loc[reference, "billed_as"], purchase_option)
+    t, r = plats.loc[key], plats.loc[reference]
+    per_instance = t.chips_per_platform / t.instances * _peak(t.accelerator, dtype)
+    per_ref = r.chips_per_platform / r.instances * _peak(r.accelerator, dtype)
+    return float(ref.usd_per_hour * per_instance / per_ref)
 
 
 def _peak(accelerator: str, dtype: str) -> float:
@@ -1157,7 +1182,7 @@ def plan_serving(model: str | ModelPreset, target_tokens_per_s: float, *, prompt
         for conc in concs:
             st = serving.serve_stream(rep, p, o, conc, eff, system=sysm.key)
             ok = st.tpot_s <= tpot_max and st.ttft_s <= ttft_max
-            rows.append({"tp": tp, "chips_per_replica": rep.n_chips, "concurrency": conc,
+            rows.append({"tp": tp, "chips_per_replica": float(rep.n_chips), "concurrency": conc,
                          "max_sequences": cap, "ttft_s": st.ttft_s, "tpot_s": st.tpot_s,
                          "tokens_per_s": st.tokens_per_s, "tokens_per_s_per_chip": st.tokens_per_s_per_chip,
                          "meets_latency": ok})
@@ -1385,7 +1410,7 @@ def check_price_claim(claim_id: str, *, mfu_subject: float, mfu_baseline: float,
     def rate(inst: str) -> float | None:
         if inst in plats.index:
             t = plats.loc[inst]
-            return t.chips_per_platform / t.instances * _peak(t.accelerator, dtype)
+            return float(t.chips_per_platform / t.instances * _peak(t.accelerator, dtype))
         missing.append(f"accelerator figures of {inst}")
         return None
 
@@ -1394,7 +1419,7 @@ def check_price_claim(claim_id: str, *, mfu_subject: float, mfu_baseline: float,
         base_price = price(row.baseline, purchase_option)
     except ValueError:
         base_price = None
-        missing.append(f"a {purchase_option} price of {row.baseline}")
+        missing.append(f"a sourced {purchase_option} price of {row.baseline}")
     subject_price = given
     if subject_price is None:
         try:
@@ -1408,7 +1433,7 @@ def check_price_claim(claim_id: str, *, mfu_subject: float, mfu_baseline: float,
         return ClaimCheck(**common, can_check=False, baseline_usd_per_hour=None, baseline_price_date=None,
                           parity_usd_per_hour=None, max_usd_per_hour_low=None, max_usd_per_hour_high=None,
                           subject_usd_per_hour=subject_price, achieved=None, holds=None, missing=tuple(missing))
-    parity = base_price.usd_per_hour * (r_s * mfu_s) / (r_b * mfu_b)
+    parity = float(base_price.usd_per_hour * (r_s * mfu_s) / (r_b * mfu_b))
     lo, hi = float(row.claimed_low), float(row.claimed_high)
     if row.metric == "price_performance_ratio":
         max_lo, max_hi = parity / lo, parity / hi
