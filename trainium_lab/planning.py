@@ -393,27 +393,37 @@ def _try_search(*args) -> layouts.Plan | None:
 
 
 @functools.lru_cache(maxsize=512)
-def _compile_stalls(n_graphs: int, compile_s: float, n_instances: int, cache: str, seq_len: int,
+def _compile_counts(n_graphs: int, n_instances: int, cache: str, seq_len: int,
                     precompile_workers: int) -> tuple[float, float, float, float]:
-    """Chapter 07's run model for the plan's graphs: (first-launch stall, stall of a restart on a
-    replacement instance, pre-compilation wall time on one instance, node-seconds compiling at
-    the first launch)."""
+    """Chapter 07's run model for the plan's graphs at one second per compile: (first-launch
+    stall, stall of a restart on a replacement instance, pre-compilation on one instance,
+    node-seconds compiling at the first launch). Every one is proportional to the compile time
+    (:func:`~trainium_lab.compilation.run_compiles`: one compile time per step at which a node
+    compiles, one per node compile; :func:`~trainium_lab.compilation.parallel_precompile_s`:
+    ``ceil(graphs / workers)`` of them), so :func:`_compile_stalls` scales these."""
     stream = pd.DataFrame({"step": np.arange(n_graphs), "batch_size": 1, "seq_len": seq_len,
                            "variant": [f"graph {i + 1}" for i in range(n_graphs)],
                            "ranks": "all ranks"})
     if cache == "precompiled":
         warm = compilation.trial_run_keys(stream, n_graphs)
-        first = compilation.run_compiles(stream, compile_s=compile_s, n_nodes=n_instances,
+        first = compilation.run_compiles(stream, compile_s=1.0, n_nodes=n_instances,
                                          shared_cache=True, warm_keys=warm)
-        pre = compilation.parallel_precompile_s(n_graphs, compile_s, precompile_workers)
+        pre = compilation.parallel_precompile_s(n_graphs, 1.0, precompile_workers)
     else:
-        first = compilation.run_compiles(stream, compile_s=compile_s, n_nodes=n_instances,
+        first = compilation.run_compiles(stream, compile_s=1.0, n_nodes=n_instances,
                                          shared_cache=cache == "shared")
         pre = 0.0
-    again = compilation.run_compiles(stream, compile_s=compile_s, n_nodes=n_instances,
+    again = compilation.run_compiles(stream, compile_s=1.0, n_nodes=n_instances,
                                      shared_cache=cache != "local", warm_keys=first.cache_keys,
                                      n_fresh_nodes=None if cache != "local" else 1)
     return first.stall_s, again.stall_s, pre, first.node_compile_s
+
+
+def _compile_stalls(n_graphs: int, compile_s: float, n_instances: int, cache: str, seq_len: int,
+                    precompile_workers: int) -> tuple[float, ...]:
+    """:func:`_compile_counts` at ``compile_s`` seconds per compile."""
+    return tuple(compile_s * x for x in _compile_counts(n_graphs, n_instances, cache, seq_len,
+                                                        precompile_workers))
 
 
 @dataclass(frozen=True)
