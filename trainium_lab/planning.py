@@ -507,7 +507,7 @@ def _proxy_chip_mtbf_s() -> float:
     return reliability.llama3_summary().per_gpu_mtbf_s
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class RunPlan:
     """A training run planned end to end. Build it with :func:`plan_run`; all base units.
 
@@ -674,6 +674,10 @@ class RunPlan:
             rows.append(("deadline", self.deadline_s, "s", "requirement"))
         return pd.DataFrame(rows, columns=["input", "value", "unit", "basis"])
 
+    def __repr__(self) -> str:  # short and rounded: the fields hold tables of full-precision floats
+        return (f"RunPlan({self.model.name!r}, {self.n_tokens:.3g} tokens, {self.n_systems} × {self.system}, "
+                f"{self.layout.label()!r}, {self.days:,.1f} days, {self.results['cost_usd']:,.0f} USD)")
+
     def _repr_markdown_(self) -> str:
         r = self.results
         deadline = ""
@@ -695,14 +699,20 @@ def _as_tuple(name: str, values, item) -> tuple:
     return tuple(sequence(name, values, item))
 
 
-def _smallest(pred: Callable[[int], bool], low: int, high: int) -> tuple[int | None, list[int]]:
-    """Smallest ``n`` in ``[low, high]`` with ``pred(n)``, by doubling then bisection (``pred``
-    assumed monotone); also the counts tried."""
+def _smallest(pred: Callable[[int], bool], low: int, high: int,
+              scan: int = 16) -> tuple[int | None, list[int]]:
+    """Smallest ``n`` in ``[low, high]`` with ``pred(n)``: doubling, then bisection, then every
+    count below the one found down to ``low`` (at most ``scan`` of them), since ``pred`` need not
+    be monotone (a count whose ranks split the global batch evenly can work where its neighbours
+    do not); also the counts tried, in order."""
     tried: list[int] = []
+    memo: dict[int, bool] = {}
 
     def ok(n: int) -> bool:
-        tried.append(n)
-        return pred(n)
+        if n not in memo:
+            tried.append(n)
+            memo[n] = pred(n)
+        return memo[n]
 
     if ok(low):
         return low, tried
@@ -721,6 +731,9 @@ def _smallest(pred: Callable[[int], bool], low: int, high: int) -> tuple[int | N
             good = mid
         else:
             bad = mid
+    for m in range(good - 1, max(low, good - 1 - scan), -1):
+        if ok(m):
+            good = m
     return good, tried
 
 
@@ -1032,7 +1045,7 @@ def _sensitivity(lay, est, x: _Inputs, mfu: float, dp_overlap: float, headroom: 
 # --------------------------------------------------------------------------- serving
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ServingPlan:
     """Chips for a serving target. Build it with :func:`plan_serving`; base units.
 
@@ -1098,6 +1111,11 @@ class ServingPlan:
     def cost_per_million_tokens_at_capacity_usd(self) -> float:
         """Cost per million generated tokens if every replica ran full."""
         return self.usd_per_hour_total / (self.capacity_tokens_per_s * _SECONDS_PER_HOUR) * 1e6
+
+    def __repr__(self) -> str:
+        return (f"ServingPlan({self.model.name!r}, {self.target_tokens_per_s:,.0f} tokens/s, {self.n_replicas} × "
+                f"TP{self.replica.tp} at {self.concurrency} sequences, {self.n_instances} × {self.system}, "
+                f"{self.cost_per_million_tokens_usd:,.3f} USD per million tokens)")
 
     def _repr_markdown_(self) -> str:
         s = self.stream
@@ -1309,7 +1327,7 @@ def compare_platforms(n_params: float, n_tokens: float, mfu: Mapping[str, float]
     return df
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ClaimCheck:
     """What a price-performance claim implies at given MFUs (:func:`check_price_claim`).
 
@@ -1354,6 +1372,12 @@ class ClaimCheck:
     achieved: float | None
     holds: bool | None
     missing: tuple[str, ...]
+
+    def __repr__(self) -> str:
+        if not self.can_check:
+            return f"ClaimCheck({self.claim_id!r}, cannot check: lacks {', '.join(self.missing)})"
+        return (f"ClaimCheck({self.claim_id!r}, parity {self.parity_usd_per_hour:,.2f} USD/h, claim needs at most "
+                f"{self.max_usd_per_hour_low:,.2f}-{self.max_usd_per_hour_high:,.2f} USD/h, holds={self.holds})")
 
     def _repr_markdown_(self) -> str:
         if not self.can_check:

@@ -42,11 +42,13 @@ def _sens_records(sens: pd.DataFrame, base_cost: float) -> list[dict]:
 
 
 def cost_breakdown_chart(cost: pd.DataFrame | alt.NamedData, *, title: str = "Where the money goes",
-                         width: int = 300) -> alt.Chart:
-    """USD by part of the run, one bar per part (``RunPlan.cost_table()``: ``part, usd,
-    instance_hours, share``), on a log scale so small losses stay visible."""
+                         width: int = 300) -> alt.LayerChart:
+    """USD by part of the run, one dot per part (``RunPlan.cost_table()``: ``part, usd,
+    instance_hours, share``), on a log scale so that losses a thousand times smaller than the
+    training steps stay visible; parts that cost nothing are left out."""
     data = alt.InlineData(values=_cost_records(cost)) if isinstance(cost, pd.DataFrame) else cost
-    return base(data, title=title, width=width, height=180).transform_filter("datum.usd > 0").mark_bar().encode(
+    dots = base(data, title=title, width=width, height=180).transform_filter("datum.usd > 0").mark_circle(
+        size=110, opacity=1).encode(
         x=alt.X("usd:Q", title="USD (log scale)", scale=alt.Scale(type="log")),
         y=alt.Y("part:N", sort=_PARTS, title=None, axis=alt.Axis(labelLimit=220)),
         color=alt.Color("part:N", scale=alt.Scale(domain=_PARTS, range=_PART_COLOURS), legend=None),
@@ -54,6 +56,9 @@ def cost_breakdown_chart(cost: pd.DataFrame | alt.NamedData, *, title: str = "Wh
                  alt.Tooltip("instance_hours:Q", format=",.1f", title="instance-hours"),
                  alt.Tooltip("share:Q", format=".2%")],
     )
+    labels = dots.mark_text(align="left", dx=9, fontSize=10).encode(
+        text=alt.Text("usd:Q", format=",.0f"), color=alt.value("#333333"))
+    return alt.layer(dots, labels)
 
 
 def sensitivity_chart(sens: pd.DataFrame | alt.NamedData, base_cost: float | None = None, *,

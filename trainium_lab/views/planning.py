@@ -226,7 +226,7 @@ def blocks(plan: planning.RunPlan) -> list[tuple[str, Any]]:
         ("one restart: detect and relaunch + reload + recompile",
          f"{format_seconds(r['restart_total_s'])} = {format_seconds(p.inputs['restart_s'])} + "
          f"{format_seconds(r['reload_s'])} + {format_seconds(r['restart_compile_s'])}"),
-        ("expected failures during the run", f"{r['expected_failures']:,.1f}"),
+        ("expected failures during the run", f"{r['expected_failures']:.2g}"),
         ("share of training time lost (checkpoints, rework, restarts)", f"{r['lost_fraction']:.2%}"),
     ], columns=["quantity", "value"])))
 
