@@ -21,19 +21,23 @@ def _q6_without_utilization() -> int:
 
 
 q1 = Exercise(
-    "Q1 KV cache per token, Llama 3 405B",
+    "Q1 KV cache per token, Llama 3 405B, FP8",
     unit="KiB",
-    hint=("2 (a key and a value) × layers × KV heads × head dimension × bytes per element. Llama 3 "
-          "405B: 126 layers, d_model 16,384 over 128 query heads, but only 8 KV heads."),
+    hint=("2 (a key and a value) × layers × KV heads × head dimension × bytes per element, with the "
+          "shape from sizing.preset('llama3-405b'): only the KV heads keep keys and values, and FP8 "
+          "stores one byte per element."),
     solution=("m = sizing.preset('llama3-405b')\n"
-              "head_dim = m.d_model // m.n_heads                      # 16384 / 128 = 128\n"
-              "per_token_bytes = 2 * m.n_layers * m.n_kv_heads * head_dim * 2   # BF16: 2 bytes\n"
-              "answer_1 = per_token_bytes / KiB                       # 516,096 B = 504 KiB"),
-    wrong=8064.0,
-    mistakes=[(8064.0, "you used the 128 query heads; keys and values are kept for the 8 KV heads only "
-                       "(grouped-query attention)"),
-              (252.0, "a token keeps a key AND a value vector: the factor 2"),
-              (516096.0, "that is in bytes; the question asks for KiB")],
+              "head_dim = m.d_model // m.n_heads                      # model width over query heads\n"
+              "per_token_bytes = 2 * m.n_layers * m.n_kv_heads * head_dim * 1   # FP8: 1 byte\n"
+              "answer_1 = per_token_bytes / KiB"),
+    wrong=lambda: 2 * run_solution(q1._solution),
+    mistakes=[(lambda: 2 * run_solution(q1._solution), "that is the BF16 size: FP8 stores one byte per "
+                                                       "element, not two"),
+              (lambda: 16 * run_solution(q1._solution), "you used the 128 query heads; keys and values "
+                                                        "are kept for the 8 KV heads only (grouped-query "
+                                                        "attention)"),
+              (lambda: run_solution(q1._solution) / 2, "a token keeps a key AND a value vector: the factor 2"),
+              (lambda: run_solution(q1._solution) * 1024, "that is in bytes; the question asks for KiB")],
 )
 
 q2 = Exercise(
@@ -44,7 +48,7 @@ q2 = Exercise(
     solution=("r = serving.replica('llama3-8b', 'trn2', tp=4)              # 4 ranks = 1 chip at LNC=2\n"
               "weights = r.weight_bytes                                   # 8.03e9 params × 2 B\n"
               "kv = (1024 + 1) * r.kv_bytes_per_token                     # read 1,024 tokens, write 1\n"
-              "bandwidth = r.hbm_bytes_per_s_active                       # 4 × 725 GB/s = 2.9 TB/s\n"
+              "bandwidth = r.hbm_bytes_per_s_active                       # the four ranks' share: the chip's\n"
               "answer_2 = (weights + kv) / bandwidth / ms                 # HBM-bound: compute is ~0.02 ms"),
     wrong=lambda: _q2_compute_ms(),
     mistakes=[(lambda: _q2_compute_ms(), "that is the compute time (2 FLOPs per weight at the chip's peak); "

@@ -1,0 +1,159 @@
+"""Exercises for chapter 08 (inside a NeuronCore). Each reference answer is what its solution
+code computes with ``trainium_lab.kernels``; the kernel to complete (Q6) is run in the
+emulator and checked for its result and its HBM traffic."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trainium_lab import kernels, roofline
+from trainium_lab.exercises import Exercise
+from trainium_lab.units import GiB
+
+__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "ALL"]
+
+q1 = Exercise(
+    "Q1 HBM traffic of a tiled matmul",
+    unit="GiB",
+    hint=("A is re-read once per column of output tiles (ceil(n / tile_n) times), B once per row "
+          "of output tiles (ceil(m / tile_m) times), C written once; 2 bytes per BF16 element."),
+    solution=("m, n, k = 8192, 1024, 4096\n"
+              "a_reads = m * k * math.ceil(n / 512)      # A once per column of output tiles\n"
+              "b_reads = k * n * math.ceil(m / 128)      # B once per row of output tiles\n"
+              "c_writes = m * n\n"
+              "answer_1 = 2 * (a_reads + b_reads + c_writes) / GiB   # BF16: 2 bytes each\n"
+              "assert answer_1 == kernels.matmul_hbm_bytes(m, n, k, 128, 512, 'bfloat16') / GiB"),
+    wrong=lambda: roofline.matmul_bytes(8192, 1024, 4096, "bf16") / GiB,
+    mistakes=[
+        (lambda: roofline.matmul_bytes(8192, 1024, 4096, "bf16") / GiB,
+         "that is the roofline's minimum, A and B read once; a tiled kernel re-reads them"),
+        (lambda: 2 * (8192 * 4096 * 64 + 4096 * 1024 * 2 + 8192 * 1024) / GiB,
+         "you swapped the counts: A (m × k) is re-read for every column of tiles, ceil(n / tile_n), "
+         "and B for every row of tiles, ceil(m / tile_m)"),
+    ],
+)
+
+q2 = Exercise(
+    "Q2 arithmetic intensity with 256 × 1024 tiles",
+    unit="FLOP/byte",
+    hint="2·m·n·k FLOPs divided by the tiled kernel's HBM bytes (kernels.matmul_hbm_bytes).",
+    solution=("s = 8192\n"
+              "flops = 2 * s**3\n"
+              "moved = kernels.matmul_hbm_bytes(s, s, s, 256, 1024, 'bfloat16')   # bytes\n"
+              "answer_2 = flops / moved"),
+    wrong=lambda: 2 * 8192**3 / kernels.matmul_hbm_bytes(8192, 8192, 8192, 512, 512, "bfloat16"),
+    mistakes=[
+        (lambda: roofline.arithmetic_intensity(8192, 8192, 8192, "bf16"),
+         "that is the roofline's intensity with A and B read once; the tiled kernel moves more"),
+        (lambda: 2 * 8192**3 / kernels.matmul_hbm_bytes(8192, 8192, 8192, 512, 512, "bfloat16"),
+         "that is the square 512 × 512 tile: the same PSUM banks, but 1/256 + 1/1024 is more than "
+         "2/512, so 256 × 1024 re-reads more"),
+    ],
+)
+
+q3 = Exercise(
+    "Q3 lanes used by 160 rows",
+    hint=("Each tile holds up to 128 rows; an instruction costs the same whatever its number of "
+          "rows. Run kernels.rmsnorm on 160 rows and read lane_utilisation."),
+    solution=("run = kernels.rmsnorm(np.ones((160, 512)))   # tiles of 128 and 32 rows\n"
+              "answer_3 = run.lane_utilisation             # (128 + 32) / (2 × 128)"),
+    wrong=160 / 128,
+    mistakes=[(1.0, "the second tile has 32 rows but costs as much as a full one"),
+              (32 / 128, "that is the second tile alone; the first one is full"),
+              (160 / 128, "a fraction of lanes cannot exceed 1: count the lanes both tiles offer")],
+    rel_tol=0.001,
+)
+
+q4 = Exercise(
+    "Q4 one buffer against three",
+    unit="µs",
+    hint=("One buffer: every tile waits for the previous store, n·(load + compute + store). "
+          "Three: load + compute + store + (n − 1)·max(load, compute, store)."),
+    solution=("n, load, compute, store = 8, 3 * us, 2 * us, 1 * us\n"
+              "one = kernels.pipeline_time_s(n, load, compute, store, 1)     # n·(3 + 2 + 1) µs\n"
+              "three = kernels.pipeline_time_s(n, load, compute, store, 3)   # 6 + 7·3 µs\n"
+              "answer_4 = (one / us, three / us)"),
+    wrong=(48.0, 24.0),
+    mistakes=[((48.0, 24.0), "the pipeline still has to fill: add one pass through all three stages "
+                             "and count (n − 1) periods, not n")],
+)
+
+q5 = Exercise(
+    "Q5 which engine binds the softmax",
+    hint=("Run kernels.softmax on a [512, 2048] input and read binding_engine; compare the vector "
+          "engine's passes (max, sum, divide) with the scalar engine's single exp."),
+    solution=("run = kernels.softmax(np.zeros((512, 2048)), chip='trn2')\n"
+              "answer_5 = run.binding_engine"),
+    wrong="scalar",
+    mistakes=[("scalar", "exp is one pass on the scalar engine; the vector engine makes three"),
+              ("tensor", "this softmax has no matmul")],
+)
+
+
+def _loads_y_twice(k, x, y, out):
+    """A plausible wrong kernel: right values, but y is loaded twice."""
+    rows, d = x.shape
+    p = k.core.partitions
+    xs = k.pool("sbuf", (p, d), x.dtype, 2, "x")
+    ys = k.pool("sbuf", (p, d), y.dtype, 2, "y")
+    for i, r0 in enumerate(range(0, rows, p)):
+        r = min(p, rows - r0)
+        k.load(xs[i][:r], x[r0:r0 + r])
+        k.load(ys[i][:r], y[r0:r0 + r])
+        k.load(ys[i][:r], y[r0:r0 + r])
+        k.tensor_tensor(xs[i][:r], xs[i][:r], ys[i][:r], "add")
+        k.store(out[r0:r0 + r], xs[i][:r])
+
+
+def _run_residual(fn, x: np.ndarray, y: np.ndarray):
+    k = kernels.Kernel("trn2", name="residual add")
+    xt, yt = k.hbm(x, "bfloat16", "x"), k.hbm(y, "bfloat16", "y")
+    out = k.hbm_zeros(x.shape, "bfloat16", "out")
+    fn(k, xt, yt, out)
+    return out.data.copy(), k.result()
+
+
+def _check_kernel(answer, expected) -> tuple[bool, str]:
+    """Run the learner's kernel and the reference on a 300 × 200 input (not a multiple of the
+    tile) and compare the result and the HBM traffic."""
+    if not callable(answer):
+        return False, f"expected a kernel function kernel(k, x, y, out), got {type(answer).__name__}"
+    rng = np.random.default_rng(8)
+    x, y = rng.standard_normal((300, 200)), rng.standard_normal((300, 200))
+    got, run = _run_residual(answer, x, y)
+    want, ref = _run_residual(expected, x, y)
+    if not np.array_equal(got, want):
+        wrong_rows = int(np.any(got != want, axis=1).sum())
+        return False, (f"{wrong_rows} of 300 output rows differ from x + y (did every tile, "
+                       "including the last 44 rows, get added and stored?)")
+    if run.hbm_read_bytes != ref.hbm_read_bytes:
+        return False, (f"the kernel reads {run.hbm_read_bytes:,.0f} bytes from HBM; x and y need only "
+                       f"{ref.hbm_read_bytes:,.0f}, each element loaded once")
+    if run.hbm_write_bytes != ref.hbm_write_bytes:
+        return False, (f"the kernel writes {run.hbm_write_bytes:,.0f} bytes to HBM; the output is "
+                       f"{ref.hbm_write_bytes:,.0f}, each element stored once")
+    return True, ""
+
+
+q6 = Exercise(
+    "Q6 complete the residual-add kernel",
+    hint=("For each tile of up to 128 rows: load the rows of x and of y into SBUF, add them on the "
+          "vector engine (k.tensor_tensor with op 'add'), store the sum into out. Slice the last "
+          "tile to the rows that are left."),
+    solution=("def residual_add(k, x, y, out):\n"
+              "    rows, d = x.shape\n"
+              "    p = k.core.partitions                       # 128 rows per tile\n"
+              "    xs = k.pool('sbuf', (p, d), x.dtype, 2, 'x')  # two buffers per stream\n"
+              "    ys = k.pool('sbuf', (p, d), y.dtype, 2, 'y')\n"
+              "    for i, r0 in enumerate(range(0, rows, p)):\n"
+              "        r = min(p, rows - r0)                   # the last tile may be short\n"
+              "        k.load(xs[i][:r], x[r0:r0 + r])\n"
+              "        k.load(ys[i][:r], y[r0:r0 + r])\n"
+              "        k.tensor_tensor(xs[i][:r], xs[i][:r], ys[i][:r], 'add')\n"
+              "        k.store(out[r0:r0 + r], xs[i][:r])\n"
+              "answer_6 = residual_add"),
+    wrong=lambda: _loads_y_twice,
+    checker=_check_kernel,
+)
+
+ALL = (q1, q2, q3, q4, q5, q6)
