@@ -383,6 +383,13 @@ def _search(model: ModelPreset, system: str, n_systems: int, lnc: int | None, gl
                         dtype=dtype)
 
 
+def _active_params(m: ModelPreset) -> float:
+    """Parameters a token uses: all of a dense model's, the published active count of a
+    mixture-of-experts model (chapter 10's ``n_active_params``) — what 6ND counts."""
+    active = float(getattr(m, "n_active_params", 0.0) or 0.0)
+    return active if active > 0 else float(m.n_params)
+
+
 def _try_search(*args) -> layouts.Plan | None:
     """The search, or ``None`` when no layout of that cluster fits (or none is admissible)."""
     try:
@@ -931,7 +938,7 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
             n_sys = found
         if n_systems is None and deadline is not None:
             sys_insts = specs.system(system_key).n_instances
-            ideal = sizing.instance_days(sizing.training_flops(m.n_params, x_tokens), mfu, system_key, dtype)
+            ideal = sizing.instance_days(sizing.training_flops(_active_params(m), x_tokens), mfu, system_key, dtype)
             low_t = max(n_sys, math.ceil(ideal * day / sys_insts / deadline - 1e-9))
             if low_t > max_systems:
                 raise ValueError(f"deadline_s: even perfect scaling needs {low_t} × {system_key}, more than "
@@ -1558,11 +1565,11 @@ def launch_environment(plan: RunPlan) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def _nccom(ranks: int, nodes: int, size: float) -> str:
+def _nccom(ranks: int, nodes: int, size: float, op: str = "allr") -> str:
     hosts = "" if nodes == 1 else " --hosts <host 1> ... <host %d>" % nodes
     prefix = "" if nodes == 1 else "NEURON_RT_ROOT_COMM_ID=<host 1>:<port> "
     return f"{prefix}nccom-test -r {ranks}" + (f" -N {nodes}" if nodes > 1 else "") + \
-        f" -b {int(size)} -e {int(size)} -d bf16 allr{hosts}"
+        f" -b {int(size)} -e {int(size)} -d bf16 {op}{hosts}"
 
 
 def preflight_checks(plan: RunPlan, *, benchmark_bytes: float = GiB) -> pd.DataFrame:
@@ -1610,8 +1617,10 @@ def preflight_checks(plan: RunPlan, *, benchmark_bytes: float = GiB) -> pd.DataF
              "expect": f"{c.chips_per_instance} devices of {chip.neuron_cores} NeuronCores; "
                        f"logical-neuroncore-config {c.lnc}; on each of {p.n_instances} instances",
              "value": float(c.chips_per_instance), "unit": "devices per instance"}]
-    placement = topology.place(lay.tp, lay.pp, lay.dp, 1, system=c.system, n_systems=c.n_systems, lnc=c.lnc)
-    for kind in ("tp", "pp", "dp"):
+    ordering = "tp-ep-pp-dp" if lay.ep > 1 else "tp-pp-dp"  # EP right after TP, as the planner places it
+    placement = topology.place(lay.tp, lay.pp, lay.dp, lay.ep, system=c.system, n_systems=c.n_systems,
+                               lnc=c.lnc, ordering=ordering)
+    for kind in ("tp", "ep", "pp", "dp"):
         degree = getattr(lay, kind)
         if degree == 1:
             continue
@@ -1622,10 +1631,11 @@ def preflight_checks(plan: RunPlan, *, benchmark_bytes: float = GiB) -> pd.DataF
                          "command": _nccom(degree, 1, size), "expect": "inside one chip: no published figure",
                          "value": math.nan, "unit": "bytes/s"})
             continue
-        t = collectives.ring_allreduce_s(size, n_chips, level.bytes_per_s, level.latency_s or 0.0)
-        busbw = collectives.busbw_bytes_per_s(size, t, n_chips)
+        coll = "all_reduce" if kind != "ep" else ("all_to_all_direct" if level.switched else "all_to_all")
+        t = collectives.collective_s(coll, size, n_chips, level.bytes_per_s, level.latency_s or 0.0)
+        busbw = collectives.busbw_bytes_per_s(size, t, n_chips, "all_reduce" if kind != "ep" else "all_to_all")
         rows.append({"step": f"collective benchmark: {kind} ({level.name} level)", "tool": "nccom-test",
-                     "command": _nccom(degree, nodes, size),
+                     "command": _nccom(degree, nodes, size, "allr" if kind != "ep" else "alltoall"),
                      "expect": f"busbw ≈ {busbw / GB:,.1f} GB/s (printed as {busbw / GiB:,.1f} by nccom-test) "
                                f"over {n_chips} chips; much less means a link or placement problem",
                      "value": busbw, "unit": "bytes/s"})

@@ -30,7 +30,7 @@ from trainium_lab._validate import instance
 from trainium_lab.units import GB, GiB, format_bytes, format_seconds
 
 __all__ = ["SECTIONS", "blocks", "to_markdown", "to_html", "money", "launch_script",
-           "rank_map", "fmt_value"]
+           "rank_map", "fmt_value", "inline_html"]
 
 #: the document's sections, in order
 SECTIONS: tuple[str, ...] = (
@@ -96,7 +96,7 @@ def rank_map(plan: planning.RunPlan, system_index: int = 0) -> pd.DataFrame:
     lay = p.layout
     c = lay.cluster
     placed = topology.place(lay.tp, lay.pp, lay.dp, lay.ep, system=c.system, n_systems=c.n_systems,
-                            lnc=c.lnc)
+                            lnc=c.lnc, ordering="tp-ep-pp-dp" if lay.ep > 1 else "tp-pp-dp")
     r = placed.ranks
     r = r[r["system"] == system_index]
     rows = []
@@ -107,9 +107,12 @@ def rank_map(plan: planning.RunPlan, system_index: int = 0) -> pd.DataFrame:
             lo, hi = int(g[col].min()), int(g[col].max())
             return f"{lo}" if lo == hi else f"{lo}–{hi}"
 
-        rows.append({"chip": int(chip), "instance": int(first.instance),
-                     "position": f"({int(first.row)}, {int(first.col)})", "ranks": span("rank"),
-                     "tp ranks": span("tp"), "pp stage": span("pp"), "dp replica": span("dp")})
+        row = {"chip": int(chip), "instance": int(first.instance),
+               "position": f"({int(first.row)}, {int(first.col)})", "ranks": span("rank"),
+               "tp ranks": span("tp")}
+        if lay.ep > 1:
+            row["ep ranks"] = span("ep")
+        rows.append({**row, "pp stage": span("pp"), "dp replica": span("dp")})
     return pd.DataFrame(rows)
 
 
@@ -179,7 +182,8 @@ def blocks(plan: planning.RunPlan) -> list[tuple[str, Any]]:
          f"{p.instance_type}), LNC={p.lnc}: {lay.cluster.n_ranks} ranks. Degrees count ranks (logical "
          f"NeuronCores), {lay.cluster.ranks_per_chip} per chip.")
     placed = topology.place(lay.tp, lay.pp, lay.dp, lay.ep, system=lay.cluster.system,
-                            n_systems=lay.cluster.n_systems, lnc=lay.cluster.lnc)
+                            n_systems=lay.cluster.n_systems, lnc=lay.cluster.lnc,
+                            ordering="tp-ep-pp-dp" if lay.ep > 1 else "tp-pp-dp")
     summ = placed.summary()
     summ = summ[summ["degree"] > 1]
     out.append(("table", pd.DataFrame({
@@ -192,7 +196,8 @@ def blocks(plan: planning.RunPlan) -> list[tuple[str, Any]]:
         out.append(("list", list(placed.problems)))
     para(f"Rank-to-chip map of system 0 (every system repeats it; rank r runs on logical core "
          f"r mod {lay.cluster.ranks_per_chip} of chip r div {lay.cluster.ranks_per_chip}; TP innermost, "
-         "then PP, then DP). Print and check this map at the start of every job.")
+         + ("then EP, " if lay.ep > 1 else "") + "then PP, then DP). Print and check this map at the start of "
+         "every job.")
     out.append(("table", rank_map(p)))
 
     h2("Memory per chip")
@@ -341,7 +346,7 @@ def to_markdown(plan: planning.RunPlan) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def _inline_html(text: str) -> str:
+def inline_html(text: str) -> str:
     """Escape, then the two inline marks the document uses: **bold** and `code`."""
     out, bold, code = [], False, False
     i = 0
@@ -372,17 +377,17 @@ def to_html(plan: planning.RunPlan) -> str:
         elif kind == "h2":
             body.append(f"<h2>{html.escape(content)}</h2>")
         elif kind == "p":
-            body.append(f"<p>{_inline_html(content)}</p>")
+            body.append(f"<p>{inline_html(content)}</p>")
         elif kind == "table":
             head = "".join(f"<th>{html.escape(str(c))}</th>" for c in content.columns)
-            rows = "".join("<tr>" + "".join(f"<td>{_inline_html(v)}</td>" for v in row) + "</tr>"
+            rows = "".join("<tr>" + "".join(f"<td>{inline_html(v)}</td>" for v in row) + "</tr>"
                            for row in content.itertuples(index=False))
             body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
         elif kind == "code":
             body.append(f"<pre><code>{html.escape(content)}</code></pre>")
         elif kind in ("list", "olist"):
             tag = "ul" if kind == "list" else "ol"
-            items = "".join(f"<li>{_inline_html(x)}</li>" for x in content)
+            items = "".join(f"<li>{inline_html(x)}</li>" for x in content)
             body.append(f"<{tag}>{items}</{tag}>")
     style = ("body{font-family:sans-serif;max-width:60em;margin:2em auto;line-height:1.4}"
              "table{border-collapse:collapse;margin:0.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;"

@@ -15,7 +15,8 @@ import ipywidgets as W
 
 from trainium_lab import planning, topology
 from trainium_lab.charts.planning import INPUT_LABELS, plan_view_chart
-from trainium_lab.units import GB, day, format_seconds, minute
+from trainium_lab.units import GB, day, minute
+from trainium_lab.views.planning import inline_html
 from trainium_lab.widgets.base import Explorer, benchmarked, error_html
 
 __all__ = ["planning_worksheet", "PlanningWorksheet", "MODELS"]
@@ -102,23 +103,10 @@ class PlanningWorksheet(Explorer):
 
     @staticmethod
     def _describe(p: planning.RunPlan) -> str:
-        r = p.results
-        est = p.estimate
         top = p.sensitivity["input"].iloc[0]
-        deadline = ""
-        if p.deadline_s is not None:
-            deadline = (f" Deadline {p.deadline_s / day:,.0f} days: "
-                        f"<b>{'met' if p.meets_deadline else 'missed'}</b>.")
-        return (f"<b>{html.escape(p.layout.label())}</b> on {p.n_systems} × {html.escape(p.system)} "
-                f"({p.n_chips} chips): {est.total_bytes / 2**30:,.1f} of {est.hbm_bytes / 2**30:,.0f} GiB per chip, "
-                f"step {format_seconds(est.step_s)}, {est.tokens_per_s:,.0f} tokens/s.<br>"
-                f"<b>{p.days:,.1f} days</b> ({r['lost_fraction']:.1%} lost to checkpoints, rework and restarts; "
-                f"job MTBF {format_seconds(r['job_mtbf_s'])}; first launch waits "
-                f"{format_seconds(r['cold_start_s'])} for compiles); <b>{r['instance_hours']:,.0f} instance-hours</b>"
-                f" → <b>{r['cost_usd']:,.0f} USD</b>, <b>{r['cost_per_million_tokens_usd']:,.3f} USD per million "
-                f"tokens</b>. Largest uncertainty: <b>{INPUT_LABELS.get(top, top)}</b>.{deadline}<br>"
-                f"<i>Price: {html.escape(p.price_basis)} — no public Trn2/Trn3 price exists in the course's "
-                "sources; MFU, checkpoint bandwidth, restart and compile times are assumptions too.</i>")
+        return (inline_html(p._repr_markdown_()) + f"<br>Largest uncertainty: <b>{INPUT_LABELS.get(top, top)}</b>. "
+                "<i>No public Trn2/Trn3 price is in the course's sources: the price, like MFU, checkpoint "
+                "bandwidth, restart and compile times, is an assumption you set.</i>")
 
 
 @benchmarked(("tokens_b", 200.0), ("mfu_pct", 35.0), ("usd_per_hour", 50.0), ("ckpt_gb_per_s", 5.0),
