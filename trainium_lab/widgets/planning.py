@@ -13,16 +13,13 @@ import html
 
 import ipywidgets as W
 
-from trainium_lab import planning, topology
+from trainium_lab import planning, sizing, topology
 from trainium_lab.charts.planning import INPUT_LABELS, plan_view_chart
 from trainium_lab.units import GB, day, minute
 from trainium_lab.views.planning import inline_html
 from trainium_lab.widgets.base import Explorer, benchmarked, error_html
 
-__all__ = ["planning_worksheet", "PlanningWorksheet", "MODELS"]
-
-#: models the worksheet offers
-MODELS = ["llama3-8b", "llama3-70b", "llama3-405b"]
+__all__ = ["planning_worksheet", "PlanningWorksheet"]
 
 
 class PlanningWorksheet(Explorer):
@@ -34,7 +31,7 @@ class PlanningWorksheet(Explorer):
         if usd_per_hour is None:  # a neutral placeholder: the sourced P5 price per peak FLOP/s
             usd_per_hour = round(planning.parity_usd_per_hour(system), 2)
         self.inputs = {
-            "model": W.Dropdown(options=MODELS, value=model, description="model"),
+            "model": W.Dropdown(options=[p.key for p in sizing.presets()], value=model, description="model"),
             "system": W.Dropdown(options=list(topology.SYSTEMS), value=system, description="system"),
             "n_systems": W.IntText(value=n_systems, description="systems"),
             "deadline_days": W.FloatText(value=deadline_days, description="deadline (d)", step=10.0),
