@@ -93,6 +93,22 @@ def test_sizing_from_a_model_preset():
     assert r["activation_bytes_per_chip"] > 0
 
 
+def test_sizing_grad_bytes_flag_switches_the_convention():
+    """NVIDIA/Megatron-LM theoretical_memory_usage.py and DeepSpeed's memory docs count FP32
+    gradients, 18 B/param for mixed-precision Adam; the course counts BF16 gradients, 16."""
+    help_text = run("sizing", "--help").stdout
+    flat = " ".join(help_text.split())
+    assert "--grad-bytes" in flat and "Default 2" in flat and "BF16" in flat and "18 bytes/param" in flat
+    course = run_json("sizing", "--params", "70B", "--tokens", "2T")
+    peers = run_json("sizing", "--params", "70B", "--tokens", "2T", "--grad-bytes", "4")
+    assert course["inputs"]["grad_bytes_per_param"] == 2 and peers["inputs"]["grad_bytes_per_param"] == 4
+    assert peers["results"]["state_bytes"] == pytest.approx(18 * 70e9)
+    assert course["results"]["state_bytes"] == pytest.approx(16 * 70e9)
+    assert peers["results"]["min_chips"] == sizing.size_job(70e9, 2e12, grad_bytes_per_param=4).min_chips
+    assert "4-byte gradients, 18 bytes/param" in run("sizing", "--params", "70B", "--tokens", "2T",
+                                                      "--grad-bytes", "4").stdout
+
+
 def test_sizing_table_shows_units():
     proc = run("sizing", "--params", "70B", "--tokens", "2T")
     assert proc.returncode == 0 and proc.stderr == ""
@@ -181,6 +197,8 @@ BAD = [
     ("sizing", "--params", "70B", "--tokens", "2T", "--system", "trn9"),
     ("sizing", "--params", "70B", "--tokens", "2T", "--mfu", "140%"),
     ("sizing", "--params", "70B", "--tokens", "2T", "--zero", "7"),
+    ("sizing", "--params", "70B", "--tokens", "2T", "--grad-bytes", "-4"),
+    ("sizing", "--params", "70B", "--tokens", "2T", "--grad-bytes", "4", "--bytes-per-param", "16"),
     ("sizing", "--model", "gpt-9", "--tokens", "2T"),
     ("allreduce", "--size", "1GiB", "--ranks", "0", "--bandwidth", "25GB/s"),
     ("allreduce", "--size", "1GiB", "--ranks", "2.5", "--bandwidth", "25GB/s"),

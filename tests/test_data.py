@@ -62,8 +62,18 @@ def test_every_source_is_used():
     cited = set()
     for path in DATA.glob("*.csv"):
         if path.name != "sources.csv":
-            cited |= {r["source_id"] for r in rows(path.name)}
+            for r in rows(path.name):
+                cited.add(r["source_id"])
+                cited |= {i for i in r.get("evidence_source_id", "").split(";") if i}
     assert source_ids() - cited == set()
+
+
+def test_claim_evidence_sources_are_known():
+    known = source_ids()
+    for r in rows("claims.csv"):
+        ids = {i for i in r["evidence_source_id"].split(";") if i}
+        assert ids <= known, r["claim_id"]
+        assert bool(ids) == (r["check"] == "source") == bool(r["evidence"]), r["claim_id"]
 
 
 def test_other_tables_have_known_sources():

@@ -108,18 +108,33 @@ def test_activations_agree_with_sizing_without_sp(recompute, tp):
     lay = layouts.layout("llama3-405b", tp=tp, pp=4, dp=512 // (4 * tp), micro_batch=2, n_micro_batches=8,
                          lnc=2, recompute=recompute, sequence_parallel=False)
     est = layouts.evaluate(lay)
-    per_layer = sizing.activation_bytes_per_layer(8192, 2, 16384, 128, tp, False, recompute)
+    arch = sizing.activation_options("llama3-405b")  # one activation model: the preset's layer
+    per_layer = sizing.activation_bytes_per_layer(8192, 2, 16384, 128, tp, False, recompute, **arch)
     expected = 4 * math.ceil(126 / 4) * per_layer
     if recompute == "full":  # the layer being recomputed holds its full activations once
-        expected += sizing.activation_bytes_per_layer(8192, 2, 16384, 128, tp, False, "none")
+        expected += sizing.activation_bytes_per_layer(8192, 2, 16384, 128, tp, False, "none", **arch)
     assert est.memory_bytes["activations"] == pytest.approx(4 * expected, rel=1e-12)  # 4 ranks per chip
 
 
 def test_activations_sp_selective_matches_sizing():
     est = layouts.evaluate(layouts.layout("llama3-70b", tp=32, pp=2, dp=4, lnc=2, n_micro_batches=1))
-    per_layer = sizing.activation_bytes_per_layer(8192, 1, 8192, 64, 32, True, "selective")
+    per_layer = sizing.activation_bytes_per_layer(8192, 1, 8192, 64, 32, True, "selective",
+                                                  **sizing.activation_options("llama3-70b"))
     # m = 1 < p: only one micro-batch in flight
     assert est.memory_bytes["activations"] == pytest.approx(4 * 40 * per_layer)
+
+
+def test_full_recompute_with_sp_is_one_model_in_sizing_and_layouts():
+    """Korthikanti et al. 2022 (arXiv:2205.05198) section 4.2.2: under sequence parallelism the
+    layer input lies in the sequence-parallel region, so each rank keeps its 1/t shard (2sbh/t),
+    as Megatron-LM stores it; sizing and layouts give the same number."""
+    lay = layouts.layout("llama3-70b", tp=32, pp=2, dp=4, lnc=2, n_micro_batches=2, recompute="full")
+    est = layouts.evaluate(lay)
+    arch = sizing.activation_options("llama3-70b")
+    stored = sizing.activation_bytes_per_layer(8192, 1, 8192, 64, 32, True, "full", **arch)
+    assert stored == 2 * 8192 * 8192 / 32
+    peak = sizing.activation_bytes_per_layer(8192, 1, 8192, 64, 32, True, "none", **arch)
+    assert est.memory_bytes["activations"] == pytest.approx(4 * (2 * 40 * stored + peak))
 
 
 def test_zero_stages_shard_what_rajbhandari_says():
@@ -322,3 +337,42 @@ def test_planner_widget_asks_for_lnc_on_trainium3():
     w.inputs["lnc"].value = 2
     w.run()
     assert w.status.value.startswith("searched") and w.plan.cluster.lnc == 2
+
+
+def test_tp_overlap_is_an_explicit_choice_defaulting_to_fully_exposed():
+    """Shoeybi et al. 2019 (arXiv:1909.08053) section 3: each TP all-reduce sits between matmuls
+    that depend on it, so by default (tp_overlap = 0) it is on the critical path; Megatron-LM hides
+    part of it only with --tp-comm-overlap. tp_overlap scales the exposed share linearly."""
+    lay = layouts.layout("llama3-405b", tp=64, pp=4, dp=2, n_micro_batches=16, lnc=2)
+    base = layouts.evaluate(lay)
+    assert layouts.evaluate(lay, tp_overlap=0.0).time_s == base.time_s
+    half = layouts.evaluate(lay, tp_overlap=0.5)
+    hidden = layouts.evaluate(lay, tp_overlap=1.0)
+    assert half.time_s["tp_comm"] == pytest.approx(base.time_s["tp_comm"] / 2)
+    assert hidden.time_s["tp_comm"] == 0.0
+    assert hidden.time_s["compute"] == base.time_s["compute"]
+    assert hidden.step_s < half.step_s < base.step_s
+    p0 = layouts.plan("llama3-70b", system="trn2-ultraserver", lnc=2, global_batch=256)
+    p1 = layouts.plan("llama3-70b", system="trn2-ultraserver", lnc=2, global_batch=256, tp_overlap=1.0)
+    assert (p1.all.tp_comm_s == 0).all() and p1.best.tokens_per_s >= p0.best.tokens_per_s
+    assert p1.settings["tp_overlap"] == 1.0 and p0.settings["tp_overlap"] == 0.0
+    with pytest.raises(ValueError, match="tp_overlap"):
+        layouts.evaluate(lay, tp_overlap=1.5)
+    assert any("tp_overlap" in item for item in layouts.IGNORED)
+
+
+def test_gradient_bytes_reach_memory_and_dp_traffic():
+    # 4-byte (FP32) gradients, as Megatron-LM counts them: twice the gradient memory and traffic
+    kw = dict(tp=64, pp=4, dp=2, zero_stage=1, n_micro_batches=16, lnc=2)
+    bf16 = layouts.evaluate(layouts.layout("llama3-405b", **kw))
+    fp32 = layouts.evaluate(layouts.layout("llama3-405b", grad_bytes_per_param=4, **kw))
+    assert fp32.memory_bytes["gradients"] == pytest.approx(2 * bf16.memory_bytes["gradients"])
+    assert fp32.memory_bytes["weights"] == bf16.memory_bytes["weights"]
+    assert fp32.dp_comm_s > bf16.dp_comm_s
+    t16 = layouts.fully_sharded_table(405e9)
+    t18 = layouts.fully_sharded_table(405e9, grad_bytes_per_param=4)
+    assert (t18.state_gib_per_chip / t16.state_gib_per_chip).round(9).tolist() == [18 / 16] * 3
+    p = layouts.plan("llama3-70b", system="trn2-ultraserver", lnc=2, global_batch=256, grad_bytes_per_param=4)
+    assert p.layout(0).grad_bytes_per_param == 4
+    with pytest.raises(ValueError, match="grad_bytes_per_param"):
+        layouts.layout("llama3-70b", tp=8, pp=4, dp=8, lnc=2, grad_bytes_per_param=float("nan"))

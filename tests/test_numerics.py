@@ -319,11 +319,24 @@ def test_stochastic_brackets_the_value(x, name, seed):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.floats(0, 60000, allow_nan=False), st.floats(0, 60000, allow_nan=False),
-       st.sampled_from(("float16", "float8_e5m2", "bfloat16")))
+@given(st.floats(0, 1, allow_nan=False), st.floats(0, 1, allow_nan=False),
+       st.sampled_from(("float16", "float8_e5m2", "bfloat16", "float8_e4m3fn")))
 def test_ulp_grows_with_magnitude(a, b, name):
-    lo, hi = sorted((a, b))
+    top = nm.format_info(name).max_finite
+    lo, hi = sorted((a * top, b * top))
     assert nm.ulp(lo, name) <= nm.ulp(hi, name)
+
+
+def test_ulp_refuses_values_beyond_the_format():
+    # Micikevicius et al. 2022 (arXiv:2209.05433) Table 1: E4M3's largest finite value is 448 and
+    # it has no infinity; 1000 is not an E4M3 value (ml_dtypes casts it to NaN), so it has no gap
+    assert np.isnan(float(np.float32(1000.0).astype(ml_dtypes.float8_e4m3fn)))
+    with pytest.raises(ValueError, match=r"x must be within ±448 for float8_e4m3fn.*NaN"):
+        nm.ulp(1000.0, "float8_e4m3fn")
+    with pytest.raises(ValueError, match=r"±57344 for float8_e5m2.*inf"):
+        nm.ulp([1.0, 60000.0], "float8_e5m2")
+    assert nm.ulp(448.0, "float8_e4m3fn") == 32.0
+    assert nm.ulp(1000.0, "float8_e5m2") == 128.0
 
 
 # ---------------------------------------------------------------- bits

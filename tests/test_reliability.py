@@ -326,3 +326,20 @@ def test_chapter06_exercises_accept_reference_and_reject_wrong():
         assert q.judge(q.expected).status == "correct", q.name
         assert q.judge(q.wrong).status == "wrong", q.name
         assert q.judge(...).status == "not attempted"
+
+
+def test_failure_modes_cite_public_sources_or_say_rule_of_thumb():
+    # issue 14, item 8: a learner can follow every source (no internal background documents)
+    for src in rel.failure_modes().source:
+        assert "background" not in src.lower()
+        assert src.startswith("AWS Neuron docs") or src.startswith("rule of thumb") or "arXiv" in src
+
+
+def test_monte_carlo_is_compared_with_the_analytic_value_of_its_own_run_length():
+    # the summary's "analytic" column is the finite-run expectation; the long-run formula differs
+    # a little because a run of work_s ends with a shorter segment
+    young = rel.young_interval_s(90, 24 * 3600)
+    mc = rel.simulate_runs(young, 90, 24 * 3600, 600, work_s=30 * 86400, n_runs=20_000, seed=0)
+    assert mc.summary().analytic.iloc[0] == mc.analytic_lost_fraction
+    assert abs(mc.lost_fraction - mc.analytic_lost_fraction) < 4 * mc.lost_fraction_stderr
+    assert mc.analytic_lost_fraction != rel.lost_fraction(young, 90, 24 * 3600, 600)

@@ -147,6 +147,150 @@ def test_activation_table2_identities():
         pytest.approx(10 * sizing.activation_bytes_per_layer(s, b, h, a))
 
 
+def test_full_recompute_with_sequence_parallel_keeps_the_shard():
+    """Korthikanti et al. 2022 (arXiv:2205.05198) section 4.2.2: with sequence parallelism the
+    layer input lies in the sequence-parallel region; Megatron-LM stores each rank's 1/t shard."""
+    s, b, h, a, t = 4096, 2, 8192, 64, 8
+    assert sizing.activation_bytes_per_layer(s, b, h, a, tp=t, sequence_parallel=True,
+                                             recompute="full") == pytest.approx(2 * s * b * h / t)
+
+
+def test_llama_options_reduce_to_the_gpt_reference():
+    """Korthikanti et al. section 4.1 counts each stored tensor; the Llama options change only the
+    terms they name: GQA with n_kv_heads = n_heads, SwiGLU with f = 8h/3 (6f/h = 16 = GeLU's 4·4h/h)
+    and dropout on give back 34 and 5."""
+    ref = sizing.activation_coefficients(64, 6144)
+    assert (ref.replicated, ref.sharded, ref.attention_core, ref.total) == (10, 24, 5, 34)
+    assert sizing.activation_coefficients(64, 6144, n_kv_heads=64) == ref
+    assert sizing.activation_coefficients(64, 6144, ffn_dim=16384, mlp="swiglu") == ref
+    no_dropout = sizing.activation_coefficients(64, 6144, dropout=False)
+    assert (no_dropout.replicated, no_dropout.attention_core) == (8, 2)  # masks gone; softmax output kept
+    gqa = sizing.activation_coefficients(64, 6144, n_kv_heads=8)
+    assert ref.sharded - gqa.sharded == pytest.approx(4 * (1 - 8 / 64))   # K and V 8x narrower
+
+
+def test_llama3_70b_activations_explained_term_by_term():
+    # chapter 04: the GPT form overestimates Llama 3 70B's stored activations because of dropout
+    # and GQA, while SwiGLU's wider gated MLP stores more, not less
+    p = sizing.preset("llama3-70b")
+    arch = sizing.activation_options(p)
+    assert arch == {"n_kv_heads": 8, "ffn_dim": 28672, "mlp": "swiglu", "dropout": False}
+    gpt = sizing.activation_coefficients(p.n_heads, p.d_model)
+    llama = sizing.activation_coefficients(p.n_heads, p.d_model, **arch)
+    mlp_only = sizing.activation_coefficients(p.n_heads, p.d_model, ffn_dim=p.ffn_dim, mlp="swiglu")
+    assert mlp_only.sharded > gpt.sharded  # 6 x 3.5 = 21 > 16
+    assert llama.total < gpt.total and llama.attention_core < gpt.attention_core
+    full_gpt = sizing.activation_bytes_per_layer(p.seq_len, 1, p.d_model, p.n_heads)
+    full_llama = sizing.activation_bytes_per_layer(p.seq_len, 1, p.d_model, p.n_heads, **arch)
+    assert full_llama < full_gpt
+
+
+def test_gradient_bytes_conventions():
+    """Rajbhandari et al. 2020 section 3.1: 2 + 2 + 12 = 16 B/param with BF16 gradients (the
+    course); NVIDIA/Megatron-LM theoretical_memory_usage.py: 18 B/param (FP32 gradients)."""
+    n = 70e9
+    assert sizing.training_state_bytes(n) == 16 * n
+    assert sizing.training_state_bytes(n, grad_bytes_per_param=sizing.PEER_GRAD_BYTES_PER_PARAM) == 18 * n
+    assert sizing.recipe("bf16-adam-fp32-grads").bytes_per_param == 18
+    assert sizing.recipe("bf16-adam", grad_bytes_per_param=4) .components() == \
+        sizing.recipe("bf16-adam-fp32-grads").components()
+    with pytest.raises(ValueError, match="bytes_per_param or grad_bytes_per_param"):
+        sizing.training_state_bytes(n, 16, grad_bytes_per_param=4)
+    with pytest.raises(ValueError, match="grad_bytes_per_param"):
+        sizing.recipe("bf16-adam", grad_bytes_per_param=-1)
+    assert sizing.zero_bytes_per_device(n, 64, 2, grad_bytes_per_param=4) - \
+        sizing.zero_bytes_per_device(n, 64, 2) == pytest.approx(2 * n / 64)
+    assert sizing.zero_bytes_per_device(n, 64, 1, grad_bytes_per_param=4) - \
+        sizing.zero_bytes_per_device(n, 64, 1) == pytest.approx(2 * n)  # gradients not sharded
+    course, peers = sizing.size_job(n, 2e12), sizing.size_job(n, 2e12, grad_bytes_per_param=4)
+    assert (course.grad_bytes_per_param, peers.grad_bytes_per_param) == (2, 4)
+    assert peers.state_bytes / course.state_bytes == pytest.approx(18 / 16)
+    assert peers.min_chips > course.min_chips
+    assert sizing.plan_memory_table(peers).gib[1] > sizing.plan_memory_table(course).gib[1]
+    table = sizing.state_breakdown(n, ["bf16-adam"], grad_bytes_per_param=4)
+    assert table.set_index("component").bytes_per_param["gradients"] == 4
+
+
+def test_deepspeed_zero_estimators_documented_example():
+    """DeepSpeed documentation, "Memory Requirements" (docs/code-docs/source/memory.rst):
+    estimate_zero2_model_states_mem_needs_all_cold(total_params=2851e6, num_gpus_per_node=8,
+    num_nodes=1) prints 15.93 GB per GPU (5.31 with the optimizer offloaded), and
+    estimate_zero3_..._all_cold(total_params=2851e6, largest_layer_params=32e6, ...) prints 6.09,
+    0.78 and 0.12 GB. Its "GB" is 2**30 bytes; two decimals, so half a unit of tolerance."""
+    psi = 2851e6
+    cases = [(2, {}, 15.93), (2, {"offload_optimizer": True}, 5.31),
+             (3, {"largest_layer_params": 32e6}, 6.09),
+             (3, {"largest_layer_params": 32e6, "offload_optimizer": True}, 0.78),
+             (3, {"largest_layer_params": 32e6, "offload_optimizer": True, "offload_params": True}, 0.12)]
+    for stage, kw, printed in cases:
+        got = sizing.deepspeed_zero_model_states_bytes(psi, 8, stage, **kw) / GiB
+        assert abs(got - printed) <= 0.005, (stage, kw)
+
+
+def test_deepspeed_against_the_course_differs_by_named_terms():
+    # ZeRO-2: DeepSpeed keeps a replicated 16-bit gradient buffer (2 B/param) and FP32 gradients
+    # (4 B/param, sharded); with the peers' 4-byte gradients only the replicated buffer is left.
+    psi, n = 70e9, 64
+    ds2 = sizing.deepspeed_zero_model_states_bytes(psi, n, 2)
+    course2 = sizing.zero_bytes_per_device(psi, n, 2, grad_bytes_per_param=4)
+    assert ds2 - course2 == pytest.approx(2 * psi, rel=1e-9)
+    # ZeRO-3: 18/N B/param agree; DeepSpeed adds the gathered largest layer (4 B per its parameter)
+    layer = 8192 * 28672 * 3
+    ds3 = sizing.deepspeed_zero_model_states_bytes(psi, n, 3, largest_layer_params=layer)
+    course3 = sizing.zero_bytes_per_device(psi, n, 3, grad_bytes_per_param=4)
+    assert ds3 - course3 == pytest.approx(4 * layer, rel=1e-6)
+
+
+@pytest.mark.parametrize("n_layers, printed", [
+    (32, {"block": 6.48, "embedding": 0.26, "total": 6.74, "most": 1.7502, "other": 1.6191, "mb": 20029.52}),
+    (16, {"block": 3.24, "embedding": 0.26, "total": 3.50, "most": 0.9406, "other": 0.8096, "mb": 10764.77}),
+])
+def test_megatron_theoretical_memory_reproduces_a_published_report(n_layers, printed):
+    """NVIDIA/Megatron-LM megatron/training/theoretical_memory_usage.py, reproduced exactly, against
+    the report Megatron-LM r0.10.0 printed in a published training log (Infinigence AI, "NVIDIA
+    4090 / 4090D training best practices", 2025-08-01; reference runs 4090-48GB-megatron_r0.10.0-
+    llama2_7b and the 16-layer "Llama-2-3.5B"): Llama 2 7B shape, TP 1, PP 4 on one 8-GPU node
+    (DP 2), distributed optimizer, untied embeddings, vocabulary 32,000. That release counted every
+    norm as LayerNorm (2 parameters per channel), so normalization="LayerNorm"."""
+    r = sizing.megatron_theoretical_memory(n_layers, 4096, 32, 11008, 32000, 4096, swiglu=True, pp=4, dp=2,
+                                           distributed_optimizer=True, untie_embeddings=True)
+    assert round(r.n_params_transformer_block / 1e9, 2) == printed["block"]
+    assert round(r.n_params_embedding / 1e9, 2) == printed["embedding"]
+    assert round(r.n_params_total / 1e9, 2) == printed["total"]
+    assert round(r.n_params_most_loaded_shard / 1e9, 4) == printed["most"]
+    assert round(r.n_params_other_shards / 1e9, 4) == printed["other"]
+    assert r.bytes_per_param == 6 + 12 / 2
+    assert round(r.weight_and_optimizer_bytes / 2**20, 2) == printed["mb"]
+    # the current file counts RMSNorm as 1 parameter per channel: a little less
+    rms = sizing.megatron_theoretical_memory(n_layers, 4096, 32, 11008, 32000, 4096, swiglu=True, pp=4, dp=2,
+                                             distributed_optimizer=True, untie_embeddings=True,
+                                             normalization="RMSNorm")
+    assert rms.weight_and_optimizer_bytes < r.weight_and_optimizer_bytes
+
+
+def test_megatron_parameter_count_matches_the_course_and_its_18_bytes():
+    # with RMSNorm and untied embeddings Megatron-LM's count is sizing.parameter_count (Llama 3 8B;
+    # 128,256 is already a multiple of 128), and without the distributed optimizer it charges 18 B
+    p = sizing.preset("llama3-8b")
+    r = sizing.megatron_theoretical_memory(p.n_layers, p.d_model, p.n_heads, p.ffn_dim, p.vocab_size,
+                                           p.seq_len, n_kv_heads=p.n_kv_heads, swiglu=True,
+                                           untie_embeddings=True, normalization="RMSNorm")
+    assert r.n_params_total == p.exact_params()
+    assert r.weight_and_optimizer_bytes == pytest.approx(18 * p.exact_params())
+    assert r.weight_and_optimizer_bytes == pytest.approx(
+        sizing.training_state_bytes(p.exact_params(), grad_bytes_per_param=4))
+
+
+def test_megatron_activation_per_layer_is_korthikanti_for_gpt():
+    """Megatron-LM's compute_activation_memory cites Korthikanti et al. Table 2: s b h (18 + 4f/h)
+    per layer with sequence parallelism and selective recompute, i.e. 34 s b h / t for f = 4h."""
+    L, h, a, s_len, t = 48, 6144, 64, 2048, 8
+    r = sizing.megatron_theoretical_memory(L, h, a, 4 * h, 51200, s_len, tp=t, pp=2, n_micro_batches=2)
+    per_layer = sizing.activation_bytes_per_layer(s_len, 1, h, a, t, True, "selective")
+    embedding_terms = (8 * s_len * 2 + s_len * h * 2) / t
+    assert r.activation_bytes == pytest.approx(L * per_layer + embedding_terms)
+
+
 def test_flops_and_time_are_consistent():
     flops = sizing.training_flops(8e9, 1e12)
     rate = sizing.system_flops_per_s("trn2.48xlarge")
@@ -162,11 +306,37 @@ def test_flops_and_time_are_consistent():
     assert sizing.mfu_from_throughput(tokens_per_s, 8e9, 16) == pytest.approx(0.4)
 
 
-def test_attention_term_is_kaplan_6_l_ctx_d():
+def test_attention_term_causal_is_megatron_6_l_s_h():
+    """NVIDIA/Megatron-LM megatron/training/training.py, num_floating_point_operations: core
+    attention costs 3 (fwd + 2 bwd) x 2 (FMA) x q_proj x seq / 2 (causal mask) x 2 (QK^T and
+    (QK^T)V) per token and layer = 6 h s for q_proj = h. Kaplan et al. 2020 Table 1 gives the
+    same 2 n_layer n_ctx d_attn forward."""
     base = sizing.training_flops(8e9, 1e12)
     with_attn = sizing.training_flops(8e9, 1e12, include_attention=True, n_layers=32,
                                       seq_len=8192, d_model=4096)
+    h, s_len = 4096, 8192
+    megatron_core_attention = 3 * 2 * (h * s_len / 2 * 2)
+    assert with_attn - base == pytest.approx(32 * megatron_core_attention * 1e12)
     assert with_attn - base == pytest.approx(6 * 32 * 8192 * 4096 * 1e12)
+
+
+def test_attention_term_full_is_narayanan_and_korthikanti():
+    """Narayanan et al. 2021 (arXiv:2104.04473), Appendix, and Korthikanti et al. 2022
+    (arXiv:2205.05198) section 6: model FLOPs per iteration 72 B s l h^2 (1 + s/(6h) + V/(12 l h))
+    for a GPT model with 12 l h^2 non-embedding parameters: the s/(6h) part is 12 l s h per token,
+    with no causal saving. Without the logit term (V), training_flops(..., attention="full")
+    equals it exactly."""
+    B, s_len, l, h = 8, 2048, 96, 12288  # GPT-3 175B shape (Korthikanti et al. Table 3)
+    n_params = 12 * l * h * h
+    tokens = B * s_len
+    full = sizing.training_flops(n_params, tokens, include_attention=True, n_layers=l,
+                                 seq_len=s_len, d_model=h, attention="full")
+    assert full == pytest.approx(72 * B * s_len * l * h * h * (1 + s_len / (6 * h)))
+    causal = sizing.training_flops(n_params, tokens, include_attention=True, n_layers=l,
+                                   seq_len=s_len, d_model=h, attention="causal")
+    assert full - 6 * n_params * tokens == pytest.approx(2 * (causal - 6 * n_params * tokens))
+    with pytest.raises(ValueError, match="attention"):
+        sizing.training_flops(8e9, 1e12, attention="half")
 
 
 def test_min_chips_zero_agrees_with_fully_sharded_rule():
@@ -291,6 +461,20 @@ def test_other_bad_input_names_the_parameter():
         sizing.mfu_from_throughput(1e9, 8e9, 16)  # more than peak
     with pytest.raises(ValueError, match="include_attention"):
         sizing.training_flops(8e9, 1e12, include_attention=True)
+    with pytest.raises(ValueError, match="mlp"):
+        sizing.activation_bytes_per_layer(2048, 1, 4096, 32, mlp="relu2")
+    with pytest.raises(ValueError, match="n_kv_heads"):
+        sizing.activation_bytes_per_layer(2048, 1, 4096, 32, n_kv_heads=64)
+    with pytest.raises(ValueError, match="dropout"):
+        sizing.activation_bytes_per_layer(2048, 1, 4096, 32, dropout="yes")
+    with pytest.raises(ValueError, match="stage"):
+        sizing.deepspeed_zero_model_states_bytes(1e9, 8, 1)
+    with pytest.raises(ValueError, match="offload_params"):
+        sizing.deepspeed_zero_model_states_bytes(1e9, 8, 2, offload_params=True)
+    with pytest.raises(ValueError, match="normalization"):
+        sizing.megatron_theoretical_memory(32, 4096, 32, 11008, 32000, 4096, normalization="Batch")
+    with pytest.raises(ValueError, match="tp"):
+        sizing.megatron_theoretical_memory(32, 4096, 32, 11008, 32000, 4096, tp=0)
 
 
 # --------------------------------------------------------------------------- widget
@@ -318,3 +502,42 @@ def test_calculator_updates_fast_and_shows_bad_input_inline():
     e.controls["n_params_billion"].value = 70.0
     assert e.last_error is None
     assert "782.3 GiB" in e.summary.value  # 70e9 x 12 B (the stochastic-rounding recipe still set)
+
+
+def test_convention_comparison_differences_are_the_named_terms():
+    """Chapter 04's side-by-side table: Megatron-LM's distributed optimizer equals the course's ZeRO-1
+    once gradients are counted in FP32 (theoretical_memory_usage.py: 6 + 12/dp bytes per parameter);
+    DeepSpeed's ZeRO-2 adds exactly the unsharded 16-bit gradient buffer (2 bytes per parameter) and
+    ZeRO-3 exactly the gathered largest module (4 bytes per its parameter; memory.rst)."""
+    p = sizing.preset("llama3-8b")
+    t = sizing.convention_comparison(p, 64).set_index("item")
+    n = p.exact_params()
+    z1, z2, z3, act = t.index
+    assert t.loc[z1, "peer_bytes"] == pytest.approx(t.loc[z1, "course_fp32_grads_bytes"])
+    assert t.loc[z1, "peer_bytes"] - t.loc[z1, "course_bytes"] == pytest.approx(2 * n)
+    assert t.loc[z2, "peer_bytes"] - t.loc[z2, "course_fp32_grads_bytes"] == pytest.approx(2 * n, rel=1e-6)
+    assert t.loc[z3, "peer_bytes"] - t.loc[z3, "course_fp32_grads_bytes"] == pytest.approx(
+        4 * p.vocab_size * p.d_model, rel=1e-6)
+    assert t.loc[act, "peer_bytes"] > t.loc[act, "course_bytes"] > 0
+    with pytest.raises(ValueError, match="n_devices"):
+        sizing.convention_comparison(p, 0)
+
+
+@pytest.mark.parametrize("bad", ["abc", None, [1, 2], float("nan"), 1e308, 10**30, -1, 0, True])
+def test_new_functions_reject_bad_input_with_valueerror(bad):
+    calls = [
+        lambda: sizing.activation_coefficients(bad, 4096),
+        lambda: sizing.activation_bytes_per_layer(bad, 1, 4096, 32),
+        lambda: sizing.deepspeed_zero_model_states_bytes(bad, 8, 2),
+        lambda: sizing.megatron_theoretical_memory(32, bad, 32, 11008, 32000, 4096),
+        lambda: sizing.convention_comparison("llama3-8b", bad),
+        lambda: sizing.size_job(1e9, 1e12, model=bad) if bad is not None else sizing.size_job(bad, 1e12),
+        lambda: sizing.min_chips_zero(bad, 3),
+    ]
+    if bad is not None and bad != 0:  # None is the default and 0 bytes is allowed
+        calls.append(lambda: sizing.training_state_bytes(1e9, grad_bytes_per_param=bad))
+    if not isinstance(bad, list):
+        calls.append(lambda: sizing.zero_table(1e9, bad))
+    for call in calls:
+        with pytest.raises(ValueError):
+            call()

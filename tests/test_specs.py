@@ -29,12 +29,18 @@ def test_dtype_aliases():
     assert "fp8" in table and "mxfp8" not in table
 
 
-def test_trn3_fp8_is_mx_only():
-    # Trainium3 page: 2,517 is the MXFP8/MXFP4 rate; plain FP8 has no separate chip figure.
+def test_trn3_plain_fp8_runs_at_the_bf16_rate():
+    """Trainium3 page: 2,517 is the MXFP8/MXFP4 rate. NKI Trainium3 guide, compute engine table:
+    the tensor engine takes 8x128 elements per cycle for MXFP8 input and 2x128 for non-MXFP8 input,
+    the BF16 data path; so plain FP8 is represented at the BF16 rate, labelled derived."""
     t3 = specs.chip("trn3")
     assert t3.dense_flops_per_s["mxfp8"] == 2517e12
-    with pytest.raises(ValueError, match="fp8.*known: .*mxfp8"):
-        t3.dense_flops_per_s["fp8"]
+    assert t3.dense_flops_per_s["fp8"] == t3.dense_flops_per_s["bf16"] == 671e12
+    f = specs.fact("trn3", "dense_flops_per_s.fp8")
+    assert f.source_id == "aws-nki-trn3" and "derived" in f.note
+    from trainium_lab import cores
+    g = cores.generations_table().set_index("key")
+    assert (g.low_precision["trn3"], g.low_precision_tflops["trn3"]) == ("mxfp8", 2517.0)
 
 
 def test_system_totals_agree_with_chips():
@@ -60,6 +66,17 @@ def test_efa_per_chip_matches_instance_total():
     s = specs.system("trn2.48xlarge")
     assert s.efa_bytes_per_s_total == pytest.approx(s.n_chips * s.chip.efa_bytes_per_s)
     assert specs.link("trn2-efa").bytes_per_s == 25 * GB
+
+
+def test_trn3_efa_per_chip_is_a_labelled_derivation():
+    # trn3-arch gives EFA only per UltraServer (12,800 / 28,800 Gbps); the per-chip 200 Gbps is
+    # total / chips for both generations, and the data says it is derived
+    for name in ("trn3-gen1-ultraserver", "trn3-gen2-ultraserver"):
+        s = specs.system(name)
+        assert s.efa_bytes_per_s_total / s.n_chips == specs.link("trn3-efa").bytes_per_s
+    assert "derived" in specs.link("trn3-efa").scope
+    assert "derived" in specs.fact("trn3-efa", "bytes_per_s").note
+    assert "derived" in specs.fact("trn3", "efa_bytes_per_s").note
 
 
 def test_neuronlink_levels_add_up():

@@ -47,12 +47,54 @@ def test_trn3_needs_an_explicit_lnc():
     assert t.cluster("trn1.32xlarge").lnc == 1  # no LNC setting: one rank per core
 
 
-def test_trn3_gen2_is_not_uniform():
-    # claims_audit §2.4 #7: two-level switch, per-level bandwidths differ (256 / 320 GB/s bidirectional)
+def test_trn3_gen2_uses_neuronlink_v4_like_gen1():
+    """Amazon EC2 Trn3 Architecture (AWS Neuron docs): the specifications table gives
+    "NeuronLink-v4 bandwidth (GiB/sec/device)" of 2,048 for Gen1 and for Gen2 alike, so Gen2 is
+    modelled on NeuronLink-v4 like Gen1, not on the page's separate PCIe Gen6 figures."""
+    g1 = t.cluster("trn3-gen1-ultraserver", lnc=1)
     g2 = t.cluster("trn3-gen2-ultraserver", lnc=1)
-    assert g2.level("instance").bytes_per_s != g2.level("ultraserver").bytes_per_s
-    assert g2.level("instance").direction == "bidirectional"
-    assert "rack" in g2.level("ultraserver").note
+    for name in ("instance", "ultraserver"):
+        assert g2.level(name).link_key == g1.level(name).link_key == "trn3-neuronlink"
+        assert g2.level(name).bytes_per_s == g1.level(name).bytes_per_s == specs.link("trn3-neuronlink").bytes_per_s
+        assert g2.level(name).switched
+    alt = specs.alternatives("trn3-neuronlink", "bytes_per_s")
+    assert [(a.value, a.unit, a.source_id) for a in alt] == [("2048", "GiB/s", "aws-trn3-arch")]
+
+
+def test_trn3_gen2_pcie_figures_are_kept_as_sourced_alternatives():
+    # trn3-arch (section added 2026-04-03): PCIe Gen6 per chip, 256 GB/s in a server, 320 GB/s
+    # across servers, 128 GB/s across racks, all bidirectional; a different fabric, not reconciled
+    alt = t.alternative_links_table(["trn3-gen2-ultraserver"])
+    assert list(alt.link_key) == ["trn3-gen2-pcie-intra-server", "trn3-gen2-pcie-inter-server",
+                                  "trn3-gen2-pcie-inter-rack"]
+    assert list(alt.gb_per_s) == [256.0, 320.0, 128.0]
+    assert set(alt.direction) == {"bidirectional"}
+    assert set(alt.used_link_key) == {"trn3-neuronlink"}
+    assert all(alt.source.str.contains("Trn3 Architecture"))
+    g2 = t.cluster("trn3-gen2-ultraserver", lnc=1)
+    assert g2.level("ultraserver").alternatives == ("trn3-gen2-pcie-inter-server", "trn3-gen2-pcie-inter-rack")
+    assert t.alternative_links_table(["trn2-ultraserver"]).empty
+    table = t.levels_table(["trn3-gen2-ultraserver"]).set_index("level")
+    assert table.loc["instance", "alternatives"] == "trn3-gen2-pcie-intra-server"
+
+
+def test_trn3_unknowns_are_said():
+    # no source states a uniform figure inside the switched domain, nor Gen2's per-level split
+    for system in ("trn3-gen1-ultraserver", "trn3-gen2-ultraserver"):
+        for name in ("instance", "ultraserver"):
+            assert "assumption" in t.cluster(system, lnc=1).level(name).note
+    assert "not published" in t.cluster("trn3-gen2-ultraserver", lnc=1).level("ultraserver").note
+
+
+def test_gen2_is_no_longer_ranked_slower_than_gen1():
+    # the same TP all-reduce inside the switched domain costs the same on both generations
+    from trainium_lab import collectives
+    size = 2 * 8192 * 16384
+    g1 = t.place(tp=64, dp=8, system="trn3-gen1-ultraserver", lnc=1)   # 8 chips: inside a server
+    g2 = t.place(tp=64, dp=18, system="trn3-gen2-ultraserver", lnc=1)  # 8 chips: across two servers
+    assert (g1.level("tp").name, g2.level("tp").name) == ("instance", "ultraserver")
+    assert collectives.group_collective_s(g2, "tp", size) == pytest.approx(
+        collectives.group_collective_s(g1, "tp", size))
 
 
 def test_per_instance_efa_is_converted_to_per_chip():
@@ -211,3 +253,10 @@ def test_unknown_names():
         t.place(tp=64, pp=4, lnc=2).groups("cp")
     with pytest.raises(ValueError, match="lnc"):
         t.ranks_per_chip("trn1", lnc=2)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), 10**30, -1, True, ["trn9"]])
+def test_level_tables_reject_bad_systems(bad):
+    for fn in (t.levels_table, t.alternative_links_table):
+        with pytest.raises(ValueError, match="system"):
+            fn(bad)

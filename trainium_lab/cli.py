@@ -214,16 +214,19 @@ def _cmd_sizing(args: argparse.Namespace) -> None:
     share = parse_fraction(args.activation_share, "--activation-share")
     bpp = None if args.bytes_per_param is None else float(
         parse_count(args.bytes_per_param, "--bytes-per-param"))
+    grad = None if args.grad_bytes is None else float(parse_count(args.grad_bytes, "--grad-bytes"))
+    if bpp is not None and grad is not None:
+        raise CliError("sizing: --bytes-per-param is a total that already includes the gradients; "
+                       "give it or --grad-bytes, not both")
     plan = sizing.size_job(n_params, n_tokens, system=args.system, recipe_name=args.recipe,
                            bytes_per_param=bpp, zero_stage=args.zero, activation_share=share,
-                           mfu=mfu, dtype=args.dtype, model=model)
+                           mfu=mfu, dtype=args.dtype, model=model, grad_bytes_per_param=grad)
     system = specs.system(plan.system)
+    r = sizing.recipe(plan.recipe, plan.grad_bytes_per_param)
     per_chip = (None if plan.min_chips is None else
                 sizing.zero_bytes_per_device(
-                    n_params, plan.min_chips, plan.zero_stage,
-                    sizing.recipe(plan.recipe).optimizer_bytes_per_param,
-                    weight_bytes_per_param=sizing.recipe(plan.recipe).weights,
-                    grad_bytes_per_param=sizing.recipe(plan.recipe).gradients)
+                    n_params, plan.min_chips, plan.zero_stage, r.optimizer_bytes_per_param,
+                    weight_bytes_per_param=r.weights, grad_bytes_per_param=r.gradients)
                 if bpp is None else plan.state_bytes / plan.min_chips)
     instances = (args.instances if args.instances is not None else
                  None if plan.min_systems is None else plan.min_systems * system.n_instances)
@@ -233,7 +236,8 @@ def _cmd_sizing(args: argparse.Namespace) -> None:
         ("model", f"{_fmt_count(n_params)} parameters" + (f" ({model.name})" if model else "")),
         ("tokens", _fmt_count(n_tokens)),
         ("system", f"{plan.system} ({system.n_chips} × {chip_name})"),
-        ("recipe", f"{plan.recipe}" + (f", {bpp:g} bytes/param" if bpp else "")),
+        ("recipe", f"{plan.recipe}" + (f", {bpp:g} bytes/param" if bpp else
+                                       f", {r.gradients:g}-byte gradients, {r.bytes_per_param:g} bytes/param")),
         ("training state", _bytes_both(plan.state_bytes)),
         ("usable HBM per chip", f"{units.format_bytes(plan.usable_bytes_per_chip, digits=1)} "
                                 f"(keeping {share:.0%} for activations)"),
@@ -257,7 +261,8 @@ def _cmd_sizing(args: argparse.Namespace) -> None:
                      units.format_bytes(plan.activation_bytes_per_chip, digits=1)))
     data = {
         "inputs": {"n_params": n_params, "n_tokens": n_tokens, "system": plan.system,
-                   "recipe": plan.recipe, "bytes_per_param": bpp, "zero_stage": plan.zero_stage,
+                   "recipe": plan.recipe, "bytes_per_param": bpp,
+                   "grad_bytes_per_param": plan.grad_bytes_per_param, "zero_stage": plan.zero_stage,
                    "mfu": plan.mfu, "activation_share": share, "dtype": args.dtype,
                    "model": model.key if model else None},
         "results": {"state_bytes": plan.state_bytes,
@@ -510,6 +515,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="trn1.32xlarge, trn2.48xlarge, trn2-ultraserver, ... (default %(default)s)")
     p.add_argument("--recipe", default="bf16-adam", help="precision recipe (default %(default)s)")
     p.add_argument("--bytes-per-param", help="override the recipe's bytes per parameter, e.g. 16")
+    p.add_argument("--grad-bytes",
+                   help="bytes per gradient value. Default 2: BF16 gradients, the course's "
+                   "convention, as the ZeRO paper counts mixed-precision Adam (2 + 2 + 12 = 16 "
+                   "bytes/param). Use 4 for FP32 gradients, the convention of Megatron-LM's "
+                   "theoretical memory report and DeepSpeed's ZeRO estimators (18 bytes/param), "
+                   "to compare with their numbers")
     p.add_argument("--zero", type=int, default=3, choices=range(4), metavar="{0,1,2,3}",
                    help="ZeRO stage (default %(default)s: fully sharded, the lower bound)")
     p.add_argument("--mfu", default="40%", help="model FLOPs utilisation, e.g. 40%% or 0.4 "
@@ -525,7 +536,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("allreduce", help="ring all-reduce (or other collective) time",
                        description="Time of a ring collective (chapter 03): "
                        "2(n−1)/n · S/B + 2(n−1)·α for all-reduce, with algorithm and bus "
-                       "bandwidth as nccl-tests reports them.",
+                       "bandwidth as nccl-tests and the Neuron nccom-test define them "
+                       "(nccom-test prints them in GiB/s under a \"GB/s\" label).",
                        epilog=f"Example: {PROG} allreduce --size 1GiB --ranks 16 --bandwidth 25GB/s",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--size", required=True, help="bytes per rank, e.g. 1GiB, 256MB")

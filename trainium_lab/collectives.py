@@ -1,4 +1,4 @@
-"""What a collective costs: ring formulas, hierarchical all-reduce, nccl-tests bandwidths.
+"""What a collective costs: ring formulas, hierarchical all-reduce, benchmark bandwidths.
 
 Every cost here is the alpha-beta model: a collective over ``n`` participants that
 moves ``S`` bytes takes (bytes each participant sends) / ``B`` plus (number of
@@ -23,7 +23,10 @@ Formulas, all in base units (bytes, bytes/s, s):
 ``hierarchical_allreduce_s(size_bytes, levels)``
     Reduce-scatter inside each level, all-reduce across the top one, all-gather back.
 ``algbw_bytes_per_s``, ``busbw_bytes_per_s``, ``bus_factor``
-    nccl-tests' algorithm and bus bandwidth.
+    Algorithm and bus bandwidth, as nccl-tests and the Neuron ``nccom-test`` define them.
+``nccom_test_cases() -> DataFrame``
+    The runs printed in AWS's nccom-test user guide (``data/nccom_test_cases.csv``), with
+    the bandwidths recomputed from size and time.
 ``latency_crossover_bytes(n, bandwidth_bytes_per_s, latency_s)``
     The size below which the latency term is larger than the bandwidth term.
 
@@ -46,7 +49,9 @@ optimal). A. Grama et al., *Introduction to Parallel Computing*, 2nd ed., 2003,
 §4.5 (all-to-all personalized communication on a ring). X. Jia et al., "Highly
 Scalable Deep Learning Training System with Mixed-Precision", arXiv:1807.11205,
 2018 (hierarchical all-reduce). NVIDIA nccl-tests, ``doc/PERFORMANCE.md``
-(algorithm and bus bandwidth).
+(definitions of algorithm and bus bandwidth; formulas only, no worked numbers). AWS
+Neuron docs, "NCCOM-TEST" user guide (the Trainium benchmark's printed runs; its
+"GB/s" columns are gibibytes per second).
 
 Examples
 --------
@@ -64,12 +69,15 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from trainium_lab import specs
 from trainium_lab._validate import choice, instance, integer, positive, sequence
+from trainium_lab.units import GB, GiB, us
 
 __all__ = [
     "COLLECTIVES", "ring_allreduce_s", "ring_reduce_scatter_s", "ring_allgather_s",
     "ring_all_to_all_s", "direct_all_to_all_s", "collective_s", "hierarchical_allreduce_s",
-    "bus_factor", "algbw_bytes_per_s", "busbw_bytes_per_s", "latency_crossover_bytes",
+    "bus_factor", "algbw_bytes_per_s", "busbw_bytes_per_s", "nccom_test_cases",
+    "latency_crossover_bytes",
     "ring_allreduce_steps", "size_sweep", "group_collective_s", "placement_costs",
 ]
 
@@ -276,7 +284,7 @@ def hierarchical_allreduce_s(size_bytes: float,
     return total
 
 
-# --------------------------------------------------------------------- nccl-tests
+# --------------------------------------------------------------------- benchmark bandwidths
 
 _BUS = {"all_reduce": lambda n: 2 * (n - 1) / n, "reduce_scatter": lambda n: (n - 1) / n,
         "all_gather": lambda n: (n - 1) / n, "all_to_all": lambda n: (n - 1) / n,
@@ -284,14 +292,15 @@ _BUS = {"all_reduce": lambda n: 2 * (n - 1) / n, "reduce_scatter": lambda n: (n 
 
 
 def bus_factor(collective: str, n: int) -> float:
-    """nccl-tests' factor from algorithm to bus bandwidth.
+    """The factor from algorithm to bus bandwidth.
 
     2(n−1)/n for all-reduce; (n−1)/n for reduce-scatter, all-gather and
     all-to-all; 1 for broadcast and reduce.
 
     References
     ----------
-    NVIDIA nccl-tests, ``doc/PERFORMANCE.md``.
+    NVIDIA nccl-tests, ``doc/PERFORMANCE.md`` (the definitions; AWS's nccom-test user
+    guide points to it for busbw).
 
     Examples
     --------
@@ -303,36 +312,85 @@ def bus_factor(collective: str, n: int) -> float:
 
 
 def algbw_bytes_per_s(size_bytes: float, time_s: float) -> float:
-    """nccl-tests' algorithm bandwidth: ``S / t``.
+    """Algorithm bandwidth: ``S / t``, in bytes/s.
+
+    Convert it yourself for printing, and mind the unit the tool prints: nccl-tests
+    divides by 10^9, the Neuron ``nccom-test`` by 2^30 although its column says "GB/s".
 
     Examples
     --------
-    >>> from trainium_lab.units import GiB, us
-    >>> round(algbw_bytes_per_s(8 * GiB, 47535 * us) / 1e9, 2)
-    180.71
+    The nccom-test user guide's first run, 33,554,432 bytes all-reduced by 2 ranks in
+    768 µs, printed as "40.69 GB/s" (which is GiB/s):
+
+    >>> from trainium_lab.units import GB, GiB, us
+    >>> bw = algbw_bytes_per_s(33_554_432, 768 * us)
+    >>> round(bw / GiB, 2), round(bw / GB, 2)
+    (40.69, 43.69)
     """
     return positive("size_bytes", size_bytes) / positive("time_s", time_s)
 
 
 def busbw_bytes_per_s(size_bytes: float, time_s: float, n: int,
                       collective: str = "all_reduce") -> float:
-    """nccl-tests' bus bandwidth: algorithm bandwidth × :func:`bus_factor`.
+    """Bus bandwidth: algorithm bandwidth × :func:`bus_factor`, in bytes/s.
 
     Bus bandwidth is what each rank's link actually carried, so it can be
     compared with the link's rated speed whatever ``n`` is.
 
     References
     ----------
-    NVIDIA nccl-tests, ``doc/PERFORMANCE.md`` (its example: 8 GiB all-reduce on 16
-    ranks in 47,535 µs gives 180.71 and 338.82 GB/s).
+    NVIDIA nccl-tests, ``doc/PERFORMANCE.md`` (definition); AWS Neuron docs, NCCOM-TEST
+    user guide (printed runs, in GiB/s).
 
     Examples
     --------
+    The nccom-test guide's 64-rank all-reduce of 1 GiB on two instances in 41,806 µs,
+    printed as algbw 23.92 and busbw 47.09 "GB/s" (GiB/s):
+
     >>> from trainium_lab.units import GiB, us
-    >>> round(busbw_bytes_per_s(8 * GiB, 47535 * us, 16) / 1e9, 1)   # published: 338.82
-    338.8
+    >>> round(busbw_bytes_per_s(GiB, 41806 * us, 64) / GiB, 2)
+    47.09
     """
     return algbw_bytes_per_s(size_bytes, time_s) * bus_factor(collective, n)
+
+
+def nccom_test_cases() -> pd.DataFrame:
+    """The nccom-test runs printed in AWS's user guide, with the bandwidths recomputed.
+
+    Reads ``data/nccom_test_cases.csv`` (size, ranks, time and the printed columns) and
+    adds ``algbw_bytes_per_s`` and ``busbw_bytes_per_s`` from :func:`algbw_bytes_per_s` and
+    :func:`busbw_bytes_per_s`, plus both read in GiB/s and in GB/s, so the printed "GB/s"
+    can be matched against each reading.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The CSV's columns (``case_id, collective, n_ranks, n_instances, size_bytes, dtype,
+        time_us, printed_algbw, printed_busbw, printed_unit, source, ...``) plus
+        ``algbw_bytes_per_s, busbw_bytes_per_s, algbw_gib_per_s, algbw_gb_per_s,
+        busbw_gib_per_s, busbw_gb_per_s``.
+
+    References
+    ----------
+    AWS Neuron docs, "NCCOM-TEST" (``tools/neuron-sys-tools/nccom-test.rst``).
+
+    Examples
+    --------
+    >>> t = nccom_test_cases().set_index("case_id")
+    >>> t.loc["allr-2r-32mib", ["printed_algbw", "algbw_gib_per_s", "algbw_gb_per_s"]].round(2).tolist()
+    [40.69, 40.69, 43.69]
+    """
+    df = specs.read_data_csv("nccom_test_cases.csv")
+    t = df.time_us.astype(float) * us
+    size = df.size_bytes.astype(float)
+    df["algbw_bytes_per_s"] = [algbw_bytes_per_s(sz, tt) for sz, tt in zip(size, t)]
+    df["busbw_bytes_per_s"] = [busbw_bytes_per_s(sz, tt, int(n), coll) for sz, tt, n, coll
+                               in zip(size, t, df.n_ranks, df.collective)]
+    df["algbw_gib_per_s"] = df.algbw_bytes_per_s / GiB
+    df["algbw_gb_per_s"] = df.algbw_bytes_per_s / GB
+    df["busbw_gib_per_s"] = df.busbw_bytes_per_s / GiB
+    df["busbw_gb_per_s"] = df.busbw_bytes_per_s / GB
+    return df
 
 
 def latency_crossover_bytes(n: int, bandwidth_bytes_per_s: float, latency_s: float) -> float:

@@ -23,7 +23,7 @@ import functools
 import math
 from dataclasses import dataclass
 
-
+import numpy as np
 import pandas as pd
 
 from trainium_lab import specs
@@ -34,7 +34,7 @@ __all__ = [
     "lnc_options", "resolve_lnc", "logical_cores_per_chip", "CoreCounts", "core_counts",
     "core_count_table", "generations_table", "disagreements", "neuroncore_table",
     "neuroncore_blocks", "ClaimCheck", "Claim", "check_figure", "check_text", "claims", "claim",
-    "check_claim", "claims_table",
+    "check_claim", "claims_table", "VERDICTS",
 ]
 
 
@@ -229,10 +229,12 @@ def core_count_table(system: str, lnc: int | None = None, n_systems: int = 1) ->
 # --------------------------------------------------------------------------- comparing
 
 def _low_precision(table: specs.DtypeTable) -> tuple[str, float]:
-    for key in ("fp8", "mxfp8"):
-        if key in table:
-            return key, table[key]
-    return "", float("nan")
+    """The fastest 8-bit format the chip has a dense rate for (plain FP8 on a tie)."""
+    rates = [(table[key], -i, key) for i, key in enumerate(("fp8", "mxfp8")) if key in table]
+    if not rates:
+        return "", float("nan")
+    rate, _, key = max(rates)
+    return key, rate
 
 
 def _disputed(entity: str) -> str:
@@ -440,6 +442,8 @@ _FAMILY = {**{k: "bytes" for k in ("KiB", "MiB", "GiB", "TiB", "KB", "MB", "GB",
            **{k: "bandwidth" for k in ("TB/s", "GB/s", "GiB/s", "Gbps", "MB/s")},
            "count": "count", "GHz": "frequency", "us": "time"}
 #: the same prefix read the other way (decimal <-> binary)
+#: a decimal label on a binary figure written in thousands ("6.1 TB" for 6,144 GiB)
+_THOUSAND_READING = {"TB": "GiB", "GB": "MiB", "PB": "TiB"}
 _OTHER_READING = {"KB": "KiB", "MB": "MiB", "GB": "GiB", "TB": "TiB",
                   "KiB": "KB", "MiB": "MB", "GiB": "GB", "TiB": "TB", "GB/s": "GiB/s",
                   "GiB/s": "GB/s"}
@@ -450,8 +454,10 @@ class ClaimCheck:
     """The outcome of testing one claim against ``data/``.
 
     ``verdict`` is ``"supported"``, ``"contradicted"``, ``"unit mix-up"`` (right only if
-    a decimal prefix is read as binary or the reverse) or ``"disputed"`` (matches a value
-    that another AWS or vendor page gives, not the one the course uses).
+    a decimal prefix is read as binary or the reverse, or a binary figure is written in
+    thousands under a decimal label), ``"disputed"`` (matches a value that another AWS or
+    vendor page gives, not the one the course uses) or, for claims settled by a cited
+    source rather than ``data/``, ``"unverified"`` (no source read supports or refutes it).
     """
 
     claim: str
@@ -530,11 +536,29 @@ def check_figure(entity: str, field: str, claimed: float, unit: str, *,
                               f"data/ uses {shown} ({src}); {_fmt(alt.value, alt.unit)} is what "
                               f"{alt.source_title} gives ({alt.note}).", src)
     other = _OTHER_READING.get(unit)
-    if other is not None and _close(claimed_value * _CLAIM_UNITS[other], target, rel_tol):
+    # Readings that make a mislabelled figure match: the prefix read the other way (TB as TiB),
+    # or a binary figure written in thousands under a decimal label (6,144 GiB as "6.1 TB").
+    readings_mixup = []
+    if other is not None:
+        readings_mixup.append((abs(claimed_value * _CLAIM_UNITS[other] / target - 1),
+                               f"{unit} is read as {other}: the claim mixes decimal and binary prefixes"))
+    thousand = _THOUSAND_READING.get(unit)
+    if thousand is not None:
+        value_1000 = claimed_value * 1000 * _CLAIM_UNITS[thousand]
+        readings_mixup.append((abs(value_1000 / target - 1),
+                               f"it is read as {claimed * 1000:,g} {thousand} ({claimed:g} thousand "
+                               f"{thousand}): the claim writes a {thousand} figure in thousands and "
+                               f"labels it {unit}"))
+    fits = sorted(r for r in readings_mixup if r[0] <= rel_tol)
+    if fits:
+        def num(x: float) -> str:
+            return f"{x:,.0f}" if x >= 100 else f"{x:#.3g}"
+
+        in_unit = f" = {num(target / _CLAIM_UNITS[unit])} {unit}"
+        as_other = f" = {num(target / _CLAIM_UNITS[other])} {other}" if other and other != used.unit else ""
         return ClaimCheck(claim, "unit mix-up", shown,
-                          f"data/ has {shown} ({src}). {claimed:,g} {unit} matches it only if "
-                          f"{unit} is read as {other}: the claim mixes decimal and binary "
-                          "prefixes.", src)
+                          f"data/ has {shown}{in_unit}{as_other} ({src}). "
+                          f"{claimed:,g} {unit} matches it only if {fits[0][1]}.", src)
     readings = [(unit, base)] + ([(other, claimed_value * _CLAIM_UNITS[other])] if other else [])
     matches = []
     for f in _all_facts():
@@ -602,7 +626,14 @@ def _lnc_claim(claimed: float, claim: str, system: str) -> ClaimCheck:
 
 @dataclass(frozen=True)
 class Claim:
-    """One published claim from ``data/claims.csv`` and the fact it is about."""
+    """One published claim from ``data/claims.csv`` and the fact it is about.
+
+    ``check`` says how it is tested: ``"figure"`` and ``"text"`` against ``data/``,
+    ``"lnc"`` by counting logical cores, ``"source"`` by a cited source that settles it
+    (``evidence``, ``evidence_source``) when no fact in ``data/`` can. ``verdict`` is the
+    verdict recorded with the claim; for the computed checks a test keeps it equal to
+    what :meth:`run` finds.
+    """
 
     claim_id: str
     claim: str
@@ -613,24 +644,35 @@ class Claim:
     claimed_value: float | None
     claimed_unit: str
     phrase: str
+    said_by_id: str = ""
+    verdict: str = ""
+    evidence: str = ""
+    evidence_source: str = ""
 
     def run(self) -> ClaimCheck:
-        """Test the claim against ``data/``."""
+        """Test the claim against ``data/`` (or report the cited source's verdict)."""
         if self.check == "figure":
             return check_figure(self.entity, self.field, self.claimed_value, self.claimed_unit,
                                 claim=self.claim)
         if self.check == "text":
             return check_text(self.entity, self.field, self.phrase, claim=self.claim)
+        if self.check == "source":
+            return ClaimCheck(self.claim, self.verdict, "", self.evidence, self.evidence_source)
         return _lnc_claim(self.claimed_value, self.claim, self.entity)
 
 
 @functools.cache
 def _claims() -> dict[str, Claim]:
-    df = specs.read_data_csv("claims.csv")
-    return {r.claim: Claim(r.claim_id, r.claim, r.source, r.entity, r.field, r.check,
-                           float(r.claimed_value) if r.claimed_value != "" else None,
-                           r.claimed_unit, r.phrase)
-            for r in df.itertuples(index=False)}
+    df = specs.read_data_csv("claims.csv")  # adds "source": the title of source_id (= said_by)
+    titles = {key: row["title"] for key, row in specs._sources().items()}
+    out = {}
+    for r in df.itertuples(index=False):
+        evidence_source = "; ".join(titles[i] for i in r.evidence_source_id.split(";") if i)
+        out[r.claim] = Claim(r.claim_id, r.claim, titles[r.said_by], r.entity, r.field, r.check,
+                             float(r.claimed_value) if r.claimed_value != "" else None,
+                             r.claimed_unit, r.phrase, r.said_by, r.verdict, r.evidence,
+                             evidence_source)
+    return out
 
 
 def claims() -> tuple[Claim, ...]:
@@ -658,11 +700,64 @@ def check_claim(claim: str) -> ClaimCheck:
     return _claims()[key].run()
 
 
-def claims_table() -> pd.DataFrame:
+#: the verdicts a claim can get (see :class:`ClaimCheck`)
+VERDICTS = ("supported", "contradicted", "unit mix-up", "disputed", "unverified")
+
+
+def claims_table(query: str = "", *, verdict: str | None = None,
+                 said_by: str | None = None) -> pd.DataFrame:
     """Every claim in ``data/claims.csv`` with who made it, its verdict and the evidence.
 
-    >>> int(claims_table().verdict.value_counts()["supported"])
-    3
+    Parameters
+    ----------
+    query : str
+        Case-insensitive words; a row is kept if every word appears in its claim,
+        evidence or source.
+    verdict : str, optional
+        Keep one verdict (one of :data:`VERDICTS`).
+    said_by : str, optional
+        Keep the claims of one source: its ``source_id`` (``"seed-001"``) or title.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``claim_id, claim, said_by, verdict, data_value, evidence, source`` (``said_by`` is
+        the title of the document that makes the claim, ``source`` the one that settles it).
+
+    Examples
+    --------
+    >>> t = claims_table()
+    >>> int(t.verdict.value_counts()["supported"]) >= 3, len(t) >= 40
+    (True, True)
+    >>> claims_table("rainier", verdict="contradicted").claim_id.tolist()
+    ['rainier-100k', 'rainier-65ef']
     """
-    rows = [{**vars(c.run()), "said_by": c.said_by} for c in claims()]
-    return pd.DataFrame(rows, columns=["claim", "said_by", "verdict", "data_value", "evidence", "source"])
+    if not isinstance(query, str):
+        raise ValueError(f"query must be text, got {type(query).__name__}")
+    if verdict is not None:
+        verdict = choice("verdict", verdict, VERDICTS)
+    every = claims()
+    if said_by is not None:
+        if not isinstance(said_by, str):
+            raise ValueError(f"said_by must be a source id or title, got {said_by!r}")
+        known = {c.said_by_id: c.said_by for c in every}
+        if said_by not in known and said_by not in known.values():
+            listed = ", ".join(repr(k) for k in known)
+            raise ValueError(f"said_by must be one of {listed} (or their titles); got {said_by!r}")
+    rows = []
+    for c in every:
+        result = c.run()
+        rows.append({"claim_id": c.claim_id, **vars(result), "said_by": c.said_by,
+                     "said_by_id": c.said_by_id})
+    df = pd.DataFrame(rows, columns=["claim_id", "claim", "said_by", "verdict", "data_value", "evidence",
+                                     "source", "said_by_id"])
+    keep = np.ones(len(df), dtype=bool)
+    if verdict is not None:
+        keep &= (df.verdict == verdict).to_numpy()
+    if said_by is not None:
+        keep &= ((df.said_by_id == said_by) | (df.said_by == said_by)).to_numpy()
+    words = query.lower().split()
+    if words:
+        text = (df.claim + " " + df.evidence + " " + df.source + " " + df.said_by).str.lower()
+        keep &= np.array([all(w in t for w in words) for t in text], dtype=bool)
+    return df[keep].drop(columns="said_by_id").reset_index(drop=True)

@@ -31,7 +31,7 @@ Public API
 ``plan(model, *, system, n_systems, global_batch, ...) -> Plan``
     Every valid layout, those that fit, ranked by tokens/s; ``Plan.explain()``.
 ``fully_sharded_table(...)``, ``worked_example()``
-    The background documents' 405B worked example from the same functions.
+    A 405B worked example (TP over 16 chips × PP4 × DP2, ZeRO-1) from the same functions.
 ``custom_model(...)``
     A model configuration of your own (a :class:`trainium_lab.sizing.ModelPreset`).
 ``pipeline_bubble_fraction(pp, n_micro_batches)``, ``tp_allreduces_per_layer(recompute)``
@@ -56,7 +56,7 @@ Herd of Models", arXiv:2407.21783 (2024), §3.3.2 (uneven pipeline stages).
 
 Examples
 --------
-The background documents' layout for 405B on two Trn2 UltraServers: TP over the
+A layout for 405B on two Trn2 UltraServers: TP over the
 16 chips of an instance (64 ranks at LNC=2), PP=4 along the ring, DP=2 over EFA,
 ZeRO-1. State alone is 58.9 GiB per chip:
 
@@ -84,7 +84,9 @@ import pandas as pd
 
 from trainium_lab import collectives, specs, topology
 from trainium_lab._validate import UnknownNameError, choice, in_range, integer, positive, sequence
-from trainium_lab.sizing import RECOMPUTE_MODES, ModelPreset, parameter_count, preset, recipe
+from trainium_lab.sizing import (RECOMPUTE_MODES, ModelPreset, _activation_per_layer_array,
+                                 activation_coefficients, activation_options, parameter_count,
+                                 preset, recipe, training_state_bytes)
 from trainium_lab.units import GiB
 
 __all__ = [
@@ -101,15 +103,17 @@ TIME_PARTS: tuple[str, ...] = ("compute", "tp_comm", "pp_comm", "bubble", "dp_ex
 
 #: what the first-order model leaves out (the notebook discusses each)
 IGNORED: tuple[str, ...] = (
-    "overlap of tensor-parallel and pipeline communication with compute (counted as fully exposed)",
+    "overlap of pipeline sends with compute (counted as fully exposed); TP all-reduces are counted "
+    "fully exposed too unless you set tp_overlap (the share hidden behind compute, default 0)",
     "latency terms other than those published in data/links.csv (only EFA has one); "
     "contention between groups beyond the per-chip sharing chapter 03 models",
     "traffic between logical cores of one chip (no published figure: costs 0)",
     "the optimizer step, gradient clipping, loss and logits computation, and data loading",
     "uneven stages: parameters and compute are split evenly over pipeline stages, although "
     "the first and last stages also hold the embeddings (launchers rebalance with fewer layers)",
-    "KV-head replication when tp exceeds the number of KV heads, and GQA/SwiGLU shapes in the "
-    "activation formula (Korthikanti et al. assume multi-head attention and a 4h MLP)",
+    "KV-head replication when tp exceeds the number of KV heads; activations of the embeddings, "
+    "the output layer and the loss, and attention kernels' temporary buffers (a fused, "
+    "FlashAttention-style kernel stores no scores: model it with selective recomputation)",
     "ZeRO-3's gathered-weight buffers, communication buffers, the runtime's own HBM use and "
     "fragmentation: covered only by the headroom you ask for",
     "kernel efficiency changing with the micro-batch or the TP shard size: one MFU for all",
@@ -182,30 +186,6 @@ def tp_allreduces_per_layer(recompute: str = "none") -> int:
     """
     mode = choice("recompute", recompute, RECOMPUTE_MODES)
     return 6 if mode == "full" else 4
-
-
-def _act_per_layer(seq_len: int, micro_batch: np.ndarray, d_model: int, n_heads: int,
-                   tp: np.ndarray, sequence_parallel: bool, mode: np.ndarray) -> np.ndarray:
-    """Vectorised Korthikanti et al. Table 2 (bytes per layer per rank).
-
-    Same as :func:`trainium_lab.sizing.activation_bytes_per_layer` except that full
-    recomputation with sequence parallelism keeps each layer's input sharded over
-    the TP ranks (2sbh/t): the layer input lies in the sequence-parallel region
-    (Korthikanti et al. §4.2.2).
-    """
-    s, h, a = float(seq_len), float(d_model), float(n_heads)
-    sbh = s * micro_batch * h
-    t = tp.astype(float)
-    core = 5.0 * a * s / h
-    if sequence_parallel:
-        none = sbh / t * (34.0 + core)
-        sel = sbh / t * 34.0
-        full = 2.0 * sbh / t
-    else:
-        none = sbh * (10.0 + 24.0 / t + core / t)
-        sel = sbh * (10.0 + 24.0 / t)
-        full = 2.0 * sbh
-    return np.choose(mode, [none, sel, full])
 
 
 # --------------------------------------------------------------------- models
@@ -325,6 +305,10 @@ class Layout:
         Precision recipe key of :data:`trainium_lab.sizing.RECIPES`.
     dtype : str
         Matmul dtype for the chip's peak rate.
+    grad_bytes_per_param : float
+        Bytes per gradient (2 = BF16, the course's convention; 4 = FP32, as
+        Megatron-LM and DeepSpeed count). Sets the gradient memory and the size of
+        the data-parallel gradient reduction.
     """
 
     model: ModelPreset
@@ -341,6 +325,7 @@ class Layout:
     seq_len: int
     recipe: str
     dtype: str
+    grad_bytes_per_param: float = 2.0
 
     @property
     def global_batch(self) -> int:
@@ -370,7 +355,8 @@ def layout(model: str | ModelPreset, tp: int, pp: int = 1, dp: int = 1, ep: int 
            zero_stage: int = 1, micro_batch: int = 1, n_micro_batches: int = 1,
            recompute: str = "selective", sequence_parallel: bool = True,
            system: str = "trn2-ultraserver", n_systems: int | None = None, lnc: int | None = None,
-           seq_len: int | None = None, recipe_name: str = "bf16-adam", dtype: str = "bf16") -> Layout:
+           seq_len: int | None = None, recipe_name: str = "bf16-adam", dtype: str = "bf16",
+           grad_bytes_per_param: float | None = None) -> Layout:
     """Check a layout and return it.
 
     Parameters
@@ -398,6 +384,10 @@ def layout(model: str | ModelPreset, tp: int, pp: int = 1, dp: int = 1, ep: int 
         Precision recipe (bytes per parameter), default ``"bf16-adam"`` (16 B/param).
     dtype : str
         dtype of the peak FLOP/s used for compute time.
+    grad_bytes_per_param : float, optional
+        Bytes per gradient, replacing the recipe's (:func:`trainium_lab.sizing.recipe`):
+        default 2 (BF16 gradients, 16 B/param); 4 is the FP32-gradient convention of
+        Megatron-LM and DeepSpeed (18 B/param).
 
     Raises
     ------
@@ -436,7 +426,7 @@ def layout(model: str | ModelPreset, tp: int, pp: int = 1, dp: int = 1, ep: int 
     if sequence_parallel not in (True, False):
         raise ValueError(f"sequence_parallel must be True or False; got {sequence_parallel!r}")
     seq_len = m.seq_len if seq_len is None else integer("seq_len", seq_len, minimum=1)
-    recipe(recipe_name)  # validates
+    grads = recipe(recipe_name, grad_bytes_per_param).gradients  # validates both
     base = topology.cluster(system, 1, lnc)
     product = tp * pp * dp * ep
     if n_systems is None:
@@ -451,7 +441,7 @@ def layout(model: str | ModelPreset, tp: int, pp: int = 1, dp: int = 1, ep: int 
     if dtype not in chip.dense_flops_per_s:
         raise ValueError(f"dtype must be one of {sorted(chip.dense_flops_per_s)} for {c.chip}; got {dtype!r}")
     return Layout(m, tp, pp, dp, ep, zero_stage, micro_batch, n_micro_batches, recompute,
-                  bool(sequence_parallel), c, seq_len, recipe_name, dtype)
+                  bool(sequence_parallel), c, seq_len, recipe_name, dtype, float(grads))
 
 
 # --------------------------------------------------------------------- communication coefficients
@@ -492,11 +482,12 @@ def _comm(system: str, n_systems: int, lnc: int, tp: int, pp: int, dp: int) -> _
 
 
 def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, dtype: str,
-          sequence_parallel: bool, mfu: float, dp_overlap: float,
+          sequence_parallel: bool, mfu: float, dp_overlap: float, tp_overlap: float,
+          grad_bytes_per_param: float | None,
           tp: np.ndarray, pp: np.ndarray, dp: np.ndarray, zero: np.ndarray, mb: np.ndarray,
           nmb: np.ndarray, mode: np.ndarray, comm: list[_Comm], comm_idx: np.ndarray) -> dict[str, np.ndarray]:
     """Every formula of the chapter, on arrays (one element per layout)."""
-    r = recipe(recipe_name)
+    r = recipe(recipe_name, grad_bytes_per_param)
     chip = specs.chip(c.chip)
     rpc = c.ranks_per_chip
     n_params = float(m.n_params)
@@ -511,11 +502,15 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
     optim = r.optimizer_bytes_per_param * per_rank_params / np.where(zero >= 1, dpf, 1.0)
     layers_first = np.ceil(L / ppf)
     in_flight = np.minimum(ppf, mf)  # 1F1B: stage 1 stashes up to p micro-batches
-    act_layer = _act_per_layer(seq_len, mbf, m.d_model, m.n_heads, tp, sequence_parallel, mode)
+    # one activation model for the package (sizing): the preset's Llama-style layer
+    coeffs = activation_coefficients(m.n_heads, m.d_model, **activation_options(m))
+    act_layer = _activation_per_layer_array(seq_len, mbf, m.d_model, m.n_heads, tp, sequence_parallel,
+                                            mode, coeffs)
     acts = in_flight * layers_first * act_layer
     # full recompute rebuilds one layer's whole activations during its backward pass
-    peak_extra = np.where(mode == 2, _act_per_layer(seq_len, mbf, m.d_model, m.n_heads, tp,
-                                                    sequence_parallel, np.zeros_like(mode)), 0.0)
+    peak_extra = np.where(mode == 2, _activation_per_layer_array(seq_len, mbf, m.d_model, m.n_heads, tp,
+                                                                 sequence_parallel, np.zeros_like(mode),
+                                                                 coeffs), 0.0)
     acts = acts + peak_extra
     hbm = float(chip.hbm_bytes)
     out = {"weights": weights * rpc, "gradients": grads * rpc, "optimizer": optim * rpc,
@@ -526,7 +521,7 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
 
     # ---- compute: FLOPs per micro-batch per stage, at `mfu` of the chips' peak
     tokens_mb = mbf * s
-    attn = 6.0 * L * s * h  # per token, Kaplan et al. (as sizing.training_flops)
+    attn = 6.0 * L * s * h  # per token, causal count (sizing.training_flops, attention="causal")
     model_flops_mb = (6.0 * n_params + attn) * tokens_mb
     recompute_flops_mb = np.choose(mode, [0.0 * tokens_mb, attn / 3.0 * tokens_mb,
                                           (2.0 * n_params + attn / 3.0) * tokens_mb])
@@ -543,8 +538,9 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
     tp_bytes = 2.0 * mbf * s * h  # BF16 activations
     t_ar = coef("tp_ar", 0) + coef("tp_ar", 1) * tp_bytes
     layers_stage = L / ppf
-    tp_fwd = 2.0 * layers_stage * t_ar
-    tp_bwd = np.where(mode == 2, 4.0, 2.0) * layers_stage * t_ar
+    # the share tp_overlap of it runs behind compute; the rest is on the critical path
+    tp_fwd = (1.0 - tp_overlap) * 2.0 * layers_stage * t_ar
+    tp_bwd = (1.0 - tp_overlap) * np.where(mode == 2, 4.0, 2.0) * layers_stage * t_ar
     # PP: one activation send forward and one gradient send backward per micro-batch;
     # with sequence parallelism (or Megatron's scatter/gather) each rank sends 1/t of it
     pp_bw = np.array([x.pp_bytes_per_s or 0.0 for x in comm])[comm_idx]
@@ -598,7 +594,8 @@ class LayoutEstimate:
     hbm_bytes : float
         HBM per chip (from specs).
     time_s : dict
-        Per step: ``compute``, ``tp_comm``, ``pp_comm``, ``bubble``, ``dp_exposed``.
+        Per step: ``compute``, ``tp_comm`` (the exposed part of the TP all-reduces),
+        ``pp_comm``, ``bubble``, ``dp_exposed``.
     dp_comm_s : float
         All data-parallel traffic of a step (hidden or not).
     overlap_window_s : float
@@ -663,19 +660,22 @@ class LayoutEstimate:
         return pd.DataFrame({"part": parts, "seconds": t, "share": [x / total for x in t]})
 
 
-def evaluate(lay: Layout, *, mfu: float = 0.4, dp_overlap: float = 1.0,
+def evaluate(lay: Layout, *, mfu: float = 0.4, dp_overlap: float = 1.0, tp_overlap: float = 0.0,
              min_headroom_fraction: float = 0.10) -> LayoutEstimate:
     """Memory per chip and a first-order step time for a layout.
 
     Memory per rank (Ψ parameters, recipe bytes ``w, g, K``; Rajbhandari et al.):
     weights ``wΨ/(tp·pp)`` (÷dp under ZeRO-3), gradients ``gΨ/(tp·pp)`` (÷dp under
     ZeRO-2 and 3), optimizer ``KΨ/(tp·pp)`` (÷dp under ZeRO-1 to 3); activations
-    ``min(p, m) · ⌈L/p⌉`` layers of Korthikanti et al.'s per-layer bytes (1F1B:
-    the first stage keeps up to ``p`` micro-batches; §4.2.3). Per chip: times the
-    ranks per chip.
+    ``min(p, m) · ⌈L/p⌉`` layers of Korthikanti et al.'s per-layer bytes for the
+    model's Llama-style layer (:func:`trainium_lab.sizing.activation_bytes_per_layer`;
+    1F1B: the first stage keeps up to ``p`` micro-batches; §4.2.3), plus, under full
+    recomputation, one layer's full activations while it is recomputed. Per chip:
+    times the ranks per chip.
 
-    Step time: ``m`` micro-batch slots of compute, TP all-reduces and pipeline
-    sends, plus the bubble ``(p − 1)`` slots (Narayanan et al. §2.2.1), plus the
+    Step time: ``m`` micro-batch slots of compute, the exposed part of the TP
+    all-reduces (all of it unless ``tp_overlap`` says otherwise) and pipeline sends,
+    plus the bubble ``(p − 1)`` slots (Narayanan et al. §2.2.1), plus the
     data-parallel traffic that the backward pass does not hide.
 
     Parameters
@@ -688,6 +688,13 @@ def evaluate(lay: Layout, *, mfu: float = 0.4, dp_overlap: float = 1.0,
     dp_overlap : float
         Share of the backward window that can hide DP traffic, in [0, 1] (1 = bucketed,
         perfectly overlapped reductions; 0 = none).
+    tp_overlap : float
+        Share of the tensor-parallel collective time hidden behind computation, in [0, 1].
+        0 (the default) puts every TP all-reduce on the critical path: in Megatron-LM's
+        tensor parallelism each one sits between two matrix multiplies that depend on it
+        (Shoeybi et al. 2019, §3, operators *f* and *g*), and Megatron-LM overlaps them with
+        GEMMs only when asked (its ``--tp-comm-overlap`` option, off by default). Set the
+        share your framework hides, once you have measured it.
     min_headroom_fraction : float
         Share of HBM to keep free for the runtime, buffers and fragmentation, in [0, 1).
 
@@ -700,9 +707,9 @@ def evaluate(lay: Layout, *, mfu: float = 0.4, dp_overlap: float = 1.0,
     >>> from trainium_lab.units import GiB
     >>> est = evaluate(layout("llama3-405b", tp=64, pp=4, dp=2, micro_batch=1, n_micro_batches=64, lnc=2))
     >>> round(est.memory_bytes["optimizer"] / GiB, 2), round(est.memory_bytes["activations"] / GiB, 1)
-    (35.36, 34.0)
-    >>> round(est.headroom_bytes / GiB, 1), est.fits   # selective recompute leaves 3 GiB: under the 10 % margin
-    (3.1, False)
+    (35.36, 31.8)
+    >>> round(est.headroom_bytes / GiB, 1), est.fits   # selective recompute leaves 5 GiB: under the 10 % margin
+    (5.3, False)
     >>> round(est.time_s["bubble"] / (est.time_s["compute"] + est.time_s["tp_comm"] + est.time_s["pp_comm"]), 4)
     0.0469
     """
@@ -710,11 +717,13 @@ def evaluate(lay: Layout, *, mfu: float = 0.4, dp_overlap: float = 1.0,
         raise ValueError(f"lay must be a Layout (build it with layouts.layout); got {type(lay).__name__}")
     mfu = in_range("mfu", mfu, 0.0, 1.0, low_open=True)
     dp_overlap = in_range("dp_overlap", dp_overlap, 0.0, 1.0)
+    tp_overlap = in_range("tp_overlap", tp_overlap, 0.0, 1.0)
     min_headroom_fraction = in_range("min_headroom_fraction", min_headroom_fraction, 0.0, 1.0, high_open=True)
     c = lay.cluster
     cm = _comm(c.system, c.n_systems, c.lnc, lay.tp, lay.pp, lay.dp)
     one = lambda v: np.array([v])  # noqa: E731
     out = _core(lay.model, c, lay.seq_len, lay.recipe, lay.dtype, lay.sequence_parallel, mfu, dp_overlap,
+                tp_overlap, lay.grad_bytes_per_param,
                 one(lay.tp), one(lay.pp), one(lay.dp), one(lay.zero_stage), one(lay.micro_batch),
                 one(lay.n_micro_batches), one(_RECOMPUTE_INDEX[lay.recompute]), [cm], one(0))
     f = {k: float(v[0]) for k, v in out.items()}
@@ -770,7 +779,8 @@ class Plan:
                       recompute=str(r.recompute), system=c.system, n_systems=c.n_systems, lnc=c.lnc,
                       sequence_parallel=self.settings.get("sequence_parallel", True),
                       seq_len=self.settings.get("seq_len"), recipe_name=self.settings.get("recipe_name", "bf16-adam"),
-                      dtype=self.settings.get("dtype", "bf16"))
+                      dtype=self.settings.get("dtype", "bf16"),
+                      grad_bytes_per_param=self.settings.get("grad_bytes_per_param"))
 
     def explain(self) -> list[str]:
         """Plain sentences: the winner, where its time goes, what memory ruled out, the runner-up."""
@@ -830,7 +840,8 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
          zero_stages: tuple[int, ...] = (0, 1, 2, 3), recompute: tuple[str, ...] = RECOMPUTE_MODES,
          sequence_parallel: bool = True, mfu: float = 0.4, dp_overlap: float = 1.0,
          min_headroom_fraction: float = 0.10, seq_len: int | None = None, recipe_name: str = "bf16-adam",
-         dtype: str = "bf16", n_tokens: float | None = None) -> Plan:
+         dtype: str = "bf16", n_tokens: float | None = None, tp_overlap: float = 0.0,
+         grad_bytes_per_param: float | None = None) -> Plan:
     """Evaluate every valid layout of ``model`` on a cluster; keep those that fit; rank by tokens/s.
 
     Enumerates every ``(tp, pp, dp)`` with ``tp·pp·dp`` = ranks
@@ -851,8 +862,10 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
         Sequences per optimizer step (fixed: layouts differ only in how they split it).
     micro_batches, zero_stages, recompute : tuple
         Options to search.
-    mfu, dp_overlap, min_headroom_fraction :
-        As in :func:`evaluate`.
+    mfu, dp_overlap, tp_overlap, min_headroom_fraction :
+        As in :func:`evaluate` (``tp_overlap`` 0 by default: TP all-reduces fully exposed).
+    grad_bytes_per_param : float, optional
+        As in :func:`layout` (default 2, BF16 gradients).
     n_tokens : float, optional
         Token budget: adds ``days`` (training time at that throughput).
 
@@ -878,6 +891,7 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     global_batch = integer("global_batch", global_batch, minimum=1)
     mfu = in_range("mfu", mfu, 0.0, 1.0, low_open=True)
     dp_overlap = in_range("dp_overlap", dp_overlap, 0.0, 1.0)
+    tp_overlap = in_range("tp_overlap", tp_overlap, 0.0, 1.0)
     min_headroom_fraction = in_range("min_headroom_fraction", min_headroom_fraction, 0.0, 1.0, high_open=True)
     mbs = sorted(set(sequence("micro_batches", micro_batches, integer)))
     zs = sorted(set(sequence("zero_stages", zero_stages,
@@ -886,7 +900,7 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     if not mbs or not zs or not modes:
         raise ValueError("micro_batches, zero_stages and recompute must each list at least one option")
     seq_len = m.seq_len if seq_len is None else integer("seq_len", seq_len, minimum=1)
-    recipe(recipe_name)
+    grads = recipe(recipe_name, grad_bytes_per_param).gradients
     if dtype not in specs.chip(c.chip).dense_flops_per_s:
         raise ValueError(f"dtype must be one of {sorted(specs.chip(c.chip).dense_flops_per_s)}; got {dtype!r}")
     if n_tokens is not None:
@@ -911,7 +925,8 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
                          "parallel degree divides it together with the micro-batch sizes")
     arr = np.array(rows, dtype=np.int64)
     tp, pp, dp, z, mb, nmb, mode, idx = arr.T
-    out = _core(m, c, seq_len, recipe_name, dtype, sequence_parallel, mfu, dp_overlap,
+    out = _core(m, c, seq_len, recipe_name, dtype, sequence_parallel, mfu, dp_overlap, tp_overlap,
+                grads,
                 tp, pp, dp, z, mb, nmb, mode, comms, idx)
     levels = {k: np.array([x.levels[k] for x in comms])[idx] for k in ("tp", "pp", "dp")}
     modes_arr = np.array(RECOMPUTE_MODES)[mode]
@@ -937,18 +952,23 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     fitting = df[df["fits"]].reset_index(drop=True)
     fitting.insert(0, "rank", np.arange(1, len(fitting) + 1))
     settings = dict(sequence_parallel=sequence_parallel, seq_len=seq_len, recipe_name=recipe_name,
-                    dtype=dtype, mfu=mfu, dp_overlap=dp_overlap)
+                    dtype=dtype, mfu=mfu, dp_overlap=dp_overlap, tp_overlap=tp_overlap,
+                    grad_bytes_per_param=grads)
     return Plan(fitting, df, m, c, global_batch, min_headroom_fraction, time.perf_counter() - t0, settings)
 
 
 # --------------------------------------------------------------------- the worked example
 
 
-def fully_sharded_table(n_params: float = 405e9, bytes_per_param: float = 16.0,
-                        system: str = "trn2-ultraserver", counts: tuple[int, ...] = (1, 2, 4)) -> pd.DataFrame:
+def fully_sharded_table(n_params: float = 405e9, bytes_per_param: float | None = None,
+                        system: str = "trn2-ultraserver", counts: tuple[int, ...] = (1, 2, 4), *,
+                        grad_bytes_per_param: float | None = None) -> pd.DataFrame:
     """State per chip when every byte of it is sharded over all chips (ZeRO-3 / FSDP).
 
-    The lower bound of any layout: ``n_params · bytes_per_param / n_chips``.
+    The lower bound of any layout: ``n_params · bytes_per_param / n_chips``. By default
+    ``bytes_per_param`` is BF16 mixed precision with Adam with ``grad_bytes_per_param``
+    bytes per gradient (:func:`trainium_lab.sizing.training_state_bytes`): 2 (BF16,
+    16 B/param) unless given; 4 (FP32, 18 B/param) is the Megatron-LM / DeepSpeed count.
 
     Returns
     -------
@@ -962,20 +982,22 @@ def fully_sharded_table(n_params: float = 405e9, bytes_per_param: float = 16.0,
     ([94.3, 47.1, 23.6], [1.7, 48.9, 72.4])
     """
     n_params = positive("n_params", n_params)
-    bytes_per_param = positive("bytes_per_param", bytes_per_param)
+    state = training_state_bytes(n_params, bytes_per_param, grad_bytes_per_param=grad_bytes_per_param)
+    if isinstance(counts, (str, bytes)) or not hasattr(counts, "__iter__"):
+        raise ValueError(f"counts must be a list of system counts, got {counts!r}")
     s = specs.system(system)
     hbm = float(s.chip.hbm_bytes)
     rows = []
     for k in sequence("counts", counts, lambda name, x: integer(name, x, minimum=1, maximum=10**6)):
         n = s.n_chips * k
-        per = n_params * bytes_per_param / n
+        per = state / n
         rows.append({"n_systems": k, "n_chips": n, "state_gib_per_chip": per / GiB,
                      "left_gib_per_chip": (hbm - per) / GiB, "share_of_hbm": per / hbm})
     return pd.DataFrame(rows)
 
 
 def worked_example(n_params: float = 405e9) -> dict[str, float]:
-    """The background documents' 405B numbers, from this module's functions.
+    """The chapter's 405B worked example, from this module's functions.
 
     Returns a dict: ``state_gib`` (16 B/param), ``ultraserver_hbm_gib``,
     ``share_of_one_ultraserver``, ``left_gib_one``, ``zero1_gib`` and ``zero1_left_gib``

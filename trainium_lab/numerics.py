@@ -40,7 +40,8 @@ import numpy as np
 import pandas as pd
 
 from trainium_lab import specs
-from trainium_lab._validate import choice, finite_number, integer, positive, sequence
+from trainium_lab._validate import choice, finite_number, in_range, integer, positive, sequence
+from trainium_lab.sizing import DEFAULT_GRAD_BYTES_PER_PARAM
 from trainium_lab.units import GiB
 
 __all__ = [
@@ -187,7 +188,9 @@ def ulp(x: Any, dtype: Any) -> np.ndarray | float:
     Parameters
     ----------
     x : float or array_like
-        Finite values (magnitude up to the format's ``max_finite``).
+        Finite values with magnitude up to the format's ``max_finite``. Larger values
+        are not in the format at all (they overflow: ``float8_e4m3fn`` casts them to
+        NaN, the others to ±inf), so they have no gap and raise ``ValueError``.
     dtype : str
         One of :data:`FORMATS`.
 
@@ -201,11 +204,22 @@ def ulp(x: Any, dtype: Any) -> np.ndarray | float:
     True
     >>> float(ulp(300.0, "float8_e4m3fn"))
     32.0
+    >>> ulp(1000.0, "float8_e4m3fn")
+    Traceback (most recent call last):
+    ...
+    ValueError: x must be within ±448 for float8_e4m3fn: larger values overflow (this format casts them to NaN); got a magnitude of 1000
     """
     f = format_info(dtype)
-    a = np.abs(np.asarray(x, dtype=np.float64))
+    try:
+        a = np.abs(np.asarray(x, dtype=np.float64))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"x must be real numbers ({exc})") from None
     if not np.all(np.isfinite(a)):
         raise ValueError("x must be finite")
+    if np.any(a > f.max_finite):
+        to = "NaN" if not f.has_inf else "±inf"
+        raise ValueError(f"x must be within ±{f.max_finite:g} for {f.name}: larger values overflow "
+                         f"(this format casts them to {to}); got a magnitude of {float(a.max()):g}")
     _, e = np.frexp(a)  # a = m * 2**e with m in [0.5, 1): floor(log2 a) = e - 1
     exponent = np.where(a == 0, f.min_exponent, np.maximum(e - 1, f.min_exponent))
     out = np.ldexp(1.0, exponent - f.mantissa_bits)
@@ -514,7 +528,7 @@ def repeated_updates(update: float = 1e-4, n_steps: int = 1000, dtype: Any = "bf
     """Add the same small update to many weights, rounding to ``dtype`` after each step.
 
     Each step computes ``w + update`` in float32 and rounds it with ``mode``, as a
-    pure low-precision optimizer step would. The background documents' case is
+    pure low-precision optimizer step would. The chapter's case is
     10,000 BF16 weights at 1.0 with 1e-4 added a thousand times.
 
     Returns
@@ -707,12 +721,14 @@ def train_linear_regression(learning_rate: float = 0.01, n_steps: int = 1000,
 _OPTIMIZER_STATE = {"adam": 8.0, "sgd-momentum": 4.0, "sgd": 0.0}
 
 
-def bytes_per_param(master_weights: bool = True, optimizer: str = "adam") -> float:
-    """Training-state bytes per parameter with BF16 weights and gradients.
+def bytes_per_param(master_weights: bool = True, optimizer: str = "adam", *,
+                    grad_bytes_per_param: float = DEFAULT_GRAD_BYTES_PER_PARAM) -> float:
+    """Training-state bytes per parameter with BF16 weights.
 
-    BF16 weights (2) + BF16 gradients (2) + optimizer state in FP32 (Adam's two
-    moments: 8; SGD with momentum: 4; plain SGD: 0) + an FP32 master copy (4) if
-    kept. With Adam: 16 with the master copy, 12 without.
+    BF16 weights (2) + gradients (``grad_bytes_per_param``: 2 for BF16, the course's
+    convention; 4 for FP32, as Megatron-LM and DeepSpeed count) + optimizer state in
+    FP32 (Adam's two moments: 8; SGD with momentum: 4; plain SGD: 0) + an FP32 master
+    copy (4) if kept. With Adam and BF16 gradients: 16 with the master copy, 12 without.
 
     References
     ----------
@@ -723,16 +739,22 @@ def bytes_per_param(master_weights: bool = True, optimizer: str = "adam") -> flo
     --------
     >>> bytes_per_param(True), bytes_per_param(False)
     (16.0, 12.0)
+    >>> bytes_per_param(True, grad_bytes_per_param=4)
+    18.0
     """
     if not isinstance(master_weights, (bool, np.bool_)):
         raise ValueError(f"master_weights must be True or False, got {master_weights!r}")
     optimizer = choice("optimizer", optimizer, tuple(_OPTIMIZER_STATE))
-    return 2.0 + 2.0 + _OPTIMIZER_STATE[optimizer] + (4.0 if master_weights else 0.0)
+    grads = in_range("grad_bytes_per_param", grad_bytes_per_param, 0.0, 64.0)
+    return 2.0 + grads + _OPTIMIZER_STATE[optimizer] + (4.0 if master_weights else 0.0)
 
 
 def training_state_bytes(n_params: float, master_weights: bool = True,
-                         optimizer: str = "adam") -> float:
+                         optimizer: str = "adam", *,
+                         grad_bytes_per_param: float = DEFAULT_GRAD_BYTES_PER_PARAM) -> float:
     """Bytes of weights, gradients and optimizer state (no activations).
+
+    ``grad_bytes_per_param`` as in :func:`bytes_per_param` (2 = BF16 by default).
 
     Examples
     --------
@@ -740,12 +762,16 @@ def training_state_bytes(n_params: float, master_weights: bool = True,
     120.0
     """
     n_params = positive("n_params", n_params)
-    return n_params * bytes_per_param(master_weights, optimizer)
+    return n_params * bytes_per_param(master_weights, optimizer, grad_bytes_per_param=grad_bytes_per_param)
 
 
 def master_weights_saving(n_params: float = 70e9, chip: str = "trn2",
-                          optimizer: str = "adam") -> pd.DataFrame:
+                          optimizer: str = "adam", *,
+                          grad_bytes_per_param: float = DEFAULT_GRAD_BYTES_PER_PARAM) -> pd.DataFrame:
     """Training state with and without an FP32 master copy, against one chip's HBM.
+
+    ``grad_bytes_per_param`` as in :func:`bytes_per_param` (2 = BF16 gradients by default;
+    the saving, 4 bytes per parameter, does not depend on it).
 
     Returns
     -------
@@ -764,11 +790,11 @@ def master_weights_saving(n_params: float = 70e9, chip: str = "trn2",
     >>> round(float(df.attrs["saving_gib"]), 1)
     260.8
     """
-    n_params = positive("n_params", n_params)
+    n_params = in_range("n_params", n_params, 0.0, 1e18, low_open=True)
     spec = specs.chip(chip)
     rows = []
     for label, mw in (("with FP32 master", True), ("without (pure BF16)", False)):
-        bpp = bytes_per_param(mw, optimizer)
+        bpp = bytes_per_param(mw, optimizer, grad_bytes_per_param=grad_bytes_per_param)
         state = n_params * bpp
         rows.append({"setup": label, "bytes_per_param": bpp, "state_bytes": state,
                      "state_gib": state / GiB, "chips": state / spec.hbm_bytes,

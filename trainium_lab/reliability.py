@@ -165,8 +165,9 @@ def blast_radius(failed: str = "chip", system: str = "trn2-ultraserver", *, chip
     * ``"failed"``: in the broken part (1 chip, its 16-chip instance, or all 64).
     * ``"replaced with it"``: healthy, but inside the unit that is swapped out
       (``replacement="instance"`` swaps the instance holding the failure;
-      ``"system"`` swaps the whole domain, as the background documents advise for
-      an UltraServer so the ring links between its four instances stay intact).
+      ``"system"`` swaps the whole domain: a rule of thumb for an UltraServer, so
+      the NeuronLink ring between its four instances, which the Trn2 architecture
+      page describes, stays intact).
     * ``"stalled (healthy, waiting)"``: healthy and not replaced, yet idle until
       the restart.
 
@@ -256,7 +257,7 @@ def young_interval_s(checkpoint_s: float, mtbf_s: float) -> float:
 
     Examples
     --------
-    The background documents' case, 90 s checkpoints and a 24 h MTBF:
+    A 90 s checkpoint and a 24 h MTBF:
 
     >>> from trainium_lab.units import hour, minute
     >>> round(young_interval_s(90, 24 * hour) / minute, 1)
@@ -578,8 +579,18 @@ class MonteCarloResult:
 
     @property
     def lost_fraction(self) -> float:
-        """1 − total useful work / total wall time over all runs (comparable to :func:`lost_fraction`)."""
+        """1 − total useful work / total wall time over all runs.
+
+        Compare it with :attr:`analytic_lost_fraction`, the same quantity for runs of
+        ``work_s``; :func:`lost_fraction` is the long-run rate, which differs slightly
+        because a finite run ends with a shorter segment.
+        """
         return float(1.0 - self.work_s / self.wall_s.mean())
+
+    @property
+    def analytic_lost_fraction(self) -> float:
+        """The model's expected lost fraction for a run of ``work_s`` (from :attr:`expected_wall_s`)."""
+        return float(1.0 - self.work_s / self.expected_wall_s)
 
     @property
     def lost_fraction_stderr(self) -> float:
@@ -599,11 +610,15 @@ class MonteCarloResult:
         return float(out)
 
     def summary(self) -> pd.DataFrame:
-        """One-row table: simulated and analytic lost fraction, mean goodput, failures per run."""
+        """One-row table: simulated and analytic lost fraction, mean goodput, failures per run.
+
+        ``analytic`` is :attr:`analytic_lost_fraction`: the expectation for runs of the same
+        length as the simulated ones, the value the simulation estimates.
+        """
         return pd.DataFrame([{
             "interval_min": self.interval_s / 60.0, "runs": self.n_runs,
             "lost_fraction": self.lost_fraction, "stderr": self.lost_fraction_stderr,
-            "analytic": 1.0 - self.work_s / self.expected_wall_s,
+            "analytic": self.analytic_lost_fraction,
             "mean_goodput": float(self.goodput.mean()),
             "failures_per_run": float(self.n_failures.mean()),
         }])
@@ -818,7 +833,8 @@ def mtbf_vs_job_size(chip_mtbf_s: float, system: str = "trn2-ultraserver", *,
 
 # ----------------------------------------------------- operational failure modes
 
-#: (failure mode, symptom, cause, fix, where the course took it from)
+#: (failure mode, symptom, cause, fix, source): the source is a public page that explains the
+#: mechanism, or "rule of thumb" with the chapter whose model shows why
 FAILURE_MODES: tuple[tuple[str, str, str, str, str], ...] = (
     ("Hardware failure mid-run",
      "One rank dies or reports a device error; every other rank blocks in its next collective "
@@ -827,7 +843,8 @@ FAILURE_MODES: tuple[tuple[str, str, str, str, str], ...] = (
      "missing.",
      "Health checks and automatic node replacement, then restart from the latest checkpoint; "
      "choose the checkpoint interval from the measured MTBF.",
-     "background documents 002, 004"),
+     "AWS Neuron docs, Collective communication (every rank takes part in each collective); "
+     "Llama Team 2024, arXiv:2407.21783, section 3.3.4 (interruptions and restarts)"),
     ("Recompilation from shape changes",
      "Step time jumps every few steps; compiler messages or cache misses keep appearing "
      "mid-run.",
@@ -835,63 +852,69 @@ FAILURE_MODES: tuple[tuple[str, str, str, str, str], ...] = (
      "new graph to compile.",
      "Pad to a few fixed length buckets; drop or pad the last partial batch; avoid .item() and "
      "value-dependent Python branches inside the step.",
-     "background documents 000, 002"),
+     "AWS Neuron docs, PyTorch NeuronX neuron_parallel_compile CLI (a traced graph that "
+     "differs from earlier steps is compiled again)"),
     ("Compile on the first step",
      "The first step takes many minutes and looks like a hang.",
      "Ahead-of-time compilation of a cold cache, or a cache miss because the SDK version, "
      "compiler flags or LNC differ from the cached build.",
      "Warm a shared compile cache (NEURON_COMPILE_CACHE_URL on S3) with neuron_parallel_compile "
      "or a short run; key it by SDK version, flags and LNC.",
-     "background documents 000, 002 (cache location and keying confirmed by the audit)"),
+     "AWS Neuron docs, Neuron Persistent Cache; PyTorch NeuronX neuron_parallel_compile CLI "
+     "(pre-compiles into the cache on disk or in S3)"),
     ("Out of device memory at load",
      "The job fails while loading, before the first step.",
      "Weights, optimizer state and activations (plus buffers of every loaded NEFF) exceed the "
      "HBM available per core.",
      "Shard more, recompute activations, shrink the micro-batch; plan activation headroom first.",
-     "background documents 000, 002, 004"),
+     "rule of thumb: chapters 04 and 05 size state and activations against HBM"),
     ("Collective hang from diverging graphs",
      "All ranks stall inside a collective with no error until a timeout.",
      "Ranks took different code paths, compiled different graphs, and issue collectives that do "
      "not match.",
      "Keep control flow identical on every rank; no rank-dependent or data-dependent branches "
      "in the step.",
-     "background document 000"),
+     "rule of thumb: a collective completes only when every rank issues the matching one "
+     "(chapter 03)"),
     ("LNC mismatch",
      "A compiled graph fails to load, or only half the NeuronCores do work.",
      "The graph was compiled for one logical NeuronCore setting (--logical-nc-config) and run "
      "with another (NEURON_LOGICAL_NC_CONFIG).",
      "Set both explicitly in the job spec and in the compile-cache key.",
-     "background documents 000, 004 (confirmed by the audit)"),
+     "AWS Neuron docs, Logical NeuronCore configuration (the compiler's and the runtime's "
+     "settings must agree)"),
     ("SDK version mismatch",
      "The runtime refuses to load a NEFF, or a container fails against the host driver.",
      "A runtime older than the compiler that built the NEFF, or a container SDK that does not "
      "match the driver on the host.",
      "Pin one Neuron SDK release and upgrade driver, runtime, compiler and framework together.",
-     "background documents 000, 002"),
+     "rule of thumb: pin one SDK release"),
     ("TP across the ring by accident",
      "Step time is higher than planned, with no error at all.",
      "The process grid orders ranks instance-first, so tensor-parallel groups cross the ring "
      "between instances at a quarter of the bandwidth inside the 4x4 torus.",
      "Print the rank-to-chip map at start-up and check that each TP group sits in one instance.",
-     "background document 004 (bandwidths confirmed by the audit)"),
+     "AWS Neuron docs, Amazon EC2 Trn2 Architecture (the ring between instances is slower than "
+     "the torus inside one); chapter 03"),
     ("Partial UltraServer",
      "Collectives are slower than expected or fail at start-up, often after a replacement.",
      "The four instances were scheduled as independent nodes, or one was replaced by an "
      "instance outside the UltraServer: the ring links between instances are missing.",
      "Schedule and replace the four instances of an UltraServer as one unit.",
-     "background document 004"),
+     "AWS Neuron docs, Amazon EC2 Trn2 Architecture (an UltraServer is four trn2u.48xlarge "
+     "instances joined by NeuronLink); rule of thumb for scheduling"),
     ("EFA saturation",
      "NeuronCores sit idle at the end of every step.",
      "The data-parallel gradient reduction over EFA does not overlap the backward pass.",
      "Profile; bucket the gradients and overlap their reduction with compute; shard the "
      "optimizer state.",
-     "background document 004"),
+     "rule of thumb: chapter 05's model of the exposed data-parallel traffic"),
     ("Untested restart",
      "The first real failure costs hours instead of minutes.",
      "The restart path was never exercised: checkpoints cannot be resharded onto a new domain, "
      "or auto-resume is misconfigured.",
      "Rehearse a full-domain restart and a restore before the long run; automate it.",
-     "background documents 002, 004"),
+     "rule of thumb: chapter 06's lost-time model counts the restart on every failure"),
 )
 
 

@@ -38,7 +38,7 @@ from trainium_lab._validate import UnknownNameError, integer, positive, sequence
 __all__ = [
     "Device", "device", "device_names", "bytes_per_element", "matmul_flops", "matmul_bytes",
     "arithmetic_intensity", "ridge_point", "square_size_at_ridge", "MatmulBound",
-    "matmul_bound", "ArrayUtilisation", "array_utilisation", "roofline_curve",
+    "matmul_bound", "ArrayUtilisation", "contraction_rows", "array_utilisation", "roofline_curve",
     "utilisation_curve", "ridge_table",
 ]
 
@@ -216,8 +216,8 @@ def ridge_point(chip: str, dtype: str = "bf16") -> float:
     chip : str
         A Trainium chip or comparison accelerator (see :func:`device_names`).
     dtype : str
-        A dtype the chip has a dense rate for in ``data/`` (Trainium3 has ``mxfp8``, not
-        ``fp8``).
+        A dtype the chip has a dense rate for in ``data/`` (on Trainium3 ``fp8`` runs at the
+        BF16 rate and ``mxfp8`` at four times it).
 
     Returns
     -------
@@ -281,14 +281,43 @@ class ArrayUtilisation:
         return self.k_tiles * self.m_tiles
 
 
-def array_utilisation(m: int, n: int, k: int, chip: str = "trn2") -> ArrayUtilisation:
+def contraction_rows(chip: str = "trn2", dtype: str = "bf16") -> int:
+    """Rows of the tensor engine's array one instruction contracts over, for ``dtype``.
+
+    128 (the SBUF partitions) in general; the NKI guides give more for the fast 8-bit
+    modes: Trainium2's double-FP8 mode contracts over 256 (a 256 × 128 array to the
+    programmer), Trainium3's MX matmul over 512 (512 × 128). Read from ``data/cores.csv``
+    (``tensor_contraction_max.<dtype>``, the rows chapter 08's emulator reads too, else
+    ``tensor_rows``).
+
+    References
+    ----------
+    AWS Neuron docs, "Trainium2 Architecture Guide for NKI" (Double FP8 Matmul
+    Performance) and "Trainium3 Architecture Guide for NKI" (Quad-MXFP8/MXFP4 Matmul).
+
+    Examples
+    --------
+    >>> contraction_rows("trn2", "bf16"), contraction_rows("trn2", "fp8"), contraction_rows("trn3", "mxfp8")
+    (128, 256, 512)
+    >>> contraction_rows("trn3", "fp8")   # plain FP8 on Trainium3: the BF16 data path
+    128
+    """
+    c = specs.chip(chip)
+    key = c.dense_flops_per_s.key(dtype)  # validates dtype for this chip (aliases accepted)
+    try:
+        return int(specs.fact(c.core.name, f"tensor_contraction_max.{key}").base_value)
+    except ValueError:
+        return int(c.core.tensor_rows)
+
+
+def array_utilisation(m: int, n: int, k: int, chip: str = "trn2", dtype: str = "bf16") -> ArrayUtilisation:
     """The fraction of the tensor engine's array a matmul shape keeps busy.
 
-    The NKI guides map the contraction dimension k onto the array's rows (at most
-    ``sbuf_partitions`` = ``tensor_rows`` = 128 per instruction) and the stationary
-    operand's free dimension m onto its columns (at most ``tensor_cols`` = 128); n streams
-    through. A dimension that is not a multiple of the array size leaves the last tile
-    part-empty: ``fill = dim / (ceil(dim / size) · size)``.
+    The NKI guides map the contraction dimension k onto the array's rows (128 SBUF
+    partitions per instruction, or more in the fast 8-bit modes: :func:`contraction_rows`)
+    and the stationary operand's free dimension m onto its columns (at most
+    ``tensor_cols`` = 128); n streams through. A dimension that is not a multiple of the
+    array size leaves the last tile part-empty: ``fill = dim / (ceil(dim / size) · size)``.
 
     Parameters
     ----------
@@ -296,6 +325,8 @@ def array_utilisation(m: int, n: int, k: int, chip: str = "trn2") -> ArrayUtilis
         Matmul dimensions (>= 1): ``C[m, n] = A[m, k] @ B[k, n]``.
     chip : str
         A Trainium chip; its NeuronCore's array size comes from ``data/cores.csv``.
+    dtype : str
+        Operand dtype: sets how many rows one instruction contracts over.
 
     Returns
     -------
@@ -304,7 +335,8 @@ def array_utilisation(m: int, n: int, k: int, chip: str = "trn2") -> ArrayUtilis
     References
     ----------
     AWS Neuron docs, "Trainium/Inferentia2 Architecture Guide for NKI", Tensor Engine:
-    Tile Size (``stationary`` free size <= 128, partition size <= 128).
+    Tile Size (``stationary`` free size <= 128, partition size <= 128); the Trainium2 and
+    Trainium3 NKI guides for the 256- and 512-row modes.
 
     Examples
     --------
@@ -317,10 +349,12 @@ def array_utilisation(m: int, n: int, k: int, chip: str = "trn2") -> ArrayUtilis
     0.0078
     >>> round(array_utilisation(128, 128, 129).k_fill, 3)
     0.504
+    >>> array_utilisation(128, 512, 128, "trn2", "fp8").k_fill   # double-FP8 mode: 256 rows
+    0.5
     """
     m, n, k = _dims(m, n, k)
     core = specs.chip(chip).core
-    rows, cols = core.tensor_rows, core.tensor_cols
+    rows, cols = contraction_rows(chip, dtype), core.tensor_cols
     k_tiles, m_tiles = math.ceil(k / rows), math.ceil(m / cols)
     return ArrayUtilisation(m, n, k, rows, cols, k_tiles, m_tiles,
                             k / (k_tiles * rows), m / (m_tiles * cols))
@@ -372,8 +406,8 @@ def matmul_bound(m: int, n: int, k: int, dtype: str = "bf16", chip: str = "trn2"
 
     ``compute_s = 2mnk / peak`` and ``memory_s = (mk + kn + mn)·bytes / HBM bytes/s``;
     the bound is their maximum and the binding resource the larger of the two. With
-    ``tiled=True`` the tensor-engine time also pays for the padded part of the 128 × 128
-    array (``peak · utilisation``; Trainium chips only).
+    ``tiled=True`` the tensor-engine time also pays for the padded part of the array
+    (``peak · utilisation``, :func:`array_utilisation` for ``dtype``; Trainium chips only).
 
     Parameters
     ----------
@@ -412,7 +446,7 @@ def matmul_bound(m: int, n: int, k: int, dtype: str = "bf16", chip: str = "trn2"
     if tiled:
         if d.kind != "trainium":
             raise ValueError(f"tiled=True needs a Trainium chip (trn1, trn2, trn3); got chip={chip!r}")
-        util = array_utilisation(m, n, k, d.key).utilisation
+        util = array_utilisation(m, n, k, d.key, dtype).utilisation
     else:
         util = 1.0
     return MatmulBound(m, n, k, d.dense_flops_per_s.key(dtype), d.key, flops, moved,
@@ -466,7 +500,8 @@ def roofline_curve(chip: str, dtype: str = "bf16", *, low: float = 0.1,
     })
 
 
-def utilisation_curve(dims: Iterable[int], *, chip: str = "trn2", other: int | None = None) -> pd.DataFrame:
+def utilisation_curve(dims: Iterable[int], *, chip: str = "trn2", other: int | None = None,
+                      dtype: str = "bf16") -> pd.DataFrame:
     """Array utilisation as one dimension (k, and m with it) sweeps ``dims``.
 
     Parameters
@@ -475,6 +510,8 @@ def utilisation_curve(dims: Iterable[int], *, chip: str = "trn2", other: int | N
         Values of k to try (each >= 1).
     chip : str
         A Trainium chip.
+    dtype : str
+        Operand dtype (sets the contraction rows, :func:`contraction_rows`).
     other : int, optional
         Fix m at this value; by default m = k (a square tile problem).
 
@@ -488,10 +525,12 @@ def utilisation_curve(dims: Iterable[int], *, chip: str = "trn2", other: int | N
     >>> utilisation_curve([128, 129, 256], other=128).utilisation.round(3).tolist()
     [1.0, 0.504, 1.0]
     """
+    if isinstance(dims, (str, bytes)) or not hasattr(dims, "__iter__"):
+        raise ValueError(f"dims must be a list of integers, got {dims!r}")
     rows = []
     for dim in sequence("dims", dims, integer, min_length=0):
         m = dim if other is None else other
-        u = array_utilisation(m, 512, dim, chip)
+        u = array_utilisation(m, 512, dim, chip, dtype)
         rows.append({"dim": u.k, "m": u.m, "k": u.k, "utilisation": u.utilisation,
                      "tiles": u.tiles})
     if not rows:

@@ -13,6 +13,7 @@ Public API, by question
 *How much of it sits on one device under ZeRO?*
     :func:`zero_bytes_per_device`, :func:`zero_table`
 *How much do activations take?*
+    :func:`activation_coefficients`, :func:`activation_options`,
     :func:`activation_bytes_per_layer`, :func:`activation_bytes`,
     :func:`activation_table`, :func:`usable_state_bytes_per_chip`
 *How many chips and systems?*
@@ -21,6 +22,9 @@ Public API, by question
 *How many FLOPs and how long?*
     :func:`training_flops`, :func:`system_flops_per_s`, :func:`training_time_s`,
     :func:`instance_days`, :func:`days_on_instances`, :func:`mfu_from_throughput`
+*What do Megatron-LM and DeepSpeed say for the same job?*
+    :func:`megatron_theoretical_memory`, :func:`deepspeed_zero_model_states_bytes`,
+    :func:`convention_comparison`
 *Published model configurations*
     :class:`ModelPreset`, :func:`preset`, :func:`presets`, :func:`parameter_count`
 *Everything at once*
@@ -36,24 +40,29 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
+import numpy as np
 import pandas as pd
 
 from trainium_lab import specs
 from trainium_lab._validate import (choice, finite_number, in_range, instance, integer,
                                     positive, sequence)
-from trainium_lab.units import GB, GiB, day
+from trainium_lab.units import GB, GiB, MiB, day
 
 __all__ = [
-    "StateRecipe", "RECIPES", "recipe", "training_state_bytes", "state_breakdown",
+    "StateRecipe", "RECIPES", "DEFAULT_GRAD_BYTES_PER_PARAM", "PEER_GRAD_BYTES_PER_PARAM",
+    "recipe", "training_state_bytes", "state_breakdown",
     "zero_bytes_per_device", "zero_table", "ZERO_STAGES",
-    "RECOMPUTE_MODES", "activation_bytes_per_layer", "activation_bytes", "activation_table",
+    "RECOMPUTE_MODES", "MLP_KINDS", "ActivationCoefficients", "activation_coefficients",
+    "activation_options", "activation_bytes_per_layer", "activation_bytes", "activation_table",
     "DEFAULT_ACTIVATION_SHARE", "usable_state_bytes_per_chip",
     "min_chips_for_state", "min_chips_zero", "min_systems", "sharded_state_table",
-    "training_flops", "system_flops_per_s", "training_time_s", "instance_days",
+    "training_flops", "ATTENTION_COUNTS", "system_flops_per_s", "training_time_s", "instance_days",
     "days_on_instances", "mfu_from_throughput",
+    "deepspeed_zero_model_states_bytes", "MegatronMemoryReport", "megatron_theoretical_memory",
+    "convention_comparison",
     "ModelPreset", "preset", "presets", "presets_table", "parameter_count",
     "SizingPlan", "size_job", "plan_memory_table",
 ]
@@ -103,10 +112,23 @@ class StateRecipe:
         return {c: getattr(self, c) for c in self.COMPONENTS}
 
 
+#: Bytes per gradient value the course counts: BF16 gradients, so BF16 mixed precision with
+#: Adam is 2 + 2 + 12 = 16 bytes per parameter (Rajbhandari et al. 2020, section 3.1).
+DEFAULT_GRAD_BYTES_PER_PARAM = 2.0
+#: Bytes per gradient value in the peers' convention: FP32 gradients (accumulated and reduced
+#: in FP32), so 2 + 4 + 12 = 18 bytes per parameter. Megatron-LM's theoretical memory report
+#: (``megatron/training/theoretical_memory_usage.py``: 18 bytes per parameter without the
+#: distributed optimizer, 6 + 12/dp with it) and DeepSpeed's ZeRO estimators (memory docs:
+#: "Gradients at fp32 take 4 bytes"; 18 bytes per parameter under ZeRO-3) count this way.
+PEER_GRAD_BYTES_PER_PARAM = 4.0
+
 #: Precision recipes. Values are bytes per parameter.
 RECIPES: dict[str, StateRecipe] = {r.key: r for r in (
     StateRecipe("bf16-adam", "BF16 mixed precision + Adam", 2, 2, 4, 4, 4,
                 "Rajbhandari et al. 2020 (arXiv:1910.02054) section 3.1: 2 + 2 + 12 bytes"),
+    StateRecipe("bf16-adam-fp32-grads", "BF16 mixed precision + Adam, FP32 gradients", 2, 4, 4, 4, 4,
+                "NVIDIA/Megatron-LM megatron/training/theoretical_memory_usage.py (18 bytes per "
+                "parameter); DeepSpeed docs, Memory Requirements (fp32 gradients, 4 bytes)"),
     StateRecipe("bf16-sr-adam", "BF16 + stochastic rounding, no master copy", 2, 2, 0, 4, 4,
                 "Zamirai et al. 2020 (arXiv:2010.06192): BF16 weights updated with "
                 "stochastic rounding need no FP32 master copy"),
@@ -120,32 +142,75 @@ RECIPES: dict[str, StateRecipe] = {r.key: r for r in (
 )}
 
 
-def recipe(name: str) -> StateRecipe:
+#: largest shape values accepted (far beyond any model; keeps every product finite)
+_MAX_DIM = 10**9
+#: largest parameter count accepted (10^18: far beyond any model; keeps every product finite)
+_MAX_PARAMS = 1e18
+
+
+def _n_params(n_params: float) -> float:
+    return in_range("n_params", n_params, 0.0, _MAX_PARAMS, low_open=True)
+
+
+def _int_list(name: str, values, minimum: int = 0, maximum: int | None = None) -> list[int]:
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise ValueError(f"{name} must be a list of integers, got {values!r}")
+    out = [integer(name, v, minimum=minimum, maximum=maximum) for v in values]
+    if not out:
+        raise ValueError(f"{name} must hold at least one value")
+    return out
+
+
+def _grad_bytes(grad_bytes_per_param: float | None) -> float | None:
+    if grad_bytes_per_param is None:
+        return None
+    return in_range("grad_bytes_per_param", grad_bytes_per_param, 0.0, 64.0)
+
+
+def recipe(name: str, grad_bytes_per_param: float | None = None) -> StateRecipe:
     """Look up a precision recipe by key (see :data:`RECIPES`).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`RECIPES` (a :class:`StateRecipe` is returned as it is).
+    grad_bytes_per_param : float, optional
+        Replace the recipe's gradient bytes, in [0, 64]. The course's recipes keep BF16
+        gradients (:data:`DEFAULT_GRAD_BYTES_PER_PARAM` = 2); Megatron-LM and DeepSpeed keep
+        FP32 gradients (:data:`PEER_GRAD_BYTES_PER_PARAM` = 4), 2 bytes more per parameter.
 
     Examples
     --------
     >>> recipe("bf16-adam").bytes_per_param
     16
+    >>> recipe("bf16-adam", grad_bytes_per_param=4).bytes_per_param
+    18.0
     >>> recipe("bf16-sr-adam").optimizer_bytes_per_param
     8
     """
-    if isinstance(name, StateRecipe):
-        return name
-    return RECIPES[choice("recipe", name, RECIPES)]
+    g = _grad_bytes(grad_bytes_per_param)
+    r = name if isinstance(name, StateRecipe) else RECIPES[choice("recipe", name, RECIPES)]
+    if g is None or g == r.gradients:
+        return r
+    return replace(r, label=f"{r.label} ({g:g}-byte gradients)", gradients=g)
 
 
-def training_state_bytes(n_params: float, bytes_per_param: float = 16.0) -> float:
+def training_state_bytes(n_params: float, bytes_per_param: float | None = None, *,
+                         grad_bytes_per_param: float | None = None) -> float:
     """Bytes of training state (weights, gradients, master copy, optimizer moments).
 
     Parameters
     ----------
     n_params : float
         Number of parameters (> 0).
-    bytes_per_param : float
-        Bytes per parameter (> 0). 16 is BF16 mixed precision with Adam:
-        2 (BF16 weights) + 2 (BF16 gradients) + 4 (FP32 master) + 4 + 4 (Adam
-        moments); ``recipe(...).bytes_per_param`` gives the others.
+    bytes_per_param : float, optional
+        Bytes per parameter (> 0), all components together. Default: BF16 mixed
+        precision with Adam, 2 (BF16 weights) + ``grad_bytes_per_param`` + 4 (FP32
+        master) + 4 + 4 (Adam moments); ``recipe(...).bytes_per_param`` gives the others.
+    grad_bytes_per_param : float, optional
+        Bytes per gradient for the default recipe: 2 (BF16, the course's convention,
+        16 B/param) unless given; 4 is FP32 gradients, the Megatron-LM / DeepSpeed
+        convention (18 B/param). Give it or ``bytes_per_param``, not both.
 
     Returns
     -------
@@ -154,21 +219,36 @@ def training_state_bytes(n_params: float, bytes_per_param: float = 16.0) -> floa
 
     References
     ----------
-    Rajbhandari et al. 2020, ZeRO, arXiv:1910.02054, section 3.1.
+    Rajbhandari et al. 2020, ZeRO, arXiv:1910.02054, section 3.1 (2 + 2 + 12 bytes);
+    NVIDIA/Megatron-LM ``theoretical_memory_usage.py`` (18 bytes per parameter).
 
     Examples
     --------
     >>> from trainium_lab.units import GiB
-    >>> round(training_state_bytes(405e9) / GiB, 2)  # the background documents' 405B case
+    >>> round(training_state_bytes(405e9) / GiB, 2)  # Llama 3 405B at 16 B/param
     6034.97
+    >>> round(training_state_bytes(405e9, grad_bytes_per_param=4) / GiB, 2)  # at 18 B/param
+    6789.34
     """
     n_params = positive("n_params", n_params)
+    if bytes_per_param is not None and grad_bytes_per_param is not None:
+        raise ValueError("bytes_per_param is the total and already includes the gradients: "
+                         "give bytes_per_param or grad_bytes_per_param, not both")
+    if bytes_per_param is None:
+        bytes_per_param = recipe("bf16-adam", grad_bytes_per_param).bytes_per_param
     bytes_per_param = positive("bytes_per_param", bytes_per_param)
     return n_params * bytes_per_param
 
 
-def state_breakdown(n_params: float, recipes: Iterable[str] | str = "bf16-adam") -> pd.DataFrame:
+def state_breakdown(n_params: float, recipes: Iterable[str] | str = "bf16-adam", *,
+                    grad_bytes_per_param: float | None = None) -> pd.DataFrame:
     """Training state by component for one or more recipes (tidy, for a stacked bar).
+
+    Parameters
+    ----------
+    grad_bytes_per_param : float, optional
+        Replace every recipe's gradient bytes (see :func:`recipe`; default: each recipe's
+        own, 2 = BF16 in the course's recipes).
 
     Returns
     -------
@@ -181,12 +261,14 @@ def state_breakdown(n_params: float, recipes: Iterable[str] | str = "bf16-adam")
     >>> df = state_breakdown(8e9, ["bf16-adam", "bf16-sr-adam"])
     >>> df.groupby("recipe", sort=False)["bytes_per_param"].sum().tolist()
     [16.0, 12.0]
+    >>> float(state_breakdown(8e9, "bf16-adam", grad_bytes_per_param=4).bytes_per_param.sum())
+    18.0
     """
     n_params = positive("n_params", n_params)
     keys = [recipes] if isinstance(recipes, str) else sequence("recipes", recipes, lambda _n, x: x)
     rows = []
     for key in keys:
-        r = recipe(key)
+        r = recipe(key, grad_bytes_per_param)
         for comp, b in r.components().items():
             if b > 0:
                 rows.append({"recipe": r.key, "label": r.label, "component": comp,
@@ -204,7 +286,7 @@ ZERO_STAGES = (0, 1, 2, 3)
 def zero_bytes_per_device(n_params: float, dp: int, stage: int,
                           optimizer_bytes_per_param: float = 12.0, *,
                           weight_bytes_per_param: float = 2.0,
-                          grad_bytes_per_param: float = 2.0) -> float:
+                          grad_bytes_per_param: float = DEFAULT_GRAD_BYTES_PER_PARAM) -> float:
     """Training-state bytes on each data-parallel device under a ZeRO stage.
 
     With Ψ parameters, K optimizer bytes per parameter and N_d data-parallel
@@ -228,8 +310,11 @@ def zero_bytes_per_device(n_params: float, dp: int, stage: int,
     optimizer_bytes_per_param : float
         K (>= 0): 12 for an FP32 master copy plus two FP32 Adam moments;
         ``recipe(...).optimizer_bytes_per_param`` for other recipes.
-    weight_bytes_per_param, grad_bytes_per_param : float
-        Bytes per weight and per gradient (2 for BF16).
+    weight_bytes_per_param : float
+        Bytes per working weight (2 for BF16).
+    grad_bytes_per_param : float
+        Bytes per gradient: 2 (BF16, the course's convention, the default) or 4 (FP32,
+        as Megatron-LM and DeepSpeed count; see :data:`PEER_GRAD_BYTES_PER_PARAM`).
 
     Returns
     -------
@@ -260,8 +345,12 @@ def zero_bytes_per_device(n_params: float, dp: int, stage: int,
 
 def zero_table(n_params: float, dp_values: Sequence[int], *,
                optimizer_bytes_per_param: float = 12.0,
-               stages: Sequence[int] = ZERO_STAGES) -> pd.DataFrame:
+               stages: Sequence[int] = ZERO_STAGES, weight_bytes_per_param: float = 2.0,
+               grad_bytes_per_param: float = DEFAULT_GRAD_BYTES_PER_PARAM) -> pd.DataFrame:
     """Bytes per device for each ZeRO stage over a range of DP degrees (tidy).
+
+    ``weight_bytes_per_param`` and ``grad_bytes_per_param`` as in
+    :func:`zero_bytes_per_device` (gradients: 2 = BF16 by default, 4 = FP32 as the peers count).
 
     Returns
     -------
@@ -276,12 +365,16 @@ def zero_table(n_params: float, dp_values: Sequence[int], *,
     """
     labels = {0: "baseline (DP)", 1: "ZeRO-1 (optimizer)", 2: "ZeRO-2 (+ gradients)",
               3: "ZeRO-3 (+ weights)"}
+    stages = _int_list("stages", stages, minimum=0, maximum=3)
+    dp_values = _int_list("dp_values", dp_values, minimum=1)
     rows = []
     stages = sequence("stages", stages, lambda name, x: integer(name, x, minimum=0, maximum=3))
     dp_values = sequence("dp_values", dp_values, integer)
     for s in stages:
         for d in dp_values:
-            b = zero_bytes_per_device(n_params, d, s, optimizer_bytes_per_param)
+            b = zero_bytes_per_device(n_params, d, s, optimizer_bytes_per_param,
+                                      weight_bytes_per_param=weight_bytes_per_param,
+                                      grad_bytes_per_param=grad_bytes_per_param)
             rows.append({"stage": int(s), "stage_label": labels[int(s)], "dp": int(d), "bytes": b,
                          "gb": b / GB, "gib": b / GiB})
     return pd.DataFrame(rows)
@@ -292,17 +385,157 @@ def zero_table(n_params: float, dp_values: Sequence[int], *,
 #: recomputation modes of Korthikanti et al.: none, selective (attention core), full (whole layer)
 RECOMPUTE_MODES = ("none", "selective", "full")
 
-#: share of each chip's HBM the background documents keep free for activations
+#: MLP kinds the activation model knows: GPT's GeLU (the reference) and Llama's gated SwiGLU
+MLP_KINDS = ("gelu", "swiglu")
+
+#: share of each chip's HBM kept free for activations, the runtime and fragmentation: a rule
+#: of thumb for sizing before a layout exists (chapter 04 tests it against chapter 05's counts)
 DEFAULT_ACTIVATION_SHARE = 0.35
+
+
+@dataclass(frozen=True)
+class ActivationCoefficients:
+    """Bytes per ``s·b·h`` that one transformer layer stores, split as Korthikanti et al. do.
+
+    Attributes
+    ----------
+    replicated : float
+        Stored on every tensor-parallel rank unless sequence parallelism shards it: the
+        inputs of the two layer norms and of the QKV and first MLP linears (2 bytes each),
+        plus the two 1-byte dropout masks when there is dropout. 10 for GPT.
+    sharded : float
+        Divided by the tensor-parallel degree: Q, K, V, the input of the attention output
+        projection and the MLP's inner activations. 24 for GPT (4h GeLU MLP).
+    attention_core : float
+        Multiplies ``a·s/h``: the softmax output (2), and with dropout its mask (1) and the
+        dropped-out scores (2). 5 for GPT; selective recomputation drops it.
+    """
+
+    replicated: float
+    sharded: float
+    attention_core: float
+
+    @property
+    def total(self) -> float:
+        """``replicated + sharded``: 34 for GPT."""
+        return self.replicated + self.sharded
+
+
+def activation_coefficients(n_heads: int, d_model: int, *, n_kv_heads: int | None = None,
+                            ffn_dim: int | None = None, mlp: str = "gelu",
+                            dropout: bool = True) -> ActivationCoefficients:
+    """Per-layer activation coefficients for a GPT-style or a Llama-style layer.
+
+    Korthikanti et al. count one GPT layer (multi-head attention, a 4h GeLU MLP, dropout)
+    as ``s b h (34 + 5 a s / h)`` bytes. Each term is a stored tensor, so the same count
+    adapts to what Llama-family models store:
+
+    * grouped-query attention (``n_kv_heads`` = g·a): K and V are ``g`` times narrower,
+      so ``2 + 2`` bytes become ``2g + 2g``;
+    * a SwiGLU MLP of width ``f`` (``mlp="swiglu"``): the fused activation saves its
+      2f-wide input (gate and up projections) and the down projection saves the f-wide
+      product, ``6f/h`` instead of GeLU's ``4f/h`` (input and output of the GeLU);
+    * no dropout (``dropout=False``): the two 1-byte masks go, and the attention core
+      keeps only the softmax output, ``2 a s/h`` instead of ``5 a s/h``.
+
+    Parameters
+    ----------
+    n_heads, d_model : int
+        a and h (>= 1).
+    n_kv_heads : int, optional
+        Key/value heads (1..n_heads); default ``n_heads`` (multi-head attention).
+    ffn_dim : int, optional
+        MLP inner width f; default ``4 · d_model``.
+    mlp : {"gelu", "swiglu"}
+    dropout : bool
+        Whether the model applies dropout (GPT-3 did; Llama does not).
+
+    Returns
+    -------
+    ActivationCoefficients
+
+    References
+    ----------
+    Korthikanti et al. 2022, arXiv:2205.05198, section 4.1 (the GPT count term by term);
+    NVIDIA/Megatron-LM ``megatron/core/fusions/fused_bias_swiglu.py`` (the fused SwiGLU
+    saves its input for the backward pass); Llama Team 2024, arXiv:2407.21783, Table 3
+    (GQA, SwiGLU); meta-llama/llama-models reference model (no dropout).
+
+    Examples
+    --------
+    >>> c = activation_coefficients(96, 12288)   # GPT-3: the paper's 34 and 5
+    >>> c.replicated, c.sharded, c.attention_core
+    (10.0, 24.0, 5.0)
+    >>> c = activation_coefficients(64, 8192, n_kv_heads=8, ffn_dim=28672, mlp="swiglu", dropout=False)
+    >>> c.replicated, c.sharded, c.attention_core     # Llama 3 70B
+    (8.0, 25.5, 2.0)
+    """
+    a = integer("n_heads", n_heads, minimum=1, maximum=_MAX_DIM)
+    h = integer("d_model", d_model, minimum=1, maximum=_MAX_DIM)
+    kv = a if n_kv_heads is None else integer("n_kv_heads", n_kv_heads, minimum=1, maximum=a)
+    f = 4 * h if ffn_dim is None else integer("ffn_dim", ffn_dim, minimum=1, maximum=_MAX_DIM)
+    kind = choice("mlp", mlp, MLP_KINDS)
+    if dropout not in (True, False):
+        raise ValueError(f"dropout must be True or False, got {dropout!r}")
+    g = kv / a
+    replicated = 4.0 + 4.0 + (2.0 if dropout else 0.0)
+    mlp_term = (4.0 if kind == "gelu" else 6.0) * f / h
+    sharded = 2.0 + 2.0 * g + 2.0 * g + 2.0 + mlp_term
+    core = 5.0 if dropout else 2.0
+    return ActivationCoefficients(replicated, sharded, core)
+
+
+def activation_options(model: "ModelPreset | str") -> dict:
+    """Keyword arguments that describe a preset's layer to the activation functions.
+
+    Every preset (and :func:`trainium_lab.layouts.custom_model`) is a Llama-style decoder
+    (:func:`parameter_count`): grouped-query attention, a SwiGLU MLP of ``ffn_dim`` and no
+    dropout. Pass the result to :func:`activation_bytes_per_layer` and friends; leave it
+    out for the Korthikanti GPT reference form.
+
+    Examples
+    --------
+    >>> activation_options("llama3-8b")
+    {'n_kv_heads': 8, 'ffn_dim': 14336, 'mlp': 'swiglu', 'dropout': False}
+    """
+    m = preset(model) if isinstance(model, str) else model
+    if not isinstance(m, ModelPreset):
+        raise ValueError(f"model must be a preset name or a ModelPreset; got {model!r}")
+    return {"n_kv_heads": m.n_kv_heads, "ffn_dim": m.ffn_dim, "mlp": "swiglu", "dropout": False}
+
+
+def _activation_per_layer_array(seq_len: float, micro_batch, d_model: float, n_heads: float, tp,
+                                sequence_parallel: bool, mode, coeffs: ActivationCoefficients):
+    """Vectorised per-layer, per-rank activation bytes (``mode``: 0 none, 1 selective, 2 full).
+
+    The single activation model of the package: :func:`activation_bytes_per_layer` and the
+    layout planner (:mod:`trainium_lab.layouts`) both call it.
+    """
+    s, h, a = float(seq_len), float(d_model), float(n_heads)
+    sbh = s * np.asarray(micro_batch, dtype=float) * h
+    t = np.asarray(tp, dtype=float)
+    core = coeffs.attention_core * a * s / h
+    if sequence_parallel:
+        none = sbh / t * (coeffs.total + core)
+        sel = sbh / t * coeffs.total
+        full = 2.0 * sbh / t
+    else:
+        none = sbh * (coeffs.replicated + coeffs.sharded / t + core / t)
+        sel = sbh * (coeffs.replicated + coeffs.sharded / t)
+        full = 2.0 * sbh * np.ones_like(t)
+    return np.choose(np.asarray(mode), [none, sel, full])
 
 
 def activation_bytes_per_layer(seq_len: int, micro_batch: int, d_model: int, n_heads: int,
                                tp: int = 1, sequence_parallel: bool = False,
-                               recompute: str = "none") -> float:
-    """Activation bytes one transformer layer keeps for the backward pass, per device.
+                               recompute: str = "none", *, n_kv_heads: int | None = None,
+                               ffn_dim: int | None = None, mlp: str = "gelu",
+                               dropout: bool = True) -> float:
+    """Activation bytes one transformer layer keeps for the backward pass, per rank.
 
     With s = ``seq_len``, b = ``micro_batch``, h = ``d_model``, a = ``n_heads``
-    and t = ``tp`` (16-bit activations, 1-byte dropout masks):
+    and t = ``tp`` (16-bit activations, 1-byte dropout masks), for the GPT reference
+    layer (the defaults):
 
     ==================================  ===============================
     no parallelism (t = 1)              s b h (34 + 5 a s / h)
@@ -310,13 +543,17 @@ def activation_bytes_per_layer(seq_len: int, micro_batch: int, d_model: int, n_h
     tensor + sequence parallel          s b h / t (34 + 5 a s / h)
     tensor parallel + selective         s b h (10 + 24/t)
     tensor + sequence + selective       34 s b h / t
-    full recomputation                  2 s b h
+    full recomputation                  2 s b h  (2 s b h / t with sequence parallelism)
     ==================================  ===============================
 
     Selective recomputation drops the ``5as/h`` term (the attention scores,
     softmax and its dropout, recomputed in the backward pass). Full
-    recomputation keeps only each layer's input. The formula assumes standard
-    multi-head attention with a 4h MLP, as in the paper (GPT-style).
+    recomputation keeps only each layer's input; with sequence parallelism that
+    input lies in the sequence-parallel region, so each rank stores its ``1/t``
+    shard, as Megatron-LM does (Korthikanti et al. §4.2.2 and §5). The
+    ``n_kv_heads``, ``ffn_dim``, ``mlp`` and ``dropout`` options describe a
+    Llama-style layer instead (:func:`activation_coefficients`;
+    :func:`activation_options` gives them for a preset).
 
     Parameters
     ----------
@@ -328,11 +565,14 @@ def activation_bytes_per_layer(seq_len: int, micro_batch: int, d_model: int, n_h
         Shard the layer-norm and dropout regions along the sequence too.
     recompute : {"none", "selective", "full"}
         Activation recomputation.
+    n_kv_heads, ffn_dim, mlp, dropout :
+        The layer's architecture (see :func:`activation_coefficients`); the defaults are
+        Korthikanti et al.'s GPT layer.
 
     Returns
     -------
     float
-        Bytes per layer on each device.
+        Bytes per layer on each rank.
 
     References
     ----------
@@ -348,30 +588,34 @@ def activation_bytes_per_layer(seq_len: int, micro_batch: int, d_model: int, n_h
     >>> sel = activation_bytes_per_layer(2048, 1, 12288, 96, recompute="selective")
     >>> round(1 - sel / full, 3)
     0.702
+
+    Full recomputation with sequence parallelism keeps each rank's shard of the input:
+
+    >>> activation_bytes_per_layer(2048, 1, 12288, 96, tp=8, sequence_parallel=True,
+    ...                            recompute="full") == 2 * 2048 * 12288 / 8
+    True
     """
-    s = integer("seq_len", seq_len, minimum=1)
-    b = integer("micro_batch", micro_batch, minimum=1)
-    h = integer("d_model", d_model, minimum=1)
-    a = integer("n_heads", n_heads, minimum=1)
-    t = integer("tp", tp, minimum=1)
+    s = integer("seq_len", seq_len, minimum=1, maximum=_MAX_DIM)
+    b = integer("micro_batch", micro_batch, minimum=1, maximum=_MAX_DIM)
+    h = integer("d_model", d_model, minimum=1, maximum=_MAX_DIM)
+    a = integer("n_heads", n_heads, minimum=1, maximum=_MAX_DIM)
+    t = integer("tp", tp, minimum=1, maximum=_MAX_DIM)
     if sequence_parallel not in (True, False):
         raise ValueError(f"sequence_parallel must be True or False, got {sequence_parallel!r}")
     mode = choice("recompute", recompute, RECOMPUTE_MODES)
-    sbh = float(s) * b * h
-    if mode == "full":
-        return 2.0 * sbh
-    attention_core = 0.0 if mode == "selective" else 5.0 * a * s / h
-    if sequence_parallel:
-        return sbh / t * (34.0 + attention_core)
-    return sbh * (10.0 + 24.0 / t + attention_core / t)
+    coeffs = activation_coefficients(a, h, n_kv_heads=n_kv_heads, ffn_dim=ffn_dim, mlp=mlp,
+                                     dropout=dropout)
+    return float(_activation_per_layer_array(s, b, h, a, t, bool(sequence_parallel),
+                                             RECOMPUTE_MODES.index(mode), coeffs))
 
 
 def activation_bytes(n_layers: int, seq_len: int, micro_batch: int, d_model: int, n_heads: int,
                      tp: int = 1, sequence_parallel: bool = False,
-                     recompute: str = "none") -> float:
-    """Activation bytes for all ``n_layers`` layers of one micro-batch, per device.
+                     recompute: str = "none", **architecture) -> float:
+    """Activation bytes for all ``n_layers`` layers of one micro-batch, per rank.
 
-    ``n_layers`` times :func:`activation_bytes_per_layer`. With 1F1B pipeline
+    ``n_layers`` times :func:`activation_bytes_per_layer` (``architecture``: its
+    ``n_kv_heads``, ``ffn_dim``, ``mlp`` and ``dropout`` options). With 1F1B pipeline
     parallelism the first stage holds about this much too (L/p layers for p
     micro-batches in flight; Korthikanti et al. section 4.2.3). Embeddings,
     the output layer and the loss are left out; they matter for small models.
@@ -383,15 +627,16 @@ def activation_bytes(n_layers: int, seq_len: int, micro_batch: int, d_model: int
     """
     n_layers = integer("n_layers", n_layers, minimum=1)
     return n_layers * activation_bytes_per_layer(seq_len, micro_batch, d_model, n_heads, tp,
-                                                 sequence_parallel, recompute)
+                                                 sequence_parallel, recompute, **architecture)
 
 
 def activation_table(seq_lens: Sequence[int], *, micro_batch: int, d_model: int, n_heads: int,
-                     n_layers: int = 1, tp: int = 1) -> pd.DataFrame:
+                     n_layers: int = 1, tp: int = 1, **architecture) -> pd.DataFrame:
     """Activation bytes versus sequence length for each configuration of Table 2 (tidy).
 
     Configurations: none; selective; full recompute; and, when ``tp > 1``, the
-    tensor-parallel and sequence-parallel variants.
+    tensor-parallel and sequence-parallel variants. ``architecture`` as in
+    :func:`activation_bytes_per_layer` (default: the GPT reference layer).
 
     Returns
     -------
@@ -414,7 +659,8 @@ def activation_table(seq_lens: Sequence[int], *, micro_batch: int, d_model: int,
     seq_lens = sequence("seq_lens", seq_lens, integer)
     for label, tp_i, sp, mode in configs:
         for s in seq_lens:
-            b = activation_bytes(n_layers, s, micro_batch, d_model, n_heads, tp_i, sp, mode)
+            b = activation_bytes(n_layers, s, micro_batch, d_model, n_heads, tp_i, sp, mode,
+                                 **architecture)
             rows.append({"config": label, "seq_len": int(s), "bytes": b, "gib": b / GiB})
     return pd.DataFrame(rows)
 
@@ -423,8 +669,10 @@ def usable_state_bytes_per_chip(chip: str = "trn2",
                                 activation_share: float = DEFAULT_ACTIVATION_SHARE) -> float:
     """HBM per chip left for training state once a share is kept for activations.
 
-    The background documents' rule of thumb keeps 35 % of HBM free for
-    activations, the runtime and fragmentation: ``hbm × (1 − share)``.
+    A rule of thumb for sizing before a layout exists keeps 35 % of HBM free
+    for activations, the runtime and fragmentation: ``hbm × (1 − share)``. It is
+    not a published figure: chapter 04 tests it against the activations the
+    layouts of chapter 05 actually need.
 
     Parameters
     ----------
@@ -467,23 +715,28 @@ def min_chips_zero(n_params: float, stage: int, chip: str = "trn2", *,
                    recipe_name: str = "bf16-adam",
                    activation_bytes_per_chip: float | None = None,
                    activation_share: float = DEFAULT_ACTIVATION_SHARE,
-                   max_chips: int = 1_000_000) -> int | None:
+                   max_chips: int = 1_000_000,
+                   grad_bytes_per_param: float | None = None) -> int | None:
     """Fewest data-parallel chips for which the ZeRO per-device state fits.
 
     Room per chip is ``hbm − activation_bytes_per_chip`` if that is given,
     else ``hbm × (1 − activation_share)``. Returns ``None`` if the replicated
     part of the state alone does not fit (stages 0-2 on a large model: shard
     the weights too, or add tensor/pipeline parallelism, chapter 05).
+    ``grad_bytes_per_param`` replaces the recipe's gradient bytes (:func:`recipe`:
+    2 = BF16 by default, 4 = FP32 as Megatron-LM and DeepSpeed count).
 
     Examples
     --------
     >>> min_chips_zero(8e9, 3), min_chips_zero(8e9, 1), min_chips_zero(70e9, 0)
     (2, 3, None)
+    >>> min_chips_zero(70e9, 3), min_chips_zero(70e9, 3, grad_bytes_per_param=4)
+    (17, 19)
     """
-    n_params = positive("n_params", n_params)
+    n_params = _n_params(n_params)
     stage = integer("stage", stage, minimum=0, maximum=3)
     max_chips = integer("max_chips", max_chips)
-    r = recipe(recipe_name)
+    r = recipe(recipe_name, grad_bytes_per_param)
     hbm = specs.chip(chip).hbm_bytes
     if activation_bytes_per_chip is None:
         room = usable_state_bytes_per_chip(chip, activation_share)
@@ -528,7 +781,7 @@ def sharded_state_table(state_bytes: float, system: str = "trn2-ultraserver",
 
     Examples
     --------
-    The background documents' 405B case on Trn2 UltraServers:
+    Llama 3 405B's state at 16 B/param on Trn2 UltraServers:
 
     >>> df = sharded_state_table(405e9 * 16)
     >>> df.state_gib_per_chip.round(1).tolist(), df.left_gib_per_chip.round(1).tolist()
@@ -549,15 +802,27 @@ def sharded_state_table(state_bytes: float, system: str = "trn2-ultraserver",
 # --------------------------------------------------------------------------- FLOPs and time
 
 
+#: how the attention-score FLOPs are counted: with the causal saving, or the full matrix
+ATTENTION_COUNTS = ("causal", "full")
+
+
 def training_flops(n_params: float, n_tokens: float, *, include_attention: bool = False,
                    n_layers: int | None = None, seq_len: int | None = None,
-                   d_model: int | None = None) -> float:
-    """FLOPs to train: 6·N·D, optionally plus the attention term.
+                   d_model: int | None = None, attention: str = "causal") -> float:
+    """FLOPs to train: 6·N·D, optionally plus the attention-score term.
 
-    Each token costs about 2N FLOPs forward and 4N backward. The attention
-    scores and their product with the values add ``6 · n_layers · seq_len ·
-    d_model`` per token (Kaplan et al.'s ``2 n_layer n_ctx d_attn`` forward,
-    tripled for training), not counting any saving from causal masking.
+    Each token costs about 2N FLOPs forward and 4N backward. The attention scores
+    (QKᵀ) and their product with the values add, per token, either
+
+    * ``6 · n_layers · seq_len · d_model`` (``attention="causal"``, the default): the count
+      Megatron-LM's ``num_floating_point_operations`` uses today, which halves the score
+      matrix because a causal mask leaves only half of it non-zero; Kaplan et al.'s
+      ``2 n_layer n_ctx d_attn`` forward, tripled for training, is the same number; or
+    * ``12 · n_layers · seq_len · d_model`` (``attention="full"``): the count of Narayanan
+      et al. 2021 (Appendix, ``72 B s l h² (1 + s/(6h) + ...)``) and Korthikanti et al. 2022
+      §6 (model FLOPs), with no causal saving.
+
+    The two differ by a factor of two in this term only; quote which one an MFU uses.
 
     Parameters
     ----------
@@ -568,6 +833,8 @@ def training_flops(n_params: float, n_tokens: float, *, include_attention: bool 
     include_attention : bool
         Add the attention term; then ``n_layers``, ``seq_len`` and ``d_model``
         are required.
+    attention : {"causal", "full"}
+        How to count the attention-score FLOPs (see above).
 
     Returns
     -------
@@ -577,8 +844,10 @@ def training_flops(n_params: float, n_tokens: float, *, include_attention: bool 
     References
     ----------
     Kaplan et al. 2020, arXiv:2001.08361, section 2.1, Table 1; Hoffmann et al.
-    2022 (Chinchilla), arXiv:2203.15556, Appendix F; Korthikanti et al. 2022,
-    arXiv:2205.05198, section 6 (the same count with the logit layer).
+    2022 (Chinchilla), arXiv:2203.15556, Appendix F; Narayanan et al. 2021,
+    arXiv:2104.04473, Appendix (FLOPs per iteration); Korthikanti et al. 2022,
+    arXiv:2205.05198, section 6; NVIDIA/Megatron-LM ``megatron/training/training.py``,
+    ``num_floating_point_operations`` ("causal mask (only half of the mask is non-zero)").
 
     Examples
     --------
@@ -586,9 +855,17 @@ def training_flops(n_params: float, n_tokens: float, *, include_attention: bool 
 
     >>> f"{training_flops(405e9, 15.6e12):.2e}"
     '3.79e+25'
+
+    The attention term for Llama 3 8B's shape, counted both ways, per token:
+
+    >>> base = training_flops(8e9, 1)
+    >>> [round(training_flops(8e9, 1, include_attention=True, n_layers=32, seq_len=8192,
+    ...                       d_model=4096, attention=a) - base) for a in ATTENTION_COUNTS]
+    [6442450944, 12884901888]
     """
     n_params = positive("n_params", n_params)
     n_tokens = positive("n_tokens", n_tokens)
+    mode = choice("attention", attention, ATTENTION_COUNTS)
     flops = 6.0 * n_params * n_tokens
     if include_attention:
         if n_layers is None or seq_len is None or d_model is None:
@@ -596,7 +873,8 @@ def training_flops(n_params: float, n_tokens: float, *, include_attention: bool 
         n_layers = integer("n_layers", n_layers, minimum=1)
         seq_len = integer("seq_len", seq_len, minimum=1)
         d_model = integer("d_model", d_model, minimum=1)
-        flops += 6.0 * n_layers * seq_len * d_model * n_tokens
+        per_token = (6.0 if mode == "causal" else 12.0) * n_layers * seq_len * d_model
+        flops += per_token * n_tokens
     return flops
 
 
@@ -604,8 +882,8 @@ def system_flops_per_s(system: str = "trn2.48xlarge", dtype: str = "bf16", *,
                        per_instance: bool = False) -> float:
     """Peak dense FLOP/s of a system: chips × the chip's dense rate for ``dtype``.
 
-    Built from the per-chip rate (16 × 667 TFLOP/s for a trn2.48xlarge, as the
-    background documents do) rather than the rounded system total.
+    Built from the per-chip rate (16 × 667 TFLOP/s for a trn2.48xlarge) rather
+    than the system total, which AWS rounds (10.7 PFLOP/s).
 
     Parameters
     ----------
@@ -657,7 +935,7 @@ def instance_days(flops: float, mfu: float, system: str = "trn2.48xlarge",
 
     Examples
     --------
-    The background documents' 8B-on-1T case at 40 % MFU on trn2:
+    8B parameters on 1T tokens at 40 % MFU on trn2:
 
     >>> round(instance_days(6 * 8e9 * 1e12, 0.40))
     130
@@ -716,6 +994,329 @@ def mfu_from_throughput(tokens_per_s: float, n_params: float, n_chips: int,
         raise ValueError(f"tokens_per_s implies MFU {mfu:.2f} > 1: more than the chips' peak; "
                          "check tokens_per_s, n_params and n_chips")
     return mfu
+
+
+# --------------------------------------------------------------------------- peer calculators
+#
+# The estimators engineers already use, reproduced exactly so that a number from this course
+# can be put beside theirs and every difference named (chapter 04). They count FP32 gradients.
+
+
+def deepspeed_zero_model_states_bytes(n_params: float, n_ranks: int, stage: int = 3, *,
+                                      largest_layer_params: float = 0.0,
+                                      offload_optimizer: bool = False,
+                                      offload_params: bool = False) -> float:
+    """Per-GPU bytes of DeepSpeed's ZeRO-2 / ZeRO-3 model-state estimators.
+
+    DeepSpeed's ``estimate_zero2_model_states_mem_needs`` and
+    ``estimate_zero3_model_states_mem_needs`` (the ``..._all_cold`` helpers print them),
+    GPU column, with Ψ = ``n_params`` and N = ``n_ranks`` (DeepSpeed's GPUs):
+
+    ======================================  =====================================
+    ZeRO-2                                  ``4Ψ + int(16Ψ / N)``
+    ZeRO-2, optimizer offloaded to CPU      ``2Ψ``
+    ZeRO-3                                  ``4·L + int(18Ψ / N)``
+    ZeRO-3, optimizer offloaded             ``4·L + int(2Ψ / N)``
+    ZeRO-3, optimizer and params offloaded  ``4·L``
+    ======================================  =====================================
+
+    with L = ``largest_layer_params`` (its BF16 weights and gradients gathered on one GPU).
+    Their bytes per parameter: 2 (16-bit weights) and, under ZeRO-2, 2 more for the 16-bit
+    gradients every GPU keeps before the reduce-scatter, replicated; 16 sharded = 4 (FP32
+    gradients) + 4 (FP32 master) + 8 (Adam); ZeRO-3 shards all 18.
+
+    Parameters
+    ----------
+    n_params : float
+        Ψ, total parameters (> 0).
+    n_ranks : int
+        Data-parallel ranks over all nodes (>= 1): DeepSpeed's ``num_gpus_per_node × num_nodes``.
+    stage : {2, 3}
+        DeepSpeed documents estimators for these two stages only (default 3).
+    largest_layer_params : float
+        Parameters of the largest layer (>= 0); ZeRO-3 only.
+    offload_optimizer, offload_params : bool
+        The ``offload_optimizer`` / ``offload_param`` device ``cpu`` options
+        (``offload_params`` needs ``offload_optimizer`` and stage 3).
+
+    Returns
+    -------
+    float
+        Bytes per GPU (DeepSpeed prints them divided by 2**30, labelled "GB").
+
+    References
+    ----------
+    DeepSpeed documentation, "Memory Requirements" (``docs/code-docs/source/memory.rst``) and
+    ``deepspeed/runtime/zero/stage_1_and_2.py``, ``stage3.py`` (the estimators).
+
+    Examples
+    --------
+    The documentation's worked example, 2,851M parameters on 1 node with 8 GPUs
+    (``..._all_cold``: ZeRO-2 15.93 / 5.31 GB per GPU; ZeRO-3 with 32M largest-layer
+    parameters 6.09 / 0.78 / 0.12 GB):
+
+    >>> from trainium_lab.units import GiB
+    >>> [round(deepspeed_zero_model_states_bytes(2851e6, 8, 2, offload_optimizer=o) / GiB, 2)
+    ...  for o in (False, True)]
+    [15.93, 5.31]
+    >>> [round(deepspeed_zero_model_states_bytes(2851e6, 8, 3, largest_layer_params=32e6,
+    ...        offload_optimizer=o, offload_params=p) / GiB, 2)
+    ...  for o, p in ((False, False), (True, False), (True, True))]
+    [6.09, 0.78, 0.12]
+    """
+    psi = _n_params(n_params)
+    n = integer("n_ranks", n_ranks, minimum=1)
+    stage = integer("stage", stage, minimum=2, maximum=3)
+    largest = in_range("largest_layer_params", largest_layer_params, 0.0, _MAX_PARAMS)
+    for name, flag in (("offload_optimizer", offload_optimizer), ("offload_params", offload_params)):
+        if flag not in (True, False):
+            raise ValueError(f"{name} must be True or False, got {flag!r}")
+    if offload_params and (stage != 3 or not offload_optimizer):
+        raise ValueError("offload_params must be False unless stage is 3 and offload_optimizer is True "
+                         "(DeepSpeed's estimator has no other case)")
+    if stage == 2:
+        if largest:
+            raise ValueError("largest_layer_params must be 0 for stage 2 (only ZeRO-3 gathers layers)")
+        return float(2 * psi) if offload_optimizer else float(4 * psi + int(16 * psi / n))
+    largest_layer_memory = 4 * largest
+    if offload_optimizer and offload_params:
+        return float(largest_layer_memory)
+    if offload_optimizer:
+        return float(largest_layer_memory + int(2 * psi / n))
+    return float(largest_layer_memory + int(18 * psi / n))
+
+
+@dataclass(frozen=True)
+class MegatronMemoryReport:
+    """Megatron-LM's theoretical memory report for one configuration (base units).
+
+    Attributes
+    ----------
+    n_params_transformer_block, n_params_embedding, n_params_total : float
+        Parameter counts as Megatron-LM prints them (block includes the final norm).
+    n_params_most_loaded_shard : float
+        Parameters on the first pipeline stage's tensor-parallel rank (its layers plus
+        the input embedding).
+    n_params_other_shards : float or None
+        Parameters on the other stages' ranks (``None`` without pipeline parallelism).
+    bytes_per_param : float
+        18, or ``6 + 12/dp`` with the distributed optimizer.
+    weight_and_optimizer_bytes, activation_bytes : float
+        The report's two numbers, per rank (printed divided by 2**20, labelled "MB").
+    """
+
+    n_params_transformer_block: float
+    n_params_embedding: float
+    n_params_total: float
+    n_params_most_loaded_shard: float
+    n_params_other_shards: float | None
+    bytes_per_param: float
+    weight_and_optimizer_bytes: float
+    activation_bytes: float
+
+    @property
+    def total_bytes(self) -> float:
+        """Weights, optimizer state and activations of the most loaded rank."""
+        return self.weight_and_optimizer_bytes + self.activation_bytes
+
+    def _repr_markdown_(self) -> str:
+        mb = float(MiB)
+        return (f"Megatron-LM theoretical memory: weight and optimizer "
+                f"{self.weight_and_optimizer_bytes / mb:,.2f} MB, activation "
+                f"{self.activation_bytes / mb:,.2f} MB, total {self.total_bytes / mb:,.2f} MB "
+                f"(Megatron's MB = 2^20 bytes; {self.bytes_per_param:g} bytes per parameter on "
+                f"{self.n_params_most_loaded_shard / 1e9:.4f} billion parameters)")
+
+
+def megatron_theoretical_memory(n_layers: int, d_model: int, n_heads: int, ffn_dim: int,
+                                vocab_size: int, seq_len: int, *, n_kv_heads: int | None = None,
+                                swiglu: bool = False, tp: int = 1, pp: int = 1, dp: int = 1,
+                                micro_batch: int = 1, n_micro_batches: int | None = None,
+                                virtual_pp: int | None = None, distributed_optimizer: bool = False,
+                                untie_embeddings: bool = False, normalization: str = "LayerNorm",
+                                sequence_parallel: bool = True, recompute: str = "selective",
+                                make_vocab_size_divisible_by: int = 128) -> MegatronMemoryReport:
+    """Megatron-LM's ``report_theoretical_memory`` for a dense GPT/Llama model, exactly.
+
+    Weights and optimizer: parameters of the most loaded shard (first stage: ``L/p``
+    layers plus the input embedding, over ``t`` ranks) times 18 bytes (2 BF16 weights +
+    4 FP32 gradients + 12 master and Adam), or ``6 + 12/dp`` with the distributed
+    optimizer. Per layer ``2h(f·g + n) + 2h²(1 + k/a)`` parameters (g = 3/2 for SwiGLU,
+    n = 1 for RMSNorm and 2 for LayerNorm, k KV heads). Activations, with sequence
+    parallelism and selective recomputation: ``s b h (18 + 4f/h)`` per layer for all L
+    layers (the first stage holds p micro-batches of L/p layers), plus the embedding's
+    input (8 s b p) and dropout (s b h p), times ``min(1, m/p)`` when fewer micro-batches
+    than stages are in flight, plus the output layer and loss ``4 s b h (1 + V/h)`` when
+    p = 1, all over t. Otherwise Megatron's path without sequence parallelism:
+    ``s b h (10 + 24/t)`` per layer, the same embedding terms, logits ``2(s b V/t + s b h)``
+    when p = 1, and a 5 % allowance.
+
+    Parameters
+    ----------
+    n_layers, d_model, n_heads, ffn_dim, vocab_size, seq_len : int
+        L, h, a, f, V (before padding), s.
+    n_kv_heads : int, optional
+        Query groups (grouped-query attention); default ``n_heads``.
+    swiglu : bool
+        Gated MLP (``--swiglu``).
+    tp, pp, dp, micro_batch : int
+        Parallel degrees and micro-batch size b.
+    n_micro_batches : int, optional
+        Micro-batches per step m (discounts the first stage when m < p).
+    virtual_pp : int, optional
+        Interleaved-schedule chunks per stage.
+    distributed_optimizer : bool
+        ``--use-distributed-optimizer`` (shards master and Adam over dp, like ZeRO-1).
+    untie_embeddings : bool
+        Separate input and output embeddings.
+    normalization : {"LayerNorm", "RMSNorm"}
+        Parameters per channel of each norm: 2 and 1. Megatron-LM releases before the
+        ``norm_size`` change (e.g. r0.10.0) counted 2 whatever ``--normalization`` said.
+    sequence_parallel : bool
+    recompute : {"selective", "none", "full"}
+        Only whether it is ``"selective"`` matters, as in Megatron-LM.
+    make_vocab_size_divisible_by : int
+        Vocabulary padding (Megatron pads V to a multiple of this times t).
+
+    Returns
+    -------
+    MegatronMemoryReport
+
+    References
+    ----------
+    NVIDIA/Megatron-LM, ``megatron/training/theoretical_memory_usage.py`` (commit 00caa53):
+    ``compute_weight_and_optimizer_memory``, ``compute_activation_memory`` (Korthikanti et
+    al. 2022, Table 2) and ``compute_activation_memory_without_sp``;
+    ``megatron/training/tokenizer`` ``_vocab_size_with_padding``.
+
+    Examples
+    --------
+    Llama 2 7B with TP 1, PP 4 on an 8-GPU node (DP 2, distributed optimizer): a published
+    Megatron-LM r0.10.0 log prints 1.7502 billion parameters on the most loaded shard and
+    "weight and optimizer=20029.52 MB":
+
+    >>> r = megatron_theoretical_memory(32, 4096, 32, 11008, 32000, 4096, swiglu=True, pp=4,
+    ...                                 dp=2, distributed_optimizer=True, untie_embeddings=True)
+    >>> round(r.n_params_most_loaded_shard / 1e9, 4), round(r.weight_and_optimizer_bytes / 2**20, 2)
+    (1.7502, 20029.52)
+    """
+    L = integer("n_layers", n_layers, minimum=1, maximum=_MAX_DIM)
+    h = integer("d_model", d_model, minimum=1, maximum=_MAX_DIM)
+    a = integer("n_heads", n_heads, minimum=1, maximum=_MAX_DIM)
+    f = integer("ffn_dim", ffn_dim, minimum=1, maximum=_MAX_DIM)
+    v0 = integer("vocab_size", vocab_size, minimum=1, maximum=_MAX_DIM)
+    s = integer("seq_len", seq_len, minimum=1, maximum=_MAX_DIM)
+    k = a if n_kv_heads is None else integer("n_kv_heads", n_kv_heads, minimum=1, maximum=a)
+    t = integer("tp", tp, minimum=1, maximum=_MAX_DIM)
+    p = integer("pp", pp, minimum=1, maximum=_MAX_DIM)
+    d = integer("dp", dp, minimum=1, maximum=_MAX_DIM)
+    b = integer("micro_batch", micro_batch, minimum=1, maximum=_MAX_DIM)
+    m = None if n_micro_batches is None else integer("n_micro_batches", n_micro_batches, minimum=1)
+    vp = None if virtual_pp is None else integer("virtual_pp", virtual_pp, minimum=1)
+    for name, flag in (("swiglu", swiglu), ("distributed_optimizer", distributed_optimizer),
+                       ("untie_embeddings", untie_embeddings), ("sequence_parallel", sequence_parallel)):
+        if flag not in (True, False):
+            raise ValueError(f"{name} must be True or False, got {flag!r}")
+    norm_size = {"LayerNorm": 2, "RMSNorm": 1}[choice("normalization", normalization,
+                                                      ("LayerNorm", "RMSNorm"))]
+    mode = choice("recompute", recompute, RECOMPUTE_MODES)
+    divisible = integer("make_vocab_size_divisible_by", make_vocab_size_divisible_by, minimum=1,
+                        maximum=_MAX_DIM)
+    if h % a:
+        raise ValueError(f"d_model must be a multiple of n_heads, got {h} and {a}")
+    multiple = divisible * t
+    V = -(-v0 // multiple) * multiple
+    # ---- compute_weight_and_optimizer_memory (dense, no MoE / MTP / MLA)
+    kv_channels = h // a
+    ratio = kv_channels * a / h
+    gated = 1.5 if swiglu else 1.0
+    self_attn = 2 * h * h * ((1 + k / a) * ratio)
+    per_layer = 2 * h * (f * gated + norm_size) + self_attn
+    embedding_size = h * V
+    block = per_layer * L + norm_size * h
+    embeddings = (2 if untie_embeddings else 1) * embedding_size
+    most_loaded = (block / p + embedding_size) / t
+    if untie_embeddings and p == 1:
+        most_loaded += embedding_size / t
+    other = block / (p * t) if p > 1 else None
+    bytes_per_param = 6 + 12 / d if distributed_optimizer else 18.0
+    weight_opt = most_loaded * bytes_per_param
+    # ---- activations: with SP and selective recompute, or the path without SP
+    penalty = 1 + (p - 1) / (p * vp) if vp is not None else 1.0
+    discount = min(1.0, m / p) if (vp is None and p > 1 and m is not None) else 1.0
+    if sequence_parallel and mode == "selective":
+        act = s * b * h * (18 + 4 * (f / h)) * L
+        act += 8 * s * b * p + s * b * h * p
+        act *= penalty * discount
+        if p == 1:
+            act += s * b * h * 4 * (1 + V / h)
+        act /= t
+    else:
+        act = s * b * h * (10 + 24 / t) * L
+        act += 8 * s * b * p + s * b * h * p
+        act *= penalty * discount
+        if p == 1:
+            act += (s * b * V / t + s * b * h) * 2
+        act *= 1.05
+    return MegatronMemoryReport(float(block), float(embeddings), float(block + embeddings),
+                                float(most_loaded), None if other is None else float(other),
+                                float(bytes_per_param), float(weight_opt), float(act))
+
+
+def convention_comparison(model: "ModelPreset | str" = "llama3-8b", n_devices: int = 64, *,
+                          micro_batch: int = 1, recompute: str = "selective") -> pd.DataFrame:
+    """One data-parallel job sized by the course and by Megatron-LM's and DeepSpeed's formulas.
+
+    The model is trained data-parallel over ``n_devices`` (no tensor or pipeline
+    parallelism), one rank per device. Rows: the state per device under ZeRO-1 (against
+    Megatron-LM's distributed optimizer), ZeRO-2 and ZeRO-3 (against DeepSpeed's
+    estimators; its largest module is taken to be an embedding matrix, ``vocab_size ×
+    d_model``), and the activations of one micro-batch (against Megatron-LM's report,
+    which at TP = 1 takes its path without sequence parallelism). The course's columns
+    count the exact parameter count of the shape, as Megatron-LM does.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``item``, ``course_bytes`` (BF16 gradients, 16 B/param), ``course_fp32_grads_bytes``
+        (the same functions with ``grad_bytes_per_param=4``), ``peer_bytes``, ``peer``.
+
+    References
+    ----------
+    :func:`megatron_theoretical_memory`, :func:`deepspeed_zero_model_states_bytes` and
+    their sources; Rajbhandari et al. 2020 (ZeRO); Korthikanti et al. 2022.
+
+    Examples
+    --------
+    >>> t = convention_comparison("llama3-8b", 64)
+    >>> t.peer.tolist()
+    ['Megatron-LM', 'DeepSpeed', 'DeepSpeed', 'Megatron-LM']
+    >>> bool((t.course_fp32_grads_bytes == t.peer_bytes).iloc[0])   # ZeRO-1: equal once grads are FP32
+    True
+    """
+    m = preset(model) if isinstance(model, str) else model
+    if not isinstance(m, ModelPreset):
+        raise ValueError(f"model must be a preset name or a ModelPreset; got {model!r}")
+    dp = integer("n_devices", n_devices, minimum=1)
+    micro_batch = integer("micro_batch", micro_batch, minimum=1, maximum=_MAX_DIM)
+    n = float(m.exact_params())
+    report = megatron_theoretical_memory(m.n_layers, m.d_model, m.n_heads, m.ffn_dim, m.vocab_size, m.seq_len,
+                                         n_kv_heads=m.n_kv_heads, swiglu=True, dp=dp, micro_batch=micro_batch,
+                                         distributed_optimizer=True, untie_embeddings=True,
+                                         normalization="RMSNorm", sequence_parallel=False, recompute=recompute)
+    act = activation_bytes(m.n_layers, m.seq_len, micro_batch, m.d_model, m.n_heads, recompute=recompute,
+                           **activation_options(m))
+    fp32 = PEER_GRAD_BYTES_PER_PARAM
+    rows = [("state, ZeRO-1 = Megatron distributed optimizer", zero_bytes_per_device(n, dp, 1),
+             zero_bytes_per_device(n, dp, 1, grad_bytes_per_param=fp32), report.weight_and_optimizer_bytes,
+             "Megatron-LM")]
+    for stage, extra in ((2, {}), (3, {"largest_layer_params": float(m.vocab_size * m.d_model)})):
+        rows.append((f"state, ZeRO-{stage}", zero_bytes_per_device(n, dp, stage),
+                     zero_bytes_per_device(n, dp, stage, grad_bytes_per_param=fp32),
+                     deepspeed_zero_model_states_bytes(n, dp, stage, **extra), "DeepSpeed"))
+    rows.append((f"activations, 1 micro-batch, {recompute} recompute", act, act, report.activation_bytes,
+                 "Megatron-LM"))
+    return pd.DataFrame(rows, columns=["item", "course_bytes", "course_fp32_grads_bytes", "peer_bytes", "peer"])
 
 
 # --------------------------------------------------------------------------- presets
@@ -846,12 +1447,16 @@ class SizingPlan:
     min_systems : int or None
         Systems of ``system`` needed for ``min_chips``.
     activation_bytes_per_chip : float or None
-        Korthikanti activations for one micro-batch with no model parallelism,
-        if a model shape was given.
+        Activations for one micro-batch with no model parallelism, if a model
+        shape was given (Korthikanti et al.'s count for the preset's Llama-style
+        layer, :func:`activation_options`).
     flops : float
         Training FLOPs.
     instance_days : float
         Days on one instance of the system at ``mfu``.
+    grad_bytes_per_param : float
+        Bytes per gradient the state was counted with (2 = BF16, the course's
+        convention; 4 = FP32, Megatron-LM's and DeepSpeed's).
     """
 
     n_params: float
@@ -868,6 +1473,7 @@ class SizingPlan:
     activation_bytes_per_chip: float | None
     flops: float
     instance_days: float
+    grad_bytes_per_param: float = DEFAULT_GRAD_BYTES_PER_PARAM
 
     def days_on(self, n_instances: int) -> float:
         """Days on ``n_instances`` instances (perfect scaling)."""
@@ -880,7 +1486,8 @@ def size_job(n_params: float, n_tokens: float, *, system: str = "trn2.48xlarge",
              zero_stage: int = 3, activation_share: float = DEFAULT_ACTIVATION_SHARE,
              mfu: float = 0.40, dtype: str = "bf16", model: ModelPreset | str | None = None,
              micro_batch: int = 1, recompute: str = "none",
-             include_attention: bool = False) -> SizingPlan:
+             include_attention: bool = False,
+             grad_bytes_per_param: float | None = None) -> SizingPlan:
     """Size a training job: state, chips, systems, FLOPs and instance-days.
 
     Parameters
@@ -892,28 +1499,38 @@ def size_job(n_params: float, n_tokens: float, *, system: str = "trn2.48xlarge",
     recipe_name : str
         Precision recipe (:data:`RECIPES`); ``bytes_per_param`` overrides its total.
     zero_stage : int
-        0-3. Stage 3 (fully sharded) gives the background documents' lower bound.
+        0-3. Stage 3 (fully sharded) gives the lower bound on chips.
     activation_share : float
-        Share of HBM kept for activations (the 35 % rule).
+        Share of HBM kept for activations (the 35 % rule of thumb).
     mfu : float
         Assumed model FLOPs utilisation in (0, 1]: the least certain input.
     model : ModelPreset or str, optional
         A shape for the activation estimate (and the attention FLOPs term).
+    grad_bytes_per_param : float, optional
+        Bytes per gradient (:func:`recipe`): the recipe's own by default (2, BF16, the
+        course's 16 B/param); 4 counts FP32 gradients as Megatron-LM and DeepSpeed do
+        (18 B/param). Not with ``bytes_per_param``, which is already a total.
 
     Examples
     --------
-    The background documents' 70B-on-2T case:
+    70B parameters on 2T tokens, at the course's 16 B/param and at the peers' 18:
 
     >>> from trainium_lab.units import GiB
     >>> p = size_job(70e9, 2e12)
     >>> round(p.state_bytes / GiB), p.min_chips, p.min_systems, round(p.instance_days)
     (1043, 17, 2, 2278)
+    >>> q = size_job(70e9, 2e12, grad_bytes_per_param=4)
+    >>> round(q.state_bytes / GiB), q.min_chips, q.min_systems
+    (1173, 19, 2)
     """
-    n_params = positive("n_params", n_params)
+    n_params = _n_params(n_params)
     n_tokens = positive("n_tokens", n_tokens)
     mfu = _mfu(mfu)
     stage = integer("zero_stage", zero_stage, minimum=0, maximum=3)
-    r = recipe(recipe_name)
+    if bytes_per_param is not None and grad_bytes_per_param is not None:
+        raise ValueError("bytes_per_param is the total and already includes the gradients: "
+                         "give bytes_per_param or grad_bytes_per_param, not both")
+    r = recipe(recipe_name, grad_bytes_per_param)
     bpp = r.bytes_per_param if bytes_per_param is None else bytes_per_param
     state = training_state_bytes(n_params, bpp)
     sysm = specs.system(system)
@@ -922,14 +1539,15 @@ def size_job(n_params: float, n_tokens: float, *, system: str = "trn2.48xlarge",
         chips: int | None = min_chips_for_state(state, sysm.chip_key, activation_share)
     else:
         chips = min_chips_zero(n_params, stage, sysm.chip_key, recipe_name=r.key,
-                               activation_share=activation_share)
+                               activation_share=activation_share,
+                               grad_bytes_per_param=r.gradients)
     shape = preset(model) if isinstance(model, str) else model
     if shape is not None:
         instance("model", shape, ModelPreset, "a preset name, a ModelPreset or None")
     act = None
     if shape is not None:
         act = activation_bytes(shape.n_layers, shape.seq_len, micro_batch, shape.d_model,
-                               shape.n_heads, recompute=recompute)
+                               shape.n_heads, recompute=recompute, **activation_options(shape))
     if include_attention and shape is not None:
         flops = training_flops(n_params, n_tokens, include_attention=True,
                                n_layers=shape.n_layers, seq_len=shape.seq_len,
@@ -942,16 +1560,17 @@ def size_job(n_params: float, n_tokens: float, *, system: str = "trn2.48xlarge",
         usable_bytes_per_chip=usable, min_chips=chips,
         min_systems=None if chips is None else min_systems(chips, sysm.key),
         activation_bytes_per_chip=act, flops=flops,
-        instance_days=instance_days(flops, mfu, sysm.key, dtype))
+        instance_days=instance_days(flops, mfu, sysm.key, dtype),
+        grad_bytes_per_param=float(r.gradients))
 
 
 def plan_memory_table(plan: SizingPlan) -> pd.DataFrame:
     """One chip's HBM under a plan, as rows for a bar chart (GiB).
 
     Rows: the chip's HBM; the state per chip at ``plan.min_chips`` chips
-    (or the unsharded state if it never fits); the activation reserve of the
-    35 % rule; the Korthikanti activation estimate for one micro-batch with no
-    model parallelism, when the plan has a model shape.
+    (or the unsharded state if it never fits), counted with the plan's gradient
+    bytes; the activation reserve of the 35 % rule; the activation estimate for
+    one micro-batch with no model parallelism, when the plan has a model shape.
 
     Returns
     -------
@@ -969,11 +1588,10 @@ def plan_memory_table(plan: SizingPlan) -> pd.DataFrame:
     if plan.min_chips is None:
         state_item, state_bytes = "state (does not fit at any DP degree)", plan.state_bytes
     else:
+        r = recipe(plan.recipe, plan.grad_bytes_per_param)
         state_bytes = zero_bytes_per_device(
-            plan.n_params, plan.min_chips, plan.zero_stage,
-            RECIPES[plan.recipe].optimizer_bytes_per_param,
-            weight_bytes_per_param=RECIPES[plan.recipe].weights,
-            grad_bytes_per_param=RECIPES[plan.recipe].gradients)
+            plan.n_params, plan.min_chips, plan.zero_stage, r.optimizer_bytes_per_param,
+            weight_bytes_per_param=r.weights, grad_bytes_per_param=r.gradients)
         if plan.zero_stage == 3:
             state_bytes = plan.state_bytes / plan.min_chips
         state_item = (f"state per chip ({plan.min_chips} chip{'s' if plan.min_chips != 1 else ''}, "

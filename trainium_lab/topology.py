@@ -23,6 +23,8 @@ Public API (used by later chapters, e.g. the parallel-layout planner)
     level than their size requires (the "TP across the ring by accident" case).
 ``levels_table(systems=None) -> DataFrame``
     Every level of every system with its per-chip bandwidth, scope and direction.
+``alternative_links_table(systems=None) -> DataFrame``
+    Sourced figures for a level that the model does not use (Trn3 Gen2's PCIe fabric).
 ``ranks_per_chip(chip, lnc)``, ``ranks_per_system(system, lnc)``, ``check_degrees(...)``
     Counting in logical cores.
 
@@ -45,9 +47,13 @@ costs here.
 *Bandwidth per level* is the per-chip figure for the links used when traffic
 crosses that level: the 2D torus inside a Trn2 instance, the ring joining chips
 at the same position across an UltraServer's four instances (the slow third
-dimension of the 4×4×4 grid), EFA between systems. Figures whose source gives
-them per instance are divided by the chips per instance, and the scope text says
-so. Traffic between logical cores of one chip is not modelled (no figure is
+dimension of the 4×4×4 grid), EFA between systems. Both Trn3 UltraServers use the
+NeuronLink-v4 per-device figure at every level inside the UltraServer: the Trn3
+architecture page gives the same figure for Gen1 and Gen2 and does not say how it
+splits between Gen2's two switch levels, so a uniform figure is an assumption (each
+level's ``note`` says so); the page's PCIe figures for Gen2 are kept as alternatives.
+Figures whose source gives them per instance are divided by the chips per instance,
+and the scope text says so. Traffic between logical cores of one chip is not modelled (no figure is
 published); it is reported as the ``"chip"`` level with no bandwidth.
 
 References
@@ -90,7 +96,8 @@ from trainium_lab._validate import UnknownNameError, choice, integer, sequence
 
 __all__ = [
     "Level", "Cluster", "Placement", "KINDS", "LATENCY_CRITICAL", "LEVEL_NAMES", "SYSTEMS", "ORDERINGS",
-    "cluster", "place", "levels_table", "ranks_per_chip", "ranks_per_system", "check_degrees",
+    "cluster", "place", "levels_table", "alternative_links_table", "ranks_per_chip",
+    "ranks_per_system", "check_degrees",
     "parse_ordering", "all_orderings",
 ]
 
@@ -108,19 +115,31 @@ _LEVEL_LINKS: dict[str, dict[str, str | None]] = {
     "trn2.48xlarge": {"instance": "trn2-neuronlink-intra", "ultraserver": None, "efa": "trn2-efa"},
     "trn2-ultraserver": {"instance": "trn2-neuronlink-intra",
                          "ultraserver": "trn2-neuronlink-inter", "efa": "trn2-efa"},
+    # The Trn3 architecture page gives NeuronLink-v4 per device for Gen1 *and* Gen2 (the same
+    # figure in both columns of its table), so both generations are modelled on NeuronLink-v4.
     "trn3-gen1-ultraserver": {"instance": "trn3-neuronlink", "ultraserver": "trn3-neuronlink",
                               "efa": "trn3-efa"},
-    "trn3-gen2-ultraserver": {"instance": "trn3-gen2-pcie-intra-server",
-                              "ultraserver": "trn3-gen2-pcie-inter-server", "efa": "trn3-efa"},
+    "trn3-gen2-ultraserver": {"instance": "trn3-neuronlink", "ultraserver": "trn3-neuronlink",
+                              "efa": "trn3-efa"},
 }
+#: Sourced figures for the same level that the model does *not* use: a different fabric the
+#: source describes without reconciling it with the figure used (shown to the learner).
+_LEVEL_ALTERNATIVES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("trn3-gen2-ultraserver", "instance"): ("trn3-gen2-pcie-intra-server",),
+    ("trn3-gen2-ultraserver", "ultraserver"): ("trn3-gen2-pcie-inter-server", "trn3-gen2-pcie-inter-rack"),
+}
+_SWITCH_ASSUMPTION = ("assumption: every pair of chips gets the same per-chip NeuronLink-v4 figure "
+                      "through NeuronSwitch-v1; no AWS page states that the figure is uniform")
+_GEN2_UNKNOWN = ("how the per-device NeuronLink-v4 figure splits between the first-level switch "
+                 "(inside a 4-chip server) and the second-level switches (across servers) is not "
+                 "published, so both levels get the whole figure; the trn3-arch page also gives "
+                 "PCIe Gen6 per-chip figures for Gen2 (see alternatives) without reconciling them "
+                 "with NeuronLink-v4")
 _LEVEL_NOTES: dict[tuple[str, str], str] = {
-    ("trn3-gen2-ultraserver", "ultraserver"):
-        "traffic between racks uses direct inter-rack links (trn3-gen2-pcie-inter-rack), slower "
-        "still; servers per rack are not in data/, so this model cannot tell which groups cross racks",
-    ("trn3-gen1-ultraserver", "instance"):
-        "switched: every chip reaches every other through NeuronSwitch-v1 at the same figure",
-    ("trn3-gen1-ultraserver", "ultraserver"):
-        "switched: every chip reaches every other through NeuronSwitch-v1 at the same figure",
+    ("trn3-gen1-ultraserver", "instance"): _SWITCH_ASSUMPTION,
+    ("trn3-gen1-ultraserver", "ultraserver"): _SWITCH_ASSUMPTION,
+    ("trn3-gen2-ultraserver", "instance"): f"{_SWITCH_ASSUMPTION}; {_GEN2_UNKNOWN}",
+    ("trn3-gen2-ultraserver", "ultraserver"): f"{_SWITCH_ASSUMPTION}; {_GEN2_UNKNOWN}",
 }
 #: systems this module can lay out
 SYSTEMS: tuple[str, ...] = tuple(_LEVEL_LINKS)
@@ -150,6 +169,9 @@ class Level:
         ``True`` where every chip reaches every other directly through a switch.
     description, note : str
         The link's description and any caveat this model adds.
+    alternatives : tuple of str
+        Keys in ``data/links.csv`` of sourced figures for this level that the model does
+        not use (another fabric the source describes); see :func:`alternative_links_table`.
     """
 
     name: str
@@ -162,6 +184,7 @@ class Level:
     switched: bool
     description: str
     note: str = ""
+    alternatives: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -333,7 +356,8 @@ def _levels(system_key: str) -> tuple[Level, ...]:
         switched = "switch" in lk.description.lower() or "switch" in s.topology.lower()
         out.append(Level(name, index, key, bandwidth, scope, lk.direction, lk.latency_s,
                          switched and name != "efa", lk.description,
-                         _LEVEL_NOTES.get((s.key, name), "")))
+                         _LEVEL_NOTES.get((s.key, name), ""),
+                         _LEVEL_ALTERNATIVES.get((s.key, name), ())))
     return tuple(out)
 
 
@@ -387,6 +411,22 @@ def cluster(system: str = "trn2-ultraserver", n_systems: int = 1, lnc: int | Non
                    topology=s.topology)
 
 
+def _system_keys(names) -> list[str]:
+    """Keys of the named systems, each checked to be one this module can lay out."""
+    if isinstance(names, str):
+        names = (names,)
+    elif not hasattr(names, "__iter__"):
+        raise ValueError(f"systems must be a list of system names, got {names!r}")
+    keys = []
+    for name in names:
+        key = specs.system(name).key
+        if key not in _LEVEL_LINKS:
+            listed = ", ".join(repr(s) for s in SYSTEMS)
+            raise UnknownNameError(f"system must be one of {listed}; got {name!r}")
+        keys.append(key)
+    return keys
+
+
 def levels_table(systems: tuple[str, ...] | list[str] | None = None) -> pd.DataFrame:
     """The levels of each system with their per-chip bandwidth, scope and direction.
 
@@ -399,7 +439,9 @@ def levels_table(systems: tuple[str, ...] | list[str] | None = None) -> pd.DataF
     -------
     pandas.DataFrame
         One row per (system, level) with a link: ``system, level, index, link_key,
-        bytes_per_s, gb_per_s, scope, direction, latency_s, switched, description, note``.
+        bytes_per_s, gb_per_s, scope, direction, latency_s, switched, description, note,
+        alternatives`` (``;``-separated keys of sourced figures the model does not use,
+        listed by :func:`alternative_links_table`).
 
     Examples
     --------
@@ -409,19 +451,54 @@ def levels_table(systems: tuple[str, ...] | list[str] | None = None) -> pd.DataF
     """
     names = SYSTEMS if systems is None else sequence("systems", systems, lambda _name, s: s)
     rows = []
-    for name in names:
-        key = specs.system(name).key
-        if key not in _LEVEL_LINKS:
-            listed = ", ".join(repr(s) for s in SYSTEMS)
-            raise UnknownNameError(f"system must be one of {listed}; got {name!r}")
+    for key in _system_keys(names):
         for lv in _levels(key):
             if lv.bytes_per_s is None:
                 continue
             rows.append(dict(system=key, level=lv.name, index=lv.index, link_key=lv.link_key,
                              bytes_per_s=lv.bytes_per_s, gb_per_s=lv.bytes_per_s / 1e9,
                              scope=lv.scope, direction=lv.direction, latency_s=lv.latency_s,
-                             switched=lv.switched, description=lv.description, note=lv.note))
+                             switched=lv.switched, description=lv.description, note=lv.note,
+                             alternatives="; ".join(lv.alternatives)))
     return pd.DataFrame(rows)
+
+
+def alternative_links_table(systems: tuple[str, ...] | list[str] | None = None) -> pd.DataFrame:
+    """Sourced figures for a level that the model does not use, beside the one it uses.
+
+    For the Trn3 Gen2 UltraServer the Trn3 architecture page gives NeuronLink-v4 per device
+    (used, as for Gen1) and, in a separate section, per-chip PCIe Gen6 figures for the
+    in-server, cross-server and cross-rack paths. The page does not reconcile the two, so
+    the PCIe figures are kept here as alternatives rather than silently dropped.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``system, level, used_link_key, used_gb_per_s, link_key, bytes_per_s, gb_per_s,
+        scope, direction, description, source``; empty for systems without alternatives.
+
+    Examples
+    --------
+    >>> t = alternative_links_table(["trn3-gen2-ultraserver"])
+    >>> [(r.level, r.link_key, r.gb_per_s) for r in t.itertuples()]  # doctest: +NORMALIZE_WHITESPACE
+    [('instance', 'trn3-gen2-pcie-intra-server', 256.0),
+     ('ultraserver', 'trn3-gen2-pcie-inter-server', 320.0),
+     ('ultraserver', 'trn3-gen2-pcie-inter-rack', 128.0)]
+    """
+    names = SYSTEMS if systems is None else sequence("systems", systems, lambda _name, s: s)
+    cols = ["system", "level", "used_link_key", "used_gb_per_s", "link_key", "bytes_per_s",
+            "gb_per_s", "scope", "direction", "description", "source"]
+    rows = []
+    for key in _system_keys(names):
+        for lv in _levels(key):
+            for alt in lv.alternatives:
+                lk = specs.link(alt)
+                rows.append(dict(system=key, level=lv.name, used_link_key=lv.link_key,
+                                 used_gb_per_s=lv.bytes_per_s / 1e9, link_key=alt,
+                                 bytes_per_s=lk.bytes_per_s, gb_per_s=lk.bytes_per_s / 1e9,
+                                 scope=lk.scope, direction=lk.direction, description=lk.description,
+                                 source=specs.fact(alt, "bytes_per_s").source_title))
+    return pd.DataFrame(rows, columns=cols)
 
 
 # --------------------------------------------------------------------- placement

@@ -51,15 +51,21 @@ q4 = Exercise(
 
 q5 = Exercise(
     "Q5 selective recompute saving for Llama 3 70B",
-    expected=lambda: 1 - (sizing.activation_bytes_per_layer(8192, 1, 8192, 64, recompute="selective")
-                          / sizing.activation_bytes_per_layer(8192, 1, 8192, 64)),
     unit="(fraction)",
-    hint="The saved share is (5as/h) / (34 + 5as/h) with a = 64, s = 8192, h = 8192.",
+    hint="Selective recomputation drops the attention-core term. For Llama 3's layer (no dropout, "
+         "GQA, SwiGLU: sizing.activation_options) that term is 2as/h against 8 + 25.5 for the rest; "
+         "pass the options to sizing.activation_bytes_per_layer.",
     solution=("p = sizing.preset('llama3-70b')\n"
-              "full = sizing.activation_bytes_per_layer(p.seq_len, 1, p.d_model, p.n_heads)\n"
+              "arch = sizing.activation_options(p)   # no dropout, GQA, SwiGLU\n"
+              "full = sizing.activation_bytes_per_layer(p.seq_len, 1, p.d_model, p.n_heads, **arch)\n"
               "sel = sizing.activation_bytes_per_layer(p.seq_len, 1, p.d_model, p.n_heads, "
-              "recompute='selective')\nanswer_5 = 1 - sel / full"),
+              "recompute='selective', **arch)\n"
+              "answer_5 = 1 - sel / full   # (2as/h) / (33.5 + 2as/h) = 128 / 161.5"),
     wrong=lambda: 80 / 114,
+    mistakes=[(320 / 354, "that is the saving for Korthikanti's GPT layer (5as/h with dropout); "
+                          "Llama 3 has no dropout, so its attention core is 2as/h, and GQA and "
+                          "SwiGLU change the other terms"),
+              (80 / 114, "80 is 5as/h for GPT-3's shape, not Llama 3 70B's")],
 )
 
 q6 = Exercise(

@@ -63,12 +63,18 @@ q3 = Exercise(
     expected=lambda: _activations_gib(True),
     unit="GiB per chip",
     hint="Under 1F1B the first stage holds up to p micro-batches in flight, each with ceil(126/4) = 32 "
-         "layers of 34·s·b·h/t bytes per rank (selective recompute + sequence parallelism), "
-         "times 4 ranks per chip.",
+         "layers of Llama 3's per-layer bytes per rank under selective recompute and sequence "
+         "parallelism, (8 + 4 + 4g + 6f/h)·s·b·h/t with g = KV heads / heads and f = ffn_dim "
+         "(chapter 04), times 4 ranks per chip.",
     solution=("lay = layouts.layout('llama3-405b', tp=64, pp=4, dp=2, zero_stage=1, micro_batch=1,\n"
               "                     n_micro_batches=16, recompute='selective', lnc=2)\n"
               "answer_3 = layouts.evaluate(lay).memory_bytes['activations'] / GiB"),
     wrong=lambda: _activations_gib(False),
+    mistakes=[(lambda: _activations_gib(True) * 34 / 31.75,
+               "that is Korthikanti's GPT layer (34·s·b·h/t); Llama 3 405B has no dropout, GQA and a "
+               "SwiGLU MLP, 31.75·s·b·h/t (sizing.activation_coefficients)"),
+              (lambda: _activations_gib(False), "that is one micro-batch: under 1F1B the first stage "
+               "holds p = 4 in flight")],
 )
 
 q4 = Exercise(

@@ -1,7 +1,8 @@
-"""Chapter 01's widgets: the roofline explorer and the NeuronCore counter."""
+"""Chapter 01's widgets: the roofline explorer, the NeuronCore counter and the claims table."""
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 
 import ipywidgets as W
@@ -12,7 +13,7 @@ from trainium_lab.charts.hardware import core_counts_chart, roofline_chart
 from trainium_lab.units import GiB, format_bandwidth, format_flop_rate, format_seconds
 from trainium_lab.widgets.base import Explorer, benchmarked
 
-__all__ = ["roofline_explorer", "core_counter"]
+__all__ = ["roofline_explorer", "core_counter", "claims_explorer"]
 
 _DTYPES = ["bf16", "fp16", "tf32", "fp32", "fp8", "mxfp8", "mxfp4", "fp4"]
 
@@ -30,7 +31,7 @@ def _roofline(chip: str, dtype: str, m: int, n: int, k: int) -> _RooflineView:
     b = roofline.matmul_bound(m, n, k, dtype, chip)
     trainium = roofline.device(chip).kind == "trainium"
     tiled = roofline.matmul_bound(m, n, k, dtype, chip, tiled=True) if trainium else None
-    array = roofline.array_utilisation(m, n, k, chip) if trainium else None
+    array = roofline.array_utilisation(m, n, k, chip, dtype) if trainium else None
     high = max(1e5, 10 * b.intensity_flop_per_byte)
     curves = roofline.roofline_curve(chip, dtype, low=0.1, high=high)
     rows = [{"intensity": b.intensity_flop_per_byte, "tflops": b.achieved_flops_per_s / 1e12,
@@ -113,3 +114,35 @@ def core_counter(system: str = "trn2.48xlarge") -> Explorer:
         "n_systems": W.IntText(value=1, description="how many"),
     }
     return Explorer(controls, _counts, _render_counts, _describe_counts, columns=3)
+
+
+def _claims_html(df: pd.DataFrame) -> str:
+    if df.empty:
+        return "<i>No claim matches.</i>"
+    cols = ("claim", "said_by", "verdict", "evidence")
+    head = "".join(f"<th style='text-align:left'>{html.escape(c.replace('_', ' '))}</th>" for c in cols)
+    rows = "".join("<tr>" + "".join(f"<td style='text-align:left;vertical-align:top'>"
+                                    f"{html.escape(str(getattr(r, c)))}</td>" for c in cols) + "</tr>"
+                   for r in df.itertuples())
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+
+
+@benchmarked(("query", "hbm"), ("verdict", "contradicted"))
+def claims_explorer(query: str = "") -> Explorer:
+    """Every checked claim, filtered by words, verdict and who made it (``cores.claims_table``)."""
+    every = cores.claims_table()
+    said = list(dict.fromkeys(every.said_by))
+    controls = {
+        "query": W.Text(value=query, description="search", placeholder="e.g. HBM, NeuronLink, H100"),
+        "verdict": W.Dropdown(options=[("any", "")] + [(v, v) for v in cores.VERDICTS], value="",
+                              description="verdict"),
+        "said_by": W.Dropdown(options=[("anyone", "")] + [(s[:60] + ("…" if len(s) > 60 else ""), s)
+                                                          for s in said],
+                              value="", description="said by"),
+    }
+
+    def compute(query: str, verdict: str, said_by: str) -> pd.DataFrame:
+        return cores.claims_table(query, verdict=verdict or None, said_by=said_by or None)
+
+    return Explorer(controls, compute, lambda df: None,
+                    lambda df: f"{len(df)} of {len(every)} claims<br>{_claims_html(df)}", columns=3)
