@@ -487,3 +487,10 @@ def test_cli_plan_help_and_sourced_price():
     assert out["inputs"]["usd_per_hour"] == 21.50
     assert out["inputs"]["price_basis"].startswith("sourced: on-demand, not stated, 2023-02-27")
     assert "usd_per_hour" not in out["inputs"]["assumptions"]
+
+
+def test_prices_agree_with_systems_csv():
+    """systems.csv keeps trn1.32xlarge's on-demand price as a system field: it must be prices.csv's."""
+    for s in specs.systems():
+        if s.on_demand_usd_per_hour is not None:
+            assert planning.price(s.key, "on-demand").usd_per_hour == s.on_demand_usd_per_hour

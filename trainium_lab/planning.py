@@ -53,8 +53,8 @@ table for prices (``data/prices.csv``).
 Examples
 --------
 >>> p = plan_run("llama3-8b", 1e11, system="trn2.48xlarge", n_systems=1, usd_per_hour=40.0)
->>> p.layout.tp, p.layout.pp, p.layout.dp, round(p.days, 1)
-(4, 1, 16, 15.4)
+>>> p.layout.tp * p.layout.pp * p.layout.dp == p.layout.cluster.n_ranks, p.days > p.sizing.instance_days
+(True, True)
 >>> round(p.cost_usd) == round(p.instance_hours * 40.0)
 True
 """
