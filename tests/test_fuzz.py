@@ -68,6 +68,13 @@ VALUES = {
     "max_buckets": 4, "max_tokens": 2048, "compile_s_per_neff": 300.0, "graph": "GRAPH",
     "flags": "--auto-cast=none", "batch_size": 32, "stream": "STREAM", "compile_s": 300.0,
     "n_graphs": 8, "n_workers": 4, "n_samples": 100,
+    # checkpoints, automatic resume and traces (chapter 06, issue 15)
+    "storage_bytes": 5e13, "mb_per_s_per_tib": 500.0, "turnaround_s": 7200.0, "n_spares": 2,
+    "policy": "auto-resume + spares", "manual_detect_s": 3600.0, "auto_detect_s": 60.0,
+    "swap_s": 300.0, "provision_s": 1200.0, "health_check_s": 7200.0, "load_s": 60.0,
+    "step_s": 10.0, "comm_s": 2.0, "cause": "device error", "at_step": 2, "rank": 1,
+    "timeout_s": 60.0, "slow_factor": 1.5, "checkpoint_every": 2, "fail_at_s": (42.0,),
+    "compile_at_steps": (1,), "detect_s": 3.0, "replace_s": 0.0, "restart_compile_s": 0.0,
 }
 
 #: per-function baselines where the vocabulary's value does not fit
@@ -140,6 +147,9 @@ OVERRIDES = {
     "compilation.step_stream": {"n_samples": 100, "batch_size": 32, "pad_to": 128},
     "serving.check_launch": {"model": "llama3-70b", "n_chips": 16, "tp": 8, "pp": 2},
     "serving.chip_decode_table": {"n_chips": 8, "batch": 8, "context_len": 1024},
+    "reliability.timeline_log": {"timeline": __import__(
+        "trainium_lab.reliability", fromlist=["training_timeline"]).training_timeline(
+        10.0, 6, checkpoint_every=2, checkpoint_s=5.0, fail_at_s=(42.0,), detect_s=3.0)},
 }
 
 #: one bad value of each kind the issue names

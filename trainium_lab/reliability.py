@@ -1436,8 +1436,10 @@ def training_timeline(step_s: float, n_steps: int, *, checkpoint_every: int = 0,
             if fail_t > t:
                 rows.append([t, fail_t, kind, step, state["attempt"], True, True])
             rows.append([fail_t, fail_t, "failure", state["saved"], state["attempt"], False, False])
-            for r in rows:  # the steps computed since the last checkpoint are thrown away
-                if r[4] == state["attempt"] and r[2] == "compute" and r[3] > state["saved"]:
+            for r in reversed(rows):  # the work since the last checkpoint is thrown away
+                if r[4] != state["attempt"] or (r[2] == "checkpoint" and not r[6]):
+                    break
+                if r[2] in ("compute", "compile"):
                     r[5] = True
             state["attempt"] += 1
             state["done"] = state["saved"]
