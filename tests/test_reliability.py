@@ -506,3 +506,16 @@ def test_collective_hang_lasts_until_the_timeout(cause):
                    else "blocked in another collective")
     with pytest.raises(ValueError, match="comm_s"):
         rel.collective_trace(8, 10, 5, comm_s=10)
+
+
+def test_goodput_table_equals_one_minus_lost_fraction():
+    df = rel.goodput_vs_job_size(1000 * day, 300, manual_detect_s=3600, auto_detect_s=60,
+                                 swap_s=300, provision_s=1200, health_check_s=7200, load_s=300,
+                                 compile_s=900, n_spares=1, max_domains=64)
+    for row in df.itertuples():
+        r = rel.resume_recovery(row.policy, mtbf_s=row.mtbf_s, manual_detect_s=3600,
+                                auto_detect_s=60, swap_s=300, provision_s=1200,
+                                health_check_s=7200, load_s=300, compile_s=900, n_spares=1)
+        assert row.restart_s == pytest.approx(r.total_s)
+        assert row.goodput == pytest.approx(
+            1 - rel.lost_fraction(row.interval_s, 300, row.mtbf_s, r.total_s), rel=1e-12)

@@ -956,7 +956,9 @@ def failure_modes(query: str = "") -> pd.DataFrame:
 # about a couple of hours per new instance); the M/G/inf queue (Palm's theorem) for spare pools,
 # e.g. L. Kleinrock, Queueing Systems, Vol. 1, Wiley 1975 (see each docstring).
 
-from trainium_lab._validate import finite_number, in_range  # noqa: E402  (this part's own checks)
+import functools  # noqa: E402  (this part's own imports, kept here so merges stay easy)
+
+from trainium_lab._validate import finite_number, in_range  # noqa: E402
 
 __all__ += [
     "recovery_facts", "fsx_throughput_options_mb_per_s_per_tib", "deep_health_check_s",
@@ -983,6 +985,11 @@ _MAX_STEPS = 1_000_000
 _MAX_EVENTS = 10_000
 
 
+@functools.lru_cache(maxsize=1)
+def _recovery_facts_table() -> pd.DataFrame:
+    return specs.read_data_csv("recovery_facts.csv")
+
+
 def recovery_facts(topic: str | None = None) -> pd.DataFrame:
     """Sourced facts on checkpoints, FSx for Lustre throughput and HyperPod recovery.
 
@@ -999,7 +1006,7 @@ def recovery_facts(topic: str | None = None) -> pd.DataFrame:
     >>> sorted(recovery_facts().topic.unique())
     ['checkpoint', 'fsx lustre', 'hyperpod']
     """
-    df = specs.read_data_csv("recovery_facts.csv")
+    df = _recovery_facts_table().copy()
     if topic is not None:
         topic = choice("topic", topic, tuple(df["topic"].unique()))
         df = df[df["topic"] == topic].reset_index(drop=True)
@@ -1014,6 +1021,7 @@ def _fact_value(topic: str, fact: str) -> tuple[str, str]:
     return str(row.value.iloc[0]), str(row.unit.iloc[0])
 
 
+@functools.cache
 def fsx_throughput_options_mb_per_s_per_tib() -> tuple[float, ...]:
     """The throughput tiers of an FSx for Lustre Persistent-2 SSD file system, in MB/s per TiB.
 
@@ -1030,6 +1038,7 @@ def fsx_throughput_options_mb_per_s_per_tib() -> tuple[float, ...]:
     return tuple(float(v) for v in value.split(";"))
 
 
+@functools.cache
 def deep_health_check_s() -> float:
     """Seconds a new HyperPod instance spends in deep health checks (AWS: "about a couple of hours").
 
@@ -1185,6 +1194,11 @@ class Recovery:
         """The restart time R of the lost-time model."""
         return self.detect_s + self.replace_s + self.load_s + self.compile_s
 
+    def parts(self) -> dict[str, float]:
+        """``{"detect": s, "replace": s, "load": s, "compile": s}``, for a chart."""
+        return {"detect": self.detect_s, "replace": self.replace_s, "load": self.load_s,
+                "compile": self.compile_s}
+
     def _repr_markdown_(self) -> str:
         from trainium_lab.units import format_seconds
 
@@ -1278,14 +1292,24 @@ def resume_recovery(policy: str, *, mtbf_s: float, manual_detect_s: float, auto_
     """
     policy = choice("policy", policy, RESUME_POLICIES)
     mtbf_s = positive("mtbf_s", mtbf_s)
-    t = {name: positive(name, value, allow_zero=True) for name, value in (
-        ("manual_detect_s", manual_detect_s), ("auto_detect_s", auto_detect_s), ("swap_s", swap_s),
-        ("provision_s", provision_s), ("health_check_s", health_check_s), ("load_s", load_s),
-        ("compile_s", compile_s))}
-    for name, value in t.items():
-        if value > 1e12:
-            raise ValueError(f"{name} must be at most 1e12 s, got {value:g}")
+    t = _recovery_times(manual_detect_s=manual_detect_s, auto_detect_s=auto_detect_s,
+                        swap_s=swap_s, provision_s=provision_s, health_check_s=health_check_s,
+                        load_s=load_s, compile_s=compile_s)
     n_spares = integer("n_spares", n_spares, minimum=0, maximum=10_000)
+    return _recovery(policy, mtbf_s, t, n_spares)
+
+
+def _recovery_times(**times: float) -> dict[str, float]:
+    out = {}
+    for name, value in times.items():
+        out[name] = positive(name, value, allow_zero=True)
+        if out[name] > 1e12:
+            raise ValueError(f"{name} must be at most 1e12 s, got {out[name]:g}")
+    return out
+
+
+def _recovery(policy: str, mtbf_s: float, t: dict[str, float], n_spares: int) -> Recovery:
+    """:func:`resume_recovery` on checked inputs."""
     fresh_s = t["provision_s"] + t["health_check_s"]
     if policy == "manual restart":
         detect, replace, short = t["manual_detect_s"], t["provision_s"], 1.0
@@ -1325,17 +1349,21 @@ def goodput_vs_job_size(chip_mtbf_s: float, checkpoint_s: float, *, manual_detec
     """
     sizes = mtbf_vs_job_size(chip_mtbf_s, system, max_domains=max_domains)
     checkpoint_s = positive("checkpoint_s", checkpoint_s)
+    t = _recovery_times(manual_detect_s=manual_detect_s, auto_detect_s=auto_detect_s,
+                        swap_s=swap_s, provision_s=provision_s, health_check_s=health_check_s,
+                        load_s=load_s, compile_s=compile_s)
+    n_spares = integer("n_spares", n_spares, minimum=0, maximum=10_000)
     rows = []
-    for n_chips, label, mtbf_s in zip(sizes["n_chips"], sizes["label"], sizes["mtbf_s"]):
+    for n_chips, label, mtbf_s in zip(sizes["n_chips"].tolist(), sizes["label"].tolist(),
+                                      sizes["mtbf_s"].tolist()):
         tau = optimal_interval_s(checkpoint_s, mtbf_s)
         for policy in RESUME_POLICIES:
-            r = resume_recovery(policy, mtbf_s=mtbf_s, manual_detect_s=manual_detect_s,
-                                auto_detect_s=auto_detect_s, swap_s=swap_s, provision_s=provision_s,
-                                health_check_s=health_check_s, load_s=load_s, compile_s=compile_s,
-                                n_spares=n_spares)
-            rows.append((int(n_chips), label, policy, float(mtbf_s), r.total_s,
-                         r.shortfall_probability, tau,
-                         1.0 - lost_fraction(tau, checkpoint_s, mtbf_s, r.total_s)))
+            r = _recovery(policy, mtbf_s, t, n_spares)
+            # 1 - lost_fraction: tau / E with E = (M + R)(exp((tau + delta)/M) - 1)
+            segment = (mtbf_s + r.total_s) * math.expm1((tau + checkpoint_s) / mtbf_s) \
+                if (tau + checkpoint_s) / mtbf_s < 700 else math.inf
+            rows.append((int(n_chips), label, policy, mtbf_s, r.total_s,
+                         r.shortfall_probability, tau, tau / segment))
     return pd.DataFrame(rows, columns=["n_chips", "label", "policy", "mtbf_s", "restart_s",
                                        "shortfall_probability", "interval_s", "goodput"])
 
