@@ -158,7 +158,7 @@ def goodput_histogram_chart(df: pd.DataFrame) -> alt.Chart:
 _RANK_COLOURS = ["#4e79a7", "#e8e8e8", "#76b7b2", "#e15759", "#f28e2b", "#bab0ac"]
 _POLICY_COLOURS = [PALETTE[9], PALETTE[1], PALETTE[4]]
 _LOG_MARKS = ["job started", "checkpoint loaded", "failure"]
-_LOG_MARK_COLOURS = [PALETTE[0], PALETTE[4], PALETTE[2]]
+_LOG_MARK_COLOURS = [PALETTE[6], PALETTE[4], PALETTE[2]]
 
 
 def step_time_chart(steps: pd.DataFrame, *, title: str = "Step time, as the training log prints it"
@@ -181,12 +181,14 @@ def progress_chart(log: pd.DataFrame, *, title: str = "Training progress and log
     """Steps completed against wall-clock hours, with vertical rules at restart log lines.
 
     ``log``: :func:`trainium_lab.reliability.timeline_log` output (all lines); the
-    line is drawn from ``"step done"`` rows, the rules from ``"job started"``,
-    ``"checkpoint loaded"`` and ``"failure"`` rows. Wall time is shown in hours.
+    line joins the ``"job started"``, ``"checkpoint loaded"`` and ``"step done"``
+    lines of each attempt (flat while nothing completes), the rules mark
+    ``"job started"``, ``"checkpoint loaded"`` and ``"failure"``. Wall time in hours.
     """
     hours = alt.X("wall_h:Q", title="wall-clock hours")
     line = base(log, title=title, height=220).transform_filter(
-        alt.datum.event == "step done").transform_calculate(
+        alt.FieldOneOfPredicate(field="event", oneOf=["job started", "checkpoint loaded",
+                                                      "step done"])).transform_calculate(
         wall_h="datum.wall_s / 3600").mark_line(color=PALETTE[0]).encode(
         x=hours, y=alt.Y("step:Q", title="last step completed"),
         detail="attempt:N",
