@@ -355,8 +355,8 @@ def test_fsx_lustre_published_tiers_and_hyperpod_maximum():
     # 125, 250, 500 or 1000 MB/s per TiB of storage; FSxLustreConfig: at most 100,800 GiB
     assert rel.fsx_throughput_options_mb_per_s_per_tib() == (125.0, 250.0, 500.0, 1000.0)
     assert rel.fsx_lustre_bytes_per_s(1 * TiB, 125) == 125 * MB
-    facts = rel.recovery_facts("hyperpod")
-    largest = float(facts[facts.fact.str.startswith("FSx")].value.iloc[0].split(";")[1]) * GiB
+    smallest, largest = rel.hyperpod_fsx_size_range_bytes()
+    assert (smallest, largest) == (1200 * GiB, 100_800 * GiB)
     assert rel.fsx_lustre_bytes_per_s(largest, 1000) / GB == pytest.approx(98.4375)
     with pytest.raises(ValueError, match="mb_per_s_per_tib"):
         rel.fsx_lustre_bytes_per_s(1 * TiB, 300)

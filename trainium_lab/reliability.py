@@ -962,6 +962,7 @@ from trainium_lab._validate import finite_number, in_range  # noqa: E402
 
 __all__ += [
     "recovery_facts", "fsx_throughput_options_mb_per_s_per_tib", "deep_health_check_s",
+    "hyperpod_fsx_size_range_bytes",
     "checkpoint_bytes", "fsx_lustre_bytes_per_s", "checkpoint_write_s", "young_lost_fraction",
     "RESUME_POLICIES", "Recovery", "spare_shortfall_probability", "resume_recovery",
     "goodput_vs_job_size",
@@ -1036,6 +1037,29 @@ def fsx_throughput_options_mb_per_s_per_tib() -> tuple[float, ...]:
     """
     value, _ = _fact_value("fsx lustre", "persistent-2 SSD throughput per unit of storage")
     return tuple(float(v) for v in value.split(";"))
+
+
+@functools.cache
+def hyperpod_fsx_size_range_bytes() -> tuple[float, float]:
+    """Smallest and largest FSx for Lustre file system a HyperPod cluster creates, in bytes.
+
+    References
+    ----------
+    Amazon SageMaker API Reference, ``FSxLustreConfig`` (``SizeInGiB``: 1,200 to 100,800).
+
+    Examples
+    --------
+    >>> from trainium_lab.units import GiB
+    >>> [b / GiB for b in hyperpod_fsx_size_range_bytes()]
+    [1200.0, 100800.0]
+    """
+    from trainium_lab.units import GiB
+
+    value, unit = _fact_value("hyperpod", "FSx for Lustre file system size a HyperPod cluster can create")
+    if unit != "GiB":
+        raise ValueError(f"recovery_facts.csv: HyperPod FSx size unit must be GiB, got {unit!r}")
+    low, high = (float(v) * GiB for v in value.split(";"))
+    return low, high
 
 
 @functools.cache
