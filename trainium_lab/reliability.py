@@ -1174,8 +1174,10 @@ def young_lost_fraction(checkpoint_s: float, mtbf_s: float, restart_s: float = 0
     """The rule of thumb for the share of time lost at Young's interval: sqrt(2δ/M) + R/M.
 
     At τ = sqrt(2δM) the two first-order terms δ/τ (writing) and τ/(2M) (rework)
-    are equal, each sqrt(δ/(2M)); a restart R per failure adds R/M. Accurate
-    while δ and R are small against M; :func:`lost_fraction` is the exact value.
+    are equal, each sqrt(δ/(2M)); a restart R per failure adds R/M. It never
+    falls below the exact value (:func:`lost_fraction` at Young's interval), and its
+    relative error is at most its own value: 5 % off when 5 % is lost (checked for
+    δ ≤ M/20 and R ≤ M/5).
 
     References
     ----------
