@@ -24,8 +24,8 @@ def _chapter(stem: str) -> str:
 
 def rows() -> list[tuple[str, str, str, str]]:
     """(rule, formula, value on Trainium2 / Trainium3 or a worked value, chapter link)."""
-    from trainium_lab import (collectives, compilation, kernels, layouts, reliability, roofline,
-                              serving, sizing, specs)
+    from trainium_lab import (collectives, compilation, kernels, layouts, moe, reliability,
+                              roofline, serving, sizing, specs)
     from trainium_lab.units import KiB, MB, hour, minute
 
     out = []
@@ -81,6 +81,15 @@ def rows() -> list[tuple[str, str, str, str]]:
     out.append(("Decode reads every weight once per step: it stays bandwidth-bound until the batch "
                 "nears the ridge point", "batch* ≈ ridge at short contexts; larger (or never) as the KV reads grow",
                 f"BF16: ≈ {r2:,.0f} sequences (Trn2), ≈ {r3:,.0f} (Trn3)", _chapter("09_serving")))
+    parts = moe.parameter_table("mixtral-8x7b")
+    total, active = parts["params"].sum(), parts["active_params"].sum()
+    out.append(("In a mixture of experts, memory follows the total parameters and compute the active ones",
+                "active = shared + k/E · experts", f"Mixtral 8×7B: {total / 1e9:.1f}B total, "
+                f"{active / 1e9:.1f}B active per token", _chapter("10_mixture_of_experts")))
+    bubble_v = layouts.pipeline_bubble_fraction(4, 32, virtual_stages=2)
+    out.append(("Interleaving v virtual stages per rank divides the pipeline bubble by v",
+                "bubble = (p − 1) / (v · m) (Narayanan et al. 2021)",
+                f"p = 4, m = 32, v = 2: {bubble_v:.1%}", _chapter("10_mixture_of_experts")))
     tokens = serving.expected_tokens_per_pass(0.8, 5)
     out.append(("Speculative decoding's k drafted tokens yield (1 − α^(k+1)) / (1 − α) per target pass",
                 "Leviathan et al. 2023, eq. 1", f"α = 0.8, k = 5: {tokens:.2f} tokens",
