@@ -69,7 +69,7 @@ def weights_explorer(n_params_billion: float = 8.0, stored: str = "bfloat16", ch
                              layout=W.Layout(width="max-content")),
         "chip": W.Dropdown(options=[(c.name, c.key) for c in specs.chips()], value=chip,
                            description="chip"),
-        "n_chips": W.IntSlider(value=n_chips, min=1, max=64, description="chips"),
+        "n_chips": W.IntSlider(value=n_chips, min=1, max=max(128, n_chips), description="chips"),
         "reserve_share": W.FloatSlider(value=sizing.DEFAULT_ACTIVATION_SHARE, min=0.0, max=0.9,
                                        step=0.05, description="kept free", readout_format=".0%"),
     }
