@@ -65,20 +65,27 @@ def _check_bound(answer, expected):
     return answer.strip().lower() == expected.lower(), f"{answer!r} is not what binds"
 
 
+def _q3_wide_limit() -> float:
+    from trainium_lab import roofline
+
+    return roofline.compute_bound_batch(None, None, "mxfp8", "trn3")
+
+
 q3 = Exercise(
-    "Q3 what binds 256 tokens through 8192 × 8192 MXFP8 weights on Trainium3",
-    hint="Compute m* = 1/(2/(R·b) − 2/8192) with Trainium3's MXFP8 ridge point and b = 1 + 1/32 "
-         "bytes (one shared 8-bit scale per 32 elements), and compare it with 256.",
+    "Q3 what binds 272 tokens through 8192 × 8192 MXFP8 weights on Trainium3",
+    hint="Compute m* = 1/(2/(R·b) − 1/n − 1/k) with Trainium3's MXFP8 ridge point, b = 1 + 1/32 "
+         "bytes (one shared 8-bit scale per 32 elements) and n = k = 8192, and compare it with 272.",
     solution=("t3 = specs.chip('trn3')\n"
               "R = t3.dense_flops_per_s['mxfp8'] / t3.hbm_bytes_per_s   # FLOP/byte\n"
               "b = 1 + 1 / 32                                          # bytes: 8-bit element + scale share\n"
-              "m_star = 1 / (2 / (R * b) - 2 / 8192)                   # tokens\n"
-              "answer_3 = 'tensor engine' if 256 >= m_star else 'HBM'"),
+              "m_star = 1 / (2 / (R * b) - 1 / 8192 - 1 / 8192)        # tokens\n"
+              "answer_3 = 'tensor engine' if 272 >= m_star else 'HBM'"),
     wrong="tensor engine",
-    mistakes=[("tensor engine", "on Trainium2 in BF16 it would be; MXFP8 raises Trainium3's ridge "
-                                "point more than its 1-byte elements lower the bytes, so m* is above 256")],
+    mistakes=[("tensor engine", "the wide-weight limit R·b/2 is below 272, but with n = k = 8192 the "
+                                "1/n + 1/k terms raise m* above it")],
     checker=_check_bound,
 )
+
 
 def _fill(dim: int, dtype: str, rows: bool = True) -> float:
     """How full the last tile of one dimension leaves the array (rows for k, columns for m)."""
