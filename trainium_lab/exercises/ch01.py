@@ -115,18 +115,18 @@ q4 = Exercise(
 )
 
 q5 = Exercise(
-    "Q5 ranks on three trn2.48xlarge at LNC=1",
+    "Q5 ranks on five trn2.48xlarge at LNC=1",
     unit="ranks",
     rel_tol=0.0,
     hint="One rank per logical NeuronCore: instances × chips per instance × physical cores per "
          "chip ÷ LNC.",
-    solution=("chips = 3 * specs.system('trn2.48xlarge').n_chips       # chips\n"
+    solution=("chips = 5 * specs.system('trn2.48xlarge').n_chips       # chips\n"
               "physical = chips * specs.chip('trn2').neuron_cores       # physical NeuronCores\n"
               "answer_5 = physical // 1                                 # LNC=1: one rank per core"),
-    wrong=lambda: cores.core_counts("trn2.48xlarge", 2, 3).ranks,
-    mistakes=[(lambda: cores.core_counts("trn2.48xlarge", 2, 3).ranks,
+    wrong=lambda: cores.core_counts("trn2.48xlarge", 2, 5).ranks,
+    mistakes=[(lambda: cores.core_counts("trn2.48xlarge", 2, 5).ranks,
                "that is at the default LNC=2 (two physical cores per rank); the question sets LNC=1"),
-              (lambda: cores.core_counts("trn2.48xlarge", 1, 3).n_chips,
+              (lambda: cores.core_counts("trn2.48xlarge", 1, 5).n_chips,
                "that counts chips; each Trainium2 chip has several NeuronCores")],
 )
 
