@@ -72,6 +72,13 @@ VALUES = {
     "n_experts": 8, "experts_per_token": 2, "expert_ffn_dim": 14336, "virtual_stages": 2,
     # planning (chapter 11)
     "target_tokens_per_s": 20_000.0, "mfu_subject": 0.4, "mfu_baseline": 0.4, "plan": "RUN_PLAN",
+    # checkpoints, automatic resume and traces (chapter 06, issue 15)
+    "storage_bytes": 5e13, "mb_per_s_per_tib": 500.0, "turnaround_s": 7200.0, "n_spares": 2,
+    "policy": "auto-resume + spares", "manual_detect_s": 3600.0, "auto_detect_s": 60.0,
+    "swap_s": 300.0, "provision_s": 1200.0, "health_check_s": 7200.0, "load_s": 60.0,
+    "step_s": 10.0, "comm_s": 2.0, "cause": "device error", "at_step": 2, "rank": 1,
+    "timeout_s": 60.0, "slow_factor": 1.5, "checkpoint_every": 2, "fail_at_s": (42.0,),
+    "compile_at_steps": (1,), "detect_s": 3.0, "replace_s": 0.0, "restart_compile_s": 0.0,
 }
 
 #: per-function baselines where the vocabulary's value does not fit
@@ -156,6 +163,9 @@ OVERRIDES = {
     "planning.plan_serving": {"usd_per_hour": 40.0},
     "planning.compare_platforms": {"mfu": {"trn2.48xlarge": 0.4, "p5.48xlarge": 0.4}},
     "planning.check_price_claim": {"claim_id": "trn2-price-performance"},
+    "reliability.timeline_log": {"timeline": __import__(
+        "trainium_lab.reliability", fromlist=["training_timeline"]).training_timeline(
+        10.0, 6, checkpoint_every=2, checkpoint_s=5.0, fail_at_s=(42.0,), detect_s=3.0)},
 }
 
 #: one bad value of each kind the issue names

@@ -61,6 +61,15 @@ def rows() -> list[tuple[str, str, str, str]]:
     out.append(("Checkpoint about every √(2 · write time · MTBF)",
                 "τ ≈ √(2 δ M) (Young 1974)", f"δ = 5 min, M = 24 h: {y / minute:,.0f} min",
                 _chapter("06_failure_modes")))
+    per_param = reliability.checkpoint_bytes(1.0)
+    out.append(("A checkpoint holds the weights, master copy and Adam moments, not the gradients",
+                "bytes = N × (state bytes/param − gradient bytes)",
+                f"{per_param:g} B/param: Llama 3 70B ≈ {reliability.checkpoint_bytes(70e9) / 1e9:,.0f} GB",
+                _chapter("06_failure_modes")))
+    lost = reliability.young_lost_fraction(5 * minute, 24 * hour, 10 * minute)
+    out.append(("At Young's interval a job loses about √(2δ/M) to checkpoints and rework, plus R/M to restarts",
+                "lost ≈ √(2δ/M) + R/M", f"δ = 5 min, M = 24 h, R = 10 min: {lost:.1%}",
+                _chapter("06_failure_modes")))
     out.append(("A job fails as often as all its parts together",
                 "MTBF_job = MTBF_part / N", "N times the parts, 1/N the time between failures",
                 _chapter("06_failure_modes")))
