@@ -24,8 +24,8 @@ def _chapter(stem: str) -> str:
 
 def rows() -> list[tuple[str, str, str, str]]:
     """(rule, formula, value on Trainium2 / Trainium3 or a worked value, chapter link)."""
-    from trainium_lab import (collectives, compilation, kernels, layouts, moe, reliability,
-                              roofline, serving, sizing, specs)
+    from trainium_lab import (collectives, compilation, intro, kernels, layouts, moe,
+                              reliability, roofline, serving, sizing, specs)
     from trainium_lab.units import KiB, MB, hour, minute
 
     out = []
@@ -34,6 +34,16 @@ def rows() -> list[tuple[str, str, str, str]]:
                 "for a weight-stationary matmul that intensity is about the batch (tokens) it carries",
                 "ridge = peak FLOP/s ÷ HBM bytes/s",
                 f"BF16: {r2:,.0f} FLOP/byte (Trn2), {r3:,.0f} (Trn3)", _chapter("01_hardware")))
+    m2 = roofline.compute_bound_batch(None, None, "bf16", "trn2")
+    m3 = roofline.compute_bound_batch(None, None, "bf16", "trn3")
+    out.append(("A matmul of a batch of m tokens against wide weights is compute-bound from m* on",
+                "1/m + 1/n + 1/k ≤ 2/(R·b); wide weights: m* ≈ R·b/2",
+                f"BF16: m* ≈ {m2:,.0f} tokens (Trn2), {m3:,.0f} (Trn3)", _chapter("01_hardware")))
+    fit2, fit3 = (intro.max_params("bf16-adam", chip) for chip in ("trn2", "trn3"))
+    out.append(("Training with Adam in mixed precision needs 16 bytes per parameter before activations",
+                "N_max = (1 − reserve) · HBM / 16 B",
+                f"35 % kept free: {fit2 / 1e9:.1f}B params per chip (Trn2), {fit3 / 1e9:.1f}B (Trn3)",
+                _chapter("00_start_here")))
     base = sizing.recipe("bf16-adam")
     per_param = base.weights + base.gradients + base.master + base.adam_m + base.adam_v
     peer = per_param - sizing.DEFAULT_GRAD_BYTES_PER_PARAM + sizing.PEER_GRAD_BYTES_PER_PARAM
