@@ -59,6 +59,15 @@ def rows() -> list[tuple[str, str, str, str]]:
     out.append(("A ring all-reduce sends almost twice the buffer through every rank's link",
                 "t ≈ 2(n−1)/n · S / B (+ 2(n−1)·α)",
                 f"n = {n}: 2(n−1)/n = {factor:.3f}", _chapter("03_topology_collectives")))
+    dp = collectives.dp_comm_bound_table(["trn2-ultraserver", "trn3-gen1-ultraserver"])
+    t2 = dict(zip(dp[dp.chip == "trn2"].level, dp[dp.chip == "trn2"].tokens_per_chip))
+    t3 = dict(zip(dp[dp.chip == "trn3"].level, dp[dp.chip == "trn3"].tokens_per_chip))
+    out.append(("Data parallelism is communication-bound below about C/W tokens per chip per step, "
+                "W the bandwidth of the level the gradient all-reduce crosses",
+                "B* ≈ C / W (BF16 gradients, overlapped with the backward pass)",
+                f"Trn2: {t2['instance']:,.0f} (instance), {t2['ultraserver']:,.0f} (UltraServer), "
+                f"{t2['efa']:,.0f} (EFA); Trn3 Gen1: {t3['ultraserver']:,.0f} (UltraServer), "
+                f"{t3['efa']:,.0f} (EFA)", _chapter("03_topology_collectives")))
     efa = specs.link("trn2-efa")
     cross = collectives.latency_crossover_bytes(n, efa.bytes_per_s, efa.latency_s)
     out.append(("Below a crossover size a collective is latency-bound, above it bandwidth-bound",
