@@ -12,7 +12,8 @@ import ipywidgets as W
 import pandas as pd
 
 from trainium_lab import layouts, sizing, topology
-from trainium_lab.charts.layouts import layout_dashboard, plan_scatter_chart
+from trainium_lab.charts.layouts import (layout_dashboard, plan_scatter_chart, tp_label, with_chip_counts,
+                                         with_chip_labels)
 from trainium_lab.charts.topology import placement_chart
 from trainium_lab.widgets.base import Explorer, benchmarked, error_html
 
@@ -60,9 +61,9 @@ def _describe_layout(v: _LayoutView) -> str:
            '<span style="color:#a40000">✗ does not fit</span>')
     t = e.time_s
     exposed = t["dp_exposed"]
-    return (f"<b>{html.escape(lay.label())}</b><br>"
+    return (f"<b>{html.escape(with_chip_counts(lay.label(), c.ranks_per_chip))}</b><br>"
             f"{c.n_systems} × {c.system}: {c.n_chips} chips, {c.n_ranks} ranks (LNC={c.lnc}). "
-            f"TP on <b>{e.levels['tp']}</b>, PP on <b>{e.levels['pp']}</b>, DP on <b>{e.levels['dp']}</b>.<br>"
+            f"{html.escape(tp_label(lay.tp, c.ranks_per_chip))} on <b>{e.levels['tp']}</b>, PP on <b>{e.levels['pp']}</b>, DP on <b>{e.levels['dp']}</b>.<br>"
             f"Memory per chip {e.total_bytes / gib:.1f} GiB of {e.hbm_bytes / gib:.0f} GiB "
             f"(state {e.state_bytes / gib:.1f}, activations {e.memory_bytes['activations'] / gib:.1f}); "
             f"{e.headroom_bytes / gib:.1f} GiB left, margin {e.min_headroom_fraction:.0%}: {fit}.<br>"
@@ -162,6 +163,7 @@ class PlannerExplorer(Explorer):
         t = self.plan.table
         keep = t[t.headroom_gib >= frac * t.hbm_gib].reset_index(drop=True)
         keep = keep.assign(rank=range(1, len(keep) + 1))
+        keep = with_chip_labels(keep, self.plan.cluster.ranks_per_chip)
         return _PlanView(self.plan, keep, colour, int(top_n))
 
     @staticmethod
