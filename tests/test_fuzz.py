@@ -68,6 +68,8 @@ VALUES = {
     "max_buckets": 4, "max_tokens": 2048, "compile_s_per_neff": 300.0, "graph": "GRAPH",
     "flags": "--auto-cast=none", "batch_size": 32, "stream": "STREAM", "compile_s": 300.0,
     "n_graphs": 8, "n_workers": 4, "n_samples": 100,
+    # parallelism (chapter 05)
+    "tp_chips": 4, "schedule": "1f1b",
 }
 
 #: per-function baselines where the vocabulary's value does not fit

@@ -124,7 +124,7 @@ def tp_split_chart(block: str = "mlp", tp: int = 4, *, width: int = 700) -> alt.
         x += w + gap
     domain = ["replicated"] + ranks
     colours = [_REPLICATED] + [PALETTE[r % len(PALETTE)] for r in range(tp)]
-    xs = alt.Scale(domain=[-0.1, x], nice=False, zero=False)
+    xs = alt.Scale(domain=[-0.6, x + 0.1], nice=False, zero=False)  # room for the captions
     ys = alt.Scale(domain=[-2.2, 1.35], nice=False, zero=False)
     none = dict(axis=None)
     with debug_mode(False):
