@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 import altair as alt
 import pandas as pd
 from altair.utils.schemapi import debug_mode
 
-from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH
+from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, DatasetTemplate
 
 __all__ = ["memory_chart", "step_time_chart", "plan_scatter_chart", "fully_sharded_chart",
            "layout_panel_chart", "panel_bars_chart", "layout_dashboard", "tp_label", "with_chip_counts",
@@ -93,28 +94,18 @@ def step_time_chart(df: pd.DataFrame, *, title: str = "Where a step's time goes"
         )
 
 
-def plan_scatter_chart(df: pd.DataFrame, *, colour: str = "tp_level", title: str | None = None,
-                       width: int = WIDTH, height: int = HEIGHT) -> alt.Chart:
-    """Memory headroom (GiB per chip) against tokens/s, one point per layout that fits;
-    the best layout (lowest ``rank``) drawn as a large diamond.
+class _DatasetChart(DatasetTemplate, alt.Chart):
+    """A chart whose data sit in named ``datasets`` (see ``charts.base.DatasetTemplate``)."""
 
-    ``df`` is ``Plan.table`` (columns ``label``, ``tokens_per_s``, ``headroom_gib``,
-    ``tp_level``, ``zero_stage``, ``recompute``, ``step_s``, ``memory_gib``, ``rank``);
-    ``colour`` names the column to colour by.
-    """
-    cols = ["label", "tokens_per_s", "headroom_gib", "step_s", "memory_gib", "rank", "tp_level",
-            "zero_stage", "recompute", "pp", "tp", "dp"]
-    d = df[cols].copy()
-    d["zero_stage"] = "ZeRO-" + d["zero_stage"].astype(str)
-    d["pp"] = "PP" + d["pp"].astype(str)
-    title = title or "Layouts that fit: headroom against throughput"
+
+@functools.lru_cache(maxsize=32)
+def _scatter_template(colour: str, title: str, width: int, height: int) -> _DatasetChart:
     if colour == "tp_level":
         scale = alt.Scale(domain=_LEVELS, range=[PALETTE[9], PALETTE[4], PALETTE[0], PALETTE[1], PALETTE[2]])
     else:
         scale = alt.Scale(range=PALETTE)
-    d["best"] = d["rank"] == d["rank"].min()
     with debug_mode(False):
-        return alt.Chart(_records(d), title=title, width=width, height=height).mark_point(
+        return _DatasetChart(alt.NamedData("plan"), title=title, width=width, height=height).mark_point(
             filled=True, opacity=0.75).encode(
             x=alt.X("tokens_per_s:Q", title="tokens per second (estimate)", scale=alt.Scale(zero=False)),
             y=alt.Y("headroom_gib:Q", title="HBM left per chip (GiB)"),
@@ -126,7 +117,32 @@ def plan_scatter_chart(df: pd.DataFrame, *, colour: str = "tp_level", title: str
                      alt.Tooltip("tokens_per_s:Q", format=",.0f"), alt.Tooltip("step_s:Q", format=",.2f"),
                      alt.Tooltip("memory_gib:Q", format=",.1f", title="GiB used"),
                      alt.Tooltip("headroom_gib:Q", format=",.1f", title="GiB left")],
-        )
+        ).properties(datasets={"plan": []}).freeze()
+
+
+def plan_scatter_chart(df: pd.DataFrame, *, colour: str = "tp_level", title: str | None = None,
+                       width: int = WIDTH, height: int = HEIGHT) -> alt.Chart:
+    """Memory headroom (GiB per chip) against tokens/s, one point per layout that fits;
+    the best layout (lowest ``rank``) drawn as a large diamond.
+
+    ``df`` is ``Plan.table`` (columns ``label``, ``tokens_per_s``, ``headroom_gib``,
+    ``tp_level``, ``zero_stage``, ``recompute``, ``step_s``, ``memory_gib``, ``rank``);
+    ``colour`` names the column to colour by. The chart is a template with the rows as a
+    named data set, so a widget redraws it without rebuilding the spec.
+    """
+    cols = ["label", "tokens_per_s", "headroom_gib", "step_s", "memory_gib", "rank", "tp_level",
+            "zero_stage", "recompute", "pp", "tp", "dp"]
+    values = {c: df[c].tolist() for c in cols}
+    values["zero_stage"] = [f"ZeRO-{z}" for z in values["zero_stage"]]
+    values["pp"] = [f"PP{p}" for p in values["pp"]]
+    best_rank = min(values["rank"]) if values["rank"] else None
+    values["best"] = [r == best_rank for r in values["rank"]]
+    for c in ("tokens_per_s", "headroom_gib", "step_s", "memory_gib"):
+        values[c] = [round(float(v), 4) for v in values[c]]
+    keys = list(values)
+    rows = [dict(zip(keys, row)) for row in zip(*(values[k] for k in keys))]
+    title = title or "Layouts that fit: headroom against throughput"
+    return _scatter_template(colour, title, width, height).with_datasets({"plan": rows})
 
 
 def fully_sharded_chart(df: pd.DataFrame, *, hbm_gib: float,
@@ -231,6 +247,7 @@ def tp_label(tp: int, ranks_per_chip: int) -> str:
     return f"TP{tp} ranks = {chips:g} chip{'s' if chips > 1 else ''}"
 
 
+@functools.lru_cache(maxsize=8192)
 def with_chip_counts(text: str, ranks_per_chip: int) -> str:
     """Rewrite every ``TP<n>`` of a planner label or sentence as ranks and chips.
 

@@ -135,6 +135,9 @@ class PlannerExplorer(Explorer):
             "top_n": W.IntSlider(value=8, min=1, max=30, description="rows"),
         }
         super().__init__(controls, self._view, self._render, self._describe, columns=3)
+        if self.result is not None:  # build each colour's chart template once, up front
+            for option in controls["colour"].options:
+                self._render(_PlanView(self.plan, self.result.table.head(1), option, 1))
         grid = W.GridBox(list(self.inputs.values()) + [self.button],
                          layout=W.Layout(grid_template_columns="repeat(3, max-content)", grid_gap="4px 16px"))
         self.widget = W.VBox([grid, self.status, *self.widget.children])
@@ -179,15 +182,19 @@ class PlannerExplorer(Explorer):
             return error_html("Nothing fits with this much HBM kept free: add systems, or keep less free.")
         cols = ["rank", "label", "tp_level", "pp_level", "dp_level", "memory_gib", "headroom_gib",
                 "step_s", "tokens_per_s", "mfu_effective"]
-        shown = v.table[cols].head(v.top_n).copy()
         fmt = {"memory_gib": "{:.1f}", "headroom_gib": "{:.1f}", "step_s": "{:.2f}",
                "tokens_per_s": "{:,.0f}", "mfu_effective": "{:.1%}"}
-        for c, f in fmt.items():
-            shown[c] = [f.format(x) for x in shown[c]]
+        top = v.table.head(v.top_n)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(fmt[c].format(r[c]) if c in fmt else str(r[c]))}</td>"
+                             for c in cols) + "</tr>"
+            for r in top[cols].to_dict("records"))
+        table = ('<table class="dataframe"><thead><tr>' + "".join(f"<th>{c}</th>" for c in cols)
+                 + f"</tr></thead><tbody>{body}</tbody></table>")
         best = v.table.iloc[0]
         head = (f"{len(v.table)} of {len(v.plan.all)} layouts fit. Best: <b>{html.escape(best.label)}</b>, "
                 f"{best.tokens_per_s:,.0f} tokens/s.")
-        return head + shown.to_html(index=False, border=0)
+        return head + table
 
 
 @benchmarked(("min_headroom_pct", 25), ("colour", "zero_stage"), ("top_n", 4))
