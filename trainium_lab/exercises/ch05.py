@@ -123,9 +123,11 @@ q6 = Exercise(
     unit="GiB per chip",
     hint=("Under 1F1B the first stage keeps min(p, m) micro-batches in flight, each with its ⌈L/p⌉ "
           "layers of activations; per layer and rank Llama 3's layer under selective recomputation and "
-          "sequence parallelism keeps (8 + 4 + 4g + 6f/h)·s·b·h/t bytes (chapter 04); 4 ranks per chip."),
+          "sequence parallelism keeps (8 + 4 + 4g + 6f/h)·s·b·h/t bytes (chapter 04); a chip runs "
+          "several ranks (topology.ranks_per_chip)."),
     solution=("m = sizing.preset('llama3-405b')\n"
-              "p, n_micro, t, ranks_per_chip = 4, 2, 64, 4\n"
+              "p, n_micro, t = 4, 2, 64                            # stages, micro-batches, TP ranks\n"
+              "ranks_per_chip = topology.ranks_per_chip('trn2', 2)  # LNC=2\n"
               "c = sizing.activation_coefficients(m.n_heads, m.d_model, **sizing.activation_options(m))\n"
               "per_layer_rank = (c.replicated + c.sharded) * m.seq_len * 1 * m.d_model / t   # bytes, SP\n"
               "layers = math.ceil(m.n_layers / p)                  # 32 layers on the first stage\n"
