@@ -36,6 +36,8 @@ Placed groups (from :func:`trainium_lab.topology.place`):
     Cost of one collective in every group of ``kind`` ("tp", "pp", "dp", "ep"),
     run as a ring over the group's chips at the speed of the slowest level the
     group crosses. ``size_bytes`` is per rank.
+``level_collective_s(size_bytes, n_chips, level, system, collective="all_reduce")``
+    The same cost for a group whose level and chip count are already known.
 ``placement_costs(placement, size_bytes, collective="all_reduce") -> DataFrame``
     One row per kind with level, bandwidth (scope and direction) and time.
 
@@ -79,6 +81,7 @@ __all__ = [
     "bus_factor", "algbw_bytes_per_s", "busbw_bytes_per_s", "nccom_test_cases",
     "latency_crossover_bytes",
     "ring_allreduce_steps", "size_sweep", "group_collective_s", "placement_costs",
+    "level_collective_s",
 ]
 
 
@@ -545,12 +548,70 @@ def group_collective_s(placement, kind: str, size_bytes: float, collective: str 
     collective = choice("collective", collective, COLLECTIVES)
     size = positive("size_bytes", size_bytes, allow_zero=True)
     level, n_chips, sharing = _placement(placement).slowest(kind)
+    return _level_cost(level, n_chips, sharing, size, collective, latency_s)
+
+
+def _level_cost(level, n_chips: int, sharing: int, size: float, collective: str,
+                latency_s: float | None) -> float:
+    """The arithmetic of :func:`group_collective_s` once the level and the group are known."""
     if level.bytes_per_s is None or n_chips == 1:
         return 0.0
     alpha = (level.latency_s or 0.0) if latency_s is None else positive("latency_s", latency_s, allow_zero=True)
     if collective == "all_to_all" and level.switched:
         collective = "all_to_all_direct"
     return COLLECTIVES[collective](size * sharing, n_chips, level.bytes_per_s, alpha)
+
+
+def level_collective_s(size_bytes: float, n_chips: int, level="instance", system: str = "trn2-ultraserver",
+                       collective: str = "all_reduce", *, sharing: int = 1, lnc: int | None = None,
+                       latency_s: float | None = None) -> float:
+    """Seconds for one collective over ``n_chips`` chips at one level of a system.
+
+    The arithmetic of :func:`group_collective_s` without a placement: a ring (or,
+    for an all-to-all on a switched level, a direct exchange) over ``n_chips`` chips
+    at the level's per-chip bandwidth, each chip sending ``size_bytes × sharing``
+    (``sharing`` groups share the chip's links). The layout planner and
+    :mod:`trainium_lab.moe` use it for groups whose level they already know.
+
+    Parameters
+    ----------
+    size_bytes : float
+        Bytes per participant (>= 0).
+    n_chips : int
+        Chips in the group (>= 1; 1 costs nothing: traffic inside a chip is not modelled).
+    level : str or trainium_lab.topology.Level
+        ``"instance"``, ``"ultraserver"`` or ``"efa"`` (a level of ``system``), or a ``Level``.
+    system : str
+        The system whose level it is (ignored when ``level`` is a ``Level``).
+    collective : str
+        A key of ``COLLECTIVES``.
+    sharing : int
+        Groups sharing each chip's links (>= 1).
+    lnc : int, optional
+        Logical NeuronCore setting, only to build the system's cluster.
+    latency_s : float, optional
+        Per-step latency; by default the level's published latency, else 0.
+
+    Examples
+    --------
+    >>> act = 2 * 4096 * 16384
+    >>> round(level_collective_s(act, 16, "instance") * 1e3, 3)   # as group_collective_s for TP over 16 chips
+    0.246
+    >>> switch = level_collective_s(1e9, 4, "instance", "trn3-gen1-ultraserver", "all_to_all", lnc=2)
+    >>> switch < level_collective_s(1e9, 4, "instance", "trn2-ultraserver", "all_to_all")  # vs torus ring
+    True
+    """
+    from trainium_lab.topology import Level, cluster
+
+    collective = choice("collective", collective, COLLECTIVES)
+    size = positive("size_bytes", size_bytes, allow_zero=True)
+    n_chips = integer("n_chips", n_chips, minimum=1, maximum=10**7)
+    sharing = integer("sharing", sharing, minimum=1, maximum=10**4)
+    if not isinstance(level, Level):
+        if not isinstance(level, str):
+            raise ValueError(f"level must be a level name or a topology.Level, got {level!r}")
+        level = cluster(system, 1, lnc).level(level)
+    return _level_cost(level, n_chips, sharing, size, collective, latency_s)
 
 
 def placement_costs(placement, size_bytes: float | dict[str, float],

@@ -68,25 +68,30 @@ def memory_chart(df: pd.DataFrame, *, title: str = "Memory per chip against HBM"
 
 
 def step_time_chart(df: pd.DataFrame, *, title: str = "Where a step's time goes",
-                    width: int = WIDTH) -> alt.Chart:
+                    width: int = WIDTH, parts: list[str] | None = None, part_labels: dict[str, str] | None = None,
+                    colours: list[str] | None = None) -> alt.Chart:
     """Stacked horizontal bars of seconds per step by part, one bar per ``layout``.
 
     ``df`` has columns ``layout``, ``part`` (compute, tp_comm, pp_comm, bubble,
     dp_exposed) and ``seconds`` (``LayoutEstimate.time_table()`` plus ``layout``).
+    ``parts``, ``part_labels`` and ``colours`` replace those five parts (chapter 10 adds
+    the expert all-to-alls).
     """
+    order_of = _TIME if parts is None else parts
+    names = _TIME_LABELS if part_labels is None else part_labels
     d = df[["layout", "part", "seconds"]].copy()
-    d["what"] = [_TIME_LABELS[p] for p in d["part"]]
-    d["order"] = [_TIME.index(p) for p in d["part"]]
+    d["what"] = [names[p] for p in d["part"]]
+    d["order"] = [order_of.index(p) for p in d["part"]]
     total = d.groupby("layout", sort=False)["seconds"].transform("sum")
     d["share"] = d["seconds"] / total
-    labels = [_TIME_LABELS[p] for p in _TIME]
+    labels = [names[p] for p in order_of]
     n = d["layout"].nunique()
     with debug_mode(False):
         return alt.Chart(_records(d), title=title, width=width, height=34 * n + 10).mark_bar().encode(
             x=alt.X("seconds:Q", stack="zero", title="seconds per step"),
             y=alt.Y("layout:N", sort=None, title=None, axis=alt.Axis(labelLimit=320)),
-            color=alt.Color("what:N", scale=alt.Scale(domain=labels, range=_TIME_COLOURS), title="time",
-                            sort=labels),
+            color=alt.Color("what:N", scale=alt.Scale(domain=labels, range=colours or _TIME_COLOURS),
+                            title="time", sort=labels),
             order=alt.Order("order:Q"),
             tooltip=[alt.Tooltip("layout:N"), alt.Tooltip("what:N", title="part"),
                      alt.Tooltip("seconds:Q", format=",.3f", title="s"),
