@@ -23,6 +23,9 @@ _TIME_LABELS = {"compute": "compute", "tp_comm": "TP all-reduces", "pp_comm": "P
                 "bubble": "pipeline bubble", "dp_exposed": "exposed DP traffic"}
 _TIME_COLOURS = ["#1f3b5c", PALETTE[2], PALETTE[6], PALETTE[9], PALETTE[7]]
 _LEVELS = ["none", "chip", "instance", "ultraserver", "efa"]
+#: room around a top-level chart, so labels and titles survive a viewer whose fallback font is wider
+#: than the one vl-convert measured with (headless Chromium's DejaVu Sans cut chapter 05's titles)
+PAD = {"left": 28, "right": 28, "top": 4, "bottom": 4}
 
 
 def _records(df: pd.DataFrame) -> alt.InlineData:
@@ -64,7 +67,7 @@ def memory_chart(df: pd.DataFrame, *, title: str = "Memory per chip against HBM"
                                                        strokeDash=[3, 2]).encode(
             x=alt.X("allowed_gib:Q"), y=alt.Y("layout:N", sort=None),
             tooltip=[alt.Tooltip("allowed_gib:Q", format=",.1f", title="usable GiB (HBM − margin)")])
-        return alt.layer(bars, hbm, allowed, title=title, width=width, height=34 * n + 10)
+        return alt.layer(bars, hbm, allowed, title=title, width=width, height=34 * n + 10, padding=PAD)
 
 
 def step_time_chart(df: pd.DataFrame, *, title: str = "Where a step's time goes",
@@ -96,7 +99,7 @@ def step_time_chart(df: pd.DataFrame, *, title: str = "Where a step's time goes"
             tooltip=[alt.Tooltip("layout:N"), alt.Tooltip("what:N", title="part"),
                      alt.Tooltip("seconds:Q", format=",.3f", title="s"),
                      alt.Tooltip("share:Q", format=".1%", title="share of step")],
-        )
+        ).properties(padding=PAD)
 
 
 class _DatasetChart(DatasetTemplate, alt.Chart):
@@ -122,7 +125,7 @@ def _scatter_template(colour: str, title: str, width: int, height: int) -> _Data
                      alt.Tooltip("tokens_per_s:Q", format=",.0f"), alt.Tooltip("step_s:Q", format=",.2f"),
                      alt.Tooltip("memory_gib:Q", format=",.1f", title="GiB used"),
                      alt.Tooltip("headroom_gib:Q", format=",.1f", title="GiB left")],
-        ).properties(datasets={"plan": []}).freeze()
+        ).properties(datasets={"plan": []}, padding=PAD).freeze()
 
 
 def plan_scatter_chart(df: pd.DataFrame, *, colour: str = "tp_level", title: str | None = None,
@@ -171,7 +174,7 @@ def fully_sharded_chart(df: pd.DataFrame, *, hbm_gib: float,
         rule = alt.Chart(_records(pd.DataFrame({"hbm": [hbm_gib]}))).mark_rule(color="black", strokeDash=[4, 3]).encode(
             x="hbm:Q", tooltip=[alt.Tooltip("hbm:Q", title="HBM per chip (GiB)")])
         return alt.layer(bars, text, rule, title=alt.Title(title, subtitle="label: GiB left per chip"),
-                         width=WIDTH, height=40 * len(d) + 10)
+                         width=WIDTH, height=40 * len(d) + 10, padding=PAD)
 
 
 def layout_panel_chart(memory: pd.DataFrame, times: pd.DataFrame, *, width: int = WIDTH) -> alt.Chart:
@@ -228,9 +231,9 @@ def layout_dashboard(memory: pd.DataFrame, times: pd.DataFrame, placement: alt.T
     """
     panel = layout_panel_chart(memory, times)
     if placement is None:
-        return panel
+        return panel.properties(padding=PAD)
     with debug_mode(False):
-        return alt.vconcat(panel, placement, spacing=14).resolve_scale(color="independent")
+        return alt.vconcat(panel, placement, spacing=14, padding=PAD).resolve_scale(color="independent")
 
 
 # --------------------------------------------------------------------- TP degree in ranks and chips

@@ -14,6 +14,7 @@ import pandas as pd
 from altair.utils.schemapi import debug_mode
 
 from trainium_lab.charts.base import PALETTE, WIDTH, DatasetTemplate
+from trainium_lab.charts.layouts import PAD
 
 __all__ = ["TP_BLOCKS", "tp_split_chart", "pipeline_schedule_chart", "level_ratio_chart",
            "tp_limit_chart"]
@@ -148,7 +149,7 @@ def tp_split_chart(block: str = "mlp", tp: int = 4, *, width: int = 700) -> alt.
         ar = alt.Chart(t[t.kind == "allreduce"]).mark_text(fontSize=11, fontWeight="bold",
                                                            color=_ALLREDUCE).encode(
             x=alt.X("x:Q", scale=xs, **none), y=alt.Y("y:Q", scale=ys, **none), text="text:N")
-        return alt.layer(boxes, arrow, head, cap, ops, ar, width=width, height=200).properties(
+        return alt.layer(boxes, arrow, head, cap, ops, ar, width=width, height=200, padding=PAD).properties(
             title=alt.TitleParams(title, subtitle=subtitle, anchor="start")
         ).configure_view(stroke=None)
 
@@ -175,7 +176,7 @@ def _schedule_template(title: str, subtitle: str, width: int) -> _DatasetLayerCh
         x=alt.X("mid:Q"), y=y, text="micro_batch:N")
     return _DatasetLayerChart(layer=[bars, labels], datasets={"passes": [], "labels": []},
                               title=alt.TitleParams(title, subtitle=subtitle, anchor="start"),
-                              width=width, height=alt.Step(22)).freeze()
+                              width=width, height=alt.Step(22), padding=PAD).freeze()
 
 
 def pipeline_schedule_chart(ops: pd.DataFrame, idle: pd.DataFrame, *,
@@ -233,7 +234,7 @@ def level_ratio_chart(df: pd.DataFrame, *, title: str = "C/W: FLOPs a chip compu
             x="flops_per_byte:Q", y=y, text=alt.Text("flops_per_byte:Q", format=",.0f"))
         return alt.layer(bars, text, title=alt.TitleParams(
             title, subtitle="= the tokens per data-parallel replica that hide a BF16 gradient all-reduce"),
-            width=width, height=24 * len(d) + 10)
+            width=width, height=24 * len(d) + 10, padding=PAD)
 
 
 def tp_limit_chart(df: pd.DataFrame, *, title: str = "TP limit Y* (chips) against the chips a level holds",
@@ -260,4 +261,4 @@ def tp_limit_chart(df: pd.DataFrame, *, title: str = "TP limit Y* (chips) agains
                      alt.Tooltip("chips_in_level:Q", format=",.0f", title="chips in the level")])
         return alt.layer(ticks, pts, title=alt.TitleParams(
             title, subtitle="black tick: chips in the level (none over EFA)"),
-            width=width, height=24 * d["row"].nunique() + 10)
+            width=width, height=24 * d["row"].nunique() + 10, padding=PAD)
