@@ -24,8 +24,8 @@ def _chapter(stem: str) -> str:
 
 def rows() -> list[tuple[str, str, str, str]]:
     """(rule, formula, value on Trainium2 / Trainium3 or a worked value, chapter link)."""
-    from trainium_lab import (collectives, compilation, kernels, layouts, moe, reliability,
-                              roofline, serving, sizing, specs)
+    from trainium_lab import (collectives, compilation, intro, kernels, layouts, moe,
+                              reliability, roofline, serving, sizing, specs)
     from trainium_lab.units import KiB, MB, hour, minute
 
     out = []
@@ -34,6 +34,16 @@ def rows() -> list[tuple[str, str, str, str]]:
                 "for a weight-stationary matmul that intensity is about the batch (tokens) it carries",
                 "ridge = peak FLOP/s ÷ HBM bytes/s",
                 f"BF16: {r2:,.0f} FLOP/byte (Trn2), {r3:,.0f} (Trn3)", _chapter("01_hardware")))
+    m2 = roofline.compute_bound_batch(None, None, "bf16", "trn2")
+    m3 = roofline.compute_bound_batch(None, None, "bf16", "trn3")
+    out.append(("A matmul of a batch of m tokens against wide weights is compute-bound from m* on",
+                "1/m + 1/n + 1/k ≤ 2/(R·b); wide weights: m* ≈ R·b/2",
+                f"BF16: m* ≈ {m2:,.0f} tokens (Trn2), {m3:,.0f} (Trn3)", _chapter("01_hardware")))
+    fit2, fit3 = (intro.max_params("bf16-adam", chip) for chip in ("trn2", "trn3"))
+    out.append(("Training with Adam in mixed precision needs 16 bytes per parameter before activations",
+                "N_max = (1 − reserve) · HBM / 16 B",
+                f"35 % kept free: {fit2 / 1e9:.1f}B params per chip (Trn2), {fit3 / 1e9:.1f}B (Trn3)",
+                _chapter("00_start_here")))
     base = sizing.recipe("bf16-adam")
     per_param = base.weights + base.gradients + base.master + base.adam_m + base.adam_v
     peer = per_param - sizing.DEFAULT_GRAD_BYTES_PER_PARAM + sizing.PEER_GRAD_BYTES_PER_PARAM
@@ -60,6 +70,15 @@ def rows() -> list[tuple[str, str, str, str]]:
     y = reliability.young_interval_s(5 * minute, 24 * hour)
     out.append(("Checkpoint about every √(2 · write time · MTBF)",
                 "τ ≈ √(2 δ M) (Young 1974)", f"δ = 5 min, M = 24 h: {y / minute:,.0f} min",
+                _chapter("06_failure_modes")))
+    per_param = reliability.checkpoint_bytes(1.0)
+    out.append(("A checkpoint holds the weights, master copy and Adam moments, not the gradients",
+                "bytes = N × (state bytes/param − gradient bytes)",
+                f"{per_param:g} B/param: Llama 3 70B ≈ {reliability.checkpoint_bytes(70e9) / 1e9:,.0f} GB",
+                _chapter("06_failure_modes")))
+    lost = reliability.young_lost_fraction(5 * minute, 24 * hour, 10 * minute)
+    out.append(("At Young's interval a job loses about √(2δ/M) to checkpoints and rework, plus R/M to restarts",
+                "lost ≈ √(2δ/M) + R/M", f"δ = 5 min, M = 24 h, R = 10 min: {lost:.1%}",
                 _chapter("06_failure_modes")))
     out.append(("A job fails as often as all its parts together",
                 "MTBF_job = MTBF_part / N", "N times the parts, 1/N the time between failures",
