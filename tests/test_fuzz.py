@@ -79,6 +79,8 @@ VALUES = {
     "step_s": 10.0, "comm_s": 2.0, "cause": "device error", "at_step": 2, "rank": 1,
     "timeout_s": 60.0, "slow_factor": 1.5, "checkpoint_every": 2, "fail_at_s": (42.0,),
     "compile_at_steps": (1,), "detect_s": 3.0, "replace_s": 0.0, "restart_compile_s": 0.0,
+    # parallelism (chapter 05)
+    "tp_chips": 4, "schedule": "1f1b",
 }
 
 #: per-function baselines where the vocabulary's value does not fit
