@@ -25,7 +25,7 @@ def _chapter(stem: str) -> str:
 def rows() -> list[tuple[str, str, str, str]]:
     """(rule, formula, value on Trainium2 / Trainium3 or a worked value, chapter link)."""
     from trainium_lab import (collectives, compilation, intro, kernels, layouts, moe,
-                              reliability, roofline, serving, sizing, specs)
+                              parallelism, reliability, roofline, serving, sizing, specs)
     from trainium_lab.units import KiB, MB, hour, minute
 
     out = []
@@ -72,6 +72,14 @@ def rows() -> list[tuple[str, str, str, str]]:
     cross = collectives.latency_crossover_bytes(n, efa.bytes_per_s, efa.latency_s)
     out.append(("Below a crossover size a collective is latency-bound, above it bandwidth-bound",
                 "S* = n · α · B", f"16 ranks over Trn2 EFA: {cross / MB:,.1f} MB", _chapter("03_topology_collectives")))
+    tp = parallelism.tp_limit_table(("llama3-405b",), ("trn2-ultraserver",))
+    lim = dict(zip(tp.level, tp.tp_limit_chips))
+    out.append(("Tensor parallelism stays compute-bound up to Y* chips, set by the MLP width f against "
+                "C/W of the level it crosses (the batch cancels)",
+                "Y* = 1 + k·f / (2·C/W), k = 3 matmuls for SwiGLU",
+                f"Llama 3 405B on Trn2: {lim['instance']:,.0f} chips inside an instance, "
+                f"{lim['ultraserver']:,.0f} across the UltraServer ring, {lim['efa']:,.0f} over EFA",
+                _chapter("05_parallel_layouts")))
     bubble = layouts.pipeline_bubble_fraction(4, 32)
     out.append(("The 1F1B pipeline idles for p − 1 slots at each end of a step",
                 "bubble = (p − 1) / m of the ideal step (Narayanan et al. 2021)",

@@ -129,11 +129,10 @@ def dp_compute_bound_tokens(peak_flops_per_s: float, bandwidth_bytes_per_s: floa
     5336
     """
     c = positive("peak_flops_per_s", peak_flops_per_s)
-    w = positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
-    g = positive("grad_bytes_per_param", grad_bytes_per_param)
     mfu = in_range("mfu", mfu, 0.0, 1.0, low_open=True)
-    ring = 1.0 if n is None else (integer("n", n, minimum=1) - 1) / n
-    return ring * g / 2.0 * mfu * c / w
+    # chapter 03's rule (one home): the compute rate is the peak times the MFU
+    return collectives.dp_comm_bound_tokens_per_chip(mfu * c, bandwidth_bytes_per_s, n,
+                                                     grad_bytes_per_param=grad_bytes_per_param)
 
 
 # --------------------------------------------------------------------- tensor parallelism
