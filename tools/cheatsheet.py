@@ -74,10 +74,12 @@ def rows() -> list[tuple[str, str, str, str]]:
                 "S* = n · α · B", f"16 ranks over Trn2 EFA: {cross / MB:,.1f} MB", _chapter("03_topology_collectives")))
     tp = parallelism.tp_limit_table(("llama3-405b",), ("trn2-ultraserver",))
     lim = dict(zip(tp.level, tp.tp_limit_chips))
+    size = dict(zip(tp.level, tp.chips_in_level))
     out.append(("Tensor parallelism stays compute-bound up to Y* chips, set by the MLP width f against "
                 "C/W of the level it crosses (the batch cancels)",
                 "Y* = 1 + k·f / (2·C/W), k = 3 matmuls for SwiGLU",
-                f"Llama 3 405B on Trn2: {lim['instance']:,.0f} chips inside an instance, "
+                f"Llama 3 405B on Trn2: {lim['instance']:,.0f} inside an instance (more than its "
+                f"{size['instance']:,.0f} chips: never communication-bound there), "
                 f"{lim['ultraserver']:,.0f} across the UltraServer ring, {lim['efa']:,.0f} over EFA",
                 _chapter("05_parallel_layouts")))
     bubble = layouts.pipeline_bubble_fraction(4, 32)
