@@ -19,3 +19,15 @@ def test_cheatsheet_links_every_chapter_it_names():
 
     for target in re.findall(r"\(\.\./notebooks/([^)]+)\)", text):
         assert (ROOT / "notebooks" / target).is_file(), target
+
+
+def test_every_chapter_summary_links_the_cheatsheet():
+    import json
+    import re
+
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        summary = [("".join(c["source"])) for c in nb["cells"] if c["cell_type"] == "markdown"
+                   and re.search(r"^## Summary", "".join(c["source"]), flags=re.M)]
+        assert summary, f"{path.name} has no ## Summary"
+        assert "cheatsheet.md" in summary[0], f"{path.name}: the summary does not link the cheat sheet"
