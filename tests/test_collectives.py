@@ -227,3 +227,72 @@ def test_other_bad_input():
         c.group_collective_s(p, "sp", 1e6)
     with pytest.raises(ValueError, match="size_bytes"):
         c.group_collective_s(p, "dp", -1.0)
+
+
+# --- when data parallelism is communication-bound (issue 15) ------------------------
+
+def test_dp_threshold_reproduces_scaling_books_tpu_v5p_figure():
+    """J. Austin et al., "How to Scale Your Model" (2025), training section: TPU v5p with
+    C = 4.6e14 FLOP/s and W = 2 · 9e10 bytes/s for 1D data parallelism must carry "at least
+    2,550" tokens per chip (4.6e14 / 1.8e11 = 2,555.6, printed rounded)."""
+    assert c.dp_comm_bound_tokens_per_chip(4.6e14, 2 * 9e10) == pytest.approx(2550, rel=0.003)
+
+
+def test_dp_threshold_on_trainium_levels():
+    """Issue 15's Trainium2 figures, "roughly 650 inside an instance, 2,600 across the
+    UltraServer ring, 27,000 over EFA": C/W from the sourced BF16 rate and link figures."""
+    t = c.dp_comm_bound_table(["trn2-ultraserver"]).set_index("level").tokens_per_chip
+    bf16 = specs.chip("trn2").dense_flops_per_s["bf16"]
+    assert t["instance"] == pytest.approx(bf16 / INTRA) == pytest.approx(650, rel=0.01)
+    assert t["ultraserver"] == pytest.approx(bf16 / INTER) == pytest.approx(2600, rel=0.01)
+    assert t["efa"] == pytest.approx(bf16 / EFA) == pytest.approx(27000, rel=0.02)
+    t3 = c.dp_comm_bound_table(["trn3-gen1-ultraserver"], "mxfp8").set_index("level")
+    assert t3.tokens_per_chip["efa"] == pytest.approx(
+        specs.chip("trn3").dense_flops_per_s["mxfp8"] / specs.link("trn3-efa").bytes_per_s)
+    assert set(t3.dtype) == {"mxfp8"}
+
+
+def test_dp_threshold_is_where_the_ring_all_reduce_equals_the_backward_pass():
+    """Identity: at B = B*, the ring all-reduce of the BF16 gradients (ring_allreduce_s) takes
+    exactly as long as the backward pass, 4·N·B / C, whatever N is."""
+    for n_params in (1e8, 8e9, 4.05e11):
+        for n in (2, 16, 64):
+            b = c.dp_comm_bound_tokens_per_chip(667e12, EFA, n)
+            backward_s = 4 * n_params * b / 667e12
+            assert c.ring_allreduce_s(2 * n_params, n, EFA) == pytest.approx(backward_s, rel=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(flop=st.floats(1e12, 1e17), bw=st.floats(1e8, 1e13), n=st.integers(2, 10_000),
+       g=st.sampled_from([1.0, 2.0, 4.0]), k=st.sampled_from([4.0, 6.0]))
+def test_dp_threshold_scales_as_c_over_w(flop, bw, n, g, k):
+    base = c.dp_comm_bound_tokens_per_chip(flop, bw, n, grad_bytes_per_param=g,
+                                           flops_per_token_per_param=k)
+    assert c.dp_comm_bound_tokens_per_chip(2 * flop, bw, n, grad_bytes_per_param=g,
+                                           flops_per_token_per_param=k) == pytest.approx(2 * base)
+    assert c.dp_comm_bound_tokens_per_chip(flop, 2 * bw, n, grad_bytes_per_param=g,
+                                           flops_per_token_per_param=k) == pytest.approx(base / 2)
+    limit = c.dp_comm_bound_tokens_per_chip(flop, bw, grad_bytes_per_param=g,
+                                            flops_per_token_per_param=k)
+    assert base == pytest.approx(limit * (n - 1) / n) and base < limit
+    assert c.dp_comm_bound_tokens_per_chip(flop, bw, 1) == 0.0  # no peers, nothing to send
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(flop_per_s=0, bandwidth_bytes_per_s=1e9), "flop_per_s"),
+    (dict(flop_per_s=1e15, bandwidth_bytes_per_s=-1), "bandwidth_bytes_per_s"),
+    (dict(flop_per_s=1e15, bandwidth_bytes_per_s=1e9, n=0), "n"),
+    (dict(flop_per_s=1e15, bandwidth_bytes_per_s=1e9, grad_bytes_per_param=0), "grad_bytes_per_param"),
+    (dict(flop_per_s=1e15, bandwidth_bytes_per_s=1e9, flops_per_token_per_param="4"),
+     "flops_per_token_per_param"),
+])
+def test_dp_threshold_bad_input_names_the_parameter(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        c.dp_comm_bound_tokens_per_chip(**kwargs)
+
+
+def test_dp_table_bad_dtype_and_system():
+    with pytest.raises(ValueError, match="dtype"):
+        c.dp_comm_bound_table(["trn2-ultraserver"], "mxfp8")  # Trainium2 has no MX rate
+    with pytest.raises(ValueError, match="system"):
+        c.dp_comm_bound_table(["h100"])

@@ -25,7 +25,7 @@ def test_canonical_names_are_the_ml_dtypes_names():
         if hasattr(ml_dtypes, name) or hasattr(np, name):
             assert np.dtype(dtypes._np_type(name)).name == name
         assert fmt.element_type in ("float32", "bfloat16", "float16", "float8_e4m3fn",
-                                    "float8_e5m2", "float4_e2m1fn")
+                                    "float8_e5m2", "float8_e3m4", "float4_e2m1fn")
     assert dtypes.DEFAULT == "bfloat16"
 
 
@@ -50,7 +50,8 @@ def test_no_spelling_is_ambiguous():
 def test_bytes_per_element_from_the_element_type():
     """OCP MX v1.0: one 8-bit E8M0 scale per 32 elements; TF32 operands are stored as FP32."""
     expected = {"float32": 4, "tf32": 4, "bfloat16": 2, "float16": 2, "float8_e4m3fn": 1,
-                "float8_e5m2": 1, "mxfp8": 1 + 1 / 32, "float4_e2m1fn": 0.5, "mxfp4": 0.5 + 1 / 32}
+                "float8_e5m2": 1, "float8_e3m4": 1, "mxfp8_e4m3": 1 + 1 / 32,
+                "mxfp8_e5m2": 1 + 1 / 32, "float4_e2m1fn": 0.5, "mxfp4": 0.5 + 1 / 32}
     assert {n: dtypes.bytes_per_element(n) for n in FORMAT_NAMES} == pytest.approx(expected)
 
 
@@ -84,7 +85,12 @@ def test_the_issues_examples():
 def test_specs_aliases_are_derived_from_the_one_table():
     assert set(specs.DTYPE_ALIASES) == set(dtypes.ALIASES)
     assert all(specs.DTYPE_ALIASES[a] == dtypes.rate_key(a) for a in dtypes.ALIASES)
-    assert numerics.LABELS == {n: dtypes.label(n) for n in numerics.FORMATS}
+    assert numerics.LABELS == {n: dtypes.label(n) for n in numerics.LABELS}
+    assert set(numerics.FORMATS) <= set(numerics.LABELS)
+    # chapter 02's MX tables are the block-scaled rows of the same table
+    assert numerics.MX_FORMATS == {n: f.element_type for n, f in dtypes.NUMBER_FORMATS.items()
+                                   if f.block_size}
+    assert numerics.MX_LABELS == {n: dtypes.label(n) for n in numerics.MX_FORMATS}
 
 
 @pytest.mark.parametrize("call", [
@@ -98,7 +104,7 @@ def test_unknown_names_raise_value_error_naming_dtype(call):
 
 
 def test_formats_a_module_cannot_cast_are_refused_with_its_list():
-    with pytest.raises(ValueError, match="'float32', 'bfloat16'.*got 'mxfp8'"):
+    with pytest.raises(ValueError, match="dtype must be one of 'bfloat16'.*got 'mxfp8'"):
         numerics.format_info("mxfp8")
     with pytest.raises(ValueError, match="kv_dtype must be one of"):
         serving.model_kv_bytes_per_token("llama3-8b", "fp7")

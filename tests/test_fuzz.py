@@ -68,6 +68,19 @@ VALUES = {
     "max_buckets": 4, "max_tokens": 2048, "compile_s_per_neff": 300.0, "graph": "GRAPH",
     "flags": "--auto-cast=none", "batch_size": 32, "stream": "STREAM", "compile_s": 300.0,
     "n_graphs": 8, "n_workers": 4, "n_samples": 100,
+    # mixture of experts and interleaved pipelines (chapter 10)
+    "n_experts": 8, "experts_per_token": 2, "expert_ffn_dim": 14336, "virtual_stages": 2,
+    # planning (chapter 11)
+    "target_tokens_per_s": 20_000.0, "mfu_subject": 0.4, "mfu_baseline": 0.4, "plan": "RUN_PLAN",
+    # checkpoints, automatic resume and traces (chapter 06, issue 15)
+    "storage_bytes": 5e13, "mb_per_s_per_tib": 500.0, "turnaround_s": 7200.0, "n_spares": 2,
+    "policy": "auto-resume + spares", "manual_detect_s": 3600.0, "auto_detect_s": 60.0,
+    "swap_s": 300.0, "provision_s": 1200.0, "health_check_s": 7200.0, "load_s": 60.0,
+    "step_s": 10.0, "comm_s": 2.0, "cause": "device error", "at_step": 2, "rank": 1,
+    "timeout_s": 60.0, "slow_factor": 1.5, "checkpoint_every": 2, "fail_at_s": (42.0,),
+    "compile_at_steps": (1,), "detect_s": 3.0, "replace_s": 0.0, "restart_compile_s": 0.0,
+    # parallelism (chapter 05)
+    "tp_chips": 4, "schedule": "1f1b",
 }
 
 #: per-function baselines where the vocabulary's value does not fit
@@ -138,6 +151,7 @@ OVERRIDES = {
     "units.parse_seconds": {"text": "90s"},
     "units.parse_count": {"text": "70B"},
     "units.parse_fraction": {"text": "40%"},
+    "units.parse_usd_per_hour": {"text": "40USD/h"},
     "serving.pick_bucket": {"n_tokens": 100},
     "compilation.pick_bucket": {"n_tokens": 100},
     "kernels.pipeline_time_s": {"n_tiles": 8, "load_s": 1e-6, "compute_s": 2e-6, "store_s": 1e-6,
@@ -152,6 +166,21 @@ OVERRIDES = {
     "compilation.step_stream": {"n_samples": 100, "batch_size": 32, "pad_to": 128},
     "serving.check_launch": {"model": "llama3-70b", "n_chips": 16, "tp": 8, "pp": 2},
     "serving.chip_decode_table": {"n_chips": 8, "batch": 8, "context_len": 1024},
+    "topology.group_spans": {"tp": 8, "pp": 4, "dp": 2, "system": "trn2.48xlarge"},
+    "moe.custom_moe_model": {"name": "toy"},
+    "moe.expert_capacity_tokens": {"n_tokens": 4096},
+    "moe.expected_dropped_fraction": {"n_tokens": 4096},
+    "moe.simulate_routing": {"n_tokens": 4096},
+    "moe.dispatch_bytes": {"n_tokens": 4096},
+    "moe.all_to_all_table": {"model": "mixtral-8x7b"},
+    "planning.price": {"instance": "p5.48xlarge"},
+    "planning.plan_run": {"usd_per_hour": 40.0, "n_systems": 1},
+    "planning.plan_serving": {"usd_per_hour": 40.0},
+    "planning.compare_platforms": {"mfu": {"trn2.48xlarge": 0.4, "p5.48xlarge": 0.4}},
+    "planning.check_price_claim": {"claim_id": "trn2-price-performance"},
+    "reliability.timeline_log": {"timeline": __import__(
+        "trainium_lab.reliability", fromlist=["training_timeline"]).training_timeline(
+        10.0, 6, checkpoint_every=2, checkpoint_s=5.0, fail_at_s=(42.0,), detect_s=3.0)},
 }
 
 #: one bad value of each kind the issue names
@@ -183,6 +212,10 @@ def _placeholder(value):
         return layouts.layout("llama3-8b", tp=8, pp=4, dp=2, system="trn2.48xlarge", lnc=2)
     if value == "SIZING_PLAN":
         return sizing.size_job(8e9, 1e12, system="trn2.48xlarge")
+    if value == "RUN_PLAN":
+        from trainium_lab import planning
+
+        return planning.plan_run("llama3-8b", 1e11, n_systems=1, usd_per_hour=40.0)
     if value == "FIRST_CLAIM":
         return cores.claims()[0].claim_id
     return value

@@ -5,10 +5,10 @@ import math
 import pytest
 from hypothesis import given, strategies as st
 
-from trainium_lab import intro, specs
+from trainium_lab import intro, sizing, specs
 from trainium_lab.units import GB, GiB
 from trainium_lab.widgets.base import BENCHMARKS
-from trainium_lab.widgets.start import weights_explorer
+from trainium_lab.widgets.start import stored_options, weights_explorer
 
 
 def test_weights_bytes():
@@ -60,16 +60,89 @@ def test_widget_updates_chart_and_shows_errors_inline():
     ex = weights_explorer(8.0)
     first = ex.chart.spec
     ex.controls["n_params_billion"].value = 70.0
-    assert ex.chart.spec != first and ex.result.attrs["chips_needed"] == 2
-    assert "70" not in ex.error.value and ex.last_error is None
+    assert ex.chart.spec != first and ex.result.min_chips == 3   # 130.4 GiB over 62.4 GiB
+    assert ex.last_error is None and not ex.result.fits
+    ex.controls["n_chips"].value = 3
+    assert ex.result.fits and "<b>3</b>" in ex.summary.value
     ex.controls["n_params_billion"].value = -5.0
     assert ex.last_error is not None and "n_params" in ex.error.value
-    assert ex.result.attrs["chips_needed"] == 2  # last good result kept
+    assert ex.result.n_params == 70e9  # last good result kept
     ex.controls["n_params_billion"].value = 8.0
     assert ex.error.value == "" and ex.last_error is None
     ex.controls["chip"].value = "trn3"
-    assert "Trainium3" in ex.result.item[1]
+    assert ex.result.chip == "Trainium3"
+    ex.controls["stored"].value = "bf16-adam"
+    assert ex.result.bytes_per_param == 16
+    assert "FP32 master copy" in str(ex.chart.spec)
+
+
+def test_widget_menu_offers_serving_formats_and_training_recipes():
+    options = dict((v, label) for label, v in stored_options())
+    assert "bf16-adam" in options and "bfloat16" in options
+    assert "16 B/param" in options["bf16-adam"] and "2 B/param" in options["bfloat16"]
 
 
 def test_widget_is_registered_for_the_benchmark():
     assert "start.weights_explorer" in BENCHMARKS
+    factory, changes = BENCHMARKS["start.weights_explorer"]
+    w = factory()
+    for control, value in changes:
+        before = w.updates
+        w.controls[control].value = value
+        assert w.last_error is None and w.updates == before + 1, (control, value)
+
+
+# --------------------------------------------------------------------------- what must fit in HBM
+
+def test_hbm_fit_70b_worked_problem():
+    # chapter 00: 70e9 × 2 bytes = 140 GB = 130.4 GiB; 96 GiB per Trainium2 (AWS Neuron docs)
+    f = intro.hbm_fit(70e9, "bfloat16", "trn2", reserve_share=0.0)
+    assert f.total_bytes == 140 * GB and f.total_bytes / GiB == pytest.approx(130.385, abs=1e-3)
+    assert f.min_chips == 2 and not f.fits
+    assert intro.hbm_fit(70e9, "bfloat16", "trn2", n_chips=2, reserve_share=0.0).fits
+
+
+def test_hbm_fit_training_state_matches_sizing():
+    """16 bytes per parameter for BF16 mixed precision with Adam (Rajbhandari et al. 2020, ZeRO,
+    section 3.1); the 70B case needs 17 Trainium2 chips with 35 % kept free, as chapter 04's
+    ``sizing.min_chips_for_state`` finds (published_cases.md: sizing rule of thumb)."""
+    f = intro.hbm_fit(70e9, "bf16-adam", "trn2")
+    assert f.bytes_per_param == 16 and f.total_bytes == sizing.training_state_bytes(70e9)
+    assert f.min_chips == sizing.min_chips_for_state(f.total_bytes, "trn2") == 17
+    assert f.room_bytes == sizing.usable_state_bytes_per_chip("trn2")
+    # the published case: 8B, 16 B/param, 35 % kept free -> 119 GiB of state, >= 2 chips
+    g = intro.hbm_fit(8e9, "bf16-adam", "trn2")
+    assert round(g.total_bytes / GiB) == 119 and g.min_chips == 2
+
+
+@given(st.floats(min_value=1e6, max_value=1e13), st.sampled_from(["float32", "bfloat16", "bf16-adam"]),
+       st.sampled_from(["trn1", "trn2", "trn3"]), st.floats(min_value=0.0, max_value=0.9))
+def test_min_chips_is_the_fewest_that_fit(n_params, stored, chip, share):
+    f = intro.hbm_fit(n_params, stored, chip, reserve_share=share)
+    assert intro.hbm_fit(n_params, stored, chip, f.min_chips, share).fits
+    if f.min_chips > 1:
+        assert not intro.hbm_fit(n_params, stored, chip, f.min_chips - 1, share).fits
+    assert intro.max_params(stored, chip, f.min_chips, share) >= n_params * (1 - 1e-9)
+    parts = f.parts()
+    assert parts.loc[parts.bar == "HBM", "bytes"].sum() == pytest.approx(f.hbm_bytes)
+    assert parts.loc[parts.bar == "per chip", "bytes"].sum() == pytest.approx(f.bytes_per_chip)
+
+
+def test_max_params_rules_of_thumb():
+    hbm = specs.chip("trn2").hbm_bytes
+    assert intro.max_params("bfloat16", "trn2", reserve_share=0.0) == pytest.approx(hbm / 2)
+    assert intro.max_params("float8_e4m3fn", "trn2", reserve_share=0.0) == pytest.approx(hbm)
+    assert intro.max_params("bf16-adam", "trn2", 4, 0.35) == pytest.approx(4 * hbm * 0.65 / 16)
+    assert "fits" in intro.hbm_fit(8e9)._repr_markdown_()
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(n_params=0), "n_params"), (dict(n_params="8e9"), "n_params"),
+    (dict(n_params=8e9, stored="int3"), "stored"), (dict(n_params=8e9, stored=None), "stored"),
+    (dict(n_params=8e9, chip="h100"), "chip"), (dict(n_params=8e9, n_chips=0), "n_chips"),
+    (dict(n_params=8e9, n_chips=2.5), "n_chips"), (dict(n_params=8e9, reserve_share=1.0), "reserve_share"),
+    (dict(n_params=8e9, reserve_share=float("nan")), "reserve_share"),
+])
+def test_hbm_fit_bad_input(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        intro.hbm_fit(**kwargs)

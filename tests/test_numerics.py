@@ -505,7 +505,9 @@ def test_charts_build():
               ch.loss_curves_chart(nm.train_linear_regression(0.1, 20)),
               ch.memory_chart(nm.master_weights_saving()),
               ch.fp8_range_chart(nm.formats_table()),
-              ch.fp8_scaling_chart(nm.fp8_scaling_demo(n=1000))]
+              ch.fp8_scaling_chart(nm.fp8_scaling_demo(n=1000)),
+              ch.error_by_magnitude_chart(nm.error_by_magnitude(nm.heavy_tailed_tensor(4096))),
+              ch.mx_block_chart(nm.mx_block_table(nm.heavy_tailed_tensor(32), "mxfp4"))]
     for c in specs_:
         assert "$schema" in c.to_dict()
 
@@ -514,7 +516,7 @@ def test_widgets_update_and_show_errors_inline():
     from trainium_lab.widgets import numerics as wn
     from trainium_lab.widgets.base import BENCHMARKS
     names = [k for k in BENCHMARKS if k.startswith("numerics.")]
-    assert len(names) == 4
+    assert len(names) == 5
     for name in names:
         factory, changes = BENCHMARKS[name]
         e = factory()
@@ -528,3 +530,201 @@ def test_widgets_update_and_show_errors_inline():
     assert e.last_error is not None and "value" in e.last_error
     e.controls["value"].value = 1.5
     assert e.last_error is None
+
+
+# ---------------------------------------------------------------- block scaling (OCP MX)
+MX = ("mxfp8_e4m3", "mxfp8_e5m2", "mxfp4")
+EMAX_ELEM = {"mxfp8_e4m3": 8, "mxfp8_e5m2": 15, "mxfp4": 2}  # OCP MX v1.0, Table 1 / §5.3
+
+
+def _element_table(dtype):
+    """Every finite value of an element format with its bit pattern, from ml_dtypes."""
+    bits = nm.element_format_info(dtype).bits
+    codes = np.arange(2 ** bits, dtype=np.uint8)
+    with np.errstate(invalid="ignore"):
+        vals = codes.view(_dt(dtype)).astype(np.float64)
+    ok = np.isfinite(vals)
+    return vals[ok], codes[ok]
+
+
+def _mx_reference(block, fmt, rule="floor"):
+    """The spec's conversion written out with Python floats: scale from the block maximum,
+    clamp, then nearest element by table lookup with ties to the even bit pattern."""
+    dtype = nm.MX_FORMATS[fmt]
+    vals, codes = _element_table(dtype)
+    top = float(vals.max())
+    amax = max(abs(float(v)) for v in block)
+    if amax == 0:
+        return -127, [0.0] * len(block)
+    e = math.frexp(amax)[1] - 1 - EMAX_ELEM[fmt]
+    if rule == "ceil" and amax > math.ldexp(top, e):
+        e += 1
+    e = max(-127, min(127, e))
+    out = []
+    for v in block:
+        s = min(max(float(v) / 2.0 ** e, -top), top)
+        d = np.abs(vals - s)
+        best = np.flatnonzero(d == d.min())
+        pick = best[0] if len(best) == 1 else next(i for i in best if codes[i] % 2 == 0)
+        out.append(float(vals[pick]) * 2.0 ** e)
+    return e, out
+
+
+def test_mx_hand_worked_blocks():
+    """Blocks worked by hand with the OCP MX v1.0 rule X = 2**(floor(log2 amax) − emax_elem)."""
+    # MXFP4: amax 3.1 -> X = 2**(1 - 2); 3.1/X = 6.2 clamps to 6; 0.2/X = 0.4 -> 0.5
+    t = nm.mx_quantize([3.1, 0.2, -1.0, 0.0], "mxfp4")
+    assert t.scale_exponents.tolist() == [-1] and t.values.tolist() == [3.0, 0.25, -1.0, 0.0]
+    assert t.n_clamped == 1
+    # MXFP8 E4M3: amax 500 -> X = 2**(8 - 8) = 1; 500 clamps to 448; 0.01 on the 2**-9 grid -> 5 * 2**-9
+    t = nm.mx_quantize([500.0, 1.0, 0.01], "mxfp8_e4m3")
+    assert t.scale_exponents.tolist() == [0]
+    assert t.values.tolist() == [448.0, 1.0, 5 * 2.0 ** -9]
+    # ... the round-up rule picks X = 2: 250 lies between 240 and 256 and rounds to 256
+    t = nm.mx_quantize([500.0, 1.0, 0.01], "mxfp8_e4m3", rule="ceil")
+    assert t.scale_exponents.tolist() == [1] and t.n_clamped == 0
+    assert t.values.tolist() == [512.0, 1.0, 3 * 2.0 ** -9 * 2]
+    # MXFP8 E5M2: amax 1000 -> X = 2**(9 - 15); 1000 * 64 = 64,000 clamps to 57,344 -> 896
+    t = nm.mx_quantize([1000.0, -3.0], "mxfp8_e5m2")
+    assert t.scale_exponents.tolist() == [-6] and t.values.tolist() == [896.0, -3.0]
+
+
+def test_mx_scale_exponent_rule():
+    for fmt in MX:
+        top = nm.element_format_info(nm.MX_FORMATS[fmt]).max_finite
+        for k in (-20, 0, 7, 40):
+            assert nm.mx_scale_exponent(2.0 ** k, fmt) == k - EMAX_ELEM[fmt]
+            assert nm.mx_scale_exponent(2.0 ** k * 1.999, fmt) == k - EMAX_ELEM[fmt]
+            # "ceil" rounds up only when the block maximum would clamp
+            assert nm.mx_scale_exponent(2.0 ** (k - EMAX_ELEM[fmt]) * top, fmt, "ceil") == k - EMAX_ELEM[fmt]
+            assert nm.mx_scale_exponent(2.0 ** (k - EMAX_ELEM[fmt]) * top * 1.01, fmt, "ceil") == k - EMAX_ELEM[fmt] + 1
+    assert nm.mx_scale_exponent(0.0) == -127            # all-zero block: the smallest scale
+    assert nm.mx_scale_exponent(2.0 ** -140) == -127    # clamped to E8M0's range
+    assert nm.mx_scale_exponent(2.0 ** 99, "mxfp4") == 97
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.floats(-2.0 ** 20, 2.0 ** 20, width=32), min_size=1, max_size=70),
+       st.sampled_from(MX), st.sampled_from(nm.MX_SCALE_RULES))
+def test_mx_matches_an_independent_reference(values, fmt, rule):
+    t = nm.mx_quantize(values, fmt, rule=rule)
+    x = np.asarray(values, np.float32)
+    for b in range(t.n_blocks):
+        block = x[b * 32:(b + 1) * 32]
+        e, ref = _mx_reference(block, fmt, rule)
+        assert int(t.scale_exponents[b]) == e
+        assert t.values[b * 32:b * 32 + len(block)].tolist() == ref
+    if rule == "ceil":
+        assert t.n_clamped == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(-2.0 ** 100, 2.0 ** 100, width=32), min_size=1, max_size=100), st.sampled_from(MX))
+def test_mx_stored_bits_round_trip(values, fmt):
+    """The codes are the format's bits: decoding them with ml_dtypes gives the elements,
+    the E8M0 codes decode to 2**exponent, and each block's largest element lies in the
+    element format's top binade [2**emax, max_finite] (the floor rule's purpose)."""
+    t = nm.mx_quantize(values, fmt)
+    dtype = _dt(t.element_dtype)
+    elems = t.elements
+    assert np.array_equal(elems.astype(dtype).view(np.uint8).reshape(-1), t.element_codes)
+    assert np.array_equal(t.scales, np.ldexp(1.0, t.scale_exponents))
+    assert np.array_equal(t.scale_codes.view(_dt("float8_e8m0fnu")).astype(np.float64), t.scales)
+    assert np.array_equal(t.values, (elems.astype(np.float64) * t.scales[:, None]).reshape(-1)[:len(values)])
+    top = nm.element_format_info(t.element_dtype).max_finite
+    for b, (row, e) in enumerate(zip(np.abs(elems), t.scale_exponents)):
+        if row.max() > 0 and e > -127:
+            assert 2.0 ** EMAX_ELEM[fmt] <= row.max() <= top
+
+
+@pytest.mark.parametrize("fmt", MX)
+def test_mx_representable_blocks_come_back_unchanged(fmt):
+    """Round trip: every element value times a power of two, in blocks that contain the format's
+    largest value, is stored exactly."""
+    vals, _ = _element_table(nm.MX_FORMATS[fmt])
+    vals = np.unique(vals)
+    top = vals.max()
+    for k in (-30, 0, 12):
+        x = np.concatenate([vals, [top]]) * 2.0 ** k
+        blocks = [np.concatenate([x[i:i + 31], [top * 2.0 ** k]]) for i in range(0, len(x), 31)]
+        x = np.concatenate(blocks).astype(np.float32)
+        assert np.array_equal(nm.mx_quantize(x, fmt).values, x)
+
+
+def test_mx_bits_per_value_and_partial_blocks():
+    assert nm.mx_quantize(np.ones(64), "mxfp8_e4m3").bits_per_value == 8.25
+    assert nm.mx_quantize(np.ones(64), "mxfp4").bits_per_value == 4.25
+    t = nm.mx_quantize(np.arange(40.0), "mxfp8_e5m2")  # 32 + 8, the second padded
+    assert t.n_blocks == 2 and t.values.shape == (40,) and t.bits_per_value == (8 * 40 + 16) / 40
+    assert "MXFP8 E5M2" in t._repr_markdown_()
+    assert nm.mx_quantize(np.arange(40.0), "mxfp8_e5m2", block_size=8).n_blocks == 5
+
+
+def test_mx_block_table_shows_the_hand_worked_block():
+    df = nm.mx_block_table([3.1, 0.2, -1.0, 0.0], "mxfp4")
+    assert df.stored.tolist() == [3.0, 0.25, -1.0, 0.0] and df.clamped.tolist() == [True, False, False, False]
+    assert set(df.scale_exponent) == {-1} and math.isnan(df.rel_error[3])
+
+
+def test_per_tensor_scheme_is_the_fp8_scale_cast():
+    x = nm.heavy_tailed_tensor(4096, 1.0, seed=3)
+    q, bits, clamped = nm._scheme_quantize(x, "per-tensor FP8 E4M3", 32)
+    s = np.float32(nm.fp8_scale(float(np.abs(x).max()), "float8_e4m3fn"))
+    assert np.array_equal(q, nm.round_to(x * s, "float8_e4m3fn") / s) and clamped == 0
+
+
+def test_block_scaling_beats_per_tensor_on_a_heavy_tailed_tensor():
+    """Seeded Cauchy (Student's t, 1 degree of freedom), 65,536 values: one per-tensor scale
+    pushes the typical values into E4M3's subnormals and flushes some to zero; a scale per
+    32 values keeps every block in the normal range."""
+    x = nm.heavy_tailed_tensor(65_536, 1.0, seed=0)
+    t = nm.block_scaling_comparison(x).set_index("scheme")
+    pt, mx = t.loc["per-tensor FP8 E4M3"], t.loc["MXFP8 E4M3"]
+    assert pt.underflow > 0.01 > 10 * mx.underflow
+    assert mx.p99_rel_error < 0.1 < pt.p99_rel_error
+    assert mx.median_rel_error < pt.median_rel_error
+    # the floor rule clamps a block's top values; rounding the scale up does not
+    assert mx.clamped > 0 and t.loc["MXFP8 E4M3, scale rounded up", "clamped"] == 0
+    # FP4 cannot take one scale for the whole tensor; MX keeps far more of it
+    assert t.loc["per-tensor FP4 E2M1", "underflow"] > 0.99 > t.loc["MXFP4", "underflow"]
+    assert t.loc["MXFP8 E4M3", "bits_per_value"] == 8.25
+
+
+def test_error_by_magnitude_is_flat_for_mx_and_rises_for_per_tensor():
+    x = nm.heavy_tailed_tensor(65_536, 1.0, seed=0)
+    df = nm.error_by_magnitude(x).pivot(index="magnitude", columns="scheme", values="median_rel_error")
+    small = df.index <= 2.0 ** -6
+    assert (df.loc[small, "per-tensor FP8 E4M3"] == 1.0).all()
+    assert (df["MXFP8 E4M3"] < 0.05).all()
+    assert set(np.log2(df.index)) <= set(range(-40, 40))  # binade edges are powers of two
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: nm.mx_quantize([1.0], "mxfp6"), "fmt"),
+    (lambda: nm.mx_quantize([1.0], rule="round"), "rule"),
+    (lambda: nm.mx_quantize([1.0], block_size=0), "block_size"),
+    (lambda: nm.mx_quantize([1.0, np.inf]), "x"),
+    (lambda: nm.mx_quantize([]), "x"),
+    (lambda: nm.mx_quantize("abc"), "x"),
+    (lambda: nm.mx_scale_exponent(-1.0), "amax"),
+    (lambda: nm.heavy_tailed_tensor(df=0), "df"),
+    (lambda: nm.block_scaling_comparison([1.0], ("bf16",)), "schemes"),
+    (lambda: nm.block_scaling_comparison([0.0, 0.0]), "x"),
+    (lambda: nm.error_by_magnitude([1.0], min_count=0), "min_count"),
+    (lambda: nm.element_format_info("int8"), "dtype"),
+])
+def test_mx_bad_input_names_the_parameter(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_block_scaling_explorer_compares_per_tensor_with_mx():
+    from trainium_lab.widgets.numerics import block_scaling_explorer
+
+    e = block_scaling_explorer()
+    assert "per-tensor FP8 E4M3" in e.summary.value and "MXFP8 E4M3" in e.summary.value
+    e.controls["element"].value = "float4_e2m1fn"
+    e.controls["rule"].value = "ceil"
+    assert "MXFP4, scale rounded up" in e.summary.value and e.last_error is None
+    e.controls["block_size"].value = 16_384   # one block: MX becomes a power-of-two per-tensor scale
+    assert "<td>MXFP4, scale rounded up</td><td>4</td>" in e.summary.value  # 4 + 8/16,384 bits

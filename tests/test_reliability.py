@@ -308,16 +308,6 @@ def test_lost_time_chart_fast_spec_equals_altair_spec():
     assert norm(chart.to_dict(validate=False)) == norm(chart.to_dict())
 
 
-def test_failure_modes_explorer_filters():
-    from trainium_lab.widgets.reliability import failure_modes_explorer
-
-    ex = failure_modes_explorer()
-    assert len(ex.result) == len(rel.FAILURE_MODES)
-    ex.controls["query"].value = "hang"
-    assert 0 < len(ex.result) < len(rel.FAILURE_MODES)
-    assert "hang" in ex.summary.value.lower()
-
-
 def test_chapter06_exercises_accept_reference_and_reject_wrong():
     from trainium_lab.exercises import ch06
 
@@ -343,3 +333,193 @@ def test_monte_carlo_is_compared_with_the_analytic_value_of_its_own_run_length()
     assert mc.summary().analytic.iloc[0] == mc.analytic_lost_fraction
     assert abs(mc.lost_fraction - mc.analytic_lost_fraction) < 4 * mc.lost_fraction_stderr
     assert mc.analytic_lost_fraction != rel.lost_fraction(young, 90, 24 * 3600, 600)
+
+
+# ================================================ checkpoints, automatic resume, traces (issue 15)
+
+from trainium_lab import sizing  # noqa: E402
+from trainium_lab.units import GB, GiB, MB, TiB  # noqa: E402
+
+
+def test_checkpoint_holds_the_training_state_without_gradients():
+    # PyTorch recipe: model and optimizer state_dict; ZeRO (arXiv:1910.02054) 3.1: 2 + 2 + 12 bytes
+    assert rel.checkpoint_bytes(1.0) == 14.0
+    for name in sizing.RECIPES:
+        r = sizing.recipe(name)
+        assert rel.checkpoint_bytes(70e9, name) == pytest.approx(
+            sizing.training_state_bytes(70e9, r.bytes_per_param) - 70e9 * r.gradients)
+
+
+def test_fsx_lustre_published_tiers_and_hyperpod_maximum():
+    # FSx for Lustre User Guide, "Managing provisioned throughput capacity": Persistent-2 SSD is
+    # 125, 250, 500 or 1000 MB/s per TiB of storage; FSxLustreConfig: at most 100,800 GiB
+    assert rel.fsx_throughput_options_mb_per_s_per_tib() == (125.0, 250.0, 500.0, 1000.0)
+    assert rel.fsx_lustre_bytes_per_s(1 * TiB, 125) == 125 * MB
+    smallest, largest = rel.hyperpod_fsx_size_range_bytes()
+    assert (smallest, largest) == (1200 * GiB, 100_800 * GiB)
+    assert rel.fsx_lustre_bytes_per_s(largest, 1000) / GB == pytest.approx(98.4375)
+    with pytest.raises(ValueError, match="mb_per_s_per_tib"):
+        rel.fsx_lustre_bytes_per_s(1 * TiB, 300)
+    with pytest.raises(ValueError, match="storage_bytes"):
+        rel.fsx_lustre_bytes_per_s(-1.0, 125)
+
+
+def test_deep_health_check_is_aws_couple_of_hours():
+    # SageMaker HyperPod, "Suggested resilience configurations": "about a couple of hours"
+    assert rel.deep_health_check_s() == 2 * hour
+
+
+def test_checkpoint_write_time_is_bytes_over_bandwidth():
+    assert rel.checkpoint_write_s(980 * GB, 12 * GB) == pytest.approx(980 / 12)
+    with pytest.raises(ValueError, match="bandwidth_bytes_per_s"):
+        rel.checkpoint_write_s(1e12, 0.0)
+
+
+@settings(max_examples=100, deadline=None)
+@given(delta_m=st.floats(1e-6, 0.05), restart_m=st.floats(0.0, 0.2), m_h=st.floats(1.0, 1000.0))
+def test_young_rule_of_thumb_bounds_the_exact_lost_fraction(delta_m, restart_m, m_h):
+    # the rule sqrt(2 delta / M) + R / M never underestimates the exact loss at Young's interval,
+    # and its relative error is at most the rule's own value (5 % off when 5 % is lost; the
+    # bound is reached as delta -> 0, where the exact loss is (R/M) / (1 + R/M))
+    m = m_h * hour
+    delta, r = delta_m * m, restart_m * m
+    exact = rel.lost_fraction(rel.young_interval_s(delta, m), delta, m, r)
+    rule = rel.young_lost_fraction(delta, m, r)
+    assert rule >= exact * (1 - 1e-12)
+    assert rule / exact - 1 <= 1.001 * rule
+
+
+def test_young_rule_equal_halves():
+    # at tau = sqrt(2 delta M) the writing share delta / tau equals the rework share tau / (2M)
+    delta, m = 90.0, 24 * hour
+    tau = rel.young_interval_s(delta, m)
+    assert delta / tau == pytest.approx(tau / (2 * m))
+    assert rel.young_lost_fraction(delta, m) == pytest.approx(delta / tau + tau / (2 * m))
+
+
+def test_spare_shortfall_is_the_poisson_tail():
+    mu = 0.7
+    for k in range(5):
+        tail = 1 - sum(math.exp(-mu) * mu**i / math.factorial(i) for i in range(k))
+        assert rel.spare_shortfall_probability(1.0, mu, k) == pytest.approx(tail, abs=1e-12)
+    assert rel.spare_shortfall_probability(1.0, 0.0, 1) == 0.0
+    assert rel.spare_shortfall_probability(1.0, 1e9, 3) == 1.0
+    assert rel.spare_shortfall_probability(1.0, 300.0, 400) < 1e-6  # large mean: no underflow
+    assert rel.spare_shortfall_probability(1.0, 400.0, 300) > 1 - 1e-6
+    with pytest.raises(ValueError, match="n_spares"):
+        rel.spare_shortfall_probability(1.0, 1.0, -1)
+
+
+def test_spare_shortfall_matches_a_simulated_pool():
+    # failures at rate 1/M each hold a spare for exactly T (an M/D/inf queue); the share of
+    # failures that find all k spares away must match the Poisson tail (PASTA, Palm's theorem)
+    rng = np.random.default_rng(3)
+    m, t, k = 1.0, 1.5, 3
+    arrivals = np.cumsum(rng.exponential(m, 200_000))
+    away = np.searchsorted(arrivals, arrivals, side="left") - np.searchsorted(
+        arrivals, arrivals - t, side="right")  # earlier failures still within T
+    share = float(np.mean(away >= k))
+    assert share == pytest.approx(rel.spare_shortfall_probability(m, t, k), abs=0.005)
+
+
+def test_resume_recovery_parts_and_policies():
+    common = dict(mtbf_s=10 * hour, manual_detect_s=3600, auto_detect_s=60, swap_s=300,
+                  provision_s=1200, health_check_s=7200, load_s=90, compile_s=600)
+    manual = rel.resume_recovery("manual restart", **common)
+    auto = rel.resume_recovery("auto-resume", **common)
+    none = rel.resume_recovery("auto-resume + spares", n_spares=0, **common)
+    many = rel.resume_recovery("auto-resume + spares", n_spares=50, **common)
+    assert manual.total_s == 3600 + 1200 + 90 + 600
+    assert auto.total_s == 60 + 1200 + 7200 + 90 + 600
+    assert none.total_s == pytest.approx(auto.total_s)          # no spare: as without spares
+    assert many.total_s == pytest.approx(60 + 300 + 90 + 600)   # always a spare
+    assert "R =" in many._repr_markdown_()
+    with pytest.raises(ValueError, match="policy"):
+        rel.resume_recovery("pray", **common)
+
+
+def test_goodput_falls_with_job_size_and_spares_help():
+    df = rel.goodput_vs_job_size(2000 * day, 120, manual_detect_s=3600, auto_detect_s=60,
+                                 swap_s=300, provision_s=1200, health_check_s=7200, load_s=120,
+                                 compile_s=0, n_spares=4, max_domains=256)
+    assert len(df) == 3 * df.n_chips.nunique()
+    for _, g in df.groupby("policy"):
+        assert g.goodput.is_monotonic_decreasing
+    big = df[df.n_chips == df.n_chips.max()].set_index("policy").goodput
+    assert big["auto-resume + spares"] > big["manual restart"]
+
+
+def test_timeline_is_contiguous_and_does_all_the_work():
+    tl = rel.training_timeline(30, 200, checkpoint_every=20, checkpoint_s=40, compile_at_steps=[1, 90],
+                               compile_s=300, fail_at_s=[1000, 4000], detect_s=60, replace_s=120,
+                               load_s=50, restart_compile_s=200)
+    np.testing.assert_allclose(tl.start_s.iloc[1:].to_numpy(), tl.end_s.iloc[:-1].to_numpy())
+    kept = tl[(tl.kind == "compute") & ~tl.lost]
+    assert sorted(kept.step) == list(range(1, 201))               # every step once, in the end
+    assert (tl.kind == "failure").sum() == 2 and tl.attempt.max() == 2
+    # a restart replays wait, replace, load and compile, in that order
+    after = tl[(tl.attempt == 1) & tl.kind.isin(["wait", "replace", "load", "compile"])].kind.tolist()
+    assert after[:4] == ["wait", "replace", "load", "compile"]
+
+
+def test_timeline_lost_fraction_agrees_with_the_model():
+    # Poisson failures played out event by event: the long-run lost share must match the
+    # exact lost_fraction of the same interval, checkpoint, MTBF and restart (about 3,300
+    # failures; the tolerance is about three standard errors)
+    step, every, delta, m, r = 60.0, 10, 60.0, 3600.0, 300.0
+    fails = np.cumsum(np.random.default_rng(0).exponential(m, 6000))
+    tl = rel.training_timeline(step, 200_000, checkpoint_every=every, checkpoint_s=delta,
+                               fail_at_s=fails, detect_s=r)
+    lost = 1 - 200_000 * step / tl.end_s.max()
+    assert lost == pytest.approx(rel.lost_fraction(step * every, delta, m, r), abs=0.006)
+
+
+def test_log_step_time_carries_the_checkpoint_and_the_restart_compile():
+    tl = rel.training_timeline(10, 9, checkpoint_every=3, checkpoint_s=7, fail_at_s=[75],
+                               detect_s=5, load_s=4, restart_compile_s=100)
+    log = rel.timeline_log(tl)
+    assert set(log.event) == set(rel.LOG_EVENTS)
+    first = log[(log.event == "step done") & (log.attempt == 0)].step_time_s.tolist()
+    assert first[:4] == [10.0, 10.0, 10.0, 17.0]                  # the step after the write
+    restart = log[(log.event == "step done") & (log.attempt == 1)].step_time_s.iloc[0]
+    assert restart == 110.0                                       # compile + step, after the load
+    assert log.wall_s.is_monotonic_increasing
+    with pytest.raises(ValueError, match="timeline"):
+        rel.timeline_log(log)
+
+
+def test_collective_trace_waits_for_the_slowest_rank():
+    ok = rel.collective_trace(8, 10, 4, comm_s=2)
+    assert ok.end_s.max() == 40.0 and set(ok.state) == {"compute", "collective transfer"}
+    slow = rel.collective_trace(8, 10, 4, comm_s=2, cause="slow rank", at_step=2, rank=3,
+                                slow_factor=1.5)
+    waits = slow[slow.state == "waiting for other ranks"]
+    assert set(waits["rank"]) == set(range(8)) - {3}
+    np.testing.assert_allclose(waits.end_s - waits.start_s, 4.0)      # 8 s × 0.5 every step
+    assert slow.end_s.max() == 10 + 3 * 14
+
+
+@pytest.mark.parametrize("cause", ["device error", "mismatched collective"])
+def test_collective_hang_lasts_until_the_timeout(cause):
+    df = rel.collective_trace(8, 10, 5, comm_s=2, cause=cause, at_step=3, rank=5, timeout_s=600)
+    assert df.step.max() == 3                                     # nothing after the hang
+    last = df[df.step == 3]
+    assert last.groupby("rank").end_s.max().eq(20 + 8 + 600).all()
+    odd = last[last["rank"] == 5].state.iloc[-1]
+    assert odd == ("exited: device error" if cause == "device error"
+                   else "blocked in another collective")
+    with pytest.raises(ValueError, match="comm_s"):
+        rel.collective_trace(8, 10, 5, comm_s=10)
+
+
+def test_goodput_table_equals_one_minus_lost_fraction():
+    df = rel.goodput_vs_job_size(1000 * day, 300, manual_detect_s=3600, auto_detect_s=60,
+                                 swap_s=300, provision_s=1200, health_check_s=7200, load_s=300,
+                                 compile_s=900, n_spares=1, max_domains=64)
+    for row in df.itertuples():
+        r = rel.resume_recovery(row.policy, mtbf_s=row.mtbf_s, manual_detect_s=3600,
+                                auto_detect_s=60, swap_s=300, provision_s=1200,
+                                health_check_s=7200, load_s=300, compile_s=900, n_spares=1)
+        assert row.restart_s == pytest.approx(r.total_s)
+        assert row.goodput == pytest.approx(
+            1 - rel.lost_fraction(row.interval_s, 300, row.mtbf_s, r.total_s), rel=1e-12)

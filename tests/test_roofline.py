@@ -380,7 +380,7 @@ def test_charts_build_valid_specs():
             charts.generations_chart(cores.generations_table()),
             charts.neuroncore_chart(cores.neuroncore_blocks()),
             charts.utilisation_chart(roofline.utilisation_curve(range(1, 300))),
-            charts.core_counts_chart(cores.core_count_table("trn2-ultraserver").attrs["long"])]
+            charts.roofline_chart(curves, pt, path=roofline.batch_curve(8192, 8192), labels=False)]
     for chart in made:
         assert isinstance(chart, alt.TopLevelMixin)
         chart.to_dict()  # validates against the Vega-Lite schema
@@ -390,14 +390,18 @@ def test_charts_build_valid_specs():
 
 def test_roofline_explorer_updates_and_shows_bad_input_inline():
     w = widgets.roofline_explorer()
-    assert w.last_error is None and "tensor engine-bound" in w.summary.value
-    w.controls["m"].value = 8
+    assert w.last_error is None and "HBM-bound" in w.summary.value
+    assert f"m* = {roofline.compute_bound_batch(8192, 8192):,.1f}" in w.summary.value
+    first = w.chart.spec
+    w.controls["m"].value = 300          # past m* for n = k = 8192: the point crosses the ridge
+    assert w.result.bound.bound == "tensor engine" and "tensor engine-bound" in w.summary.value
+    assert w.chart.spec != first
+    w.controls["n"].value = 256
+    w.controls["k"].value = 256          # intensity never exceeds 2nk/((n + k)·2) = 128 < 230
+    assert w.result.bound.bound == "HBM" and "no batch makes it compute-bound" in w.summary.value
+    w.controls["k"].value = -1
+    assert "k must be" in w.last_error and "k must be" in w.error.value
     w.controls["k"].value = 8192
-    w.controls["n"].value = 8192
-    assert w.result.bound.bound == "HBM" and "HBM-bound" in w.summary.value
-    w.controls["m"].value = -1
-    assert "m must be" in w.last_error and "m must be" in w.error.value
-    w.controls["m"].value = 8
     w.controls["chip"].value = "trn3"
     w.controls["dtype"].value = "fp4"
     assert "dtype" in w.last_error
@@ -410,23 +414,20 @@ def test_roofline_explorer_updates_and_shows_bad_input_inline():
     assert w.last_error is None and "Trainium chips only" in w.summary.value
 
 
-def test_core_counter_shows_bad_input_inline():
-    w = widgets.core_counter()
-    assert "<b>64</b> logical" in w.summary.value
-    w.controls["system"].value = "trn3-gen1-ultraserver"
-    assert "lnc" in w.last_error
-    w.controls["lnc"].value = 2
-    assert w.last_error is None
-    w.controls["system"].value = "trn1.32xlarge"
-    assert "lnc" in w.last_error
-    w.controls["n_systems"].value = 0
-    w.controls["lnc"].value = "default"
-    assert "n_systems" in w.last_error
+def test_explorer_marks_the_ridge_crossing_at_the_closed_form_batch():
+    w = widgets.roofline_explorer(m=32, n=8192, k=8192)
+    crossing = w.result.point[w.result.point.kind.str.startswith("ridge crossed")]
+    m_star = roofline.compute_bound_batch(8192, 8192)
+    assert len(crossing) == 1 and crossing.label.iloc[0] == f"m* = {m_star:,.1f}"
+    assert crossing.intensity.iloc[0] == pytest.approx(roofline.ridge_point("trn2", "bf16"))
+    w.controls["n"].value = 256
+    w.controls["k"].value = 256
+    assert not w.result.point.kind.str.startswith("ridge crossed").any()
 
 
 def test_widgets_are_registered_for_the_benchmark():
-    assert {"hardware.roofline_explorer", "hardware.core_counter"} <= set(BENCHMARKS)
-    for name in ("hardware.roofline_explorer", "hardware.core_counter"):
+    assert {"hardware.roofline_explorer", "hardware.claims_explorer"} <= set(BENCHMARKS)
+    for name in ("hardware.roofline_explorer", "hardware.claims_explorer"):
         factory, changes = BENCHMARKS[name]
         w = factory()
         original = {c: w.controls[c].value for c, _ in changes}
@@ -476,3 +477,106 @@ def test_claims_explorer_filters_and_shows_who_said_it():
     w.controls["verdict"].value = ""
     w.controls["query"].value = "zzz-no-such-claim"
     assert "No claim matches" in w.summary.value
+
+
+# --------------------------------------------------------------------------- compute-bound batch
+
+def test_compute_bound_batch_reproduces_scaling_book_h100_threshold():
+    """J. Austin et al., "How to Scale Your Model" (2025), Part 1 (Rooflines): an H100 does
+    9.89e14 BF16 FLOP/s with 3.35 TB/s of HBM, so a BF16 matmul with B << D, F turns
+    compute-bound at a batch of about 9.89e14 / 3.35e12 ≈ 295 (2·B FLOPs per weight byte pair)."""
+    assert roofline.compute_bound_batch(None, None, "bf16", "h100") == pytest.approx(9.89e14 / 3.35e12, rel=1e-3)
+    assert round(roofline.compute_bound_batch(None, None, "bf16", "h100")) == 295
+
+
+def test_compute_bound_batch_for_the_chapters_projection():
+    # chapter 01's worked problem: k = 8192, n = 28672 on Trainium2 in BF16; the brute-force
+    # search it replaces found m = 239
+    m_star = roofline.compute_bound_batch(28672, 8192, "bf16", "trn2")
+    assert math.ceil(m_star) == 239
+    assert roofline.matmul_bound(239, 28672, 8192, "bf16", "trn2").bound == "tensor engine"
+    assert roofline.matmul_bound(238, 28672, 8192, "bf16", "trn2").bound == "HBM"
+
+
+@pytest.mark.parametrize("chip", ["trn1", "trn2", "trn3", "h100"])
+def test_wide_limit_is_ridge_times_bytes_over_two(chip):
+    for dtype in roofline.device(chip).dense_flops_per_s:
+        expected = roofline.ridge_point(chip, dtype) * roofline.bytes_per_element(dtype) / 2
+        assert roofline.compute_bound_batch(None, None, dtype, chip) == pytest.approx(expected)
+    # in BF16 (2 bytes) the compute-bound batch in tokens is the ridge point in FLOP/byte
+    assert roofline.compute_bound_batch(None, None, "bf16", chip) == pytest.approx(
+        roofline.ridge_point(chip, "bf16"))
+
+
+def test_square_case_agrees_with_square_size_at_ridge():
+    # 1/m + 1/n + 1/k = 2/(R·b) with m = n = k = s gives s = 1.5·b·R
+    s = roofline.square_size_at_ridge("trn2", "bf16")
+    n = round(s)
+    m_star = roofline.compute_bound_batch(n, n, "bf16", "trn2")
+    assert m_star == pytest.approx(s, rel=0.01)
+
+
+@settings(max_examples=150, deadline=None)
+@given(n=dims, k=dims, chip=st.sampled_from(TRAINIUM + ["h100"]), dtype=st.sampled_from(["bf16", "fp8", "fp32"]))
+def test_closed_form_is_where_the_bound_switches(n, k, chip, dtype):
+    if dtype not in roofline.device(chip).dense_flops_per_s:
+        return
+    m_star = roofline.compute_bound_batch(n, k, dtype, chip)
+    limit = roofline.intensity_limit(n, k, dtype)
+    ridge = roofline.ridge_point(chip, dtype)
+    if math.isinf(m_star):
+        assert limit <= ridge * (1 + 1e-12)
+        assert roofline.matmul_bound(10**7, n, k, dtype, chip).bound == "HBM"
+        return
+    assert limit > ridge
+    # the harmonic identity 1/m* + 1/n + 1/k = 2/(R·b)
+    assert 1 / m_star + 1 / n + 1 / k == pytest.approx(2 / (ridge * roofline.bytes_per_element(dtype)))
+    hi, lo = math.ceil(m_star * (1 + 1e-9)), math.floor(m_star * (1 - 1e-9))
+    assert roofline.matmul_bound(hi, n, k, dtype, chip).bound == "tensor engine"
+    if lo >= 1:
+        assert roofline.matmul_bound(lo, n, k, dtype, chip).bound == "HBM"
+
+
+@given(m=dims, n=dims, k=dims)
+def test_intensity_never_exceeds_its_limit_and_grows_with_m(m, n, k):
+    i = roofline.arithmetic_intensity(m, n, k, "bf16")
+    assert i < roofline.intensity_limit(n, k, "bf16")
+    assert roofline.arithmetic_intensity(m + 1, n, k, "bf16") > i
+
+
+def test_fp8_on_trainium2_keeps_the_batch_and_plain_fp8_on_trainium3_halves_it():
+    t = roofline.compute_bound_batch_table(["trn2", "trn3"]).set_index(["chip", "dtype"]).batch
+    # Trainium2: FP8 doubles the rate (1299 vs 667, not exactly 2x) and halves the bytes
+    ratio = specs.chip("trn2").dense_flops_per_s["fp8"] / specs.chip("trn2").dense_flops_per_s["bf16"]
+    assert t["trn2", "fp8"] / t["trn2", "bf16"] == pytest.approx(ratio / 2)
+    # Trainium3: plain FP8 runs at the BF16 rate (derived row), so half the bytes halve the batch
+    assert t["trn3", "fp8"] == pytest.approx(t["trn3", "bf16"] / 2)
+    assert set(t.index.get_level_values("chip")) == {"trn2", "trn3"}
+
+
+def test_batch_curve_crosses_the_ridge_at_the_closed_form():
+    c = roofline.batch_curve(8192, 8192, "bf16", "trn2")
+    m_star = roofline.compute_bound_batch(8192, 8192, "bf16", "trn2")
+    assert c.m.is_monotonic_increasing and c.m.is_unique and c.m.iloc[0] == 1
+    assert c.loc[c.bound == "tensor engine", "m"].min() == math.ceil(m_star)
+    assert c.loc[c.bound == "HBM", "m"].max() == math.floor(m_star)
+    assert c.tflops.max() == pytest.approx(specs.chip("trn2").dense_flops_per_s["bf16"] / 1e12)
+    for row in c.sample(5, random_state=0).itertuples():
+        b = roofline.matmul_bound(row.m, 8192, 8192, "bf16", "trn2")
+        assert row.intensity == pytest.approx(b.intensity_flop_per_byte)
+        assert row.tflops == pytest.approx(b.achieved_flops_per_s / 1e12)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: roofline.compute_bound_batch(0, 8192), "n"),
+    (lambda: roofline.compute_bound_batch(8192, -3), "k"),
+    (lambda: roofline.compute_bound_batch(8192, 8192, "int3"), "dtype"),
+    (lambda: roofline.compute_bound_batch(8192, 8192, "bf16", "trn9"), "chip"),
+    (lambda: roofline.intensity_limit(None, None), "n and k"),
+    (lambda: roofline.batch_curve(8192, 8192, m_max=1), "m_max"),
+    (lambda: roofline.batch_curve(8192, 8192, n_points=1), "n_points"),
+    (lambda: roofline.compute_bound_batch_table("trn2"), "chips"),
+])
+def test_compute_bound_batch_bad_input(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()

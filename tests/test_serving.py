@@ -384,7 +384,7 @@ def test_context_above_max_model_len_raises():
     (lambda: sv.replica("llama3-8b", chip="trn3"), "lnc"),
     (lambda: sv.replica("llama3-8b", lnc=3), "lnc"),
     (lambda: sv.replica("llama3-8b", weight_dtype="int3"), "weight_dtype"),
-    (lambda: sv.replica("llama3-8b", chip="trn1", compute_dtype="mxfp8"), "compute_dtype"),
+    (lambda: sv.replica("llama3-8b", chip="trn2", lnc=2, compute_dtype="mxfp8"), "compute_dtype"),
     (lambda: sv.replica("gpt-5"), "model"),
     (lambda: sv.decode_step("llama3-8b", 1, 10), "rep"),
     (lambda: sv.decode_step(sv.replica("llama3-8b"), 0, 10), "batch"),

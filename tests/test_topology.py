@@ -283,3 +283,60 @@ def test_one_lnc_rule_and_one_message():
             assert t.ranks_per_chip(chip, lnc) == cores.logical_cores_per_chip(chip, lnc)
     import numpy as np
     assert t.cluster("trn2.48xlarge", lnc=np.int64(1)).ranks_per_chip == 8
+
+
+# ----------------------------------------------------------------------------- closed-form spans (chapter 10)
+
+
+@given(system=st.sampled_from([("trn2-ultraserver", 2), ("trn2-ultraserver", 1), ("trn2.48xlarge", 2),
+                               ("trn1.32xlarge", None), ("trn3-gen1-ultraserver", 2)]),
+       n_systems=st.integers(1, 4), data=st.data())
+@settings(max_examples=60, deadline=None)
+def test_group_spans_equal_the_rank_table(system, n_systems, data):
+    """group_spans (the planner's fast path) gives what Placement.slowest and Placement.groups
+    give from the full rank table, for any degrees (not only powers of two) and any ordering."""
+    from trainium_lab import topology
+
+    name, lnc = system
+    c = topology.cluster(name, n_systems, lnc)
+    n = c.n_ranks
+    divisors = [d for d in range(1, n + 1) if n % d == 0]
+    tp = data.draw(st.sampled_from(divisors))
+    ep = data.draw(st.sampled_from([d for d in divisors if (n // tp) % d == 0]))
+    pp = data.draw(st.sampled_from([d for d in divisors if (n // (tp * ep)) % d == 0]))
+    dp = n // (tp * ep * pp)
+    ordering = data.draw(st.sampled_from(topology.all_orderings(include_ep=True)))
+    p = topology.place(tp, pp, dp, ep, system=name, n_systems=n_systems, lnc=lnc, ordering=ordering)
+    fast = topology.group_spans(tp, pp, dp, ep, system=name, n_systems=n_systems, lnc=lnc,
+                                ordering=ordering).set_index("kind")
+    for kind in topology.KINDS:
+        level, n_chips, sharing = p.slowest(kind)
+        groups = p.groups(kind)
+        row = fast.loc[kind]
+        assert (row.level, row.n_chips, row.sharing) == (level.name, n_chips, sharing)
+        assert (row.n_instances, row.n_systems) == (groups.n_instances.max(), groups.n_systems.max())
+
+
+def test_group_spans_at_100k_chips_without_a_rank_table():
+    from trainium_lab import topology
+
+    spans = topology.group_spans(tp=64, pp=4, dp=1536, ep=1, system="trn2-ultraserver", n_systems=1536, lnc=2)
+    spans = spans.set_index("kind")
+    assert spans.loc["tp", "level"] == "instance" and spans.loc["pp", "level"] == "ultraserver"
+    assert spans.loc["dp", "n_chips"] == 1536 and spans.loc["dp", "level"] == "efa"
+
+
+def test_dp_threshold_explorer_marks_the_levels_a_batch_cannot_hide():
+    from trainium_lab.widgets.topology import dp_threshold_explorer
+
+    e = dp_threshold_explorer(4096)
+    rows = e.summary.value.split("<tr>")[2:]
+    assert [("communication-bound" in r) for r in rows] == [False, False, True]  # instance, ring, EFA
+    e.controls["tokens_per_chip"].value = 30_000
+    assert "communication-bound" not in e.summary.value
+    e.controls["system"].value = "trn3-gen1-ultraserver"
+    assert list(e.controls["dtype"].options) == ["bf16", "mxfp8"] and e.last_error is None
+    e.controls["dtype"].value = "mxfp8"                      # 100,680 tokens over EFA
+    assert "communication-bound" in e.summary.value
+    e.controls["tokens_per_chip"].value = 0
+    assert "tokens_per_chip" in e.last_error

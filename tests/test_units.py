@@ -97,6 +97,7 @@ def test_parse_count_and_fraction():
     assert u.parse_count("70B") == 70e9 and u.parse_count("2T") == 2e12
     assert u.parse_count("1.5M") == 1.5e6 and u.parse_count("8e9") == 8e9
     assert u.parse_fraction("40%") == pytest.approx(0.4) and u.parse_fraction("0.35") == 0.35
+    assert u.parse_usd_per_hour("$21.50") == 21.5 and u.parse_usd_per_hour("40 USD/h") == 40
 
 
 @given(st.floats(min_value=1e-3, max_value=1e6, allow_nan=False))
@@ -112,6 +113,7 @@ def test_parsing_inverts_the_constants(x):
     (u.parse_count, "70Q"), (u.parse_fraction, "40 percent"), (u.parse_bytes, "inf GiB"),
     (u.parse_bytes, "1e400 B"), (u.parse_bytes, "1e29 TB"), (u.parse_bytes, None),
     (u.parse_bytes, [1, 2]), (u.parse_count, True), (u.parse_bytes, float("nan")),
+    (u.parse_usd_per_hour, "40 EUR"), (u.parse_usd_per_hour, None),
 ])
 def test_parsing_rejects_with_the_name(parse, text):
     with pytest.raises(ValueError, match="--size"):

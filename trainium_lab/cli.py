@@ -8,6 +8,8 @@ Commands
 ``young``      checkpoint interval by Young, Daly and the exact optimum, and the time each loses
                (:mod:`trainium_lab.reliability`)
 ``specs``      sourced hardware facts (:mod:`trainium_lab.specs`)
+``plan``       a training run end to end: layout, days, failures, compiles, dollars
+               (:mod:`trainium_lab.planning`), as a table, ``--json`` or a ``--markdown`` document
 
 Quantities carry their units on the command line (``--size 1GiB``, ``--bandwidth 25GB/s``,
 ``--checkpoint 90s --mtbf 24h``, ``--params 70B``) and in the output. Output is a readable table,
@@ -28,10 +30,10 @@ from typing import Any, Callable, Sequence
 
 from trainium_lab import units
 from trainium_lab.units import (parse_bytes, parse_count, parse_fraction, parse_rate,
-                                parse_seconds)
+                                parse_seconds, parse_usd_per_hour)
 
 __all__ = ["main", "parse_bytes", "parse_rate", "parse_seconds", "parse_count", "parse_fraction",
-           "CliError"]
+           "parse_usd_per_hour", "CliError"]
 
 PROG = "python -m trainium_lab"
 
@@ -251,6 +253,90 @@ def _cmd_specs(args: argparse.Namespace) -> None:
     print(_table(f"{args.entity}: sourced facts (data/, read by trainium_lab.specs)", rows))
 
 
+def _cmd_plan(args: argparse.Namespace) -> None:
+    from trainium_lab import planning
+
+    if args.model is None:
+        raise CliError("plan: give --model (llama3-8b, llama3-70b, llama3-405b)")
+    if args.systems is not None and args.deadline is not None:
+        raise CliError("plan: give --systems or --deadline, not both")
+    kwargs = dict(
+        system=args.system, mfu=parse_fraction(args.mfu, "--mfu"), purchase_option=args.option,
+        checkpoint_write_bytes_per_s=parse_rate(args.checkpoint_bandwidth, "--checkpoint-bandwidth"),
+        restart_s=parse_seconds(args.restart, "--restart"), compile_s=parse_seconds(args.compile, "--compile"),
+        n_graphs=_integer(args.graphs, "--graphs"), cache=args.cache,
+        global_batch=_integer(args.global_batch, "--global-batch"), recipe_name=args.recipe)
+    if args.systems is not None:
+        kwargs["n_systems"] = _integer(args.systems, "--systems")
+    if args.deadline is not None:
+        kwargs["deadline_s"] = parse_seconds(args.deadline, "--deadline")
+    if args.lnc is not None:
+        kwargs["lnc"] = _integer(args.lnc, "--lnc")
+    if args.price is not None:
+        kwargs["usd_per_hour"] = parse_usd_per_hour(args.price, "--price")
+    if args.chip_mtbf is not None:
+        kwargs["chip_mtbf_s"] = parse_seconds(args.chip_mtbf, "--chip-mtbf")
+    try:
+        plan = planning.plan_run(args.model, parse_count(args.tokens, "--tokens"), **kwargs)
+    except ValueError as exc:
+        message = str(exc).splitlines()[0]
+        if message.startswith("usd_per_hour:"):
+            raise CliError("--price" + message[len("usd_per_hour"):].replace(
+                "as an input (an assumption)", "with --price (an assumption)")) from None
+        raise
+    if args.markdown:
+        from trainium_lab.views.planning import to_markdown
+
+        print(to_markdown(plan), end="")
+        return
+    r = plan.results
+    est = plan.estimate
+    rows = [
+        ("model", f"{plan.model.name} ({_fmt_count(plan.model.n_params)} parameters)"),
+        ("tokens", _fmt_count(plan.n_tokens)),
+        ("cluster", f"{plan.n_systems} × {plan.system} = {plan.n_chips} chips, {plan.n_instances} "
+                    f"instance{'s' if plan.n_instances != 1 else ''} of {plan.instance_type}, LNC={plan.lnc}"),
+        ("layout", plan.layout.label()),
+        ("memory per chip", f"{units.format_bytes(est.total_bytes)} of {units.format_bytes(est.hbm_bytes)}"),
+        ("step", f"{units.format_seconds(est.step_s)}, {est.tokens_per_s:,.0f} tokens/s "
+                 f"(effective MFU {est.mfu_effective:.1%})"),
+        ("training time (no losses)", units.format_seconds(r["compute_s"])),
+        ("job MTBF", units.format_seconds(r["job_mtbf_s"])),
+        ("checkpoint", f"{units.format_bytes(r['checkpoint_bytes'], binary=False)} every "
+                       f"{units.format_seconds(r['checkpoint_interval_s'])}"),
+        ("time lost (checkpoints, rework, restarts)", f"{r['lost_fraction']:.2%}"),
+        ("first-launch compiles", units.format_seconds(r["cold_start_s"])),
+        ("wall clock", f"{plan.days:,.2f} days"),
+        ("instance-hours", f"{r['instance_hours']:,.1f}"),
+        ("price per instance-hour", f"{plan.usd_per_hour:,.2f} USD ({plan.price_basis})"),
+        ("cost", f"{r['cost_usd']:,.0f} USD"),
+        ("cost per million tokens", f"{r['cost_per_million_tokens_usd']:,.4f} USD"),
+        ("largest uncertainty", str(plan.sensitivity["input"].iloc[0])),
+    ]
+    if plan.deadline_s is not None:
+        rows.append(("deadline", f"{units.format_seconds(plan.deadline_s)}: "
+                                 f"{'met' if plan.meets_deadline else 'missed'}"))
+    data = {
+        "inputs": {"model": plan.model.key, "n_params": plan.model.n_params, "n_tokens": plan.n_tokens,
+                   "system": plan.system, "n_systems": plan.n_systems, "lnc": plan.lnc,
+                   "deadline_s": plan.deadline_s, "price_basis": plan.price_basis,
+                   "assumptions": list(plan.assumptions),
+                   **{k: v for k, v in plan.inputs.items()}},
+        "layout": {"tp": plan.layout.tp, "pp": plan.layout.pp, "dp": plan.layout.dp, "ep": plan.layout.ep,
+                   "zero_stage": plan.layout.zero_stage, "micro_batch": plan.layout.micro_batch,
+                   "n_micro_batches": plan.layout.n_micro_batches, "recompute": plan.layout.recompute,
+                   "label": plan.layout.label(), "levels": dict(est.levels)},
+        "results": {"n_chips": plan.n_chips, "n_instances": plan.n_instances,
+                    "memory_bytes_per_chip": dict(est.memory_bytes), "hbm_bytes": est.hbm_bytes,
+                    "step_s": est.step_s, "tokens_per_s": est.tokens_per_s, "days": plan.days,
+                    **dict(r), "sizing": {"state_bytes": plan.sizing.state_bytes,
+                                          "min_chips": plan.sizing.min_chips,
+                                          "instance_days": plan.sizing.instance_days}},
+        "sensitivity": plan.sensitivity.to_dict(orient="records"),
+    }
+    _emit(args, "Training plan (trainium_lab.planning)", rows, data)
+
+
 # --------------------------------------------------------------------------- argument parser
 
 class _Parser(argparse.ArgumentParser):
@@ -274,7 +360,7 @@ def _add_json(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The command-line parser (sub-commands sizing, allreduce, young, specs)."""
+    """The command-line parser (sub-commands sizing, allreduce, young, specs, plan)."""
     parser = _Parser(
         prog=PROG, description="Trainium Lab's calculators from a terminal. Every number "
         "about hardware comes from the course's sourced data (trainium_lab.specs).",
@@ -282,7 +368,8 @@ def build_parser() -> argparse.ArgumentParser:
                f"  {PROG} sizing --params 70B --tokens 2T --system trn2.48xlarge --mfu 40%\n"
                f"  {PROG} allreduce --size 1GiB --ranks 16 --bandwidth 25GB/s\n"
                f"  {PROG} young --checkpoint 90s --mtbf 24h\n"
-               f"  {PROG} specs trn2",
+               f"  {PROG} specs trn2\n"
+               f"  {PROG} plan --model llama3-8b --tokens 100B --systems 1 --price 40",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
@@ -361,6 +448,44 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also show 'alternative' values other AWS pages give")
     _add_json(p)
     p.set_defaults(func=_cmd_specs)
+
+    p = sub.add_parser("plan", help="plan a training run: layout, days, failures, compiles, dollars",
+                       description="Plan a training run end to end (chapter 11): the planner's layout "
+                       "(chapter 05), days with failure, checkpoint and compile losses (chapters 06, 07), "
+                       "instance-hours and cost, with a sensitivity table. Give --systems, or --deadline, "
+                       "or neither (the fewest systems that fit). Trn2 and Trn3 have no sourced price: "
+                       "give --price (an assumption).",
+                       epilog=f"Example: {PROG} plan --model llama3-405b --tokens 1T --system trn2-ultraserver "
+                       "--deadline 60d --price 40 --global-batch 2048 --json",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", help="llama3-8b, llama3-70b or llama3-405b")
+    p.add_argument("--tokens", required=True, help="training tokens, e.g. 100B, 1T")
+    p.add_argument("--system", default="trn2.48xlarge",
+                   help="trn1.32xlarge, trn2.48xlarge, trn2-ultraserver, trn3-gen1-ultraserver, "
+                        "trn3-gen2-ultraserver (default %(default)s)")
+    p.add_argument("--systems", help="how many systems (instances or UltraServers)")
+    p.add_argument("--deadline", help="wall-clock deadline, e.g. 60d; chooses --systems")
+    p.add_argument("--lnc", help="logical NeuronCore setting, 1 or 2 (default: the chip's)")
+    p.add_argument("--price", help="USD per instance-hour, e.g. 40 (default: the sourced price, if any)")
+    p.add_argument("--option", default="on-demand", choices=["on-demand", "capacity-block", "ri-effective"],
+                   help="purchase option of the sourced price (default %(default)s)")
+    p.add_argument("--mfu", default="40%", help="MFU while computing, e.g. 40%% (default %(default)s)")
+    p.add_argument("--checkpoint-bandwidth", default="10GB/s",
+                   help="aggregate checkpoint write bandwidth (default %(default)s)")
+    p.add_argument("--chip-mtbf", help="MTBF of one chip, e.g. 2000d (default: the Llama 3 per-GPU proxy)")
+    p.add_argument("--restart", default="10min", help="restart time before the reload (default %(default)s)")
+    p.add_argument("--compile", default="20min", help="compile time per graph (default %(default)s)")
+    p.add_argument("--graphs", default="2", help="distinct graphs the run compiles (default %(default)s)")
+    p.add_argument("--cache", default="precompiled", choices=["precompiled", "shared", "local"],
+                   help="compile cache (default %(default)s)")
+    p.add_argument("--global-batch", default="1024", help="sequences per step (default %(default)s)")
+    p.add_argument("--recipe", default="bf16-adam", help="precision recipe (default %(default)s)")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true",
+                     help="print JSON in base units (bytes, s, FLOPs, bytes/s, USD) instead of a table")
+    out.add_argument("--markdown", action="store_true",
+                     help="print the plan as a Markdown document (the capacity-request attachment)")
+    p.set_defaults(func=_cmd_plan)
     return parser
 
 

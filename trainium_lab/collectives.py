@@ -36,6 +36,8 @@ Placed groups (from :func:`trainium_lab.topology.place`):
     Cost of one collective in every group of ``kind`` ("tp", "pp", "dp", "ep"),
     run as a ring over the group's chips at the speed of the slowest level the
     group crosses. ``size_bytes`` is per rank.
+``level_collective_s(size_bytes, n_chips, level, system, collective="all_reduce")``
+    The same cost for a group whose level and chip count are already known.
 ``placement_costs(placement, size_bytes, collective="all_reduce") -> DataFrame``
     One row per kind with level, bandwidth (scope and direction) and time.
 
@@ -70,7 +72,7 @@ import numpy as np
 import pandas as pd
 
 from trainium_lab import specs
-from trainium_lab._validate import choice, instance, integer, positive, sequence
+from trainium_lab._validate import choice, in_range, instance, integer, positive, sequence
 from trainium_lab.units import GB, GiB, us
 
 __all__ = [
@@ -79,6 +81,7 @@ __all__ = [
     "bus_factor", "algbw_bytes_per_s", "busbw_bytes_per_s", "nccom_test_cases",
     "latency_crossover_bytes",
     "ring_allreduce_steps", "size_sweep", "group_collective_s", "placement_costs",
+    "level_collective_s",
 ]
 
 
@@ -545,12 +548,70 @@ def group_collective_s(placement, kind: str, size_bytes: float, collective: str 
     collective = choice("collective", collective, COLLECTIVES)
     size = positive("size_bytes", size_bytes, allow_zero=True)
     level, n_chips, sharing = _placement(placement).slowest(kind)
+    return _level_cost(level, n_chips, sharing, size, collective, latency_s)
+
+
+def _level_cost(level, n_chips: int, sharing: int, size: float, collective: str,
+                latency_s: float | None) -> float:
+    """The arithmetic of :func:`group_collective_s` once the level and the group are known."""
     if level.bytes_per_s is None or n_chips == 1:
         return 0.0
     alpha = (level.latency_s or 0.0) if latency_s is None else positive("latency_s", latency_s, allow_zero=True)
     if collective == "all_to_all" and level.switched:
         collective = "all_to_all_direct"
     return COLLECTIVES[collective](size * sharing, n_chips, level.bytes_per_s, alpha)
+
+
+def level_collective_s(size_bytes: float, n_chips: int, level="instance", system: str = "trn2-ultraserver",
+                       collective: str = "all_reduce", *, sharing: int = 1, lnc: int | None = None,
+                       latency_s: float | None = None) -> float:
+    """Seconds for one collective over ``n_chips`` chips at one level of a system.
+
+    The arithmetic of :func:`group_collective_s` without a placement: a ring (or,
+    for an all-to-all on a switched level, a direct exchange) over ``n_chips`` chips
+    at the level's per-chip bandwidth, each chip sending ``size_bytes × sharing``
+    (``sharing`` groups share the chip's links). The layout planner and
+    :mod:`trainium_lab.moe` use it for groups whose level they already know.
+
+    Parameters
+    ----------
+    size_bytes : float
+        Bytes per participant (>= 0).
+    n_chips : int
+        Chips in the group (>= 1; 1 costs nothing: traffic inside a chip is not modelled).
+    level : str or trainium_lab.topology.Level
+        ``"instance"``, ``"ultraserver"`` or ``"efa"`` (a level of ``system``), or a ``Level``.
+    system : str
+        The system whose level it is (ignored when ``level`` is a ``Level``).
+    collective : str
+        A key of ``COLLECTIVES``.
+    sharing : int
+        Groups sharing each chip's links (>= 1).
+    lnc : int, optional
+        Logical NeuronCore setting, only to build the system's cluster.
+    latency_s : float, optional
+        Per-step latency; by default the level's published latency, else 0.
+
+    Examples
+    --------
+    >>> act = 2 * 4096 * 16384
+    >>> round(level_collective_s(act, 16, "instance") * 1e3, 3)   # as group_collective_s for TP over 16 chips
+    0.246
+    >>> switch = level_collective_s(1e9, 4, "instance", "trn3-gen1-ultraserver", "all_to_all", lnc=2)
+    >>> switch < level_collective_s(1e9, 4, "instance", "trn2-ultraserver", "all_to_all")  # vs torus ring
+    True
+    """
+    from trainium_lab.topology import Level, cluster
+
+    collective = choice("collective", collective, COLLECTIVES)
+    size = positive("size_bytes", size_bytes, allow_zero=True)
+    n_chips = integer("n_chips", n_chips, minimum=1, maximum=10**7)
+    sharing = integer("sharing", sharing, minimum=1, maximum=10**4)
+    if not isinstance(level, Level):
+        if not isinstance(level, str):
+            raise ValueError(f"level must be a level name or a topology.Level, got {level!r}")
+        level = cluster(system, 1, lnc).level(level)
+    return _level_cost(level, n_chips, sharing, size, collective, latency_s)
 
 
 def placement_costs(placement, size_bytes: float | dict[str, float],
@@ -593,3 +654,121 @@ def placement_costs(placement, size_bytes: float | dict[str, float],
         t = group_collective_s(placement, kind, size, coll, latency_s)
         rows.append({**row, "collective": coll, "size_bytes": float(size), "time_s": t})
     return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------- when DP is communication-bound
+# Appended for issue 15 (chapter 03 derives it; chapter 05 uses it).
+
+
+def dp_comm_bound_tokens_per_chip(flop_per_s: float, bandwidth_bytes_per_s: float,
+                                  n: int | None = None, *, grad_bytes_per_param: float = 2.0,
+                                  flops_per_token_per_param: float = 4.0) -> float:
+    """Tokens per chip per step below which data parallelism is communication-bound.
+
+    A chip that processes ``B`` tokens per step spends ``k·N·B / C`` seconds in the part
+    of the step the gradient all-reduce can overlap (the backward pass, ``k = 4``: two
+    matmuls of ``2·N`` FLOPs per token each), and its ring all-reduce of ``g·N``
+    gradient bytes takes ``2(n−1)/n · g·N / W`` (:func:`ring_allreduce_s`). The
+    all-reduce hides behind the backward pass when the first is at least the second::
+
+        B* = 2(n−1)/n · g / k · C / W          (tokens per chip)
+
+    ``N`` cancels. With BF16 gradients (``g = 2``), backward-pass overlap (``k = 4``)
+    and large ``n``, ``B* = C / W``: chip FLOP/s over the per-chip bandwidth of the
+    level the all-reduce crosses. With model parallelism inside each replica, each chip
+    holds ``N/m`` parameters but sees the replica's tokens, so ``B`` counts the tokens
+    of one model replica.
+
+    Parameters
+    ----------
+    flop_per_s : float
+        The chip's matmul rate ``C`` (peak, or peak × MFU for an achieved rate).
+    bandwidth_bytes_per_s : float
+        Per-chip bandwidth ``W`` of the slowest level the data-parallel group crosses.
+    n : int, optional
+        Data-parallel group size; ``None`` takes the large-``n`` limit, ``2(n−1)/n → 2``.
+    grad_bytes_per_param : float
+        Bytes per gradient value sent (2 for BF16, 4 for FP32).
+    flops_per_token_per_param : float
+        FLOPs per parameter per token of the compute the all-reduce overlaps: 4 for the
+        backward pass, 6 if it could overlap the whole step.
+
+    Returns
+    -------
+    float
+        Tokens per chip per step (per replica with model parallelism).
+
+    References
+    ----------
+    J. Austin et al., "How to Scale Your Model" (2025), part 5, data parallelism:
+    communication-bound below ``B/X = C/W``; J. Kaplan et al., arXiv:2001.08361 (2020),
+    §2.1 (6 FLOPs per parameter per token, 4 of them in the backward pass); Thakur,
+    Rabenseifner and Gropp (2005) (ring all-reduce).
+
+    Examples
+    --------
+    Trainium2 at its BF16 rate (667 TFLOP/s) inside one instance (1,024 GB/s per chip):
+
+    >>> round(dp_comm_bound_tokens_per_chip(667e12, 1024e9))
+    651
+    >>> round(dp_comm_bound_tokens_per_chip(667e12, 1024e9, n=16))   # × 15/16
+    611
+    >>> round(dp_comm_bound_tokens_per_chip(667e12, 1024e9, grad_bytes_per_param=4))
+    1303
+    """
+    c = positive("flop_per_s", flop_per_s)
+    w = positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    factor = 2.0 if n is None else 2 * (integer("n", n, minimum=1) - 1) / n
+    g = in_range("grad_bytes_per_param", grad_bytes_per_param, 0.0, 64.0, low_open=True)
+    k = in_range("flops_per_token_per_param", flops_per_token_per_param, 0.0, 100.0, low_open=True)
+    return factor * g / k * c / w
+
+
+def dp_comm_bound_table(systems: Sequence[str] = ("trn2-ultraserver", "trn3-gen1-ultraserver"),
+                        dtype: str = "bfloat16", n: int | None = None, *,
+                        grad_bytes_per_param: float = 2.0,
+                        flops_per_token_per_param: float = 4.0) -> pd.DataFrame:
+    """:func:`dp_comm_bound_tokens_per_chip` for every level of each system, from ``specs``.
+
+    Parameters
+    ----------
+    systems : sequence of str
+        Systems :func:`trainium_lab.topology.levels_table` knows.
+    dtype : str
+        The matmul dtype whose dense rate is ``C`` (``"bf16"``, ``"fp8"``, ``"mxfp8"`` …);
+        every system's chip must have it.
+    n, grad_bytes_per_param, flops_per_token_per_param
+        As in :func:`dp_comm_bound_tokens_per_chip`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (system, level): ``system``, ``chip``, ``level``, ``dtype``,
+        ``flop_per_s``, ``bytes_per_s`` (per chip, as ``levels_table`` gives it),
+        ``scope``, ``direction``, ``tokens_per_chip``.
+
+    Examples
+    --------
+    >>> t = dp_comm_bound_table(["trn2-ultraserver"])
+    >>> t[["level", "tokens_per_chip"]].round(0).values.tolist()
+    [['instance', 651.0], ['ultraserver', 2605.0], ['efa', 26680.0]]
+    """
+    from trainium_lab.topology import levels_table  # topology does not import this module
+
+    levels = levels_table(systems)
+    rows = []
+    for r in levels.itertuples(index=False):
+        chip = specs.system(r.system).chip
+        if not isinstance(dtype, str):
+            raise ValueError(f"dtype must be a dtype name such as 'bf16', got {dtype!r}")
+        c = chip.dense_flops_per_s[dtype]
+        rows.append({"system": r.system, "chip": chip.key, "level": r.level,
+                     "dtype": chip.dense_flops_per_s.key(dtype), "flop_per_s": c,
+                     "bytes_per_s": r.bytes_per_s, "scope": r.scope, "direction": r.direction,
+                     "tokens_per_chip": dp_comm_bound_tokens_per_chip(
+                         c, r.bytes_per_s, n, grad_bytes_per_param=grad_bytes_per_param,
+                         flops_per_token_per_param=flops_per_token_per_param)})
+    return pd.DataFrame(rows)
+
+
+__all__ += ["dp_comm_bound_tokens_per_chip", "dp_comm_bound_table"]

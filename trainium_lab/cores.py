@@ -31,7 +31,7 @@ from trainium_lab import units as u
 from trainium_lab._validate import integer
 
 __all__ = [
-    "lnc_options", "resolve_lnc", "logical_cores_per_chip", "CoreCounts", "core_counts",
+    "lnc_options", "resolve_lnc", "any_lnc", "logical_cores_per_chip", "CoreCounts", "core_counts",
     "core_count_table", "generations_table", "disagreements", "neuroncore_table",
     "neuroncore_blocks", "ClaimCheck", "Claim", "check_figure", "check_text", "claims", "claim",
     "check_claim", "claims_table", "VERDICTS",
@@ -94,6 +94,19 @@ def resolve_lnc(chip: str, lnc: int | None = None) -> int:
         raise ValueError(f"lnc must be one of {listed} for {c.name} (or None for its default); "
                          f"got {lnc!r}")
     return int(lnc)
+
+
+def any_lnc(chip: str) -> int | None:
+    """A valid LNC for counting whole chips, where the setting does not matter: the chip's
+    default, else its first option (Trainium3), else ``None`` (Trainium1 has no setting).
+
+    >>> any_lnc("trn2"), any_lnc("trn3"), any_lnc("trn1")
+    (2, 1, None)
+    """
+    c = specs.chip(chip)
+    if c.lnc_default is not None:
+        return c.lnc_default
+    return c.lnc_options[0] if c.lnc_options else None
 
 
 def logical_cores_per_chip(chip: str, lnc: int | None = None) -> int:
@@ -207,8 +220,8 @@ def core_count_table(system: str, lnc: int | None = None, n_systems: int = 1) ->
     pandas.DataFrame
         One row per level, columns ``level``, ``chips``, ``physical_cores``,
         ``logical_cores``. The LNC is ``core_counts(...).lnc`` and the long form a chart
-        draws is :func:`trainium_lab.views.core_counts_long`; for callers written before
-        issue 13 the table still carries both in ``df.attrs`` (``"lnc"``, ``"long"``).
+        draws is :func:`trainium_lab.views.core_counts_long` (before issue 13 both travelled
+        in ``df.attrs``, which pandas cannot carry through every operation).
 
     Examples
     --------
@@ -229,9 +242,6 @@ def core_count_table(system: str, lnc: int | None = None, n_systems: int = 1) ->
         levels.append((f"{n_systems} × {s.name}", cc.n_chips))
     df = pd.DataFrame([{"level": name, "chips": chips, "physical_cores": chips * per_chip_phys,
                         "logical_cores": chips * per_chip_log} for name, chips in levels])
-    from trainium_lab import views  # the chart's long form is presentation; imported on use only
-
-    df.attrs.update(long=views.core_counts_long(df, cc.lnc), lnc=cc.lnc)  # legacy, see the docstring
     return df
 
 

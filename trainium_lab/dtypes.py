@@ -6,10 +6,12 @@ Every module that takes a ``dtype`` reads it through this one: :mod:`trainium_la
 function accepts the same spellings:
 
 * the canonical names, as numpy and ml_dtypes name the types (``"float32"``, ``"bfloat16"``,
-  ``"float16"``, ``"float8_e4m3fn"``, ``"float8_e5m2"``, ``"float4_e2m1fn"``), and the
-  names of the formats that are not a numpy type (``"tf32"``, ``"mxfp8"``, ``"mxfp4"``);
+  ``"float16"``, ``"float8_e4m3fn"``, ``"float8_e5m2"``, ``"float8_e3m4"``,
+  ``"float4_e2m1fn"``), and the names of the formats that are not a numpy type (``"tf32"``,
+  and the OCP MX formats ``"mxfp8_e4m3"``, ``"mxfp8_e5m2"``, ``"mxfp4"``);
 * the short aliases of the vendors' pages (``"fp32"``, ``"bf16"``, ``"fp16"``, ``"e4m3"``,
-  ``"e5m2"``, ``"fp8"``, ``"fp4"``...), in any letter case;
+  ``"e5m2"``, ``"fp8"``, ``"mxfp8"`` (MXFP8 with E4M3 elements), ``"fp4"``...), in any letter
+  case;
 * numpy dtypes and scalar types (``np.float32``, ``ml_dtypes.bfloat16``).
 
 ``"fp8"`` (and AWS's ``"cfp8"``) name the 8-bit float family, whose members share one
@@ -33,7 +35,7 @@ Examples
 --------
 >>> canonical("bf16"), canonical("E4M3"), canonical("fp32")
 ('bfloat16', 'float8_e4m3fn', 'float32')
->>> rate_key("bfloat16"), rate_key("float8_e5m2"), rate_key("mxfp8")
+>>> rate_key("bfloat16"), rate_key("float8_e5m2"), rate_key("mxfp8_e5m2")
 ('bf16', 'fp8', 'mxfp8')
 >>> bytes_per_element("bf16"), bytes_per_element("mxfp4")
 (2.0, 0.53125)
@@ -104,18 +106,22 @@ def _np_type(name: str) -> Any:
     return getattr(ml_dtypes, name, None) or getattr(np, name)
 
 
-#: every number format the course names, by canonical name (narrowest last)
+#: every number format the course names, by canonical name, in the order of the rate tables of
+#: ``data/`` (BF16 first)
 NUMBER_FORMATS: dict[str, NumberFormat] = {f.name: f for f in (
-    NumberFormat("float32", "FP32", "fp32", "float32", ("fp32", "f32", "single")),
-    NumberFormat("tf32", "TF32", "tf32", "float32", ("tensorfloat32",)),
     NumberFormat("bfloat16", "BF16", "bf16", "bfloat16", ("bf16",)),
     NumberFormat("float16", "FP16", "fp16", "float16", ("fp16", "f16", "half")),
+    NumberFormat("tf32", "TF32", "tf32", "float32", ("tensorfloat32",)),
+    NumberFormat("float32", "FP32", "fp32", "float32", ("fp32", "f32", "single")),
     NumberFormat("float8_e4m3fn", "FP8 E4M3", "fp8", "float8_e4m3fn",
                  ("e4m3", "fp8_e4m3", "fp8", "cfp8")),
     NumberFormat("float8_e5m2", "FP8 E5M2", "fp8", "float8_e5m2", ("e5m2", "fp8_e5m2")),
-    NumberFormat("mxfp8", "MXFP8", "mxfp8", "float8_e4m3fn", ("mxfp8_e4m3",), 32, "float8_e8m0fnu"),
-    NumberFormat("float4_e2m1fn", "FP4", "fp4", "float4_e2m1fn", ("fp4", "e2m1", "fp4_e2m1")),
+    NumberFormat("float8_e3m4", "FP8 E3M4", "fp8", "float8_e3m4", ("e3m4", "fp8_e3m4")),
+    NumberFormat("mxfp8_e4m3", "MXFP8 E4M3", "mxfp8", "float8_e4m3fn", ("mxfp8",), 32,
+                 "float8_e8m0fnu"),
+    NumberFormat("mxfp8_e5m2", "MXFP8 E5M2", "mxfp8", "float8_e5m2", (), 32, "float8_e8m0fnu"),
     NumberFormat("mxfp4", "MXFP4", "mxfp4", "float4_e2m1fn", ("mxfp4_e2m1",), 32, "float8_e8m0fnu"),
+    NumberFormat("float4_e2m1fn", "FP4 E2M1", "fp4", "float4_e2m1fn", ("fp4", "e2m1", "fp4_e2m1")),
 )}
 
 #: every accepted spelling (lower case) -> canonical name
@@ -171,7 +177,7 @@ def canonical(dtype: Any, name: str = "dtype", allowed: Iterable[str] | None = N
     ...     canonical("mxfp8", allowed=("bfloat16", "float32"))
     ... except ValueError as exc:
     ...     print(exc)
-    dtype must be one of 'float32', 'bfloat16', 'fp32', 'f32', 'single', 'bf16'; got 'mxfp8'
+    dtype must be one of 'bfloat16', 'float32', 'bf16', 'fp32', 'f32', 'single'; got 'mxfp8'
     """
     key = None
     if isinstance(dtype, str):

@@ -941,3 +941,748 @@ def failure_modes(query: str = "") -> pd.DataFrame:
         keep = np.array([all(w in s for w in words) for s in text], dtype=bool)
         df = df[keep].reset_index(drop=True)
     return df
+
+
+# ======================================================================================
+# Checkpoint size and storage, automatic resume, and traces to read (chapter 06, issue 15)
+#
+# References for this part:
+# PyTorch recipe "Saving and loading a general checkpoint in PyTorch" (what a checkpoint holds);
+# Amazon FSx for Lustre User Guide, "Managing provisioned throughput capacity" and "Performance
+# characteristics of SSD and HDD storage classes" (throughput per TiB of storage);
+# Amazon SageMaker HyperPod, "Automatic node recovery and auto-resume", "health-monitoring agent"
+# and "Suggested resilience configurations" (what auto-resume does; deep health checks take
+# about a couple of hours per new instance); the M/G/inf queue (Palm's theorem) for spare pools,
+# e.g. L. Kleinrock, Queueing Systems, Vol. 1, Wiley 1975 (see each docstring).
+
+import functools  # noqa: E402  (this part's own imports, kept here so merges stay easy)
+
+from trainium_lab._validate import finite_number, in_range  # noqa: E402
+
+__all__ += [
+    "recovery_facts", "fsx_throughput_options_mb_per_s_per_tib", "deep_health_check_s",
+    "hyperpod_fsx_size_range_bytes",
+    "checkpoint_bytes", "fsx_lustre_bytes_per_s", "checkpoint_write_s", "young_lost_fraction",
+    "RESUME_POLICIES", "Recovery", "spare_shortfall_probability", "resume_recovery",
+    "goodput_vs_job_size",
+    "TIMELINE_KINDS", "LOG_EVENTS", "training_timeline", "timeline_log",
+    "RANK_STATES", "HANG_CAUSES", "collective_trace",
+]
+
+#: how a job comes back after a failure (see :func:`resume_recovery`)
+RESUME_POLICIES = ("manual restart", "auto-resume", "auto-resume + spares")
+#: what the job is doing in each segment of :func:`training_timeline`
+TIMELINE_KINDS = ("compute", "checkpoint", "compile", "failure", "wait", "replace", "load")
+#: the lines of a training log, as :func:`timeline_log` lists them
+LOG_EVENTS = ("job started", "checkpoint loaded", "step done", "checkpoint saved", "failure")
+#: what each rank is doing in :func:`collective_trace`
+RANK_STATES = ("compute", "waiting for other ranks", "collective transfer",
+               "exited: device error", "blocked in another collective", "blocked until timeout")
+#: what goes wrong in :func:`collective_trace`
+HANG_CAUSES = ("none", "device error", "mismatched collective", "slow rank")
+
+_MAX_STEPS = 1_000_000
+_MAX_EVENTS = 10_000
+
+
+@functools.lru_cache(maxsize=1)
+def _recovery_facts_table() -> pd.DataFrame:
+    return specs.read_data_csv("recovery_facts.csv")
+
+
+def recovery_facts(topic: str | None = None) -> pd.DataFrame:
+    """Sourced facts on checkpoints, FSx for Lustre throughput and HyperPod recovery.
+
+    From ``data/recovery_facts.csv``. No AWS page gives detection, provisioning or
+    restart times; the only time figure is the deep health check of a new instance.
+
+    Parameters
+    ----------
+    topic : {"checkpoint", "fsx lustre", "hyperpod"}, optional
+        Keep one topic.
+
+    Examples
+    --------
+    >>> sorted(recovery_facts().topic.unique())
+    ['checkpoint', 'fsx lustre', 'hyperpod']
+    """
+    df = _recovery_facts_table().copy()
+    if topic is not None:
+        topic = choice("topic", topic, tuple(df["topic"].unique()))
+        df = df[df["topic"] == topic].reset_index(drop=True)
+    return df
+
+
+def _fact_value(topic: str, fact: str) -> tuple[str, str]:
+    df = recovery_facts()
+    row = df[(df.topic == topic) & (df.fact == fact) & (df.status == "used")]
+    if len(row) != 1:
+        raise ValueError(f"recovery_facts.csv: expected one used row for {topic!r} / {fact!r}")
+    return str(row.value.iloc[0]), str(row.unit.iloc[0])
+
+
+@functools.cache
+def fsx_throughput_options_mb_per_s_per_tib() -> tuple[float, ...]:
+    """The throughput tiers of an FSx for Lustre Persistent-2 SSD file system, in MB/s per TiB.
+
+    References
+    ----------
+    Amazon FSx for Lustre User Guide, "Managing provisioned throughput capacity".
+
+    Examples
+    --------
+    >>> fsx_throughput_options_mb_per_s_per_tib()
+    (125.0, 250.0, 500.0, 1000.0)
+    """
+    value, _ = _fact_value("fsx lustre", "persistent-2 SSD throughput per unit of storage")
+    return tuple(float(v) for v in value.split(";"))
+
+
+@functools.cache
+def hyperpod_fsx_size_range_bytes() -> tuple[float, float]:
+    """Smallest and largest FSx for Lustre file system a HyperPod cluster creates, in bytes.
+
+    References
+    ----------
+    Amazon SageMaker API Reference, ``FSxLustreConfig`` (``SizeInGiB``: 1,200 to 100,800).
+
+    Examples
+    --------
+    >>> from trainium_lab.units import GiB
+    >>> [b / GiB for b in hyperpod_fsx_size_range_bytes()]
+    [1200.0, 100800.0]
+    """
+    from trainium_lab.units import GiB
+
+    value, unit = _fact_value("hyperpod", "FSx for Lustre file system size a HyperPod cluster can create")
+    if unit != "GiB":
+        raise ValueError(f"recovery_facts.csv: HyperPod FSx size unit must be GiB, got {unit!r}")
+    low, high = (float(v) * GiB for v in value.split(";"))
+    return low, high
+
+
+@functools.cache
+def deep_health_check_s() -> float:
+    """Seconds a new HyperPod instance spends in deep health checks (AWS: "about a couple of hours").
+
+    References
+    ----------
+    Amazon SageMaker HyperPod, "Suggested resilience configurations".
+
+    Examples
+    --------
+    >>> from trainium_lab.units import hour
+    >>> deep_health_check_s() / hour
+    2.0
+    """
+    from trainium_lab.units import hour
+
+    value, unit = _fact_value("hyperpod", "deep health check of a new instance")
+    if unit != "hour":
+        raise ValueError(f"recovery_facts.csv: deep health check unit must be hour, got {unit!r}")
+    return float(value) * hour
+
+
+def checkpoint_bytes(n_params: float, recipe: str = "bf16-adam") -> float:
+    """Bytes one checkpoint for resuming training holds: the training state minus the gradients.
+
+    A checkpoint saves the model's and the optimizer's state (weights, master copy,
+    optimizer moments); gradients are recomputed at every step and are not saved. For
+    BF16 mixed precision with Adam that is 2 + 4 + 4 + 4 = 14 bytes per parameter.
+
+    Parameters
+    ----------
+    n_params : float
+        Parameters (> 0).
+    recipe : str
+        A ``sizing.RECIPES`` key (chapter 04).
+
+    References
+    ----------
+    PyTorch recipe "Saving and loading a general checkpoint in PyTorch" (model and
+    optimizer ``state_dict``); Rajbhandari et al. 2020, arXiv:1910.02054, section 3.1
+    (the bytes per parameter of each component).
+
+    Examples
+    --------
+    >>> from trainium_lab.units import GB
+    >>> checkpoint_bytes(70e9) / GB
+    980.0
+    """
+    from trainium_lab import sizing
+
+    n_params = in_range("n_params", n_params, 0.0, 1e18, low_open=True)
+    r = sizing.recipe(recipe)
+    return n_params * (r.bytes_per_param - r.gradients)
+
+
+def fsx_lustre_bytes_per_s(storage_bytes: float, mb_per_s_per_tib: float) -> float:
+    """Throughput of an FSx for Lustre Persistent-2 SSD file system: capacity × throughput per TiB.
+
+    Parameters
+    ----------
+    storage_bytes : float
+        Storage capacity in bytes (> 0; 1 TiB = 2**40 bytes).
+    mb_per_s_per_tib : float
+        The throughput tier, one of :func:`fsx_throughput_options_mb_per_s_per_tib`
+        (MB/s per TiB, MB taken as 10**6 bytes).
+
+    Returns
+    -------
+    float
+        Bytes per second the file system sustains (read or write), shared by all clients.
+
+    References
+    ----------
+    Amazon FSx for Lustre User Guide, "Managing provisioned throughput capacity": file
+    system throughput = storage capacity (TiB) × throughput per unit of storage.
+
+    Examples
+    --------
+    >>> from trainium_lab.units import GB, TiB
+    >>> fsx_lustre_bytes_per_s(48 * TiB, 1000) / GB
+    48.0
+    """
+    from trainium_lab.units import MB, TiB
+
+    storage_bytes = in_range("storage_bytes", storage_bytes, 0.0, 1e21, low_open=True)
+    mb_per_s_per_tib = choice("mb_per_s_per_tib", finite_number("mb_per_s_per_tib", mb_per_s_per_tib),
+                              fsx_throughput_options_mb_per_s_per_tib())
+    return storage_bytes / TiB * mb_per_s_per_tib * MB
+
+
+def checkpoint_write_s(state_bytes: float, bandwidth_bytes_per_s: float) -> float:
+    """Seconds to write (or read back) a checkpoint: bytes / storage bandwidth.
+
+    Assumes every rank writes its shard in parallel, so the shared storage is the
+    bottleneck (true when the file system is slower than the instances' network).
+
+    Examples
+    --------
+    >>> from trainium_lab.units import GB
+    >>> checkpoint_write_s(980 * GB, 12 * GB)
+    81.66666666666667
+    """
+    state_bytes = in_range("state_bytes", state_bytes, 0.0, 1e24, low_open=True)
+    bandwidth_bytes_per_s = in_range("bandwidth_bytes_per_s", bandwidth_bytes_per_s, 0.0, 1e18,
+                                     low_open=True)
+    return state_bytes / bandwidth_bytes_per_s
+
+
+def young_lost_fraction(checkpoint_s: float, mtbf_s: float, restart_s: float = 0.0) -> float:
+    """The rule of thumb for the share of time lost at Young's interval: sqrt(2δ/M) + R/M.
+
+    At τ = sqrt(2δM) the two first-order terms δ/τ (writing) and τ/(2M) (rework)
+    are equal, each sqrt(δ/(2M)); a restart R per failure adds R/M. It never
+    falls below the exact value (:func:`lost_fraction` at Young's interval), and its
+    relative error is at most its own value: 5 % off when 5 % is lost (checked for
+    δ ≤ M/20 and R ≤ M/5).
+
+    References
+    ----------
+    [1]_ (the first-order cost and its minimum).
+
+    Examples
+    --------
+    >>> from trainium_lab.units import hour
+    >>> round(young_lost_fraction(90, 24 * hour), 4)
+    0.0456
+    """
+    checkpoint_s = positive("checkpoint_s", checkpoint_s)
+    mtbf_s = positive("mtbf_s", mtbf_s)
+    restart_s = positive("restart_s", restart_s, allow_zero=True)
+    return math.sqrt(2.0 * checkpoint_s / mtbf_s) + restart_s / mtbf_s
+
+
+# ----------------------------------------------------------------- automatic resume
+
+@dataclass(frozen=True)
+class Recovery:
+    """Expected time from a failure to computing again, by part, in seconds.
+
+    ``detect_s``: until the job is stopped and recovery starts (a collective
+    timeout, a person, or a health agent); ``replace_s``: until a healthy node
+    stands in (expected over whether a spare is free); ``load_s``: reading the
+    checkpoint back; ``compile_s``: compiling graphs the restarted job cannot find
+    in a cache; ``shortfall_probability``: the chance that a failure finds no spare.
+    """
+
+    policy: str
+    detect_s: float
+    replace_s: float
+    load_s: float
+    compile_s: float
+    shortfall_probability: float
+
+    @property
+    def total_s(self) -> float:
+        """The restart time R of the lost-time model."""
+        return self.detect_s + self.replace_s + self.load_s + self.compile_s
+
+    def parts(self) -> dict[str, float]:
+        """``{"detect": s, "replace": s, "load": s, "compile": s}``, for a chart."""
+        return {"detect": self.detect_s, "replace": self.replace_s, "load": self.load_s,
+                "compile": self.compile_s}
+
+    def _repr_markdown_(self) -> str:
+        from trainium_lab.units import format_seconds
+
+        return (f"**{self.policy}**: R = **{format_seconds(self.total_s)}** (detect "
+                f"{format_seconds(self.detect_s)}, replace {format_seconds(self.replace_s)}, load "
+                f"{format_seconds(self.load_s)}, compile {format_seconds(self.compile_s)}); "
+                f"no spare free {self.shortfall_probability:.1%} of the time.")
+
+
+def spare_shortfall_probability(mtbf_s: float, turnaround_s: float, n_spares: int) -> float:
+    """Chance that a failure finds every spare node already in use.
+
+    Failures arrive at rate 1/M and each takes a node out of the spare pool for
+    ``turnaround_s`` (provisioning a replacement and checking it). The number of
+    nodes away at a random moment is Poisson with mean T/M, whatever the
+    distribution of T (the M/G/∞ queue, Palm's theorem), and by PASTA a failure
+    sees that distribution: P(shortfall) = P(Poisson(T/M) ≥ k).
+
+    Parameters
+    ----------
+    mtbf_s : float
+        Job MTBF M in seconds (> 0).
+    turnaround_s : float
+        Seconds until a used spare is replaced in the pool (>= 0).
+    n_spares : int
+        Spare nodes kept ready (0 to 10,000); 0 gives 1.
+
+    References
+    ----------
+    L. Kleinrock, *Queueing Systems, Volume 1: Theory*, Wiley 1975 (the M/G/∞
+    system: the number in service is Poisson with mean λ·E[T]); R. W. Wolff,
+    "Poisson arrivals see time averages", Operations Research 30(2), 1982.
+
+    Examples
+    --------
+    >>> round(spare_shortfall_probability(10.0, 5.0, 1), 4)  # 1 - exp(-0.5)
+    0.3935
+    >>> spare_shortfall_probability(10.0, 5.0, 0)
+    1.0
+    """
+    mtbf_s = positive("mtbf_s", mtbf_s)
+    turnaround_s = positive("turnaround_s", turnaround_s, allow_zero=True)
+    n_spares = integer("n_spares", n_spares, minimum=0, maximum=10_000)
+    mu = turnaround_s / mtbf_s
+    if n_spares == 0:
+        return 1.0
+    if mu == 0.0:
+        return 0.0
+    if mu > 1e5:  # the pool is always empty; exp(-mu) underflows
+        return 1.0
+    # P(X <= k-1) summed in log space so large mu does not underflow term by term
+    log_terms = [-mu + i * math.log(mu) - math.lgamma(i + 1) for i in range(n_spares)]
+    top = max(log_terms)
+    below = math.exp(top) * sum(math.exp(t - top) for t in log_terms)
+    return float(min(1.0, max(0.0, 1.0 - below)))
+
+
+def resume_recovery(policy: str, *, mtbf_s: float, manual_detect_s: float, auto_detect_s: float,
+                    swap_s: float, provision_s: float, health_check_s: float, load_s: float,
+                    compile_s: float, n_spares: int = 0) -> Recovery:
+    """The restart time R of a job under one of three recovery policies.
+
+    * ``"manual restart"``: the job stops at a collective timeout and someone
+      restarts it (``manual_detect_s``); a new instance is provisioned
+      (``provision_s``), without a deep health check.
+    * ``"auto-resume"`` (HyperPod-style, no spares): a health agent detects the
+      fault (``auto_detect_s``); automatic node recovery replaces the node
+      (``provision_s`` + ``health_check_s``) and auto-resume restarts the job from
+      its last checkpoint.
+    * ``"auto-resume + spares"``: as above, but a checked spare node swaps in
+      (``swap_s``) unless all ``n_spares`` are away (see
+      :func:`spare_shortfall_probability`, turnaround provision + health check);
+      then the job waits as without spares (an upper bound: the first spare back
+      may arrive sooner).
+
+    Every policy then reads the checkpoint (``load_s``) and compiles what its cache
+    lacks (``compile_s``). All times are inputs in seconds (>= 0): AWS publishes
+    none of them except the deep health check (:func:`deep_health_check_s`).
+
+    References
+    ----------
+    Amazon SageMaker HyperPod, "Automatic node recovery and auto-resume" and
+    "Suggested resilience configurations".
+
+    Examples
+    --------
+    >>> r = resume_recovery("auto-resume", mtbf_s=36000, manual_detect_s=3600, auto_detect_s=60,
+    ...                     swap_s=300, provision_s=1200, health_check_s=7200, load_s=60, compile_s=0)
+    >>> r.total_s
+    8520.0
+    """
+    policy = choice("policy", policy, RESUME_POLICIES)
+    mtbf_s = positive("mtbf_s", mtbf_s)
+    t = _recovery_times(manual_detect_s=manual_detect_s, auto_detect_s=auto_detect_s,
+                        swap_s=swap_s, provision_s=provision_s, health_check_s=health_check_s,
+                        load_s=load_s, compile_s=compile_s)
+    n_spares = integer("n_spares", n_spares, minimum=0, maximum=10_000)
+    return _recovery(policy, mtbf_s, t, n_spares)
+
+
+def _recovery_times(**times: float) -> dict[str, float]:
+    out = {}
+    for name, value in times.items():
+        out[name] = positive(name, value, allow_zero=True)
+        if out[name] > 1e12:
+            raise ValueError(f"{name} must be at most 1e12 s, got {out[name]:g}")
+    return out
+
+
+def _recovery(policy: str, mtbf_s: float, t: dict[str, float], n_spares: int) -> Recovery:
+    """:func:`resume_recovery` on checked inputs."""
+    fresh_s = t["provision_s"] + t["health_check_s"]
+    if policy == "manual restart":
+        detect, replace, short = t["manual_detect_s"], t["provision_s"], 1.0
+    elif policy == "auto-resume":
+        detect, replace, short = t["auto_detect_s"], fresh_s, 1.0
+    else:
+        short = spare_shortfall_probability(mtbf_s, fresh_s, n_spares)
+        detect, replace = t["auto_detect_s"], (1.0 - short) * t["swap_s"] + short * fresh_s
+    return Recovery(policy, detect, replace, t["load_s"], t["compile_s"], short)
+
+
+def goodput_vs_job_size(chip_mtbf_s: float, checkpoint_s: float, *, manual_detect_s: float,
+                        auto_detect_s: float, swap_s: float, provision_s: float,
+                        health_check_s: float, load_s: float, compile_s: float, n_spares: int = 0,
+                        system: str = "trn2-ultraserver", max_domains: int = 512) -> pd.DataFrame:
+    """Goodput of each recovery policy for jobs of one instance up to ``max_domains`` systems.
+
+    For every size: job MTBF M = chip MTBF / chips (:func:`mtbf_vs_job_size`),
+    restart R from :func:`resume_recovery`, the checkpoint interval at the exact
+    optimum (:func:`optimal_interval_s`), and goodput = 1 − :func:`lost_fraction`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (size, policy): ``n_chips``, ``label``, ``policy``, ``mtbf_s``,
+        ``restart_s``, ``shortfall_probability``, ``interval_s``, ``goodput``.
+
+    Examples
+    --------
+    >>> from trainium_lab.units import day
+    >>> df = goodput_vs_job_size(2000 * day, 60, manual_detect_s=3600, auto_detect_s=60, swap_s=300,
+    ...                          provision_s=1200, health_check_s=7200, load_s=60, compile_s=0,
+    ...                          n_spares=2, max_domains=4)
+    >>> last = df[df.n_chips == 256]   # manual, auto-resume without spares, with two spares
+    >>> last.goodput.round(3).tolist()
+    [0.98, 0.974, 0.986]
+    """
+    sizes = mtbf_vs_job_size(chip_mtbf_s, system, max_domains=max_domains)
+    checkpoint_s = positive("checkpoint_s", checkpoint_s)
+    t = _recovery_times(manual_detect_s=manual_detect_s, auto_detect_s=auto_detect_s,
+                        swap_s=swap_s, provision_s=provision_s, health_check_s=health_check_s,
+                        load_s=load_s, compile_s=compile_s)
+    n_spares = integer("n_spares", n_spares, minimum=0, maximum=10_000)
+    rows = []
+    for n_chips, label, mtbf_s in zip(sizes["n_chips"].tolist(), sizes["label"].tolist(),
+                                      sizes["mtbf_s"].tolist()):
+        tau = optimal_interval_s(checkpoint_s, mtbf_s)
+        for policy in RESUME_POLICIES:
+            r = _recovery(policy, mtbf_s, t, n_spares)
+            # 1 - lost_fraction: tau / E with E = (M + R)(exp((tau + delta)/M) - 1)
+            segment = (mtbf_s + r.total_s) * math.expm1((tau + checkpoint_s) / mtbf_s) \
+                if (tau + checkpoint_s) / mtbf_s < 700 else math.inf
+            rows.append((int(n_chips), label, policy, mtbf_s, r.total_s,
+                         r.shortfall_probability, tau, tau / segment))
+    return pd.DataFrame(rows, columns=["n_chips", "label", "policy", "mtbf_s", "restart_s",
+                                       "shortfall_probability", "interval_s", "goodput"])
+
+
+# ------------------------------------------------------------------ traces to read
+
+def _times(name: str, values, *, max_size: int = _MAX_EVENTS) -> list[float]:
+    if isinstance(values, (str, bytes, bool)) or not hasattr(values, "__iter__"):
+        raise ValueError(f"{name} must be a list of numbers, got {str(values)[:40]}")
+    out = [positive(name, v, allow_zero=True) for v in values]
+    if len(out) > max_size:
+        raise ValueError(f"{name} may hold at most {max_size:,} values, got {len(out):,}")
+    return out
+
+
+def training_timeline(step_s: float, n_steps: int, *, checkpoint_every: int = 0,
+                      checkpoint_s: float = 0.0, compile_at_steps=(), compile_s: float = 0.0,
+                      fail_at_s=(), detect_s: float = 0.0, replace_s: float = 0.0,
+                      load_s: float = 0.0, restart_compile_s: float = 0.0) -> pd.DataFrame:
+    """What a synchronous training job does, second by second, until it finishes ``n_steps``.
+
+    The job computes steps of ``step_s``. After every ``checkpoint_every`` steps it
+    writes a checkpoint, blocking for ``checkpoint_s``. Before the steps in
+    ``compile_at_steps`` (1-based step numbers: step 1 is the first) it meets a new
+    graph and compiles for ``compile_s``, once (the cache then holds it). A failure at
+    each wall-clock time in ``fail_at_s`` (during computing, writing or compiling)
+    throws away the work since the last completed checkpoint; the job then waits
+    ``detect_s`` (until the failure is noticed), ``replace_s`` (a node stands in),
+    ``load_s`` (the checkpoint is read) and ``restart_compile_s`` (graphs the
+    restarted job finds in no cache), and goes on from the checkpoint. Recovery
+    itself does not fail, as in :func:`expected_segment_s`.
+
+    Parameters
+    ----------
+    step_s : float
+        Seconds per training step (> 0).
+    n_steps : int
+        Steps the job must complete (1 to 1,000,000).
+    checkpoint_every : int
+        Steps between checkpoints (0: none).
+    checkpoint_s, compile_s, detect_s, replace_s, load_s, restart_compile_s : float
+        Seconds (>= 0).
+    compile_at_steps : sequence of int
+        1-based step numbers whose first run compiles a new graph.
+    fail_at_s : sequence of float
+        Wall-clock times of failures, in seconds (>= 0).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per segment: ``start_s``, ``end_s``, ``kind`` (:data:`TIMELINE_KINDS`;
+        a ``"failure"`` row is an instant), ``step`` (the step computed, or the last step
+        completed), ``attempt`` (0, then one more per restart), ``lost`` (work a
+        failure threw away, including the segment it cut short) and ``cut`` (the
+        segment a failure interrupted).
+
+    References
+    ----------
+    The checkpoint/restart model of this module ([1]_, [2]_), played out as events.
+
+    Examples
+    --------
+    >>> tl = training_timeline(10, 6, checkpoint_every=2, checkpoint_s=5, fail_at_s=[42],
+    ...                        detect_s=3, load_s=2)
+    >>> round(float(tl.end_s.max()), 1), int(tl.lost.sum()), sorted(set(tl.kind))
+    (92.0, 2, ['checkpoint', 'compute', 'failure', 'load', 'wait'])
+    """
+    step_s = in_range("step_s", step_s, 0.0, 1e9, low_open=True)
+    n_steps = integer("n_steps", n_steps, minimum=1, maximum=_MAX_STEPS)
+    checkpoint_every = integer("checkpoint_every", checkpoint_every, minimum=0, maximum=_MAX_STEPS)
+    secs = {}
+    for name, value in (("checkpoint_s", checkpoint_s), ("compile_s", compile_s),
+                        ("detect_s", detect_s), ("replace_s", replace_s), ("load_s", load_s),
+                        ("restart_compile_s", restart_compile_s)):
+        secs[name] = in_range(name, value, 0.0, 1e9)
+    compile_steps = set()
+    if isinstance(compile_at_steps, (str, bytes, bool)) or not hasattr(compile_at_steps, "__iter__"):
+        raise ValueError(f"compile_at_steps must be a list of step numbers, got "
+                         f"{str(compile_at_steps)[:40]}")
+    for v in compile_at_steps:
+        compile_steps.add(integer("compile_at_steps", v, minimum=1, maximum=_MAX_STEPS))
+    fails = sorted(_times("fail_at_s", fail_at_s))
+    if fails and fails[-1] > 1e12:
+        raise ValueError(f"fail_at_s must be at most 1e12 s, got {fails[-1]:g}")
+    rows: list[list] = []
+    state = {"t": 0.0, "done": 0, "saved": 0, "attempt": 0, "fi": 0}
+    compiled: set[int] = set()
+    recovery = [(k, secs[n]) for k, n in (("wait", "detect_s"), ("replace", "replace_s"),
+                                         ("load", "load_s"), ("compile", "restart_compile_s"))
+                if secs[n] > 0]
+
+    def run(kind: str, dur: float, step: int) -> bool:
+        """Play one segment that a failure can cut; False if it was cut (and recover)."""
+        t, fi = state["t"], state["fi"]
+        if fi < len(fails) and fails[fi] < t + dur:
+            fail_t = max(fails[fi], t)
+            state["fi"] += 1
+            if fail_t > t:
+                rows.append([t, fail_t, kind, step, state["attempt"], True, True])
+            rows.append([fail_t, fail_t, "failure", state["saved"], state["attempt"], False, False])
+            for r in reversed(rows):  # the work since the last checkpoint is thrown away
+                if r[4] != state["attempt"] or (r[2] == "checkpoint" and not r[6]):
+                    break
+                if r[2] in ("compute", "compile"):
+                    r[5] = True
+            state["attempt"] += 1
+            state["done"] = state["saved"]
+            t = fail_t
+            for k, d in recovery:  # recovery itself does not fail
+                rows.append([t, t + d, k, state["done"], state["attempt"], False, False])
+                t += d
+            state["t"] = t
+            while state["fi"] < len(fails) and fails[state["fi"]] < t:
+                state["fi"] += 1  # failures during recovery are not counted
+            return False
+        rows.append([t, t + dur, kind, step, state["attempt"], False, False])
+        state["t"] = t + dur
+        return True
+
+    while state["done"] < n_steps:
+        if len(rows) > 20 * _MAX_STEPS:
+            raise ValueError("fail_at_s: failures come faster than the job can reach a "
+                             "checkpoint; the timeline never ends")
+        nxt = state["done"] + 1
+        if nxt in compile_steps and nxt not in compiled and secs["compile_s"] > 0:
+            if run("compile", secs["compile_s"], state["done"]):
+                compiled.add(nxt)
+            continue
+        if not run("compute", step_s, nxt):
+            continue
+        state["done"] = nxt
+        if checkpoint_every and nxt % checkpoint_every == 0 and nxt < n_steps:
+            if secs["checkpoint_s"] == 0 or run("checkpoint", secs["checkpoint_s"], nxt):
+                state["saved"] = nxt
+    return pd.DataFrame(rows, columns=["start_s", "end_s", "kind", "step", "attempt", "lost",
+                                       "cut"])
+
+
+def timeline_log(timeline: pd.DataFrame) -> pd.DataFrame:
+    """The lines a training log would print for a :func:`training_timeline`.
+
+    ``"job started"`` when processes start (time 0, then after the wait and the
+    replacement of each restart), ``"checkpoint loaded"``, ``"step done"`` (with
+    the step time a learner sees: seconds since the previous step's line, or since
+    the job started or loaded its checkpoint, so a blocking checkpoint or a compile
+    shows up in the step after it), ``"checkpoint saved"`` and ``"failure"``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``wall_s``, ``event`` (:data:`LOG_EVENTS`), ``step``, ``attempt``,
+        ``step_time_s`` (NaN except on ``"step done"`` lines), in time order.
+
+    Examples
+    --------
+    >>> tl = training_timeline(10, 4, checkpoint_every=2, checkpoint_s=5)
+    >>> timeline_log(tl).query("event == 'step done'").step_time_s.tolist()
+    [10.0, 10.0, 15.0, 10.0]
+    """
+    need = {"start_s", "end_s", "kind", "step", "attempt", "lost", "cut"}
+    if not isinstance(timeline, pd.DataFrame) or not need <= set(timeline.columns):
+        raise ValueError("timeline must be a DataFrame from training_timeline (columns start_s, "
+                         "end_s, kind, step, attempt, lost, cut)")
+    out = [(0.0, "job started", 0, 0)]
+    started: set[int] = {0}
+    for r in timeline.itertuples(index=False):
+        a = int(r.attempt)
+        if a not in started and r.kind not in ("wait", "replace"):
+            out.append((float(r.start_s), "job started", int(r.step), a))
+            started.add(a)
+        if r.kind == "failure":
+            out.append((float(r.start_s), "failure", int(r.step), a))
+        elif r.kind == "load":
+            out.append((float(r.end_s), "checkpoint loaded", int(r.step), a))
+        elif r.cut:
+            continue  # cut short by the failure: no line
+        elif r.kind == "compute":
+            out.append((float(r.end_s), "step done", int(r.step), a))
+        elif r.kind == "checkpoint":
+            out.append((float(r.end_s), "checkpoint saved", int(r.step), a))
+    log = pd.DataFrame(out, columns=["wall_s", "event", "step", "attempt"])
+    order = {e: i for i, e in enumerate(LOG_EVENTS)}
+    log["_o"] = log["event"].map(order)
+    log = log.sort_values(["wall_s", "attempt", "_o"], kind="stable").drop(columns="_o")
+    log = log.reset_index(drop=True)
+    times = np.full(len(log), np.nan)
+    last: dict[int, float] = {}
+    for i, (t, event, a) in enumerate(zip(log["wall_s"], log["event"], log["attempt"])):
+        if event in ("job started", "checkpoint loaded"):
+            last[a] = t
+        elif event == "step done":
+            times[i] = t - last.get(a, 0.0)
+            last[a] = t
+    log["step_time_s"] = times
+    return log
+
+
+def collective_trace(n_ranks: int, step_s: float, n_steps: int, *, comm_s: float,
+                     cause: str = "none", at_step: int = 1, rank: int = 0,
+                     timeout_s: float = 1800.0, slow_factor: float = 1.0) -> pd.DataFrame:
+    """What every rank of a synchronous job does, step by step, when something goes wrong.
+
+    Each step, every rank computes for ``step_s - comm_s`` seconds and then joins
+    one collective (an all-reduce); a collective starts moving data only when every
+    rank has joined, and takes ``comm_s``. So every rank waits for the slowest one.
+    From step ``at_step`` on, rank ``rank`` does one of:
+
+    * ``"device error"``: its device fails halfway through the step's compute and
+      the process exits; the others join the collective and block until
+      ``timeout_s`` after the first of them joined, when the job is torn down.
+    * ``"mismatched collective"``: it issues a different collective (took another
+      code path); nobody's collective can complete, and all block until the timeout.
+    * ``"slow rank"``: it computes ``slow_factor`` times slower every step; every
+      other rank waits for it in every collective. Nothing fails.
+
+    Parameters
+    ----------
+    n_ranks : int
+        Ranks (2 to 1024).
+    step_s : float
+        Seconds of one healthy step (> 0).
+    n_steps : int
+        Steps to draw (1 to 10,000); a hang ends the trace at ``at_step``.
+    comm_s : float
+        Seconds of the collective's data movement (0 <= comm_s < step_s).
+    cause : {"none", "device error", "mismatched collective", "slow rank"}
+    at_step : int
+        1-based step where it starts (1 to n_steps).
+    rank : int
+        The rank concerned (0 to n_ranks - 1).
+    timeout_s : float
+        Collective timeout in seconds (> 0; an input: frameworks set their own).
+    slow_factor : float
+        How much slower the slow rank computes (1 to 100).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (rank, segment): ``rank``, ``step``, ``start_s``, ``end_s``,
+        ``state`` (:data:`RANK_STATES`).
+
+    References
+    ----------
+    AWS Neuron documentation, "Collective communication" (every rank takes part in
+    each collective); chapter 03.
+
+    Examples
+    --------
+    >>> df = collective_trace(4, 10, 3, comm_s=2, cause="device error", at_step=2, rank=1,
+    ...                       timeout_s=60)
+    >>> sorted(df[df.step == 2].state.unique())
+    ['blocked until timeout', 'compute', 'exited: device error']
+    >>> float(df.end_s.max())
+    78.0
+    """
+    n_ranks = integer("n_ranks", n_ranks, minimum=2, maximum=1024)
+    step_s = in_range("step_s", step_s, 0.0, 1e9, low_open=True)
+    n_steps = integer("n_steps", n_steps, minimum=1, maximum=10_000)
+    comm_s = in_range("comm_s", comm_s, 0.0, step_s, high_open=True)
+    cause = choice("cause", cause, HANG_CAUSES)
+    at_step = integer("at_step", at_step, minimum=1, maximum=n_steps)
+    rank = integer("rank", rank, minimum=0, maximum=n_ranks - 1)
+    timeout_s = in_range("timeout_s", timeout_s, 0.0, 1e9, low_open=True)
+    slow_factor = in_range("slow_factor", slow_factor, 1.0, 100.0)
+    compute_s = step_s - comm_s
+    rows = []
+    t = 0.0
+    for step in range(1, n_steps + 1):
+        c = np.full(n_ranks, compute_s)
+        if cause == "slow rank" and step >= at_step:
+            c[rank] *= slow_factor
+        arrive = t + c
+        hang = cause in ("device error", "mismatched collective") and step == at_step
+        if not hang:
+            go = float(arrive.max())
+            for r in range(n_ranks):
+                rows.append((r, step, t, float(arrive[r]), "compute"))
+                if go > arrive[r]:
+                    rows.append((r, step, float(arrive[r]), go, "waiting for other ranks"))
+                if comm_s > 0:
+                    rows.append((r, step, go, go + comm_s, "collective transfer"))
+            t = go + comm_s
+            continue
+        joined = [r for r in range(n_ranks) if not (cause == "device error" and r == rank)]
+        end = float(min(arrive[r] for r in joined)) + timeout_s
+        for r in range(n_ranks):
+            if cause == "device error" and r == rank:
+                died = t + c[r] / 2.0
+                rows.append((r, step, t, died, "compute"))
+                rows.append((r, step, died, end, "exited: device error"))
+                continue
+            rows.append((r, step, t, float(arrive[r]), "compute"))
+            state = ("blocked in another collective" if cause == "mismatched collective"
+                     and r == rank else "blocked until timeout")
+            rows.append((r, step, float(arrive[r]), end, state))
+        break
+    return pd.DataFrame(rows, columns=["rank", "step", "start_s", "end_s", "state"])

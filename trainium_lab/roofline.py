@@ -512,3 +512,182 @@ def ridge_table(chips: Iterable[str] | None = None) -> pd.DataFrame:
                          "tflop_per_s": rate / TFLOPS, "hbm_tb_per_s": d.hbm_bytes_per_s / TB,
                          "ridge": rate / d.hbm_bytes_per_s, "tier": d.tier})
     return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- compute-bound batch
+# Appended for chapter 01's rules of thumb (issue 15): the batch at which a matmul turns
+# compute-bound, in closed form.
+
+__all__ += ["intensity_limit", "compute_bound_batch", "compute_bound_batch_table", "batch_curve"]
+
+
+def _reciprocal(name: str, dim: int | None) -> float:
+    """``1 / dim`` for a dimension, 0 for ``None`` (a dimension too large to matter)."""
+    return 0.0 if dim is None else 1.0 / integer(name, dim)
+
+
+def intensity_limit(n: int | None, k: int | None, dtype: str = "bfloat16") -> float:
+    """The arithmetic intensity a matmul approaches as m grows, with n and k fixed.
+
+    Dividing FLOPs and bytes by ``mnk`` gives ``I = 2 / (b·(1/m + 1/n + 1/k))``; as
+    ``m → ∞`` it tends to ``2 / (b·(1/n + 1/k)) = 2nk / ((n + k)·b)``. No batch pushes a
+    matmul past it: if it is below the chip's ridge point the matmul stays HBM-bound.
+
+    Parameters
+    ----------
+    n, k : int or None
+        The fixed dimensions (>= 1); ``None`` for one too large to matter (its 1/dim is 0).
+        At least one must be given: with neither the intensity grows without bound.
+    dtype : str
+        Operand dtype (sets ``b``, :func:`bytes_per_element`).
+
+    Returns
+    -------
+    float
+        FLOP per byte.
+
+    References
+    ----------
+    Williams, Waterman and Patterson (2009); intensity as in :func:`arithmetic_intensity`.
+
+    Examples
+    --------
+    >>> intensity_limit(256, 256, "bf16")     # below Trainium2's BF16 ridge point (230)
+    128.0
+    >>> intensity_limit(8192, None, "fp8")
+    16384.0
+    """
+    inv = _reciprocal("n", n) + _reciprocal("k", k)
+    if inv == 0.0:
+        raise ValueError("n and k: give at least one of them (with neither the limit is infinite)")
+    return 2.0 / (bytes_per_element(dtype) * inv)
+
+
+def compute_bound_batch(n: int | None = None, k: int | None = None, dtype: str = "bfloat16",
+                        chip: str = "trn2") -> float:
+    """The batch m at which ``A[m, k] @ B[k, n]`` turns compute-bound on a chip.
+
+    Dividing ``2mnk = R·b·(mk + kn + mn)`` (intensity equal to the ridge point R, b bytes
+    per element) by ``mnk`` gives a closed form, symmetric in the three dimensions::
+
+        1/m + 1/n + 1/k = 2 / (R·b)   →   m* = 1 / (2/(R·b) − 1/n − 1/k)
+
+    The matmul is compute-bound for every ``m >= m*``. For weights much wider than the
+    batch (``n, k → ∞``, pass ``None``) ``m* → R·b/2``: in BF16 (b = 2) the compute-bound
+    batch in tokens equals the ridge point in FLOP per byte. For a square matmul it gives
+    :func:`square_size_at_ridge` (``3/s = 2/(R·b)``).
+
+    Parameters
+    ----------
+    n, k : int or None
+        The weight matrix's dimensions (>= 1); ``None`` for a dimension too large to matter.
+    dtype : str
+        Operand dtype: sets the peak rate and the bytes per element.
+    chip : str
+        A Trainium chip or comparison accelerator (see :func:`device_names`).
+
+    Returns
+    -------
+    float
+        Tokens (rows of A), not rounded; ``math.inf`` when no batch makes the matmul
+        compute-bound (:func:`intensity_limit` below the ridge point).
+
+    References
+    ----------
+    Williams, Waterman and Patterson (2009), the roofline model; the intensity of
+    :func:`arithmetic_intensity` set equal to :func:`ridge_point` and solved for m.
+
+    Examples
+    --------
+    >>> round(compute_bound_batch(None, None, "bf16", "trn2"), 1)   # = the ridge point
+    230.0
+    >>> round(compute_bound_batch(28672, 8192, "bf16", "trn2"), 1)
+    238.6
+    >>> compute_bound_batch(256, 256, "bf16", "trn2")
+    inf
+    """
+    inv = 2.0 / (ridge_point(chip, dtype) * bytes_per_element(dtype))
+    room = inv - _reciprocal("n", n) - _reciprocal("k", k)
+    return 1.0 / room if room > 0 else math.inf
+
+
+def compute_bound_batch_table(chips: Iterable[str] = ("trn2", "trn3"), n: int | None = None,
+                              k: int | None = None) -> pd.DataFrame:
+    """:func:`compute_bound_batch` for every dtype each chip has a dense rate for.
+
+    Parameters
+    ----------
+    chips : iterable of str
+        Chips or comparison accelerators (default Trainium2 and Trainium3).
+    n, k : int or None
+        Weight dimensions; ``None`` (default) for the wide-matrix limit ``R·b/2``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``chip``, ``name``, ``dtype``, ``tflops`` (peak, TFLOP/s), ``ridge``
+        (FLOP/byte), ``bytes_per_element``, ``batch`` (tokens, :func:`compute_bound_batch`).
+
+    Examples
+    --------
+    >>> t = compute_bound_batch_table(["trn2"])
+    >>> t.set_index("dtype").loc[["bf16", "fp8"], "batch"].round().tolist()
+    [230.0, 224.0]
+    """
+    rows = []
+    for name in sequence("chips", chips, lambda _n, c: c):
+        d = device(name)
+        for dtype, rate in d.dense_flops_per_s.items():
+            rows.append({"chip": d.key, "name": d.name, "dtype": dtype, "tflops": rate / 1e12,
+                         "ridge": rate / d.hbm_bytes_per_s,
+                         "bytes_per_element": bytes_per_element(dtype),
+                         "batch": compute_bound_batch(n, k, dtype, d.key)})
+    return pd.DataFrame(rows)
+
+
+def batch_curve(n: int, k: int, dtype: str = "bfloat16", chip: str = "trn2", *,
+                m_max: int = 16384, n_points: int = 64) -> pd.DataFrame:
+    """A matmul's path on the roofline as its batch m grows from 1 to ``m_max``.
+
+    Each row is one m: intensity ``2 / (b·(1/m + 1/n + 1/k))`` and the attainable rate
+    ``min(peak, intensity · HBM bytes/s)``. The integers on either side of
+    :func:`compute_bound_batch` are included, so the crossing of the ridge is on the path.
+
+    Parameters
+    ----------
+    n, k : int
+        The fixed dimensions (>= 1).
+    dtype, chip : str
+        As for :func:`matmul_bound`.
+    m_max : int
+        Largest batch (>= 2).
+    n_points : int
+        Log-spaced batches between 1 and ``m_max`` (>= 2; integers, duplicates dropped).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``m``, ``intensity`` (FLOP/byte), ``flops_per_s``, ``tflops`` (TFLOP/s),
+        ``bound`` ("HBM" or "tensor engine"), one row per distinct m, in order.
+
+    Examples
+    --------
+    >>> c = batch_curve(8192, 8192, "bf16", "trn2", m_max=1024, n_points=8)
+    >>> int(c.loc[c.bound == "tensor engine", "m"].min())
+    244
+    """
+    inv = _reciprocal("n", n) + _reciprocal("k", k)
+    m_max = integer("m_max", m_max, minimum=2, maximum=10**9)
+    n_points = integer("n_points", n_points, minimum=2, maximum=10_000)
+    d = device(chip)
+    peak, b = d.dense_flops_per_s[dtype], bytes_per_element(dtype)
+    m_star = compute_bound_batch(n, k, dtype, chip)
+    m = np.geomspace(1, m_max, n_points).round()
+    if m_star < m_max:
+        m = np.concatenate([m, [math.floor(m_star), math.ceil(m_star)]])
+    m = np.unique(np.clip(m, 1, m_max))
+    intensity = 2.0 / (b * (1.0 / m + inv))
+    rate = np.minimum(peak, intensity * d.hbm_bytes_per_s)
+    return pd.DataFrame({"m": m.astype(int), "intensity": intensity, "flops_per_s": rate,
+                         "tflops": rate / 1e12,
+                         "bound": np.where(m >= m_star, "tensor engine", "HBM")})

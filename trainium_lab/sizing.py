@@ -26,7 +26,8 @@ Public API, by question
     :func:`megatron_theoretical_memory`, :func:`deepspeed_zero_model_states_bytes`,
     :func:`convention_comparison`
 *Published model configurations*
-    :class:`ModelPreset`, :func:`preset`, :func:`presets`, :func:`parameter_count`
+    :class:`ModelPreset`, :func:`preset`, :func:`presets`, :func:`parameter_count`,
+    :func:`parameter_parts` (dense and mixture-of-experts)
 *Everything at once*
     :class:`JobSizing`, :func:`size_job`, :func:`job_memory_table`
 
@@ -47,8 +48,8 @@ import numpy as np
 import pandas as pd
 
 from trainium_lab import specs
-from trainium_lab._validate import (choice, finite_number, in_range, instance, integer,
-                                    positive, sequence)
+from trainium_lab._validate import (UnknownNameError, choice, finite_number, in_range, instance,
+                                    integer, positive, sequence)
 from trainium_lab.units import GB, GiB, MiB, day, format_bytes, format_count, format_flops
 
 __all__ = [
@@ -63,7 +64,8 @@ __all__ = [
     "days_on_instances", "mfu_from_throughput",
     "deepspeed_zero_model_states_bytes", "MegatronMemoryReport", "megatron_theoretical_memory",
     "convention_comparison",
-    "ModelPreset", "preset", "presets", "presets_table", "parameter_count",
+    "ModelPreset", "preset", "presets", "presets_table", "parameter_count", "parameter_parts",
+    "PRESET_KINDS", "resolve_model",
     "JobSizing", "size_job", "job_memory_table", "SizingPlan", "plan_memory_table",
 ]
 
@@ -1373,10 +1375,19 @@ def convention_comparison(model: "ModelPreset | str" = "llama3-8b", n_devices: i
 
 @dataclass(frozen=True)
 class ModelPreset:
-    """A published dense-transformer configuration (``data/model_presets.csv``).
+    """A published transformer configuration (``data/model_presets.csv``), dense or MoE.
 
     ``n_params`` is the nominal size as its authors name it; :meth:`exact_params`
     counts the parameters from the configuration.
+
+    Mixture-of-experts presets (``n_experts > 0``) replace the MLP of every layer
+    after the first ``n_dense_layers`` by ``n_experts`` routed experts of width
+    ``expert_ffn_dim`` (each token uses ``experts_per_token`` of them) plus
+    ``n_shared_experts`` experts of the same width that every token uses, and a
+    router; ``ffn_dim`` is then the width of the dense layers' MLP (unused when
+    there are none). ``n_active_params`` is the published active count (0 for
+    dense models: all parameters are active). ``head_dim`` is 0 when it is
+    ``d_model / n_heads``.
     """
 
     key: str
@@ -1390,11 +1401,35 @@ class ModelPreset:
     vocab_size: int
     seq_len: int
     sources: tuple[str, ...]
+    n_experts: int = 0
+    experts_per_token: int = 0
+    n_shared_experts: int = 0
+    expert_ffn_dim: int = 0
+    n_dense_layers: int = 0
+    head_dim: int = 0
+    n_active_params: float = 0.0
+
+    @property
+    def is_moe(self) -> bool:
+        """True for a mixture-of-experts model (``n_experts > 0``)."""
+        return self.n_experts > 0
+
+    def _shape(self) -> dict:
+        if not self.is_moe:
+            return {}
+        return dict(head_dim=self.head_dim or None, n_experts=self.n_experts,
+                    experts_per_token=self.experts_per_token, n_shared_experts=self.n_shared_experts,
+                    expert_ffn_dim=self.expert_ffn_dim, n_dense_layers=self.n_dense_layers)
 
     def exact_params(self) -> int:
         """Parameters counted from the configuration (Llama-style, untied embeddings)."""
         return parameter_count(self.n_layers, self.d_model, self.n_heads, self.n_kv_heads,
-                               self.ffn_dim, self.vocab_size)
+                               self.ffn_dim, self.vocab_size, **self._shape())
+
+    def exact_active_params(self) -> int:
+        """Parameters one token uses, counted from the configuration (all of them if dense)."""
+        return parameter_count(self.n_layers, self.d_model, self.n_heads, self.n_kv_heads,
+                               self.ffn_dim, self.vocab_size, active=True, **self._shape())
 
     def __repr__(self) -> str:
         return (f"ModelPreset({self.key!r}: {self.name}, {format_count(self.n_params)} parameters, {self.n_layers} "
@@ -1409,6 +1444,11 @@ class ModelPreset:
 
 
 _PRESET_UNITS = {"count": 1.0, "billion": 1e9}
+#: optional integer fields of a mixture-of-experts preset (0 when absent: a dense model)
+_MOE_FIELDS = ("n_experts", "experts_per_token", "n_shared_experts", "expert_ffn_dim", "n_dense_layers",
+               "head_dim")
+#: preset kinds :func:`presets` can list
+PRESET_KINDS = ("dense", "moe", "all")
 
 
 @functools.cache
@@ -1418,17 +1458,21 @@ def _presets() -> dict[str, ModelPreset]:
     for key, g in df.groupby("entity", sort=False):
         f = {row.field: row for row in g.itertuples()}
 
-        def num(name: str) -> float:
+        def num(name: str, default: float | None = None) -> float:
+            if name not in f and default is not None:
+                return default
             row = f[name]
             return float(row.value) * _PRESET_UNITS[row.unit]
 
+        moe = {k: int(num(k, 0)) for k in _MOE_FIELDS}
         out[str(key)] = ModelPreset(
             key=str(key), name=f["display_name"].value, n_params=num("n_params"),
             n_layers=int(num("n_layers")), d_model=int(num("d_model")),
             n_heads=int(num("n_heads")), n_kv_heads=int(num("n_kv_heads")),
             ffn_dim=int(num("ffn_dim")), vocab_size=int(num("vocab_size")),
             seq_len=int(num("seq_len")),
-            sources=tuple(dict.fromkeys(g["source"].tolist())))
+            sources=tuple(dict.fromkeys(g["source"].tolist())),
+            n_active_params=num("n_active_params", 0.0), **moe)
     return out
 
 
@@ -1449,44 +1493,175 @@ def preset(name: str) -> ModelPreset:
     return specs.lookup("preset", name, _presets())
 
 
-def presets() -> tuple[ModelPreset, ...]:
-    """All model presets, smallest first."""
-    return tuple(_presets().values())
+def resolve_model(model: "str | ModelPreset") -> ModelPreset:
+    """A preset name (``"llama3-405b"``, ``"mixtral-8x7b"``...) or a :class:`ModelPreset` → the preset.
+
+    Raises ``ValueError`` naming ``model`` for anything else.
+
+    Examples
+    --------
+    >>> resolve_model("mixtral-8x7b").n_experts
+    8
+    """
+    if isinstance(model, ModelPreset):
+        return model
+    if isinstance(model, str):
+        try:
+            return preset(model)
+        except ValueError as exc:
+            raise UnknownNameError(str(exc).replace("preset must", "model must")) from None
+    raise ValueError("model must be a preset name or a ModelPreset (see layouts.custom_model, "
+                     f"moe.custom_moe_model); got {model!r}")
 
 
-def presets_table() -> pd.DataFrame:
-    """The presets as a table, with the exact parameter count beside the nominal one."""
-    return pd.DataFrame([{
-        "preset": p.key, "name": p.name, "n_params": p.n_params, "exact_params": p.exact_params(),
-        "n_layers": p.n_layers, "d_model": p.d_model, "n_heads": p.n_heads,
-        "n_kv_heads": p.n_kv_heads, "ffn_dim": p.ffn_dim, "vocab_size": p.vocab_size,
-        "seq_len": p.seq_len, "sources": "; ".join(p.sources)} for p in presets()])
+def presets(kind: str = "dense") -> tuple[ModelPreset, ...]:
+    """Model presets of one kind, in file order (smallest first within a kind).
+
+    ``kind`` is ``"dense"`` (the default: the Llama 3 family chapters 04–09 use),
+    ``"moe"`` (mixture-of-experts presets, chapter 10) or ``"all"``.
+
+    Examples
+    --------
+    >>> [p.key for p in presets("moe")]
+    ['mixtral-8x7b', 'qwen3-235b-a22b']
+    """
+    kind = choice("kind", kind, PRESET_KINDS)
+    return tuple(p for p in _presets().values()
+                 if kind == "all" or (kind == "moe") == p.is_moe)
+
+
+def presets_table(kind: str = "dense") -> pd.DataFrame:
+    """The presets as a table, with the exact parameter count beside the nominal one.
+
+    For ``kind="moe"`` (or ``"all"``) it adds the expert configuration and the
+    nominal and exact active parameter counts.
+    """
+    rows = []
+    for p in presets(kind):
+        row = {"preset": p.key, "name": p.name, "n_params": p.n_params, "exact_params": p.exact_params(),
+               "n_layers": p.n_layers, "d_model": p.d_model, "n_heads": p.n_heads,
+               "n_kv_heads": p.n_kv_heads, "ffn_dim": p.ffn_dim, "vocab_size": p.vocab_size,
+               "seq_len": p.seq_len}
+        if kind != "dense":
+            row.update({"n_experts": p.n_experts, "experts_per_token": p.experts_per_token,
+                        "n_shared_experts": p.n_shared_experts, "expert_ffn_dim": p.expert_ffn_dim,
+                        "n_active_params": p.n_active_params or p.n_params,
+                        "exact_active_params": p.exact_active_params()})
+        row["sources"] = "; ".join(p.sources)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def parameter_parts(n_layers: int, d_model: int, n_heads: int, n_kv_heads: int, ffn_dim: int,
+                    vocab_size: int, *, tied_embeddings: bool = False, head_dim: int | None = None,
+                    n_experts: int = 0, experts_per_token: int = 0, n_shared_experts: int = 0,
+                    expert_ffn_dim: int | None = None, n_dense_layers: int = 0) -> pd.DataFrame:
+    """Parameters of a Llama-style decoder, part by part: all of them and those one token uses.
+
+    Dense model (``n_experts = 0``), per layer: ``2 h·a·d + 2 h·g·d`` for the Q, O, K and V
+    projections (``a`` query heads, ``g`` KV heads of size ``d = head_dim``, by default
+    ``h / a``), ``3 h·f`` for the SwiGLU MLP, ``2 h`` for the two RMSNorms. Plus the input and
+    output embeddings (``V·h`` each unless tied) and the final norm.
+
+    Mixture of experts (Shazeer et al. 2017; Mixtral, Jiang et al. 2024): the MLP of every
+    layer after the first ``n_dense_layers`` becomes ``E`` routed experts, each a SwiGLU MLP
+    of width ``f_e = expert_ffn_dim`` (``3 h·f_e``), plus ``n_shared_experts`` experts of the
+    same width that every token uses (DeepSeekMoE, Dai et al. 2024) and a router (``h·E``, no
+    bias). A token uses ``k = experts_per_token`` routed experts: the active count keeps
+    ``k`` of the ``E``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per part (``embeddings``, ``attention``, ``norms``, ``dense_mlp``,
+        ``routed_experts``, ``shared_experts``, ``router``): ``part``, ``params`` and
+        ``active_params`` (integers).
+
+    References
+    ----------
+    A. Q. Jiang et al., "Mixtral of Experts", arXiv:2401.04088 (2024), §2 and Table 1;
+    N. Shazeer et al., "Outrageously Large Neural Networks: The Sparsely-Gated
+    Mixture-of-Experts Layer", ICLR 2017; D. Dai et al., "DeepSeekMoE", arXiv:2401.06066
+    (2024), §3.2 (shared experts).
+
+    Examples
+    --------
+    >>> t = parameter_parts(32, 4096, 32, 8, 14336, 32000, n_experts=8, experts_per_token=2,
+    ...                     expert_ffn_dim=14336)   # Mixtral 8x7B
+    >>> int(t.params.sum()), int(t.active_params.sum())
+    (46702792704, 12879925248)
+    """
+    n_layers = integer("n_layers", n_layers, minimum=1, maximum=10**6)
+    h = integer("d_model", d_model, minimum=1, maximum=10**7)
+    a = integer("n_heads", n_heads, minimum=1, maximum=10**5)
+    kv = integer("n_kv_heads", n_kv_heads, minimum=1, maximum=a)
+    f = integer("ffn_dim", ffn_dim, minimum=1, maximum=10**8)
+    v = integer("vocab_size", vocab_size, minimum=1, maximum=10**8)
+    if tied_embeddings not in (True, False):
+        raise ValueError(f"tied_embeddings must be True or False, got {tied_embeddings!r}")
+    if head_dim is None:
+        if h % a:
+            raise ValueError(f"d_model must be a multiple of n_heads, got {h} and {a}")
+        d = h // a
+    else:
+        d = integer("head_dim", head_dim, minimum=1, maximum=10**5)
+    e = integer("n_experts", n_experts, minimum=0, maximum=10**5)
+    if e:
+        k = integer("experts_per_token", experts_per_token, minimum=1, maximum=e)
+        fe = integer("expert_ffn_dim", f if expert_ffn_dim is None else expert_ffn_dim, minimum=1,
+                     maximum=10**8)
+        shared = integer("n_shared_experts", n_shared_experts, minimum=0, maximum=10**5)
+        dense = integer("n_dense_layers", n_dense_layers, minimum=0, maximum=n_layers)
+    else:
+        k = integer("experts_per_token", experts_per_token, minimum=0, maximum=0)
+        shared = integer("n_shared_experts", n_shared_experts, minimum=0, maximum=0)
+        if expert_ffn_dim is not None:
+            integer("expert_ffn_dim", expert_ffn_dim, minimum=1, maximum=10**8)
+        fe = 0
+        dense = n_layers
+        integer("n_dense_layers", n_dense_layers, minimum=0, maximum=n_layers)
+    moe_layers = n_layers - dense
+    expert = 3 * h * fe
+    emb = (1 if tied_embeddings else 2) * v * h
+    attention = n_layers * (2 * h * a * d + 2 * h * kv * d)
+    norms = n_layers * 2 * h + h
+    rows = [("embeddings", emb, emb), ("attention", attention, attention), ("norms", norms, norms),
+            ("dense_mlp", dense * 3 * h * f, dense * 3 * h * f),
+            ("routed_experts", moe_layers * e * expert, moe_layers * k * expert),
+            ("shared_experts", moe_layers * shared * expert, moe_layers * shared * expert),
+            ("router", moe_layers * h * e, moe_layers * h * e)]
+    return pd.DataFrame(rows, columns=["part", "params", "active_params"])
 
 
 def parameter_count(n_layers: int, d_model: int, n_heads: int, n_kv_heads: int, ffn_dim: int,
-                    vocab_size: int, *, tied_embeddings: bool = False) -> int:
+                    vocab_size: int, *, tied_embeddings: bool = False, head_dim: int | None = None,
+                    n_experts: int = 0, experts_per_token: int = 0, n_shared_experts: int = 0,
+                    expert_ffn_dim: int | None = None, n_dense_layers: int = 0,
+                    active: bool = False) -> int:
     """Parameters of a Llama-style decoder (GQA attention, SwiGLU MLP, RMSNorm, no biases).
 
     Per layer: ``2 h² + 2 h·(n_kv_heads·h/n_heads)`` for Q, O, K, V;
     ``3 h·ffn_dim`` for the gated MLP; ``2 h`` for the norms. Plus input and
-    output embeddings (``V·h`` each unless tied) and the final norm.
+    output embeddings (``V·h`` each unless tied) and the final norm. With
+    ``n_experts > 0`` the MLPs become routed (and shared) experts plus a router,
+    and ``active=True`` counts what one token uses; see :func:`parameter_parts`.
 
     Examples
     --------
     >>> parameter_count(32, 4096, 32, 8, 14336, 128256)  # Llama 3 8B
     8030261248
+    >>> mixtral = dict(n_experts=8, experts_per_token=2, expert_ffn_dim=14336)
+    >>> (parameter_count(32, 4096, 32, 8, 14336, 32000, **mixtral),
+    ...  parameter_count(32, 4096, 32, 8, 14336, 32000, active=True, **mixtral))
+    (46702792704, 12879925248)
     """
-    n_layers = integer("n_layers", n_layers, minimum=1)
-    h = integer("d_model", d_model, minimum=1)
-    a = integer("n_heads", n_heads, minimum=1)
-    kv = integer("n_kv_heads", n_kv_heads, minimum=1, maximum=a)
-    f = integer("ffn_dim", ffn_dim, minimum=1)
-    v = integer("vocab_size", vocab_size, minimum=1)
-    if h % a:
-        raise ValueError(f"d_model must be a multiple of n_heads, got {h} and {a}")
-    head_dim = h // a
-    per_layer = 2 * h * h + 2 * h * kv * head_dim + 3 * h * f + 2 * h
-    return n_layers * per_layer + (1 if tied_embeddings else 2) * v * h + h
+    if active not in (True, False):
+        raise ValueError(f"active must be True or False, got {active!r}")
+    t = parameter_parts(n_layers, d_model, n_heads, n_kv_heads, ffn_dim, vocab_size,
+                        tied_embeddings=tied_embeddings, head_dim=head_dim, n_experts=n_experts,
+                        experts_per_token=experts_per_token, n_shared_experts=n_shared_experts,
+                        expert_ffn_dim=expert_ffn_dim, n_dense_layers=n_dense_layers)
+    return int(sum(int(x) for x in t["active_params" if active else "params"]))
 
 
 # --------------------------------------------------------------------------- the whole job

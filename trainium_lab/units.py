@@ -31,7 +31,7 @@ __all__ = [
     "TFLOPS", "PFLOPS", "Gbps", "GHz",
     "format_bytes", "format_seconds", "format_count", "format_flops", "format_flop_rate",
     "format_bandwidth", "parse_bytes", "parse_rate", "parse_seconds", "parse_count",
-    "parse_fraction",
+    "parse_fraction", "parse_usd_per_hour",
 ]
 
 # bytes, decimal
@@ -341,4 +341,18 @@ def parse_fraction(text: str, name: str = "fraction") -> float:
         return value / 100.0
     if unit:
         raise ValueError(f"{name}: write a fraction as 0.4 or 40%, got {text!r}")
+    return value
+
+
+def parse_usd_per_hour(text: str, name: str = "price") -> float:
+    """Read an hourly price such as ``40``, ``40USD/h`` or ``$40`` as USD per instance-hour.
+
+    Examples
+    --------
+    >>> parse_usd_per_hour("40"), parse_usd_per_hour("$21.50"), parse_usd_per_hour("40 USD/hour")
+    (40.0, 21.5, 40.0)
+    """
+    value, unit = _split(text.strip().lstrip("$") if isinstance(text, str) else text, name)
+    if unit.lower().replace(" ", "") not in ("", "usd/h", "usd/hour", "usd", "$/h"):
+        raise ValueError(f"{name}: write an hourly price in USD, e.g. 40 or 40USD/h; got {text!r}")
     return value

@@ -10,8 +10,7 @@ from altair.utils.schemapi import debug_mode
 
 from trainium_lab.charts.base import PALETTE, base
 
-__all__ = ["roofline_chart", "generations_chart", "neuroncore_chart", "utilisation_chart",
-           "core_counts_chart"]
+__all__ = ["roofline_chart", "generations_chart", "neuroncore_chart", "utilisation_chart"]
 
 def _records(df: pd.DataFrame) -> alt.InlineData:
     """Inline values for small frames: skips Altair's DataFrame sanitising, which costs
@@ -28,7 +27,8 @@ _BOUND_COLORS = alt.Scale(domain=["HBM", "tensor engine"], range=["#7b3294", "#1
 
 def roofline_chart(curves: pd.DataFrame, point: pd.DataFrame | None = None, *,
                    title: str = "Roofline: attainable FLOP/s against arithmetic intensity",
-                   labels: bool = True) -> alt.LayerChart:
+                   labels: bool = True, path: pd.DataFrame | None = None,
+                   path_label: str = "reachable as m grows") -> alt.LayerChart:
     """Log-log roofline(s), with an optional matmul placed on it.
 
     Parameters
@@ -38,29 +38,46 @@ def roofline_chart(curves: pd.DataFrame, point: pd.DataFrame | None = None, *,
         ``device``, ``dtype``, ``intensity``, ``tflops``.
     point : DataFrame, optional
         Columns ``intensity``, ``tflops`` (attainable), ``bound``, ``label`` (may be empty)
-        and optionally ``kind`` (shape legend, e.g. roofline bound versus with tiles).
+        and optionally ``kind`` (shape legend, e.g. roofline bound versus with tiles, or
+        where the path crosses the ridge).
     labels : bool
         Write each point's label beside it (widgets leave it to the tooltip: one layer less
         to build on every update).
+    path : DataFrame, optional
+        A matmul's path as its batch grows (``roofline.batch_curve``: ``intensity``,
+        ``tflops``), drawn as a wide translucent band in the roofs' layer, named ``path_label``.
     """
     with debug_mode(False):  # skip per-object schema validation: widget updates stay fast
-        return _roofline_layers(curves, point, title, labels)
+        return _roofline_layers(curves, point, title, labels, path, path_label)
 
 
-def _roofline_layers(curves, point, title, labels):
+def _roofline_layers(curves, point, title, labels, path=None, path_label=""):
     # Few tooltips and layers on purpose: each encoding object costs time in every widget
-    # update (Altair deep-copies layered charts).
+    # update (Altair deep-copies layered charts). The path shares the roofs' layer.
     x = alt.X("intensity:Q", scale=alt.Scale(type="log"),
               title="arithmetic intensity (FLOP per byte of HBM traffic)")
     y = alt.Y("tflops:Q", scale=alt.Scale(type="log"), title="attainable TFLOP/s")
-    lines = base(_records(curves[["device", "intensity", "tflops"]]), title=title).mark_line(
-        strokeWidth=2.5).encode(x=x, y=y, color=alt.Color("device:N", title="roof"),
-                                tooltip=[alt.Tooltip("device:N")])
+    roofs = curves[["device", "intensity", "tflops"]]
+    if path is None:
+        lines = base(_records(roofs), title=title).mark_line(strokeWidth=2.5).encode(
+            x=x, y=y, color=alt.Color("device:N", title="roof"), tooltip=[alt.Tooltip("device:N")])
+    else:
+        both = pd.concat([roofs.assign(dash="roof"),
+                          path[["intensity", "tflops"]].assign(device=path_label, dash="path")])
+        # the path lies on the roof by definition: drawn as a wide translucent band over
+        # the part of the roof this matmul can reach
+        lines = base(_records(both), title=title).mark_line().encode(
+            x=x, y=y, color=alt.Color("device:N", title=None, sort=None,
+                                      legend=alt.Legend(labelLimit=320)),
+            size=alt.Size("dash:N", legend=None, scale=alt.Scale(domain=["roof", "path"], range=[2.5, 10])),
+            opacity=alt.Opacity("dash:N", legend=None, scale=alt.Scale(domain=["roof", "path"], range=[1, 0.45])),
+            tooltip=[alt.Tooltip("device:N")])
     if point is None:
         return alt.layer(lines)
     has_kind = "kind" in point.columns
     data = _records(point[["intensity", "tflops", "bound", "label"] + (["kind"] if has_kind else [])])
-    shape = (alt.Shape("kind:N", title=None, sort=None, scale=alt.Scale(range=["diamond", "triangle-down"]))
+    shape = (alt.Shape("kind:N", title=None, sort=None,
+                       scale=alt.Scale(range=["diamond", "triangle-down", "circle"]))
              if has_kind else alt.value("diamond"))
     dot = alt.Chart(data).mark_point(size=180, filled=True, opacity=1).encode(
         x=alt.X("intensity:Q"), y=alt.Y("tflops:Q"), shape=shape,
@@ -136,26 +153,3 @@ def utilisation_chart(df: pd.DataFrame, *, title: str = "Tensor-engine array uti
         tooltip=[alt.Tooltip("dim:Q"), alt.Tooltip("utilisation:Q", format=".1%"),
                  alt.Tooltip("tiles:Q", title="stationary tiles")],
     )
-
-
-def core_counts_chart(long: pd.DataFrame, *, title: str = "Chips, physical and logical NeuronCores") -> alt.LayerChart:
-    """Grouped bars from ``cores.core_count_table(...).attrs["long"]``: columns ``level``,
-    ``what``, ``count``."""
-    with debug_mode(False):
-        return _core_counts_layers(long, title)
-
-
-def _core_counts_layers(long, title):
-    enc = dict(
-        y=alt.Y("level:N", sort=None, title=None),
-        yOffset=alt.YOffset("what:N", sort=None),
-        x=alt.X("count:Q", title="count"),
-    )
-    data = _records(long)
-    bars = base(data, title=title, height=60 * long["level"].nunique()).mark_bar().encode(
-        **enc, color=alt.Color("what:N", sort=None, title=None,
-                               scale=alt.Scale(range=["#4e79a7", "#bab0ac", "#f28e2b"])),
-        tooltip=[alt.Tooltip("level:N"), alt.Tooltip("what:N"), alt.Tooltip("count:Q", format=",")])
-    text = alt.Chart(data).mark_text(align="left", dx=3, fontSize=10).encode(
-        **enc, text=alt.Text("count:Q", format=","))
-    return alt.layer(bars, text)

@@ -3,14 +3,18 @@
 
 from __future__ import annotations
 
+import functools
+import re
+
 import altair as alt
 import pandas as pd
 from altair.utils.schemapi import debug_mode
 
-from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH
+from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, DatasetTemplate
 
 __all__ = ["memory_chart", "step_time_chart", "plan_scatter_chart", "fully_sharded_chart",
-           "layout_panel_chart", "panel_bars_chart", "layout_dashboard"]
+           "layout_panel_chart", "panel_bars_chart", "layout_dashboard", "tp_label", "with_chip_counts",
+           "with_chip_labels"]
 
 _MEMORY = ["weights", "gradients", "optimizer", "activations"]
 _MEMORY_COLOURS = [PALETTE[0], PALETTE[3], PALETTE[1], PALETTE[4]]
@@ -19,6 +23,9 @@ _TIME_LABELS = {"compute": "compute", "tp_comm": "TP all-reduces", "pp_comm": "P
                 "bubble": "pipeline bubble", "dp_exposed": "exposed DP traffic"}
 _TIME_COLOURS = ["#1f3b5c", PALETTE[2], PALETTE[6], PALETTE[9], PALETTE[7]]
 _LEVELS = ["none", "chip", "instance", "ultraserver", "efa"]
+#: room around a top-level chart, so labels and titles survive a viewer whose fallback font is wider
+#: than the one vl-convert measured with (headless Chromium's DejaVu Sans cut chapter 05's titles)
+PAD = {"left": 28, "right": 28, "top": 4, "bottom": 4}
 
 
 def _records(df: pd.DataFrame) -> alt.InlineData:
@@ -60,58 +67,53 @@ def memory_chart(df: pd.DataFrame, *, title: str = "Memory per chip against HBM"
                                                        strokeDash=[3, 2]).encode(
             x=alt.X("allowed_gib:Q"), y=alt.Y("layout:N", sort=None),
             tooltip=[alt.Tooltip("allowed_gib:Q", format=",.1f", title="usable GiB (HBM − margin)")])
-        return alt.layer(bars, hbm, allowed, title=title, width=width, height=34 * n + 10)
+        return alt.layer(bars, hbm, allowed, title=title, width=width, height=34 * n + 10, padding=PAD)
 
 
 def step_time_chart(df: pd.DataFrame, *, title: str = "Where a step's time goes",
-                    width: int = WIDTH) -> alt.Chart:
+                    width: int = WIDTH, parts: list[str] | None = None, part_labels: dict[str, str] | None = None,
+                    colours: list[str] | None = None) -> alt.Chart:
     """Stacked horizontal bars of seconds per step by part, one bar per ``layout``.
 
     ``df`` has columns ``layout``, ``part`` (compute, tp_comm, pp_comm, bubble,
     dp_exposed) and ``seconds`` (``LayoutEstimate.time_table()`` plus ``layout``).
+    ``parts``, ``part_labels`` and ``colours`` replace those five parts (chapter 10 adds
+    the expert all-to-alls).
     """
+    order_of = _TIME if parts is None else parts
+    names = _TIME_LABELS if part_labels is None else part_labels
     d = df[["layout", "part", "seconds"]].copy()
-    d["what"] = [_TIME_LABELS[p] for p in d["part"]]
-    d["order"] = [_TIME.index(p) for p in d["part"]]
+    d["what"] = [names[p] for p in d["part"]]
+    d["order"] = [order_of.index(p) for p in d["part"]]
     total = d.groupby("layout", sort=False)["seconds"].transform("sum")
     d["share"] = d["seconds"] / total
-    labels = [_TIME_LABELS[p] for p in _TIME]
+    labels = [names[p] for p in order_of]
     n = d["layout"].nunique()
     with debug_mode(False):
         return alt.Chart(_records(d), title=title, width=width, height=34 * n + 10).mark_bar().encode(
             x=alt.X("seconds:Q", stack="zero", title="seconds per step"),
             y=alt.Y("layout:N", sort=None, title=None, axis=alt.Axis(labelLimit=320)),
-            color=alt.Color("what:N", scale=alt.Scale(domain=labels, range=_TIME_COLOURS), title="time",
-                            sort=labels),
+            color=alt.Color("what:N", scale=alt.Scale(domain=labels, range=colours or _TIME_COLOURS),
+                            title="time", sort=labels),
             order=alt.Order("order:Q"),
             tooltip=[alt.Tooltip("layout:N"), alt.Tooltip("what:N", title="part"),
                      alt.Tooltip("seconds:Q", format=",.3f", title="s"),
                      alt.Tooltip("share:Q", format=".1%", title="share of step")],
-        )
+        ).properties(padding=PAD)
 
 
-def plan_scatter_chart(df: pd.DataFrame, *, colour: str = "tp_level", title: str | None = None,
-                       width: int = WIDTH, height: int = HEIGHT) -> alt.Chart:
-    """Memory headroom (GiB per chip) against tokens/s, one point per layout that fits;
-    the best layout (lowest ``rank``) drawn as a large diamond.
+class _DatasetChart(DatasetTemplate, alt.Chart):
+    """A chart whose data sit in named ``datasets`` (see ``charts.base.DatasetTemplate``)."""
 
-    ``df`` is ``Plan.table`` (columns ``label``, ``tokens_per_s``, ``headroom_gib``,
-    ``tp_level``, ``zero_stage``, ``recompute``, ``step_s``, ``memory_gib``, ``rank``);
-    ``colour`` names the column to colour by.
-    """
-    cols = ["label", "tokens_per_s", "headroom_gib", "step_s", "memory_gib", "rank", "tp_level",
-            "zero_stage", "recompute", "pp", "tp", "dp"]
-    d = df[cols].copy()
-    d["zero_stage"] = "ZeRO-" + d["zero_stage"].astype(str)
-    d["pp"] = "PP" + d["pp"].astype(str)
-    title = title or "Layouts that fit: headroom against throughput"
+
+@functools.lru_cache(maxsize=32)
+def _scatter_template(colour: str, title: str, width: int, height: int) -> _DatasetChart:
     if colour == "tp_level":
         scale = alt.Scale(domain=_LEVELS, range=[PALETTE[9], PALETTE[4], PALETTE[0], PALETTE[1], PALETTE[2]])
     else:
         scale = alt.Scale(range=PALETTE)
-    d["best"] = d["rank"] == d["rank"].min()
     with debug_mode(False):
-        return alt.Chart(_records(d), title=title, width=width, height=height).mark_point(
+        return _DatasetChart(alt.NamedData("plan"), title=title, width=width, height=height).mark_point(
             filled=True, opacity=0.75).encode(
             x=alt.X("tokens_per_s:Q", title="tokens per second (estimate)", scale=alt.Scale(zero=False)),
             y=alt.Y("headroom_gib:Q", title="HBM left per chip (GiB)"),
@@ -123,7 +125,32 @@ def plan_scatter_chart(df: pd.DataFrame, *, colour: str = "tp_level", title: str
                      alt.Tooltip("tokens_per_s:Q", format=",.0f"), alt.Tooltip("step_s:Q", format=",.2f"),
                      alt.Tooltip("memory_gib:Q", format=",.1f", title="GiB used"),
                      alt.Tooltip("headroom_gib:Q", format=",.1f", title="GiB left")],
-        )
+        ).properties(datasets={"plan": []}, padding=PAD).freeze()
+
+
+def plan_scatter_chart(df: pd.DataFrame, *, colour: str = "tp_level", title: str | None = None,
+                       width: int = WIDTH, height: int = HEIGHT) -> alt.Chart:
+    """Memory headroom (GiB per chip) against tokens/s, one point per layout that fits;
+    the best layout (lowest ``rank``) drawn as a large diamond.
+
+    ``df`` is ``Plan.table`` (columns ``label``, ``tokens_per_s``, ``headroom_gib``,
+    ``tp_level``, ``zero_stage``, ``recompute``, ``step_s``, ``memory_gib``, ``rank``);
+    ``colour`` names the column to colour by. The chart is a template with the rows as a
+    named data set, so a widget redraws it without rebuilding the spec.
+    """
+    cols = ["label", "tokens_per_s", "headroom_gib", "step_s", "memory_gib", "rank", "tp_level",
+            "zero_stage", "recompute", "pp", "tp", "dp"]
+    values = {c: df[c].tolist() for c in cols}
+    values["zero_stage"] = [f"ZeRO-{z}" for z in values["zero_stage"]]
+    values["pp"] = [f"PP{p}" for p in values["pp"]]
+    best_rank = min(values["rank"]) if values["rank"] else None
+    values["best"] = [r == best_rank for r in values["rank"]]
+    for c in ("tokens_per_s", "headroom_gib", "step_s", "memory_gib"):
+        values[c] = [round(float(v), 4) for v in values[c]]
+    keys = list(values)
+    rows = [dict(zip(keys, row)) for row in zip(*(values[k] for k in keys))]
+    title = title or "Layouts that fit: headroom against throughput"
+    return _scatter_template(colour, title, width, height).with_datasets({"plan": rows})
 
 
 def fully_sharded_chart(df: pd.DataFrame, *, hbm_gib: float,
@@ -147,7 +174,7 @@ def fully_sharded_chart(df: pd.DataFrame, *, hbm_gib: float,
         rule = alt.Chart(_records(pd.DataFrame({"hbm": [hbm_gib]}))).mark_rule(color="black", strokeDash=[4, 3]).encode(
             x="hbm:Q", tooltip=[alt.Tooltip("hbm:Q", title="HBM per chip (GiB)")])
         return alt.layer(bars, text, rule, title=alt.Title(title, subtitle="label: GiB left per chip"),
-                         width=WIDTH, height=40 * len(d) + 10)
+                         width=WIDTH, height=40 * len(d) + 10, padding=PAD)
 
 
 def layout_panel_chart(memory: pd.DataFrame, times: pd.DataFrame, *, width: int = WIDTH) -> alt.Chart:
@@ -204,6 +231,48 @@ def layout_dashboard(memory: pd.DataFrame, times: pd.DataFrame, placement: alt.T
     """
     panel = layout_panel_chart(memory, times)
     if placement is None:
-        return panel
+        return panel.properties(padding=PAD)
     with debug_mode(False):
-        return alt.vconcat(panel, placement, spacing=14).resolve_scale(color="independent")
+        return alt.vconcat(panel, placement, spacing=14, padding=PAD).resolve_scale(color="independent")
+
+
+# --------------------------------------------------------------------- TP degree in ranks and chips
+
+_TP_DEGREE = re.compile(r"\bTP(\d+)(?![\d.]*\s*ranks)(×?)")
+_TP_OVER = re.compile(r" \(TP over [\d.]+ chips?\)")
+
+
+def tp_label(tp: int, ranks_per_chip: int) -> str:
+    """A TP degree as ranks and chips: ``tp_label(64, 4)`` → ``"TP64 ranks = 16 chips"``.
+
+    The course counts degrees in ranks (logical NeuronCores); a reader sizing hardware thinks
+    in chips. Every label of chapter 05 says both.
+
+    >>> tp_label(64, 4), tp_label(2, 4), tp_label(8, 8)
+    ('TP64 ranks = 16 chips', 'TP2 ranks = 0.5 chip', 'TP8 ranks = 1 chip')
+    """
+    chips = tp / ranks_per_chip
+    return f"TP{tp} ranks = {chips:g} chip{'s' if chips > 1 else ''}"
+
+
+@functools.lru_cache(maxsize=8192)
+def with_chip_counts(text: str, ranks_per_chip: int) -> str:
+    """Rewrite every ``TP<n>`` of a planner label or sentence as ranks and chips.
+
+    ``Plan.table.label``, ``Plan.explain()`` and ``Layout.label()`` count TP in ranks only
+    (``TP64×PP2×DP4 …``); this makes them read ``TP64 ranks = 16 chips × PP2×DP4 …`` and drops
+    ``Layout.label``'s "(TP over 16 chips)", which the new form already says.
+
+    >>> with_chip_counts("TP64×PP4×DP2 (TP over 16 chips), ZeRO-1", 4)
+    'TP64 ranks = 16 chips × PP4×DP2, ZeRO-1'
+    >>> with_chip_counts("Winner: TP16×PP1×DP16 ZeRO-3 mb1×32 selective.", 4)
+    'Winner: TP16 ranks = 4 chips × PP1×DP16 ZeRO-3 mb1×32 selective.'
+    """
+    text = _TP_OVER.sub("", text)
+    return _TP_DEGREE.sub(lambda m: tp_label(int(m.group(1)), ranks_per_chip) + (" × " if m.group(2) else ""),
+                          text)
+
+
+def with_chip_labels(table: pd.DataFrame, ranks_per_chip: int) -> pd.DataFrame:
+    """A copy of a planner table whose ``label`` column says TP in ranks and chips."""
+    return table.assign(label=[with_chip_counts(s, ranks_per_chip) for s in table["label"]])

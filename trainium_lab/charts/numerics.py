@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import functools
+
 import altair as alt
 import pandas as pd
 
-from trainium_lab.charts.base import PALETTE, base
+from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, DatasetTemplate, base
 
 __all__ = ["bits_chart", "spacing_chart", "rounding_chart", "repeated_updates_chart",
            "loss_curves_chart", "memory_chart", "fp8_range_chart", "fp8_scaling_chart"]
@@ -174,3 +176,70 @@ def fp8_scaling_chart(df: pd.DataFrame) -> alt.Chart:
         tooltip=["label:N", "scaling:N", alt.Tooltip("underflow:Q", format=".1%"),
                  alt.Tooltip("rel_error:Q", format=".3f", title="median relative error")],
     )
+
+
+# --------------------------------------------------------------------- block scaling (issue 15)
+
+_SCHEME_COLORS = ["#e15759", "#4e79a7", "#59a14f", "#f28e2b", "#76b7b2", "#b07aa1", "#edc948",
+                  "#ff9da7", "#9c755f"]
+
+
+class _DatasetChart(DatasetTemplate, alt.Chart):
+    """A chart whose data sit in top-level named ``datasets`` (see
+    :class:`trainium_lab.charts.base.DatasetTemplate`): a widget update only swaps them."""
+
+
+@functools.lru_cache(maxsize=4)
+def _error_by_magnitude_template(title: str) -> _DatasetChart:
+    chart = _DatasetChart(alt.NamedData("rows"), width=WIDTH, height=HEIGHT, title=title,
+                          datasets={"rows": []}).mark_line(point=True).encode(
+        x=alt.X("magnitude:Q", scale=alt.Scale(type="log", base=2), title="|value| (log scale)",
+                axis=alt.Axis(format=".0e")),
+        y=alt.Y("median_rel_error:Q", scale=alt.Scale(type="log", domain=[1e-3, 1], clamp=True),
+                title="median relative error (log; 1 = stored as 0)", axis=alt.Axis(format="%")),
+        color=alt.Color("scheme:N", title=None, sort=None, scale=alt.Scale(range=_SCHEME_COLORS),
+                        legend=alt.Legend(orient="bottom", columns=2)),
+        tooltip=["scheme:N", alt.Tooltip("magnitude:Q", format=".3g", title="values from"),
+                 alt.Tooltip("n_values:Q", title="values"),
+                 alt.Tooltip("median_rel_error:Q", format=".2%", title="median relative error")],
+    )
+    return chart.freeze()
+
+
+def error_by_magnitude_chart(df: pd.DataFrame, *, title: str | None = None) -> alt.Chart:
+    """Median relative error against the values' magnitude, one line per scheme (log-log).
+
+    ``df`` is :func:`trainium_lab.numerics.error_by_magnitude` output. A value stored as 0
+    has relative error 1, the top of the axis. Built from a cached template, so a widget
+    update only swaps the data.
+    """
+    rows = [{"scheme": s, "magnitude": float(m), "n_values": int(n), "median_rel_error": float(e)}
+            for s, m, n, e in zip(df.scheme, df.magnitude, df.n_values, df.median_rel_error)]
+    title = title or "Relative error by magnitude: where each scheme loses values"
+    return _error_by_magnitude_template(title).with_datasets({"rows": rows})
+
+
+def mx_block_chart(df: pd.DataFrame, *, title: str | None = None) -> alt.Chart:
+    """One MX block value by value: the input (circle) and what the format stores (cross).
+
+    ``df`` is :func:`trainium_lab.numerics.mx_block_table` output; clamped values are red.
+    """
+    long = df.melt(id_vars=["index", "clamped"], value_vars=["value", "stored"],
+                   var_name="what", value_name="number")
+    long["what"] = long["what"].map({"value": "input", "stored": "stored"})
+    long["mark"] = [("clamped" if c else "stored") if w == "stored" else "input"
+                    for c, w in zip(long.clamped, long.what)]
+    e = int(df.scale_exponent.iloc[0])
+    return base(long, height=200, title=title or f"One block, shared scale X = 2^{e}").mark_point(
+        size=70, filled=False).encode(
+        x=alt.X("index:O", title="element of the block", axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("number:Q", title="value"),
+        shape=alt.Shape("mark:N", title=None, scale=alt.Scale(
+            domain=["input", "stored", "clamped"], range=["circle", "cross", "cross"])),
+        color=alt.Color("mark:N", title=None, scale=alt.Scale(
+            domain=["input", "stored", "clamped"], range=["#4e79a7", "#f28e2b", "#e15759"])),
+        tooltip=["index:O", "mark:N", alt.Tooltip("number:Q", format=".4g")],
+    )
+
+
+__all__ += ["error_by_magnitude_chart", "mx_block_chart"]

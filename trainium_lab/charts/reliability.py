@@ -151,3 +151,122 @@ def goodput_histogram_chart(df: pd.DataFrame) -> alt.Chart:
                 axis=alt.Axis(format="%")),
         y=alt.Y("count():Q", title="runs"),
     )
+
+
+# ------------------------------------------------------ traces and automatic resume (issue 15)
+
+_RANK_COLOURS = ["#4e79a7", "#e8e8e8", "#76b7b2", "#e15759", "#f28e2b", "#bab0ac"]
+_POLICY_COLOURS = [PALETTE[9], PALETTE[1], PALETTE[4]]
+_LOG_MARKS = ["job started", "checkpoint loaded", "failure"]
+_LOG_MARK_COLOURS = [PALETTE[6], PALETTE[4], PALETTE[2]]
+
+
+def step_time_chart(steps: pd.DataFrame, *, title: str = "Step time, as the training log prints it"
+                    ) -> alt.Chart:
+    """Step time against step number: one point per ``"step done"`` line of a log.
+
+    ``steps``: rows of :func:`trainium_lab.reliability.timeline_log` with columns
+    ``step`` and ``step_time_s`` (the caller keeps the ``"step done"`` lines).
+    """
+    return base(steps, title=title, height=200).mark_line(
+        color=PALETTE[0], strokeWidth=1.2, interpolate="step-after").encode(
+        x=alt.X("step:Q", title="step"),
+        y=alt.Y("step_time_s:Q", title="seconds since the previous step"),
+        tooltip=[alt.Tooltip("step:Q"), alt.Tooltip("step_time_s:Q", format=",.1f", title="s")],
+    )
+
+
+def progress_chart(log: pd.DataFrame, *, title: str = "Training progress and log events"
+                   ) -> alt.LayerChart:
+    """Steps completed against wall-clock hours, with vertical rules at restart log lines.
+
+    ``log``: :func:`trainium_lab.reliability.timeline_log` output (all lines); the
+    line joins the ``"job started"``, ``"checkpoint loaded"`` and ``"step done"``
+    lines of each attempt (flat while nothing completes), the rules mark
+    ``"job started"``, ``"checkpoint loaded"`` and ``"failure"``. Wall time in hours.
+    """
+    hours = alt.X("wall_h:Q", title="wall-clock hours")
+    line = base(log, title=title, height=220).transform_filter(
+        alt.FieldOneOfPredicate(field="event", oneOf=["job started", "checkpoint loaded",
+                                                      "step done"])).transform_calculate(
+        wall_h="datum.wall_s / 3600").mark_line(color=PALETTE[0]).encode(
+        x=hours, y=alt.Y("step:Q", title="last step completed"),
+        detail="attempt:N",
+        tooltip=[alt.Tooltip("step:Q"), alt.Tooltip("wall_h:Q", format=".2f", title="hour")])
+    rules = alt.Chart(log).transform_filter(
+        alt.FieldOneOfPredicate(field="event", oneOf=_LOG_MARKS)).transform_calculate(
+        wall_h="datum.wall_s / 3600").mark_rule(strokeDash=[3, 2]).encode(
+        x=hours,
+        color=alt.Color("event:N", title="log line",
+                        scale=alt.Scale(domain=_LOG_MARKS, range=_LOG_MARK_COLOURS)),
+        tooltip=[alt.Tooltip("event:N"), alt.Tooltip("wall_h:Q", format=".2f", title="hour")])
+    return alt.layer(line, rules)
+
+
+def collective_trace_chart(df: pd.DataFrame, *, title: str = "What each rank is doing"
+                           ) -> alt.Chart:
+    """One row per rank, coloured segments over time (a Gantt chart of a collective trace).
+
+    ``df``: :func:`trainium_lab.reliability.collective_trace` output (``rank``,
+    ``step``, ``start_s``, ``end_s``, ``state``).
+    """
+    from trainium_lab.reliability import RANK_STATES
+
+    return base(df, title=title, height=22 * int(df["rank"].nunique()) + 20).mark_bar(
+        height=16).encode(
+        x=alt.X("start_s:Q", title="seconds"), x2="end_s:Q",
+        y=alt.Y("rank:O", title="rank"),
+        color=alt.Color("state:N", title="rank is", scale=alt.Scale(domain=list(RANK_STATES),
+                                                                    range=_RANK_COLOURS)),
+        tooltip=[alt.Tooltip("rank:O"), alt.Tooltip("step:Q"), alt.Tooltip("state:N"),
+                 alt.Tooltip("start_s:Q", format=",.1f"), alt.Tooltip("end_s:Q", format=",.1f")],
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def _goodput_template(title: str) -> _DatasetLayerChart:
+    """The goodput chart with a named (empty) data set, built once for fast widget updates."""
+    from trainium_lab.reliability import RESUME_POLICIES
+
+    line = base(alt.NamedData("goodput"), title=title).mark_line(point=True).encode(
+        x=alt.X("n_chips:Q", title="chips in the job", scale=alt.Scale(type="log")),
+        y=alt.Y("goodput:Q", title="goodput (useful share of wall time)",
+                axis=alt.Axis(format="%"), scale=alt.Scale(zero=False)),
+        color=alt.Color("policy:N", title="recovery",
+                        scale=alt.Scale(domain=list(RESUME_POLICIES), range=_POLICY_COLOURS)),
+        tooltip=[alt.Tooltip("label:N", title="job"), alt.Tooltip("policy:N"),
+                 alt.Tooltip("goodput:Q", format=".1%"),
+                 alt.Tooltip("restart_s:Q", format=",.0f", title="restart R (s)"),
+                 alt.Tooltip("shortfall_probability:Q", format=".1%", title="no spare free")],
+    )
+    return _DatasetLayerChart(layer=[line], datasets={"goodput": []}).freeze()
+
+
+def goodput_vs_size_chart(df: pd.DataFrame, *, title: str = "Goodput as the job grows"
+                          ) -> alt.LayerChart:
+    """Goodput against chips in the job (log scale), one line per recovery policy.
+
+    ``df``: :func:`trainium_lab.reliability.goodput_vs_job_size` output.
+    """
+    cols = ["n_chips", "label", "policy", "goodput", "restart_s", "shortfall_probability"]
+    records = [dict(zip(cols, row)) for row in zip(*(df[c].tolist() for c in cols))]
+    return _goodput_template(title).with_datasets({"goodput": records})
+
+
+def recovery_parts_chart(df: pd.DataFrame, *, title: str = "Where a restart's time goes"
+                         ) -> alt.Chart:
+    """Stacked horizontal bars: minutes of each part of the restart, per policy.
+
+    ``df``: long table with ``policy``, ``part`` and ``minutes``.
+    """
+    parts = ["detect", "replace", "load", "compile"]
+    return base(df, title=title, height=110).transform_calculate(
+        part_order=f"indexof({parts!r}, datum.part)").mark_bar().encode(
+        x=alt.X("sum(minutes):Q", title="minutes from failure to computing again"),
+        y=alt.Y("policy:N", title=None, sort=None),
+        color=alt.Color("part:N", title="part", scale=alt.Scale(domain=parts,
+                                                                range=PALETTE[:4])),
+        order=alt.Order("part_order:Q"),
+        tooltip=[alt.Tooltip("policy:N"), alt.Tooltip("part:N"),
+                 alt.Tooltip("minutes:Q", format=",.1f")],
+    )

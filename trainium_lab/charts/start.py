@@ -5,22 +5,49 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from altair.utils.schemapi import debug_mode
+
 from trainium_lab.charts.base import base
+from trainium_lab.charts.hardware import _records
+
+__all__ = ["hbm_fit_chart", "units_chart"]
+
+#: what each part of :meth:`trainium_lab.intro.HbmFit.parts` is called on the chart, in order
+PART_LABELS = {
+    "weights": "weights", "gradients": "gradients", "master": "FP32 master copy",
+    "adam_m": "Adam 1st moment", "adam_v": "Adam 2nd moment",
+    "room": "HBM: room for the model", "reserve": "HBM: kept free (activations, KV cache, runtime)",
+}
+_PART_COLORS = ["#f28e2b", "#e15759", "#b07aa1", "#59a14f", "#76b7b2", "#4e79a7", "#bab0ac"]
 
 
-def memory_bar_chart(df: pd.DataFrame) -> alt.Chart:
-    """Horizontal bars of memory in GiB, one per row of ``df``.
+def hbm_fit_chart(parts: pd.DataFrame, *, chip: str = "one chip", title: str | None = None) -> alt.Chart:
+    """Two stacked bars in GiB: what each chip holds, and one chip's HBM split into room and
+    reserve.
 
-    ``df`` has columns ``item`` (label), ``gib`` (value) and ``kind``
-    ("needed" or "available").
+    ``parts`` is :meth:`trainium_lab.intro.HbmFit.parts`: columns ``bar`` ("per chip" or
+    "HBM"), ``part`` (a key of :data:`PART_LABELS`), ``gib``. A single view (no layers), so
+    the bars share one axis and a learner compares their lengths directly.
     """
-    return base(df, height=90, title="Weights in BF16 versus one chip's HBM").mark_bar().encode(
-        x=alt.X("gib:Q", title="GiB"),
-        y=alt.Y("item:N", title=None, sort=None),
-        color=alt.Color("kind:N", title=None,
-                        scale=alt.Scale(domain=["needed", "available"],
-                                        range=["#f28e2b", "#4e79a7"])),
-        tooltip=[alt.Tooltip("item:N"), alt.Tooltip("gib:Q", format=",.1f", title="GiB")],
+    rows = {"per chip": "each chip holds", "HBM": f"{chip}'s HBM"}
+    order = {k: i for i, k in enumerate(PART_LABELS)}
+    df = pd.DataFrame({"row": [rows[b] for b in parts["bar"]],
+                       "label": [PART_LABELS[p] for p in parts["part"]],
+                       "order": [order[p] for p in parts["part"]], "gib": parts["gib"].to_numpy()})
+    with debug_mode(False):  # skip per-object schema validation: widget updates stay fast
+        return _fit_bars(df, rows, title)
+
+
+def _fit_bars(df, rows, title):
+    return base(_records(df), height=90,
+                title=title or "What each chip must hold against its HBM").mark_bar().encode(
+        x=alt.X("gib:Q", title="GiB", stack="zero"),
+        y=alt.Y("row:N", title=None, sort=list(rows.values())),
+        color=alt.Color("label:N", title=None, sort=list(PART_LABELS.values()),
+                        scale=alt.Scale(domain=list(PART_LABELS.values()), range=_PART_COLORS),
+                        legend=alt.Legend(orient="bottom", columns=2, labelLimit=400)),
+        order=alt.Order("order:Q"),
+        tooltip=[alt.Tooltip("label:N", title="part"), alt.Tooltip("gib:Q", format=",.1f", title="GiB")],
     )
 
 

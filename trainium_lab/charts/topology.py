@@ -3,12 +3,15 @@ comes from ``trainium_lab.topology`` or ``trainium_lab.collectives``."""
 
 from __future__ import annotations
 
+import functools
+import math
+
 import altair as alt
 import numpy as np
 import pandas as pd
 from altair.utils.schemapi import debug_mode
 
-from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH
+from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, DatasetTemplate
 
 __all__ = ["levels_chart", "ring_step_chart", "size_sweep_chart", "placement_chart"]
 
@@ -171,3 +174,55 @@ def placement_chart(df: pd.DataFrame, *, kind: str = "tp", highlight: int = 0, c
             x=x, y=y, text=alt.Text("label:N"))
         return alt.layer(cell, text, head, data=_records(d), title=title,
                          width=18 * width_cells, height=18 * height_cells)
+
+
+class _DatasetLayerChart(DatasetTemplate, alt.LayerChart):
+    """A layer chart whose data sit in top-level named ``datasets`` (see
+    :class:`trainium_lab.charts.base.DatasetTemplate`): a widget update only swaps them."""
+
+
+@functools.lru_cache(maxsize=16)
+def _dp_threshold_template(title: str, low: float, high: float, n_rows: int) -> _DatasetLayerChart:
+    x = alt.X("tokens_per_chip:Q", scale=alt.Scale(type="log", domain=[low, high]),
+              title="tokens per chip per step (log scale)")
+    y = alt.Y("row:N", sort=None, title=None, axis=alt.Axis(labelLimit=340))
+    with debug_mode(False):
+        bars = alt.Chart(alt.NamedData("rows")).mark_bar().encode(
+            x=x, x2=alt.datum(low), y=y,
+            color=alt.Color("level:N", scale=_LEVEL_COLORS, title="level crossed"),
+            tooltip=[alt.Tooltip("system:N"), alt.Tooltip("level:N"), alt.Tooltip("dtype:N"),
+                     alt.Tooltip("tokens_per_chip:Q", format=",.0f", title="C/W (tokens per chip)")])
+        text = alt.Chart(alt.NamedData("rows")).mark_text(align="left", dx=4, fontSize=11).encode(
+            x=x, y=y, text=alt.Text("text:N"))
+        rule = alt.Chart(alt.NamedData("marker")).mark_rule(
+            color="black", strokeDash=[4, 3], strokeWidth=2).encode(
+            x=alt.X("tokens_per_chip:Q"),
+            tooltip=[alt.Tooltip("what:N"), alt.Tooltip("tokens_per_chip:Q", format=",.0f")])
+        chart = _DatasetLayerChart(layer=[bars, text, rule], title=title, width=WIDTH,
+                                   height=24 * n_rows, datasets={"rows": [], "marker": []})
+    return chart.freeze()
+
+
+def dp_threshold_chart(df: pd.DataFrame, tokens_per_chip: float | None = None, *,
+                       title: str = "Tokens per chip below which DP is communication-bound"
+                       ) -> alt.LayerChart:
+    """Horizontal bars (log scale) of the data-parallel threshold C/W per system and level,
+    with an optional dashed rule at a batch per chip.
+
+    ``df`` is ``collectives.dp_comm_bound_table(...)``: columns ``system``, ``level``,
+    ``dtype``, ``tokens_per_chip``. A batch to the left of a bar is communication-bound
+    on that level. Built from a cached template, so a widget update only swaps the data.
+    """
+    rows = [{"row": f"{s} · {lv} ({dt})", "system": s, "level": lv, "dtype": dt,
+             "tokens_per_chip": float(t), "text": f"{t:,.0f}"}
+            for s, lv, dt, t in zip(df["system"], df["level"], df["dtype"], df["tokens_per_chip"])]
+    values = [r["tokens_per_chip"] for r in rows] + ([float(tokens_per_chip)] if tokens_per_chip else [])
+    low = 10.0 ** math.floor(math.log10(max(min(values), 1.0) / 2))
+    high = 10.0 ** math.ceil(math.log10(max(values) * 3))
+    marker = ([] if tokens_per_chip is None else
+              [{"tokens_per_chip": float(tokens_per_chip), "what": "your batch per chip"}])
+    return _dp_threshold_template(title, low, high, len(rows)).with_datasets(
+        {"rows": rows, "marker": marker})
+
+
+__all__ += ["dp_threshold_chart"]

@@ -1,60 +1,133 @@
-"""Exercises for chapter 01 (hardware). Answers are computed by the package from ``data/``."""
+"""Exercises for chapter 01 (hardware).
+
+Each solution is code that shows the arithmetic with units; running it gives the reference
+answer (``trainium_lab.exercises.Exercise``). The mistakes are the ones the chapter warns
+about: the wrong peak rate, the write of C or the factor 2 of a multiply-add forgotten, the
+BF16 array where FP8's doubled contraction applies, ranks counted at the wrong LNC.
+"""
 
 from __future__ import annotations
 
-from trainium_lab import cores, roofline
-from trainium_lab.exercises import Exercise
+from trainium_lab import cores
+from trainium_lab.exercises import Exercise, run_solution
 
-__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "ALL"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "q7", "ALL"]
+
+
+def _q1_wide_limit() -> float:
+    """The likely slip in Q1: the wide-matrix limit R·b/2, ignoring n and k."""
+    from trainium_lab import roofline
+
+    return roofline.compute_bound_batch(None, None, "bf16", "trn3")
+
 
 q1 = Exercise(
-    "Q1 Trainium3 BF16 ridge point",
-    expected=lambda: roofline.ridge_point("trn3", "bf16"),
-    unit="FLOP/byte",
-    hint="Peak dense BF16 FLOP/s divided by HBM bytes/s, both per chip: "
-         "specs.chip('trn3').dense_flops_per_s['bf16'] / specs.chip('trn3').hbm_bytes_per_s.",
-    solution="answer_1 = roofline.ridge_point('trn3', 'bf16')",
-    # using the MXFP8 rate instead of BF16
-    wrong=lambda: roofline.ridge_point("trn3", "mxfp8"),
+    "Q1 compute-bound batch, 4096 × 4096 weights on Trainium3",
+    unit="tokens",
+    hint="Set the intensity 2/(b·(1/m + 1/n + 1/k)) equal to the ridge point R and solve for m: "
+         "1/m* = 2/(R·b) − 1/n − 1/k, with R = peak BF16 FLOP/s ÷ HBM bytes/s and b = 2 bytes.",
+    solution=("t3 = specs.chip('trn3')\n"
+              "R = t3.dense_flops_per_s['bf16'] / t3.hbm_bytes_per_s   # ridge point, FLOP/byte\n"
+              "b = 2                                                   # bytes per BF16 element\n"
+              "n = k = 4096\n"
+              "answer_1 = 1 / (2 / (R * b) - 1 / n - 1 / k)            # tokens"),
+    wrong=_q1_wide_limit,
+    mistakes=[
+        (_q1_wide_limit, "that is the limit for weights much wider than the batch (R·b/2); with "
+                         "n = k = 4096 the 1/n + 1/k terms are not negligible and push m* up"),
+        (lambda: 2 * _q1_wide_limit(), "that is R·b: a multiply-add is 2 FLOPs, so m* ≈ R·b/2"),
+        (lambda: run_solution(q1._solution.replace("['bf16']", "['mxfp8']")),
+         "you used the MXFP8 rate; the question is about BF16"),
+    ],
 )
 
 q2 = Exercise(
-    "Q2 intensity of a 1024-cube BF16 matmul",
-    expected=lambda: roofline.arithmetic_intensity(1024, 1024, 1024, "bf16"),
+    "Q2 intensity of a 512 × 2048 × 2048 BF16 matmul",
     unit="FLOP/byte",
-    hint="FLOPs are 2·m·n·k; bytes are (m·k + k·n + m·n) × 2 for BF16. Do not forget to write C.",
-    solution="answer_2 = roofline.arithmetic_intensity(1024, 1024, 1024, 'bf16')",
-    # forgetting the write of C: 2·s³ / (2·s²·2)
-    wrong=lambda: roofline.matmul_flops(1024, 1024, 1024) / (2 * 1024 * 1024 * 2),
+    hint="FLOPs are 2·m·n·k; bytes are (m·k + k·n + m·n) × 2 for BF16: read A and B, write C.",
+    solution=("m, n, k = 512, 2048, 2048\n"
+              "flops = 2 * m * n * k                          # a multiply and an add per term\n"
+              "moved = (m * k + k * n + m * n) * 2            # bytes: read A, read B, write C; BF16\n"
+              "answer_2 = flops / moved                       # FLOP/byte"),
+    wrong=lambda: 2 * 512 * 2048 * 2048 / ((512 * 2048 + 2048 * 2048) * 2),
+    mistakes=[
+        (lambda: 2 * 512 * 2048 * 2048 / ((512 * 2048 + 2048 * 2048) * 2),
+         "you forgot to write C (m·n elements) back to HBM"),
+        (lambda: run_solution(q2._solution) / 2, "a multiply-add is 2 FLOPs: 2·m·n·k"),
+        (lambda: run_solution(q2._solution) * 2, "BF16 takes 2 bytes per element, not 1"),
+    ],
 )
+
+
+def _check_bound(answer, expected):
+    if not isinstance(answer, str):
+        return False, f"expected 'HBM' or 'tensor engine', got {type(answer).__name__}"
+    return answer.strip().lower() == expected.lower(), f"{answer!r} is not what binds"
+
+
+def _q3_wide_limit() -> float:
+    from trainium_lab import roofline
+
+    return roofline.compute_bound_batch(None, None, "mxfp8", "trn3")
+
 
 q3 = Exercise(
-    "Q3 what binds a batch-16 projection",
-    expected=lambda: roofline.matmul_bound(16, 8192, 8192, "bf16", "trn2").bound,
-    hint="Compare the matmul's arithmetic intensity with Trainium2's BF16 ridge point. "
-         "Answer 'HBM' or 'tensor engine'.",
-    solution="answer_3 = roofline.matmul_bound(16, 8192, 8192, 'bf16', 'trn2').bound",
+    "Q3 what binds 272 tokens through 8192 × 8192 MXFP8 weights on Trainium3",
+    hint="Compute m* = 1/(2/(R·b) − 1/n − 1/k) with Trainium3's MXFP8 ridge point, b = 1 + 1/32 "
+         "bytes (one shared 8-bit scale per 32 elements) and n = k = 8192, and compare it with 272.",
+    solution=("t3 = specs.chip('trn3')\n"
+              "R = t3.dense_flops_per_s['mxfp8'] / t3.hbm_bytes_per_s   # FLOP/byte\n"
+              "b = 1 + 1 / 32                                          # bytes: 8-bit element + scale share\n"
+              "m_star = 1 / (2 / (R * b) - 1 / 8192 - 1 / 8192)        # tokens\n"
+              "answer_3 = 'tensor engine' if 272 >= m_star else 'HBM'"),
     wrong="tensor engine",
+    mistakes=[("tensor engine", "the wide-weight limit R·b/2 is below 272, but with n = k = 8192 the "
+                                "1/n + 1/k terms raise m* above it")],
+    checker=_check_bound,
 )
 
+
+def _fill(dim: int, dtype: str, rows: bool = True) -> float:
+    """How full the last tile of one dimension leaves the array (rows for k, columns for m)."""
+    from trainium_lab import roofline
+
+    u = roofline.array_utilisation(1 if rows else dim, 512, dim if rows else 1, "trn2", dtype)
+    return u.k_fill if rows else u.m_fill
+
+
 q4 = Exercise(
-    "Q4 array utilisation for m = k = 200",
-    expected=lambda: roofline.array_utilisation(200, 4096, 200, "trn2").utilisation,
-    hint="Each of m and k is cut into ceil(200 / 128) tiles of 128; the fraction used is "
-         "200 / (tiles · 128) for each, multiplied together.",
-    solution="answer_4 = roofline.array_utilisation(200, 4096, 200, 'trn2').utilisation",
-    # treating the array as if the tile count were 200 / 128 (no padding)
-    wrong=1.0,
+    "Q4 array use of m = 96, k = 320 in FP8 on Trainium2",
     rel_tol=0.005,
+    hint="In double-FP8 mode one instruction contracts over roofline.contraction_rows('trn2', 'fp8') "
+         "rows; m still runs across the array's columns (specs.chip('trn2').core.tensor_cols). "
+         "Each fill is dim / (tiles × size).",
+    solution=("rows = roofline.contraction_rows('trn2', 'fp8')     # rows per instruction, double-FP8 mode\n"
+              "cols = specs.chip('trn2').core.tensor_cols            # columns, as in BF16\n"
+              "k_fill = 320 / (math.ceil(320 / rows) * rows)         # 2 tiles of k\n"
+              "m_fill = 96 / (math.ceil(96 / cols) * cols)           # 1 tile of m\n"
+              "answer_4 = k_fill * m_fill                            # fraction of the array"),
+    wrong=lambda: _fill(320, "bf16") * _fill(96, "bf16", rows=False),
+    mistakes=[(lambda: _fill(320, "bf16") * _fill(96, "bf16", rows=False),
+               "that is the BF16 array: in double-FP8 mode one instruction contracts over twice "
+               "as many rows"),
+              (lambda: _fill(96, "fp8", rows=False), "k leaves its second tile part-empty too: "
+                                                       "multiply both fills")],
 )
 
 q5 = Exercise(
-    "Q5 ranks in a Trn2 UltraServer at LNC=2",
-    expected=lambda: cores.core_counts("trn2-ultraserver", lnc=2).ranks,
-    hint="One rank per logical NeuronCore: chips × physical cores per chip / LNC.",
-    solution="answer_5 = cores.core_counts('trn2-ultraserver', lnc=2).ranks",
-    wrong=lambda: cores.core_counts("trn2-ultraserver", lnc=2).physical_cores,
+    "Q5 ranks on five trn2.48xlarge at LNC=1",
+    unit="ranks",
     rel_tol=0.0,
+    hint="One rank per logical NeuronCore: instances × chips per instance × physical cores per "
+         "chip ÷ LNC.",
+    solution=("chips = 5 * specs.system('trn2.48xlarge').n_chips       # chips\n"
+              "physical = chips * specs.chip('trn2').neuron_cores       # physical NeuronCores\n"
+              "answer_5 = physical // 1                                 # LNC=1: one rank per core"),
+    wrong=lambda: cores.core_counts("trn2.48xlarge", 2, 5).ranks,
+    mistakes=[(lambda: cores.core_counts("trn2.48xlarge", 2, 5).ranks,
+               "that is at the default LNC=2 (two physical cores per rank); the question sets LNC=1"),
+              (lambda: cores.core_counts("trn2.48xlarge", 1, 5).n_chips,
+               "that counts chips; each Trainium2 chip has several NeuronCores")],
 )
 
 
@@ -66,7 +139,6 @@ def _check_verdict(answer, expected):
 
 q6 = Exercise(
     "Q6 check the claim about Trainium2's dense FP8 rate",
-    expected=lambda: cores.claim("trn2-fp8-aws").run().verdict,
     hint="Use cores.check_figure(entity, field, claimed, unit) with entity 'trn2' and field "
          "'dense_flops_per_s.fp8', then read .verdict.",
     solution=("c = cores.claim('trn2-fp8-aws')\n"
@@ -75,4 +147,41 @@ q6 = Exercise(
     checker=_check_verdict,
 )
 
-ALL = (q1, q2, q3, q4, q5, q6)
+
+def _q7_peak_ratio() -> float:
+    from trainium_lab import specs
+
+    return specs.chip("trn3").dense_flops_per_s["mxfp8"] / specs.chip("trn2").dense_flops_per_s["bf16"]
+
+
+q7 = Exercise(
+    "Q7 Trainium2 BF16 → Trainium3 MXFP8 for 64 tokens through 8192 × 8192 weights",
+    unit="×",
+    hint="Is the matmul below the ridge on both chips? Then its time is bytes ÷ HBM bandwidth: "
+         "the speed-up is the ratio of bytes per element times the ratio of bandwidths.",
+    solution=("t2, t3 = specs.chip('trn2'), specs.chip('trn3')\n"
+              "m, n, k = 64, 8192, 8192                     # both below the ridge: HBM-bound\n"
+              "elements = m * k + k * n + m * n\n"
+              "t_trn2 = elements * 2 / t2.hbm_bytes_per_s                # s, BF16: 2 bytes\n"
+              "t_trn3 = elements * (1 + 1 / 32) / t3.hbm_bytes_per_s     # s, MXFP8: 1 byte + scale share\n"
+              "answer_7 = t_trn2 / t_trn3                                # times faster"),
+    wrong=_q7_peak_ratio,
+    mistakes=[
+        (_q7_peak_ratio, "that is the ratio of peak rates; 64 tokens is far below both ridge "
+                         "points, so HBM sets the time on both chips"),
+        (lambda: _ratio("hbm_bytes_per_s"), "you kept 2 bytes per element on Trainium3; MXFP8 "
+                                                 "stores 1 byte plus a 1/32 share of its scale"),
+        (lambda: 2 * _ratio("hbm_bytes_per_s"), "close: MXFP8 also stores one 8-bit scale per "
+                                                     "32 elements, 1/32 of a byte each"),
+    ],
+)
+
+
+def _ratio(field: str) -> float:
+    """Trainium3's figure over Trainium2's for one chip field (a mistake's value)."""
+    from trainium_lab import specs
+
+    return getattr(specs.chip("trn3"), field) / getattr(specs.chip("trn2"), field)
+
+
+ALL = (q1, q2, q3, q4, q5, q6, q7)

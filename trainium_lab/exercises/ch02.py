@@ -1,69 +1,98 @@
-"""Exercises for chapter 02 (numerics). Answers are computed by ``trainium_lab.numerics``."""
+"""Exercises for chapter 02 (numerics).
+
+Each solution is code that shows the arithmetic with units; running it gives the reference
+answer (it runs with the model modules, the ``units`` names, ``math`` and ``np`` in scope).
+Q6 and Q7 of the chapter are "explain why" / design questions answered in the notebook.
+"""
 
 from __future__ import annotations
 
-import math
-
-from trainium_lab import numerics, specs
 from trainium_lab.exercises import Exercise
-from trainium_lab.units import GB, GiB
 
-__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "ALL"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "ALL"]
 
 q1 = Exercise(
-    "Q1 smallest surviving update at w = 1.0 (BF16, nearest)",
-    expected=lambda: numerics.ulp(1.0, "bfloat16") / 2,
-    hint="Round to nearest keeps 1.0 unless 1.0 + update is nearer to the next BF16 value "
-         "than to 1.0: that happens past half the spacing at 1.0 (numerics.ulp).",
-    solution="answer_1 = numerics.ulp(1.0, 'bfloat16') / 2   # 2**-8; exactly 2**-8 ties back to 1.0",
-    wrong=lambda: numerics.ulp(1.0, "bfloat16"),
+    "Q1 smallest update that survives at w = 20 (BF16, nearest)",
+    hint=("The gap between BF16 neighbours is 2**(e − 7) in the binade [2**e, 2**(e+1)) that "
+          "holds the weight. Round to nearest keeps the weight unless the update passes half "
+          "that gap (exactly half is a tie, and 20's last mantissa bit is even)."),
+    solution=("e = math.floor(math.log2(20.0))   # 4: 20 lies in the binade [16, 32)\n"
+              "gap = 2.0 ** (e - 7)              # 0.125: BF16 keeps 7 mantissa bits\n"
+              "answer_1 = gap / 2                # updates up to half a gap round back to 20"),
+    wrong=0.125,
+    mistakes=[(0.125, "that is the whole gap: round to nearest already moves once the update "
+                      "passes half of it"),
+              (2.0 ** -8, "that is half the gap at 1.0; the gap doubles at every power of two, "
+                          "so near 20 it is 16 times larger"),
+              (20 * 2.0 ** -8, "the gap is set by the power of two below the weight (16), not "
+                               "by the weight itself")],
 )
 
 q2 = Exercise(
-    "Q2 chance that 1.002 rounds up in BF16 (stochastic)",
-    expected=lambda: numerics.neighbours(1.002, "bfloat16")[2],
-    rel_tol=0.005,
-    hint="The probability of the upper neighbour is the distance from the lower one divided "
-         "by the spacing between them.",
-    solution="lo, hi, p = numerics.neighbours(1.002, 'bfloat16')\nanswer_2 = p   # 0.002 / 2**-7",
-    wrong=0.0,
+    "Q2 what MXFP4 stores for 0.2 in a block whose largest magnitude is 0.9",
+    hint=("The spec's scale is X = 2**(floor(log2 amax) − emax_elem) with emax_elem = 2 for "
+          "E2M1 (its largest value is 6 = 1.5 · 2**2). Divide by X, round to the nearest E2M1 "
+          "value (0, 0.5, 1, 1.5, 2, 3, 4, 6), multiply back."),
+    solution=("emax = 2                                        # E2M1's top binade: 6 = 1.5 * 2**2\n"
+              "X = 2.0 ** (math.floor(math.log2(0.9)) - emax)  # 2**(-1 - 2) = 0.125\n"
+              "scaled = 0.2 / X                                # 1.6, between E2M1's 1.5 and 2\n"
+              "element = 1.5                                   # 0.1 from 1.5, 0.4 from 2\n"
+              "answer_2 = element * X                          # what the block holds for 0.2"),
+    wrong=0.25,
+    mistakes=[(0.25, "you used X = 2**floor(log2 0.9) = 0.5 without subtracting emax_elem = 2, "
+                     "so the block's largest value would not use E2M1's top binade"),
+              (0.9 / 6 * 1.5, "you used X = amax / 6; an MX scale must be a power of two (E8M0 has "
+                              "no mantissa bits)"),
+              (0.2, "0.2 / X = 1.6 is not an E2M1 value: with one mantissa bit the elements near "
+                    "it are 1.5 and 2")],
+    rel_tol=0.001,
 )
 
 q3 = Exercise(
-    "Q3 how many times further E5M2 reaches than E4M3",
-    expected=lambda: (numerics.format_info("float8_e5m2").max_finite
-                      / numerics.format_info("float8_e4m3fn").max_finite),
-    hint="Divide the two formats' largest finite values (numerics.format_info(...).max_finite).",
-    solution="answer_3 = (numerics.format_info('float8_e5m2').max_finite\n"
-             "            / numerics.format_info('float8_e4m3fn').max_finite)",
-    wrong=2.0,
+    "Q3 GiB of a 405B model's weights in MXFP4",
+    unit="GiB",
+    hint=("Each value stores a 4-bit element, and every 32 values share one 8-bit scale. "
+          "Count bits per value, then bytes, then divide by 2**30."),
+    solution=("bits_per_value = 4 + 8 / 32                   # element + its share of the E8M0 scale\n"
+              "weight_bytes = 405e9 * bits_per_value / 8     # bytes\n"
+              "answer_3 = weight_bytes / GiB                 # GiB"),
+    wrong=lambda: 405e9 * 4 / 8 / (2 ** 30),
+    mistakes=[(lambda: 405e9 * 4 / 8 / (2 ** 30),
+               "you forgot the shared scales: 8 bits per 32 values add 0.25 bit to every value"),
+              (lambda: 405e9 * 4.25 / 8 / 1e9, "that is GB (10**9 bytes); the question asks GiB (2**30)"),
+              (lambda: 405e9 * (4 + 8) / 8 / (2 ** 30),
+               "that gives every value its own 8-bit scale; one scale serves a block of 32")],
 )
 
 q4 = Exercise(
-    "Q4 GiB saved on a 70B model by dropping FP32 master weights",
-    expected=lambda: 70e9 * (numerics.bytes_per_param(True) - numerics.bytes_per_param(False)) / GiB,
-    unit="GiB",
-    hint="The master copy is 4 bytes per parameter; GiB is 2**30 bytes.",
-    solution="answer_4 = 70e9 * 4 / GiB",
-    wrong=lambda: 70e9 * 4 / GB,
+    "Q4 below which magnitude per-tensor E4M3 stores 0 (amax = 1000)",
+    hint=("The per-tensor scale maps amax onto E4M3's largest value, 448. A scaled value rounds "
+          "to 0 when it is at most half of E4M3's smallest subnormal, 2**-9. Undo the scale."),
+    solution=("e4m3 = numerics.format_info('float8_e4m3fn')\n"
+              "scale = e4m3.max_finite / 1000.0          # 0.448: amax lands on 448\n"
+              "cutoff_scaled = e4m3.min_subnormal / 2    # 2**-10: half the smallest subnormal\n"
+              "answer_4 = cutoff_scaled / scale          # in the tensor's own units"),
+    wrong=lambda: 2.0 ** -9 / 0.448,
+    mistakes=[(lambda: 2.0 ** -9 / 0.448,
+               "that is the smallest subnormal itself; values down to half of it round up to it"),
+              (lambda: 2.0 ** -6 / 0.448,
+               "that is where the subnormals begin: precision drops below it, but values survive "
+               "down to half the smallest subnormal"),
+              (2.0 ** -10, "you forgot to undo the scale: divide by 448 / 1000")],
+    rel_tol=0.005,
 )
 
 q5 = Exercise(
-    "Q5 Trainium2 chips for a 70B model's state without master weights",
-    expected=lambda: math.ceil(70e9 * numerics.bytes_per_param(False) / specs.chip("trn2").hbm_bytes),
-    rel_tol=0.0,
-    hint="12 bytes per parameter with Adam and no master copy; divide by one chip's HBM "
-         "(specs.chip('trn2').hbm_bytes) and round up. State only, no activations.",
-    solution="answer_5 = math.ceil(70e9 * 12 / specs.chip('trn2').hbm_bytes)",
-    wrong=lambda: math.ceil(70e9 * numerics.bytes_per_param(True) / specs.chip("trn2").hbm_bytes),
+    "Q5 GiB saved on an 8B model by dropping the FP32 master copy",
+    unit="GiB",
+    hint="The master copy is one FP32 value per parameter; GiB is 2**30 bytes.",
+    solution=("master_bytes_per_param = 4             # an FP32 copy of every weight\n"
+              "answer_5 = 8e9 * master_bytes_per_param / GiB   # GiB freed on every replica"),
+    wrong=32.0,
+    mistakes=[(32.0, "that is GB (10**9 bytes); the question asks GiB (2**30)"),
+              (lambda: 8e9 * 16 / (2 ** 30), "that is the whole Adam state with the master copy "
+                                             "(16 bytes per parameter); the copy alone is 4"),
+              (lambda: 8e9 * 2 / (2 ** 30), "2 bytes is a BF16 copy; the master copy is FP32")],
 )
 
-q6 = Exercise(
-    "Q6 per-tensor FP8 scale for gradients with amax 0.01 (E5M2)",
-    expected=lambda: numerics.fp8_scale(0.01, "float8_e5m2"),
-    hint="The scale maps the largest magnitude onto the format's largest finite value.",
-    solution="answer_6 = numerics.fp8_scale(0.01, 'float8_e5m2')   # 57344 / 0.01",
-    wrong=lambda: numerics.fp8_scale(0.01, "float8_e4m3fn"),
-)
-
-ALL = (q1, q2, q3, q4, q5, q6)
+ALL = (q1, q2, q3, q4, q5)

@@ -1,66 +1,121 @@
-"""Exercises for chapter 03 (topology and collectives). Answers are computed by the package."""
+"""Exercises for chapter 03 (topology and collectives).
+
+Each solution is code that shows the arithmetic with units; running it gives the reference
+answer (it runs with the model modules, the ``units`` names, ``math`` and ``np`` in scope).
+Q6 and Q7 of the chapter are "explain why" / design questions answered in the notebook.
+"""
 
 from __future__ import annotations
 
-from trainium_lab import collectives, specs, topology
+from trainium_lab import specs
 from trainium_lab.exercises import Exercise
-from trainium_lab.units import GB, GiB, MB, ms, us
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "ALL"]
 
+
+def _c_over_w(chip: str, dtype: str, link: str) -> float:
+    """A chip's dense rate over a link's per-chip bandwidth (for the modelled mistakes)."""
+    return specs.chip(chip).dense_flops_per_s[dtype] / specs.link(link).bytes_per_s
+
+
+def _trn3_mxfp8_over_efa() -> float:
+    return _c_over_w("trn3", "mxfp8", "trn3-efa")
+
+
 q1 = Exercise(
-    "Q1 gradient all-reduce inside one instance",
-    expected=lambda: collectives.ring_allreduce_s(
-        1 * GiB, 16, specs.link("trn2-neuronlink-intra").bytes_per_s) / ms,
-    unit="ms",
-    hint="2(n−1)/n · S/B with S = 1 GiB (2**30 bytes), n = 16 chips and the torus's per-chip "
-         "bandwidth from specs.link('trn2-neuronlink-intra'). Answer in ms.",
-    solution="B = specs.link('trn2-neuronlink-intra').bytes_per_s\n"
-             "answer_1 = collectives.ring_allreduce_s(1 * GiB, 16, B) / ms",
-    wrong=lambda: 1 * GiB / specs.link("trn2-neuronlink-intra").bytes_per_s / ms,
+    "Q1 DP threshold over EFA on Trainium3 with MXFP8 matmuls",
+    unit="tokens per chip",
+    hint=("Compare the backward pass, 4·N·B / C, with the ring all-reduce of the BF16 "
+          "gradients, 2 · 2N / W for a large group. Use the chip's MXFP8 rate "
+          "(specs.chip('trn3').dense_flops_per_s['mxfp8']) and EFA's per-chip bandwidth "
+          "(specs.link('trn3-efa'))."),
+    solution=("C = specs.chip('trn3').dense_flops_per_s['mxfp8']   # FLOP/s per chip, MX matmuls\n"
+              "W = specs.link('trn3-efa').bytes_per_s               # bytes/s per chip over EFA\n"
+              "# backward 4·N·B/C >= all-reduce 2·(2N)/W  <=>  B >= C/W (N cancels)\n"
+              "answer_1 = C / W                                      # tokens per chip per step"),
+    wrong=lambda: _c_over_w("trn3", "bf16", "trn3-efa"),
+    mistakes=[(lambda: _c_over_w("trn3", "bf16", "trn3-efa"),
+               "that is the BF16 rate; MX matmuls are faster, so each chip needs more tokens to "
+               "hide the same all-reduce"),
+              (lambda: 2 / 3 * _trn3_mxfp8_over_efa(),
+               "you let the all-reduce overlap the whole step (6N FLOPs per token); the gradients "
+               "only appear during the backward pass (4N)"),
+              (lambda: 2 * _trn3_mxfp8_over_efa(),
+               "the backward pass does 4N FLOPs per token (two matmuls per weight), not 2N"),
+              (lambda: _trn3_mxfp8_over_efa() / 2,
+               "you forgot the ring's factor 2: each chip sends about twice the gradient buffer")],
 )
 
 q2 = Exercise(
-    "Q2 bus bandwidth",
-    expected=lambda: collectives.busbw_bytes_per_s(4 * GiB, 40 * ms, 8) / GB,
+    "Q2 bus bandwidth of a 4 GiB all-reduce on 8 ranks in 40 ms",
     unit="GB/s",
-    hint="algbw = S / t; for all-reduce busbw = algbw · 2(n−1)/n. Use GiB for the size, GB/s for the answer.",
-    solution="answer_2 = collectives.busbw_bytes_per_s(4 * GiB, 40 * ms, 8) / GB",
-    wrong=lambda: collectives.algbw_bytes_per_s(4 * GiB, 40 * ms) / GB,
+    hint="algbw = S / t; for all-reduce busbw = algbw · 2(n−1)/n. The size is in GiB, the answer in GB/s.",
+    solution=("algbw = 4 * GiB / (40 * ms)          # bytes/s: the buffer over the time\n"
+              "busbw = algbw * 2 * (8 - 1) / 8      # what each rank's link carried\n"
+              "answer_2 = busbw / GB                 # decimal GB/s, as nccl-tests prints it"),
+    wrong=lambda: 4 * 2 ** 30 / 0.040 / 1e9,
+    mistakes=[(lambda: 4 * 2 ** 30 / 0.040 / 1e9,
+               "that is algbw; the bus bandwidth multiplies it by 2(n−1)/n"),
+              (lambda: 4 * 2 ** 30 / 0.040 * 1.75 / 2 ** 30,
+               "that is GiB/s (what nccom-test prints), or 4 GiB taken as 4 · 10**9 bytes; the "
+               "size is 4 · 2**30 bytes and the answer is in decimal GB/s")],
 )
 
 q3 = Exercise(
-    "Q3 ranks in two UltraServers at LNC=1",
-    expected=lambda: 2 * topology.ranks_per_system("trn2-ultraserver", lnc=1),
+    "Q3 ranks in three Trn2 UltraServers at LNC=1",
     unit="ranks",
-    hint="Logical cores per chip = physical NeuronCores / LNC (specs.chip('trn2').neuron_cores); "
-         "chips per UltraServer: specs.system('trn2-ultraserver').n_chips.",
-    solution="answer_3 = 2 * topology.ranks_per_system('trn2-ultraserver', lnc=1)",
-    wrong=lambda: 2 * topology.ranks_per_system("trn2-ultraserver", lnc=2),
+    hint=("A rank is a logical NeuronCore: physical cores per chip / LNC "
+          "(specs.chip('trn2').neuron_cores); chips per UltraServer: "
+          "specs.system('trn2-ultraserver').n_chips."),
+    solution=("ranks_per_chip = specs.chip('trn2').neuron_cores // 1    # LNC=1: one core per rank\n"
+              "chips = 3 * specs.system('trn2-ultraserver').n_chips     # three UltraServers\n"
+              "answer_3 = ranks_per_chip * chips"),
+    wrong=lambda: 3 * specs.system("trn2-ultraserver").n_chips * specs.chip("trn2").neuron_cores // 2,
+    mistakes=[(lambda: 3 * specs.system("trn2-ultraserver").n_chips * specs.chip("trn2").neuron_cores // 2,
+               "that is LNC=2 (two physical cores per rank)"),
+              (lambda: 3 * specs.system("trn2-ultraserver").n_chips,
+               "that counts chips; every chip runs several ranks"),
+              (lambda: 3 * specs.system("trn2.48xlarge").n_chips * specs.chip("trn2").neuron_cores,
+               "an UltraServer has four instances of 16 chips, not one")],
+    rel_tol=0.0,
 )
 
 q4 = Exercise(
-    "Q4 where does TP land?",
-    expected=lambda: topology.place(tp=64, pp=4, dp=2, system="trn2-ultraserver", lnc=2,
-                                    ordering="dp-tp-pp").level("tp").name,
-    hint="With ordering 'dp-tp-pp', DP varies fastest, so consecutive TP ranks are dp = 2 ranks "
-         "apart: how many chips and instances does one TP group touch? Answer with a level name: "
-         "'chip', 'instance', 'ultraserver' or 'efa'.",
-    solution="p = topology.place(tp=64, pp=4, dp=2, system='trn2-ultraserver', lnc=2, ordering='dp-tp-pp')\n"
-             "answer_4 = p.level('tp').name",
+    "Q4 where does TP land with ordering dp-tp-pp?",
+    hint=("With ordering 'dp-tp-pp', DP varies fastest, so consecutive TP ranks are dp = 2 ranks "
+          "apart: how many chips and instances does one TP group (TP64 ranks) touch? Answer with a "
+          "level name: 'chip', 'instance', 'ultraserver' or 'efa'."),
+    solution=("p = topology.place(tp=64, pp=4, dp=2, system='trn2-ultraserver', lnc=2,\n"
+              "                   ordering='dp-tp-pp')\n"
+              "# dp innermost: ranks 0 and 1 are the two DP replicas, on the same chip. TP64 ranks\n"
+              "# with a stride of 2 span 128 consecutive ranks = 32 chips = two instances, so\n"
+              "# every TP all-reduce crosses the UltraServer ring\n"
+              "answer_4 = p.level('tp').name"),
     wrong="instance",
+    mistakes=[("instance", "TP64 ranks fill one instance (16 chips at LNC=2) only when they are "
+                           "consecutive; with dp innermost they are two ranks apart"),
+              ("efa", "the 128 consecutive ranks a TP group spans stay inside one UltraServer; "
+                      "here it is PP that crosses EFA")],
 )
 
 q5 = Exercise(
-    "Q5 where latency takes over on EFA",
-    expected=lambda: collectives.latency_crossover_bytes(
-        16, specs.link("trn2-efa").bytes_per_s, specs.link("trn2-efa").latency_s) / MB,
-    unit="MB",
-    hint="Set 2(n−1)·α equal to 2(n−1)/n · S/B and solve for S; use EFA's per-chip bandwidth and "
-         "published latency from specs.link('trn2-efa'). Answer in MB (10**6 bytes).",
-    solution="efa = specs.link('trn2-efa')\n"
-             "answer_5 = collectives.latency_crossover_bytes(16, efa.bytes_per_s, efa.latency_s) / MB",
-    wrong=lambda: specs.link("trn2-efa").bytes_per_s * specs.link("trn2-efa").latency_s / MB,
+    "Q5 DP threshold with a hierarchical all-reduce (torus, then EFA) on Trainium2",
+    unit="tokens per chip",
+    hint=("Reduce-scatter and all-gather inside the 16-chip torus each cost (15/16)·S/W_torus; "
+          "only the shard S/16 crosses EFA, all-reduced at 2·(S/16)/W_efa (large group). With "
+          "S = 2N bytes, set the total equal to the backward pass 4·N·B/C and solve for B."),
+    solution=("C = specs.chip('trn2').dense_flops_per_s['bf16']          # FLOP/s per chip\n"
+              "W_torus = specs.link('trn2-neuronlink-intra').bytes_per_s  # bytes/s per chip\n"
+              "W_efa = specs.link('trn2-efa').bytes_per_s                 # bytes/s per chip\n"
+              "# comm per step = 2N·[2·(15/16)/W_torus + 2·(1/16)/W_efa] = 4N·[(15/16)/W_torus + (1/16)/W_efa]\n"
+              "# backward = 4·N·B/C  =>  B* = C·[(15/16)/W_torus + (1/16)/W_efa]\n"
+              "answer_5 = C * ((15 / 16) / W_torus + (1 / 16) / W_efa)   # tokens per chip"),
+    wrong=lambda: _c_over_w("trn2", "bf16", "trn2-efa"),
+    mistakes=[(lambda: _c_over_w("trn2", "bf16", "trn2-efa"),
+               "that is the flat ring over EFA; the hierarchical all-reduce sends only a sixteenth "
+               "of the gradients across EFA"),
+              (lambda: _c_over_w("trn2", "bf16", "trn2-efa") / 16,
+               "you dropped the two torus phases; they still take (15/16)·S/W_torus each")],
 )
 
 ALL = (q1, q2, q3, q4, q5)

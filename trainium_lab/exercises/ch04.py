@@ -1,67 +1,90 @@
-"""Exercises for chapter 04 (sizing a training job). Answers are computed by the package."""
+"""Exercises for chapter 04 (sizing a training job).
+
+Each solution is code that shows the arithmetic with units; running it gives the reference
+answer (it runs with the model modules, the ``units`` names, ``math`` and ``np`` in scope).
+The numbers differ from the chapter's own examples, so no answer is printed above its question.
+"""
 
 from __future__ import annotations
 
-from trainium_lab import sizing
-from trainium_lab.exercises import Exercise
-from trainium_lab.units import GB, GiB
+from trainium_lab.exercises import Exercise, run_solution
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "ALL"]
 
 q1 = Exercise(
-    "Q1 70B training state",
-    expected=lambda: sizing.training_state_bytes(70e9, 16) / GiB,
+    "Q1 training state of a 34B model",
     unit="GiB",
-    hint="16 bytes per parameter; divide bytes by GiB (2**30), not GB.",
-    solution="answer_1 = sizing.training_state_bytes(70e9, 16) / GiB",
-    wrong=lambda: sizing.training_state_bytes(70e9, 16) / GB,
+    hint="16 bytes per parameter (2 + 2 + 4 + 4 + 4); divide bytes by GiB (2**30), not by 10**9.",
+    solution=("n_params = 34e9\n"
+              "bytes_per_param = 2 + 2 + 4 + 4 + 4   # BF16 weight and gradient, FP32 master, Adam m and v\n"
+              "answer_1 = n_params * bytes_per_param / GiB"),
+    wrong=34e9 * 16 / 1e9,
+    mistakes=[(34e9 * 16 / 1e9, "that is GB (10^9 bytes); the question asks for GiB (2^30 bytes)"),
+              (34e9 * 12 / 2**30, "12 bytes per parameter is the recipe without the FP32 master copy; "
+                                  "mixed precision with Adam keeps 16"),
+              (34e9 * 18 / 2**30, "18 bytes counts FP32 gradients (Megatron-LM's convention); the course "
+                                  "counts BF16 gradients, 16 in all")],
 )
 
 q2 = Exercise(
     "Q2 ZeRO-2 per device",
-    expected=lambda: sizing.zero_bytes_per_device(7.5e9, 64, stage=2) / GB,
     unit="GB",
-    hint="ZeRO-2 keeps the 2-byte weights whole and shards gradients and optimizer state: "
-         "2Ψ + (2 + K)Ψ / N_d.",
-    solution="answer_2 = sizing.zero_bytes_per_device(7.5e9, 64, stage=2) / GB",
-    wrong=lambda: sizing.zero_bytes_per_device(7.5e9, 64, stage=1) / GB,
+    hint=("ZeRO-2 keeps the 2-byte weights whole on every device and shards gradients and optimizer "
+          "state: 2Ψ + (2 + K)Ψ / N_d, with K = 12."),
+    solution=("psi, n_d, k = 13e9, 32, 12\n"
+              "per_device = 2 * psi + (2 + k) * psi / n_d   # bytes: whole BF16 weights + shards\n"
+              "answer_2 = per_device / GB"),
+    wrong=(4 + 12 / 32) * 13e9 / 1e9,
+    mistakes=[((4 + 12 / 32) * 13e9 / 1e9, "that is ZeRO-1 (only the optimizer state sharded); ZeRO-2 "
+                                           "also shards the gradients"),
+              (16 * 13e9 / 32 / 1e9, "that is ZeRO-3: it also shards the weights"),
+              ((2 + 14 / 32) * 13e9 / 2**30, "that is GiB; the ZeRO paper and this question use GB (10^9)")],
 )
 
 q3 = Exercise(
     "Q3 chips without a master copy",
-    expected=lambda: sizing.min_chips_for_state(
-        sizing.training_state_bytes(70e9, sizing.recipe("bf16-sr-adam").bytes_per_param), "trn2"),
     unit="chips",
     rel_tol=0.0,
-    hint="Stochastic rounding removes the 4-byte FP32 master copy: 12 bytes/param. Divide by "
-         "65 % of one chip's HBM and round up.",
-    solution=("state = sizing.training_state_bytes(70e9, sizing.recipe('bf16-sr-adam').bytes_per_param)\n"
-              "answer_3 = sizing.min_chips_for_state(state, 'trn2')"),
-    wrong=lambda: sizing.min_chips_for_state(sizing.training_state_bytes(70e9, 16), "trn2"),
+    hint=("Stochastic rounding removes the 4-byte FP32 master copy: 12 bytes per parameter. Divide by "
+          "65 % of one chip's HBM (the 35 % rule) and round up."),
+    solution=("state = 70e9 * (2 + 2 + 4 + 4)                     # bytes: no FP32 master copy\n"
+              "room = specs.chip('trn2').hbm_bytes * (1 - 0.35)   # bytes per chip kept for state\n"
+              "answer_3 = math.ceil(state / room)"),
+    wrong=17,
+    mistakes=[(17, "17 chips is the 16-byte recipe; without the master copy it is 12 bytes per parameter"),
+              (9, "you divided by the whole HBM: the 35 % rule keeps a share of it for activations"),
+              (12, "round up: 12 chips hold a little less than the state")],
 )
 
 q4 = Exercise(
     "Q4 instance-days at 50 % MFU",
-    expected=lambda: sizing.instance_days(sizing.training_flops(70e9, 2e12), 0.50, "trn2.48xlarge"),
     unit="instance-days",
-    hint="6·N·D FLOPs, divided by (16 chips × dense BF16 rate × MFU), then by 86,400 s.",
-    solution="answer_4 = sizing.instance_days(sizing.training_flops(70e9, 2e12), 0.50, 'trn2.48xlarge')",
-    wrong=lambda: sizing.instance_days(sizing.training_flops(70e9, 2e12), 0.40, "trn2.48xlarge"),
+    hint=("Instance-days scale as 1/MFU: the same FLOPs at a higher utilisation take fewer days. "
+          "Or from scratch: 6·N·D FLOPs ÷ (16 chips × dense BF16 rate × MFU) ÷ 86,400 s."),
+    solution=("flops = 6 * 70e9 * 2e12                               # 6ND\n"
+              "inst = specs.system('trn2.48xlarge')                 # one instance\n"
+              "instance_peak = inst.n_chips * inst.chip.dense_flops_per_s['bf16']   # FLOP/s\n"
+              "answer_4 = flops / (instance_peak * 0.50) / day"),
+    wrong=lambda: run_solution(q4._solution) * (0.5 / 0.4) ** 2,
+    mistakes=[(lambda: run_solution(q4._solution) * (0.5 / 0.4) ** 2,
+               "you scaled the 40 % figure up; time falls as MFU rises: multiply by 0.4 / 0.5"),
+              (lambda: run_solution(q4._solution) * 0.5 / 0.4, "that is the 40 % MFU figure"),
+              (lambda: run_solution(q4._solution) * _chips("trn2.48xlarge"),
+               "that is chip-days: divide by the chips of one instance")],
 )
 
 q5 = Exercise(
     "Q5 selective recompute saving for Llama 3 70B",
     unit="(fraction)",
-    hint="Selective recomputation drops the attention-core term. For Llama 3's layer (no dropout, "
-         "GQA, SwiGLU: sizing.activation_options) that term is 2as/h against 8 + 25.5 for the rest; "
-         "pass the options to sizing.activation_bytes_per_layer.",
+    hint=("Selective recomputation drops the attention-core term. For Llama 3's layer (no dropout, GQA, "
+          "SwiGLU: sizing.activation_coefficients with sizing.activation_options) the core is 2as/h "
+          "against 8 + 25.5 for the rest."),
     solution=("p = sizing.preset('llama3-70b')\n"
-              "arch = sizing.activation_options(p)   # no dropout, GQA, SwiGLU\n"
-              "full = sizing.activation_bytes_per_layer(p.seq_len, 1, p.d_model, p.n_heads, **arch)\n"
-              "sel = sizing.activation_bytes_per_layer(p.seq_len, 1, p.d_model, p.n_heads, "
-              "recompute='selective', **arch)\n"
-              "answer_5 = 1 - sel / full   # (2as/h) / (33.5 + 2as/h) = 128 / 161.5"),
-    wrong=lambda: 80 / 114,
+              "c = sizing.activation_coefficients(p.n_heads, p.d_model, **sizing.activation_options(p))\n"
+              "core = c.attention_core * p.n_heads * p.seq_len / p.d_model   # 2as/h = 128 (bytes per sbh)\n"
+              "rest = c.replicated + c.sharded                              # 8 + 25.5 = 33.5\n"
+              "answer_5 = core / (rest + core)   # share of the layer's bytes recomputation drops"),
+    wrong=80 / 114,
     mistakes=[(320 / 354, "that is the saving for Korthikanti's GPT layer (5as/h with dropout); "
                           "Llama 3 has no dropout, so its attention core is 2as/h, and GQA and "
                           "SwiGLU change the other terms"),
@@ -70,11 +93,32 @@ q5 = Exercise(
 
 q6 = Exercise(
     "Q6 MFU from a measured throughput",
-    expected=lambda: sizing.mfu_from_throughput(60_000, 8e9, 16, "trn2"),
     unit="(fraction)",
     hint="MFU = tokens/s × 6N / (chips × dense BF16 peak per chip).",
-    solution="answer_6 = sizing.mfu_from_throughput(60_000, 8e9, 16, 'trn2')",
-    wrong=lambda: sizing.mfu_from_throughput(60_000, 8e9, 16, "trn2", dtype="fp8"),
+    solution=("model_flops_per_s = 60_000 * 6 * 8e9                      # tokens/s x FLOPs per token\n"
+              "inst = specs.system('trn2.48xlarge')\n"
+              "peak = inst.n_chips * inst.chip.dense_flops_per_s['bf16']   # one instance, FLOP/s\n"
+              "answer_6 = model_flops_per_s / peak"),
+    wrong=lambda: 60_000 * 6 * 8e9 / (_chips("trn2.48xlarge") * _trn2("fp8")),
+    mistakes=[(lambda: 60_000 * 6 * 8e9 / (_chips("trn2.48xlarge") * _trn2("fp8")),
+               "that divides by the FP8 peak; the run computes in BF16"),
+              (lambda: 60_000 * 2 * 8e9 / (_chips("trn2.48xlarge") * _trn2("bf16")),
+               "training costs 6N FLOPs per token (2N forward, 4N backward), not 2N"),
+              (lambda: 60_000 * 6 * 8e9 / (_chips("trn2-ultraserver") * _trn2("bf16")),
+               "that divides by a whole UltraServer's chips; the run used one trn2.48xlarge")],
 )
+
+
+def _trn2(dtype: str) -> float:
+    from trainium_lab import specs
+
+    return specs.chip("trn2").dense_flops_per_s[dtype]
+
+
+def _chips(system: str) -> int:
+    from trainium_lab import specs
+
+    return specs.system(system).n_chips
+
 
 ALL = (q1, q2, q3, q4, q5, q6)

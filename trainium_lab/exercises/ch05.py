@@ -1,105 +1,145 @@
-"""Exercises for chapter 05 (parallel layouts). Answers are computed by the package."""
+"""Exercises for chapter 05 (parallel layouts).
+
+Each solution is code that shows the arithmetic with units; running it gives the reference
+answer (it runs with the model modules, the ``units`` names, ``math`` and ``np`` in scope).
+The numbers differ from the chapter's own examples, so no answer is printed above its question.
+"""
 
 from __future__ import annotations
 
-import functools
+from trainium_lab.exercises import Exercise, run_solution
 
-from trainium_lab import layouts
-from trainium_lab.exercises import Exercise
-from trainium_lab.units import GiB
-
-__all__ = ["q1", "q2", "q3", "q4", "q5", "ALL"]
-
-
-def _state_gib(zero_stage: int) -> float:
-    m = layouts.custom_model("405B", n_layers=126, d_model=16384, n_heads=128, n_kv_heads=8,
-                             ffn_dim=53248, n_params=405e9)
-    lay = layouts.layout(m, tp=64, pp=4, dp=2, zero_stage=zero_stage, system="trn2-ultraserver", lnc=2)
-    return layouts.evaluate(lay).state_bytes / GiB
-
-
-def _activations_gib(in_flight: bool) -> float:
-    lay = layouts.layout("llama3-405b", tp=64, pp=4, dp=2, zero_stage=1, micro_batch=1, n_micro_batches=16,
-                         recompute="selective", system="trn2-ultraserver", lnc=2)
-    a = layouts.evaluate(lay).memory_bytes["activations"] / GiB
-    return a if in_flight else a / 4
-
-
-@functools.cache
-def _fewest_ultraservers(with_margin: bool) -> int:
-    for n in range(1, 9):
-        p = layouts.plan("llama3-405b", system="trn2-ultraserver", n_systems=n, lnc=2, global_batch=1024,
-                         min_headroom_fraction=0.10 if with_margin else 0.0)
-        if not p.table.empty:
-            return n
-    raise RuntimeError("no layout fits on up to 8 UltraServers")  # pragma: no cover
-
+__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "ALL"]
 
 q1 = Exercise(
-    "Q1 ZeRO-3 instead of ZeRO-1",
-    expected=lambda: _state_gib(3),
-    unit="GiB per chip",
-    hint="ZeRO-3 also shards the 2-byte weights and 2-byte gradients over DP: all 16 bytes/param "
-         "end up split over all 128 chips.",
-    solution=("m = layouts.custom_model('405B', n_layers=126, d_model=16384, n_heads=128, n_kv_heads=8,\n"
-              "                         ffn_dim=53248, n_params=405e9)\n"
-              "lay = layouts.layout(m, tp=64, pp=4, dp=2, zero_stage=3, system='trn2-ultraserver', lnc=2)\n"
-              "answer_1 = layouts.evaluate(lay).state_bytes / GiB   # = 16 * 405e9 / 128 / GiB"),
-    wrong=lambda: _state_gib(1),
+    "Q1 bubble of a 6-stage pipeline",
+    unit="(fraction of the busy time)",
+    hint=("The pipeline needs p − 1 extra slots to fill and drain, each as long as one micro-batch's "
+          "forward and backward on one stage; the busy time is m such slots."),
+    solution=("p, m = 6, 20\n"
+              "slots_total = m + p - 1            # 25 slots of (t_f + t_b) each\n"
+              "slots_busy = m                     # 20 of them do work on every stage\n"
+              "answer_1 = (slots_total - slots_busy) / slots_busy   # (p - 1) / m"),
+    wrong=0.2,
+    mistakes=[(0.2, "that is the bubble as a share of the whole step, (p − 1)/(m + p − 1); the question "
+                    "asks for it relative to the busy time, (p − 1)/m"),
+              (0.3, "the pipeline fills and drains in p − 1 slots, not p")],
 )
 
 q2 = Exercise(
-    "Q2 micro-batches for a 5 % bubble",
-    expected=lambda: 3 / 0.05,
+    "Q2 activations GPipe keeps on stage 1",
     unit="micro-batches",
     rel_tol=0.0,
-    hint="With 1F1B the bubble is (p − 1)/m of the busy time. Solve (4 − 1)/m = 0.05 for m.",
-    solution="answer_2 = (4 - 1) / 0.05   # check: layouts.pipeline_bubble_fraction(4, 60) == 0.05",
-    wrong=4 / 0.05,
+    hint=("GPipe runs every forward before any backward, so stage 1 must keep the activations of every "
+          "micro-batch until its backward comes back; 1F1B starts a backward after p forwards."),
+    solution=("p, m = 6, 20\n"
+              "gpipe = m              # all forwards first: every micro-batch is in flight at once\n"
+              "one_f_one_b = min(p, m)  # for comparison: a backward frees one before the next forward\n"
+              "answer_2 = gpipe"),
+    wrong=6,
+    mistakes=[(6, "that is 1F1B, which starts freeing activations after p forwards; GPipe keeps all m "
+                  "until the backwards begin"),
+              (1, "stage 1 runs forwards back to back: several micro-batches wait for their backward")],
 )
 
 q3 = Exercise(
-    "Q3 first-stage activations",
-    expected=lambda: _activations_gib(True),
-    unit="GiB per chip",
-    hint="Under 1F1B the first stage holds up to p micro-batches in flight, each with ceil(126/4) = 32 "
-         "layers of Llama 3's per-layer bytes per rank under selective recompute and sequence "
-         "parallelism, (8 + 4 + 4g + 6f/h)·s·b·h/t with g = KV heads / heads and f = ffn_dim "
-         "(chapter 04), times 4 ranks per chip.",
-    solution=("lay = layouts.layout('llama3-405b', tp=64, pp=4, dp=2, zero_stage=1, micro_batch=1,\n"
-              "                     n_micro_batches=16, recompute='selective', lnc=2)\n"
-              "answer_3 = layouts.evaluate(lay).memory_bytes['activations'] / GiB"),
-    wrong=lambda: _activations_gib(False),
-    mistakes=[(lambda: _activations_gib(True) * 34 / 31.75,
-               "that is Korthikanti's GPT layer (34·s·b·h/t); Llama 3 405B has no dropout, GQA and a "
-               "SwiGLU MLP, 31.75·s·b·h/t (sizing.activation_coefficients)"),
-              (lambda: _activations_gib(False), "that is one micro-batch: under 1F1B the first stage "
-               "holds p = 4 in flight")],
+    "Q3 micro-batch that hides the DP all-reduce on Trn3",
+    unit="tokens per replica",
+    hint=("b* = (n−1)/n · (g/2) · MFU · C/W: the ring all-reduce of g bytes per parameter against the "
+          "backward pass of the last micro-batch, 4 FLOPs per parameter per token."),
+    solution=("c = specs.chip('trn3').dense_flops_per_s['bf16']   # FLOP/s per chip\n"
+              "w = specs.link('trn3-efa').bytes_per_s               # bytes/s per chip over EFA\n"
+              "n, g, mfu = 4, 2, 0.5                                 # replicas, BF16 bytes, utilisation\n"
+              "ring = 2 * (n - 1) / n * g                            # bytes sent per parameter\n"
+              "backward = 4 / (mfu * c)                              # seconds per parameter per token\n"
+              "answer_3 = ring / w / backward                        # tokens: (n-1)/n * g/2 * mfu * C/W"),
+    wrong=lambda: _c_over_w(),
+    mistakes=[(lambda: _c_over_w(), "that is C/W itself, the rule for many replicas at peak; here n = 4 "
+                                    "and the chips run at 50 % MFU"),
+              (lambda: run_solution(q3._solution) * 4 / 3, "you left out the ring's (n − 1)/n: with 4 "
+                                                            "replicas each sends 3/4 of the buffer twice"),
+              (lambda: run_solution(q3._solution) * 2, "slower compute hides more: at 50 % MFU the "
+                                                        "backward pass takes twice as long, halving the "
+                                                        "tokens needed"),
+              (lambda: run_solution(q3._solution) * 2 / 3, "the reduction hides behind the backward pass "
+                                                            "(4N FLOPs per token), not the whole step (6N)")],
 )
+
+
+def _c_over_w() -> float:
+    from trainium_lab import specs
+
+    return specs.chip("trn3").dense_flops_per_s["bf16"] / specs.link("trn3-efa").bytes_per_s
+
 
 q4 = Exercise(
-    "Q4 fewest UltraServers for 405B",
-    expected=lambda: _fewest_ultraservers(True),
-    unit="Trn2 UltraServers",
-    rel_tol=0.0,
-    hint="Run layouts.plan for n_systems = 1, 2, ... (global batch 1024, 10 % of HBM kept free) and "
-         "stop at the first whose table is not empty.",
-    solution=("answer_4 = next(n for n in range(1, 9) if not layouts.plan(\n"
-              "    'llama3-405b', system='trn2-ultraserver', n_systems=n, lnc=2, global_batch=1024,\n"
-              "    min_headroom_fraction=0.10).table.empty)"),
-    wrong=1,
+    "Q4 TP limit of a 20,480-wide SwiGLU MLP across the Trn2 ring",
+    unit="chips",
+    hint=("Y* = 1 + k·f / (2·C/W): k = 3 matrix multiplies for SwiGLU, f the MLP width, C/W at the "
+          "level the TP group crosses (the ring between the instances of a Trn2 UltraServer)."),
+    solution=("c = specs.chip('trn2').dense_flops_per_s['bf16']              # FLOP/s per chip\n"
+              "w = specs.link('trn2-neuronlink-inter').bytes_per_s            # ring, bytes/s per chip\n"
+              "k, f = 3, 20_480                                               # SwiGLU: gate, up, down\n"
+              "# all-reduce 2(Y-1)/Y * 2Bh/W = compute 2k*B*h*f/(Y*C)  =>  Y - 1 = k*f*W/(2C)\n"
+              "answer_4 = 1 + k * f / (2 * c / w)"),
+    wrong=lambda: _tp_limit(2, "trn2-neuronlink-inter"),
+    mistakes=[(lambda: _tp_limit(2, "trn2-neuronlink-inter"), "you counted two matrix multiplies (a GeLU "
+                                                              "MLP); SwiGLU has three: gate, up and down"),
+              (lambda: _tp_limit(3, "trn2-neuronlink-inter") - 1, "you dropped the + 1 of the ring factor "
+                                                                 "(Y − 1)/Y"),
+              (lambda: _tp_limit(3, "trn2-neuronlink-intra"), "that uses the bandwidth inside one instance; "
+                                                              "a group across instances crosses the slower "
+                                                              "ring")],
 )
+
+
+def _tp_limit(k: int, link: str) -> float:
+    from trainium_lab import specs
+
+    c = specs.chip("trn2").dense_flops_per_s["bf16"]
+    return 1 + k * 20_480 / (2 * c / specs.link(link).bytes_per_s)
+
 
 q5 = Exercise(
-    "Q5 Trn3 Gen2: 405B fully sharded in one domain",
-    expected=lambda: float(layouts.fully_sharded_table(405e9, 16, "trn3-gen2-ultraserver", (1,))
-                           .left_gib_per_chip.iloc[0]),
-    unit="GiB left per chip",
-    hint="6,035 GiB of state over the 144 chips of one Trn3 Gen2 UltraServer; each chip has 144 GiB.",
-    solution=("t = layouts.fully_sharded_table(405e9, 16, 'trn3-gen2-ultraserver', (1,))\n"
-              "answer_5 = t.left_gib_per_chip.iloc[0]"),
-    wrong=lambda: float(layouts.fully_sharded_table(405e9, 16, "trn2-ultraserver", (1,))
-                        .left_gib_per_chip.iloc[0]),
+    "Q5 ZeRO-3 state per chip with FP32 gradients",
+    unit="GiB per chip",
+    hint=("ZeRO-3 shards all of the state over every chip of the layout. With FP32 gradients (the "
+          "Megatron-LM / DeepSpeed count, chapter 04) a parameter carries 2 + 4 + 4 + 8 bytes."),
+    solution=("n_params = 405e9\n"
+              "bytes_per_param = 2 + 4 + 4 + 4 + 4      # BF16 weight, FP32 gradient, FP32 master, Adam m, v\n"
+              "n_chips = 2 * specs.system('trn2-ultraserver').n_chips   # TP 16 chips x PP4 x DP2\n"
+              "answer_5 = n_params * bytes_per_param / n_chips / GiB"),
+    wrong=lambda: 16 * 405e9 / 128 / (2**30),
+    mistakes=[(lambda: 16 * 405e9 / 128 / (2**30), "that counts BF16 gradients (16 bytes per parameter); "
+                                                   "the question counts FP32 gradients, 18"),
+              (lambda: 18 * 405e9 / 128 / 1e9, "you divided by 10^9 (GB); the question asks for GiB (2^30)"),
+              (lambda: 18 * 405e9 / 64 / (2**30), "ZeRO-3 shards over the data-parallel replicas too: all "
+                                                  "128 chips, not the 64 of one replica")],
 )
 
-ALL = (q1, q2, q3, q4, q5)
+
+q6 = Exercise(
+    "Q6 first-stage activations with only 2 micro-batches",
+    unit="GiB per chip",
+    hint=("Under 1F1B the first stage keeps min(p, m) micro-batches in flight, each with its ⌈L/p⌉ "
+          "layers of activations; per layer and rank Llama 3's layer under selective recomputation and "
+          "sequence parallelism keeps (8 + 4 + 4g + 6f/h)·s·b·h/t bytes (chapter 04); a chip runs "
+          "several ranks (topology.ranks_per_chip)."),
+    solution=("m = sizing.preset('llama3-405b')\n"
+              "p, n_micro, t = 4, 2, 64                            # stages, micro-batches, TP ranks\n"
+              "ranks_per_chip = topology.ranks_per_chip('trn2', 2)  # LNC=2\n"
+              "c = sizing.activation_coefficients(m.n_heads, m.d_model, **sizing.activation_options(m))\n"
+              "per_layer_rank = (c.replicated + c.sharded) * m.seq_len * 1 * m.d_model / t   # bytes, SP\n"
+              "layers = math.ceil(m.n_layers / p)                  # 32 layers on the first stage\n"
+              "in_flight = min(p, n_micro)                         # 2: m < p\n"
+              "answer_6 = in_flight * layers * per_layer_rank * ranks_per_chip / GiB"),
+    wrong=lambda: run_solution(q6._solution) * 2,
+    mistakes=[(lambda: run_solution(q6._solution) * 2, "1F1B keeps min(p, m) micro-batches: with only m = 2 "
+                                                       "there are never 4 in flight"),
+              (lambda: run_solution(q6._solution) / 2, "stage 1 runs both forwards before the first backward "
+                                                       "returns: 2 micro-batches are in flight"),
+              (lambda: run_solution(q6._solution) * 34 / 31.75, "that is Korthikanti's GPT layer (34·sbh/t); "
+                                                               "Llama 3 405B's layer keeps 31.75·sbh/t")],
+)
+
+ALL = (q1, q2, q3, q4, q5, q6)

@@ -1,21 +1,25 @@
-"""Chapter 01's widgets: the roofline explorer, the NeuronCore counter and the claims table."""
+"""Chapter 01's widgets: the roofline explorer (a matmul crossing the ridge as its batch grows)
+and the claims table."""
 
 from __future__ import annotations
 
 import html
+import math
 from dataclasses import dataclass
 
 import ipywidgets as W
 import pandas as pd
 
 from trainium_lab import cores, roofline, specs
-from trainium_lab.charts.hardware import core_counts_chart, roofline_chart
-from trainium_lab.units import GiB, format_bandwidth, format_flop_rate, format_seconds
+from trainium_lab.charts.hardware import roofline_chart
+from trainium_lab.units import format_flop_rate, format_seconds
 from trainium_lab.widgets.base import Explorer, benchmarked
 
-__all__ = ["roofline_explorer", "core_counter", "claims_explorer"]
+__all__ = ["roofline_explorer", "claims_explorer"]
 
-_DTYPES = ["bf16", "fp16", "tf32", "fp32", "fp8", "mxfp8", "mxfp4", "fp4"]
+#: every dtype the course has a rate table entry for (specs' canonical keys, not retyped)
+def _dtypes() -> list[str]:
+    return list(dict.fromkeys(specs.DTYPE_ALIASES.values()))
 
 
 @dataclass(frozen=True)
@@ -23,8 +27,11 @@ class _RooflineView:
     bound: roofline.MatmulBound
     tiled: roofline.MatmulBound | None
     array: roofline.ArrayUtilisation | None
+    m_star: float
+    limit: float
     curves: pd.DataFrame
     point: pd.DataFrame
+    path: pd.DataFrame
 
 
 def _roofline(chip: str, dtype: str, m: int, n: int, k: int) -> _RooflineView:
@@ -32,20 +39,31 @@ def _roofline(chip: str, dtype: str, m: int, n: int, k: int) -> _RooflineView:
     trainium = roofline.device(chip).kind == "trainium"
     tiled = roofline.matmul_bound(m, n, k, dtype, chip, tiled=True) if trainium else None
     array = roofline.array_utilisation(m, n, k, chip, dtype) if trainium else None
-    high = max(1e5, 10 * b.intensity_flop_per_byte)
-    curves = roofline.roofline_curve(chip, dtype, low=0.1, high=high)
+    m_star = roofline.compute_bound_batch(n, k, dtype, chip)
+    limit = roofline.intensity_limit(n, k, dtype)
+    m_max = max(2048, 2 * b.m, 2 * math.ceil(m_star) if m_star < 10**6 else 0)
+    # on log-log axes the path lies on the roof: its ends and the ridge crossing draw it exactly
+    path = roofline.batch_curve(n, k, dtype, chip, m_max=m_max, n_points=2)
+    high = max(1e4, 10 * b.ridge_flop_per_byte, 3 * min(limit, path.intensity.iloc[-1]))
+    curves = roofline.roofline_curve(chip, dtype, low=0.5, high=high)
+    label = f"{m}×{k} @ {k}×{n}"
     rows = [{"intensity": b.intensity_flop_per_byte, "tflops": b.achieved_flops_per_s / 1e12,
-             "bound": b.bound, "label": f"{m}×{k} @ {k}×{n}", "kind": "roofline bound"}]
+             "bound": b.bound, "label": label, "kind": "roofline bound"}]
     if tiled is not None and array is not None:
         rows.append({"intensity": b.intensity_flop_per_byte,
                      "tflops": tiled.achieved_flops_per_s / 1e12, "bound": tiled.bound,
-                     "label": rows[0]["label"], "kind": f"counting {array.rows}×{array.cols} tiles"})
-    return _RooflineView(b, tiled, array, curves, pd.DataFrame(rows))
+                     "label": label, "kind": f"counting {array.rows}×{array.cols} tiles"})
+    if m_star < m_max:  # where the path meets the ridge
+        rows.append({"intensity": b.ridge_flop_per_byte, "tflops": b.peak_flops_per_s / 1e12,
+                     "bound": "tensor engine", "label": f"m* = {m_star:,.1f}",
+                     "kind": f"ridge crossed at m* = {m_star:,.1f}"})
+    return _RooflineView(b, tiled, array, m_star, limit, curves, pd.DataFrame(rows), path)
 
 
 def _render_roofline(v: _RooflineView):
     b = v.bound
-    return roofline_chart(v.curves, v.point, labels=False,
+    return roofline_chart(v.curves, v.point, labels=False, path=v.path,
+                          path_label=f"reachable as m grows (n = {b.n:,}, k = {b.k:,})",
                           title=f"{v.curves.device[0]} roofline, {b.dtype}: {b.m}×{b.k} @ {b.k}×{b.n}")
 
 
@@ -56,6 +74,13 @@ def _describe_roofline(v: _RooflineView) -> str:
             f"Intensity <b>{b.intensity_flop_per_byte:,.3g}</b> FLOP/byte against a ridge point of "
             f"<b>{b.ridge_flop_per_byte:,.0f}</b>: at best {format_flop_rate(b.achieved_flops_per_s)}, "
             f"{b.fraction_of_peak:.1%} of the {format_flop_rate(b.peak_flops_per_s)} peak.")
+    if math.isfinite(v.m_star):
+        text += (f"<br>With n = {b.n:,} and k = {b.k:,} the matmul turns compute-bound from "
+                 f"<b>m* = {v.m_star:,.1f}</b> (1/m* = 2/(ridge·bytes) − 1/n − 1/k).")
+    else:
+        text += (f"<br>With n = {b.n:,} and k = {b.k:,} <b>no batch makes it compute-bound</b>: "
+                 f"as m grows the intensity only approaches 2nk/((n + k)·bytes) = "
+                 f"{v.limit:,.3g} FLOP/byte, below the ridge.")
     if v.array is not None and v.tiled is not None:
         a = v.array
         text += (f"<br>Tensor engine: k fills {a.k_fill:.0%} of the {a.rows} rows and m "
@@ -67,53 +92,21 @@ def _describe_roofline(v: _RooflineView) -> str:
     return text
 
 
-@benchmarked(("chip", "trn3"), ("dtype", "fp32"), ("m", 1), ("k", 100), ("n", 100_000))
-def roofline_explorer(m: int = 4096, n: int = 4096, k: int = 4096, chip: str = "trn2",
+@benchmarked(("m", 300), ("chip", "trn3"), ("dtype", "fp8"), ("k", 100), ("n", 100_000))
+def roofline_explorer(m: int = 32, n: int = 8192, k: int = 8192, chip: str = "trn2",
                       dtype: str = "bf16") -> Explorer:
-    """Chip, dtype and matmul shape → time bound, binding resource and the point on a roofline."""
+    """Batch m (a slider), n, k, chip and dtype → the matmul's point and path on the roofline,
+    where it crosses the ridge (m*), the binding resource and the array's use."""
     controls = {
+        "m": W.IntSlider(value=m, min=1, max=max(2048, m), description="m (batch)",
+                         layout=W.Layout(width="420px")),
         "chip": W.Dropdown(options=[(roofline.device(d).name, d) for d in roofline.device_names()],
                            value=chip, description="chip"),
-        "dtype": W.Dropdown(options=_DTYPES, value=dtype, description="dtype"),
-        "m": W.IntText(value=m, description="m (rows of A)"),
         "n": W.IntText(value=n, description="n (cols of B)"),
+        "dtype": W.Dropdown(options=_dtypes(), value=dtype, description="dtype"),
         "k": W.IntText(value=k, description="k (shared)"),
     }
     return Explorer(controls, _roofline, _render_roofline, _describe_roofline, columns=2)
-
-
-def _counts(system: str, lnc, n_systems: int):
-    return cores.core_count_table(system, None if lnc == "default" else lnc, n_systems), \
-        cores.core_counts(system, None if lnc == "default" else lnc, n_systems)
-
-
-def _render_counts(result):
-    table, cc = result
-    return core_counts_chart(table.attrs["long"], title=f"{cc.name}: LNC={cc.lnc}")
-
-
-def _describe_counts(result) -> str:
-    _, cc = result
-    text = (f"<b>{cc.n_chips:,}</b> chips, <b>{cc.physical_cores:,}</b> physical NeuronCores, "
-            f"<b>{cc.logical_cores:,}</b> logical NeuronCores at LNC={cc.lnc} "
-            f"(so {cc.ranks:,} runtime ranks, {cc.logical_cores_per_chip} per chip). "
-            f"Each logical core has {cc.hbm_bytes_per_logical_core / GiB:g} GiB of HBM")
-    if cc.efa_bytes_per_s_per_logical_core is not None:
-        text += f" and {format_bandwidth(cc.efa_bytes_per_s_per_logical_core)} of EFA"
-    return text + "."
-
-
-@benchmarked(("lnc", 1), ("system", "trn2-ultraserver"), ("n_systems", 4))
-def core_counter(system: str = "trn2.48xlarge") -> Explorer:
-    """System, LNC setting and number of systems → chips, physical and logical cores."""
-    controls = {
-        "system": W.Dropdown(options=[(s.name, s.key) for s in specs.systems()], value=system,
-                             description="system"),
-        "lnc": W.Dropdown(options=[("default", "default"), ("1", 1), ("2", 2)], value="default",
-                          description="LNC"),
-        "n_systems": W.IntText(value=1, description="how many"),
-    }
-    return Explorer(controls, _counts, _render_counts, _describe_counts, columns=3)
 
 
 def _claims_html(df: pd.DataFrame) -> str:

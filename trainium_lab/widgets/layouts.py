@@ -13,7 +13,8 @@ import ipywidgets as W
 import pandas as pd
 
 from trainium_lab import layouts, sizing, topology
-from trainium_lab.charts.layouts import layout_dashboard, plan_scatter_chart
+from trainium_lab.charts.layouts import (layout_dashboard, plan_scatter_chart, tp_label, with_chip_counts,
+                                         with_chip_labels)
 from trainium_lab.charts.topology import placement_chart
 from trainium_lab.widgets.base import Explorer, benchmarked, error_html
 
@@ -63,9 +64,9 @@ def _describe_layout(v: _LayoutView) -> str:
            '<span style="color:#a40000">✗ does not fit</span>')
     t = e.time_s
     exposed = t["dp_exposed"]
-    return (f"<b>{html.escape(lay.label())}</b><br>"
+    return (f"<b>{html.escape(with_chip_counts(lay.label(), c.ranks_per_chip))}</b><br>"
             f"{c.n_systems} × {c.system}: {c.n_chips} chips, {c.n_ranks} ranks (LNC={c.lnc}). "
-            f"TP on <b>{e.levels['tp']}</b>, PP on <b>{e.levels['pp']}</b>, DP on <b>{e.levels['dp']}</b>.<br>"
+            f"{html.escape(tp_label(lay.tp, c.ranks_per_chip))} on <b>{e.levels['tp']}</b>, PP on <b>{e.levels['pp']}</b>, DP on <b>{e.levels['dp']}</b>.<br>"
             f"Memory per chip {e.total_bytes / gib:.1f} GiB of {e.hbm_bytes / gib:.0f} GiB "
             f"(state {e.state_bytes / gib:.1f}, activations {e.memory_bytes['activations'] / gib:.1f}); "
             f"{e.headroom_bytes / gib:.1f} GiB left, margin {e.min_headroom_fraction:.0%}: {fit}.<br>"
@@ -137,6 +138,9 @@ class PlannerExplorer(Explorer):
             "top_n": W.IntSlider(value=8, min=1, max=30, description="rows"),
         }
         super().__init__(controls, self._view, self._render, self._describe, columns=3)
+        if self.result is not None:  # build each colour's chart template once, up front
+            for option in controls["colour"].options:
+                self._render(_PlanView(self.plan, self.result.table.head(1), option, 1))
         grid = W.GridBox(list(self.inputs.values()) + [self.button],
                          layout=W.Layout(grid_template_columns="repeat(3, max-content)", grid_gap="4px 16px"))
         self.widget = W.VBox([grid, self.status, *self.widget.children])
@@ -163,7 +167,8 @@ class PlannerExplorer(Explorer):
         frac = float(min_headroom_pct) / 100
         if not 0 <= frac < 1:
             raise ValueError("min_headroom_pct must be in [0, 100)")
-        return _PlanView(self.plan, self.plan.fitting(frac), colour, int(top_n))
+        keep = with_chip_labels(self.plan.fitting(frac), self.plan.cluster.ranks_per_chip)
+        return _PlanView(self.plan, keep, colour, int(top_n))
 
     @staticmethod
     def _render(v: _PlanView):
@@ -178,15 +183,19 @@ class PlannerExplorer(Explorer):
             return error_html("Nothing fits with this much HBM kept free: add systems, or keep less free.")
         cols = ["rank", "label", "tp_level", "pp_level", "dp_level", "memory_gib", "headroom_gib",
                 "step_s", "tokens_per_s", "mfu_effective"]
-        shown = v.table[cols].head(v.top_n).copy()
         fmt = {"memory_gib": "{:.1f}", "headroom_gib": "{:.1f}", "step_s": "{:.2f}",
                "tokens_per_s": "{:,.0f}", "mfu_effective": "{:.1%}"}
-        for c, f in fmt.items():
-            shown[c] = [f.format(x) for x in shown[c]]
+        top = v.table.head(v.top_n)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(fmt[c].format(r[c]) if c in fmt else str(r[c]))}</td>"
+                             for c in cols) + "</tr>"
+            for r in top[cols].to_dict("records"))
+        table = ('<table class="dataframe"><thead><tr>' + "".join(f"<th>{c}</th>" for c in cols)
+                 + f"</tr></thead><tbody>{body}</tbody></table>")
         best = v.table.iloc[0]
         head = (f"{len(v.table)} of {len(v.plan.all)} layouts fit. Best: <b>{html.escape(best.label)}</b>, "
                 f"{best.tokens_per_s:,.0f} tokens/s.")
-        return head + shown.to_html(index=False, border=0)
+        return head + table
 
 
 @benchmarked(("min_headroom_pct", 25), ("colour", "zero_stage"), ("top_n", 4))

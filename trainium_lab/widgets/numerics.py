@@ -106,3 +106,49 @@ def training_explorer(learning_rate: float = 0.03) -> Explorer:
                 + f" (best possible {df.attrs['noise_floor']:.4f})")
 
     return Explorer(controls, compute, charts.loss_curves_chart, describe)
+
+
+# --------------------------------------------------------------------- block scaling (issue 15)
+
+# labels from the one table of number formats (trainium_lab.dtypes, through numerics)
+_MX_OF = {element: numerics.MX_LABELS[mx] for mx, element in numerics.MX_FORMATS.items()}
+_ELEMENTS = [(numerics.LABELS[element], element) for element in _MX_OF]
+_PER_TENSOR_OF = {element: f"per-tensor {numerics.LABELS[element]}" for element in _MX_OF}
+
+
+def _block_scaling_view(df: float, element: str, block_size: int, rule: str, n: int = 16_384):
+    x = numerics.heavy_tailed_tensor(n, df, seed=0)
+    mx = _MX_OF[element] + (", scale rounded up" if rule == "ceil" else "")
+    schemes = (_PER_TENSOR_OF[element], mx)
+    return (numerics.error_by_magnitude(x, schemes, block_size),
+            numerics.block_scaling_comparison(x, schemes, block_size), block_size)
+
+
+def _describe_block_scaling(view) -> str:
+    _, table, block_size = view
+    rows = "".join(
+        f"<tr><td>{r.scheme}</td><td>{r.bits_per_value:.3g}</td><td>{r.median_rel_error:.2%}</td>"
+        f"<td>{r.p99_rel_error:.1%}</td><td>{r.underflow:.2%}</td><td>{r.clamped:.2%}</td></tr>"
+        for r in table.itertuples())
+    return (f"16,384 seeded values, MX blocks of <b>{block_size:,}</b> (the spec's: 32)."
+            "<table><tr><th>scheme</th><th>bits/value</th><th>median error</th><th>99th pct</th>"
+            f"<th>stored as 0</th><th>clamped</th></tr>{rows}</table>")
+
+
+@benchmarked(("df", 3.0), ("element", "float4_e2m1fn"), ("block_size", 256), ("rule", "ceil"))
+def block_scaling_explorer(df: float = 1.0) -> Explorer:
+    """Tail heaviness, element format, block size and scale rule; per-tensor against MX error."""
+    controls = {
+        "df": W.FloatLogSlider(value=df, base=10, min=-0.3, max=1.5, step=0.05,
+                               description="tail (t dof)", readout_format=".2f"),
+        "element": W.Dropdown(options=_ELEMENTS, value="float8_e4m3fn", description="element"),
+        "block_size": W.Dropdown(options=[8, 16, 32, 64, 128, 256, 1024, 4096, 16_384], value=32,
+                                 description="block size"),
+        "rule": W.Dropdown(options=[("floor (OCP spec)", "floor"), ("round up", "ceil")],
+                           value="floor", description="scale rule"),
+    }
+    return Explorer(controls, _block_scaling_view, lambda v: charts.error_by_magnitude_chart(v[0]),
+                    _describe_block_scaling)
+
+
+__all__ += ["block_scaling_explorer"]

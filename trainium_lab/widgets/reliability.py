@@ -1,4 +1,4 @@
-"""Chapter 06 widgets: the checkpoint-interval explorer and a searchable failure-mode table.
+"""Chapter 06 widgets: the checkpoint-interval explorer and goodput with and without auto-resume.
 
 Callbacks collect control values, call ``trainium_lab.reliability`` and a chart
 builder from ``trainium_lab.charts.reliability``; nothing else.
@@ -6,7 +6,6 @@ builder from ``trainium_lab.charts.reliability``; nothing else.
 
 from __future__ import annotations
 
-import html
 import time
 
 import ipywidgets as W
@@ -16,8 +15,8 @@ from trainium_lab.charts.reliability import lost_time_chart
 from trainium_lab.units import format_seconds, hour, minute
 from trainium_lab.widgets.base import Explorer, benchmarked, error_html
 
-__all__ = ["checkpoint_explorer", "failure_modes_explorer", "MC_RUNS", "MC_RUN_MTBFS",
-           "MC_INTERVAL_FACTORS"]
+__all__ = ["checkpoint_explorer", "resume_explorer", "MC_RUNS", "MC_RUN_MTBFS",
+           "MC_INTERVAL_FACTORS", "RESUME_DEFAULT_MINUTES"]
 
 #: Monte Carlo settings of the button: runs per interval, run length in MTBFs, intervals / Young
 MC_RUNS = 20_000
@@ -108,23 +107,93 @@ def checkpoint_explorer(write_s: float = 90.0, mtbf_h: float = 24.0, restart_min
     return explorer
 
 
-def _table_html(df) -> str:
-    if df.empty:
-        return "<i>No failure mode matches.</i>"
-    head = "".join(f"<th style='text-align:left'>{html.escape(c)}</th>"
-                   for c in ("failure mode", "symptom", "cause", "fix"))
-    rows = "".join(
-        "<tr>" + "".join(f"<td style='text-align:left;vertical-align:top'>{html.escape(str(v))}</td>"
-                         for v in (r.failure_mode, r.symptom, r.cause, r.fix)) + "</tr>"
-        for r in df.itertuples())
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+#: recovery times the explorer starts from, in minutes: assumptions (AWS publishes none of them)
+RESUME_DEFAULT_MINUTES = {"manual_detect_min": 60.0, "auto_detect_min": 5.0, "swap_min": 10.0,
+                          "provision_min": 30.0, "restart_compile_min": 0.0}
 
 
-@benchmarked(("query", "hang"))
-def failure_modes_explorer(query: str = "") -> Explorer:
-    """A search box over the operational failure modes (symptom, cause, fix)."""
-    controls = {"query": W.Text(value=query, description="search",
-                                placeholder="e.g. hang, compile, slow")}
-    return Explorer(controls, lambda query: rel.failure_modes(query), lambda df: None,
-                    lambda df: f"{len(df)} of {len(rel.FAILURE_MODES)} failure modes"
-                               f"<br>{_table_html(df)}", columns=1)
+def _resume_inputs(model: str, n_params_b: float, fsx_tier: float, storage_tib: float) -> dict:
+    from trainium_lab.units import TiB
+
+    state = rel.checkpoint_bytes(n_params_b * 1e9)
+    bandwidth = rel.fsx_lustre_bytes_per_s(storage_tib * TiB, fsx_tier)
+    return {"state_bytes": state, "bandwidth": bandwidth,
+            "write_s": rel.checkpoint_write_s(state, bandwidth)}
+
+
+@benchmarked(("n_spares", 0), ("deep_check", False), ("chip_mtbf_days", 500.0),
+             ("fsx_tier", 125.0), ("restart_compile_min", 40.0), ("model", "llama3-405b"))
+def resume_explorer(model: str = "llama3-70b", n_spares: int = 2) -> Explorer:
+    """Goodput against job size for a manual restart, auto-resume, and auto-resume with spares.
+
+    The checkpoint is the model's training state without gradients (chapter 04's
+    recipe), written to an FSx for Lustre file system of the chosen size and tier;
+    the job MTBF is the chip MTBF over the chips; each recovery policy's restart
+    time comes from :func:`trainium_lab.reliability.resume_recovery`. The deep
+    health check of a new node is AWS's "about a couple of hours"; every other
+    time is an assumption the learner sets.
+    """
+    from trainium_lab import sizing
+    from trainium_lab.charts.reliability import goodput_vs_size_chart
+    from trainium_lab.units import GB, day
+
+    presets = {p.key: p for p in sizing.presets()}
+    health_s = rel.deep_health_check_s()
+    proxy_days = round(rel.llama3_summary().per_gpu_mtbf_s / day)
+    tiers = rel.fsx_throughput_options_mb_per_s_per_tib()
+    m = RESUME_DEFAULT_MINUTES
+    controls = {
+        "model": W.Dropdown(options=[(p.name, p.key) for p in presets.values()], value=model,
+                            description="model"),
+        "fsx_tier": W.Dropdown(options=[(f"{t:g} MB/s per TiB", t) for t in tiers],
+                               value=tiers[2], description="FSx tier"),
+        "storage_tib": W.FloatText(value=24.0, description="FSx (TiB)", step=12.0),
+        "chip_mtbf_days": W.FloatText(value=float(proxy_days), description="chip MTBF (d)",
+                                      step=100.0),
+        "n_spares": W.IntSlider(value=n_spares, min=0, max=16, description="spare nodes"),
+        "deep_check": W.Checkbox(value=True, description="deep health check",
+                                 indent=False),
+        "manual_detect_min": W.FloatText(value=m["manual_detect_min"], description="manual (min)",
+                                         step=10.0),
+        "auto_detect_min": W.FloatText(value=m["auto_detect_min"], description="agent (min)",
+                                       step=1.0),
+        "provision_min": W.FloatText(value=m["provision_min"], description="provision (min)",
+                                     step=5.0),
+        "swap_min": W.FloatText(value=m["swap_min"], description="swap (min)", step=5.0),
+        "restart_compile_min": W.FloatText(value=m["restart_compile_min"],
+                                           description="compile (min)", step=5.0),
+    }
+
+    def compute(model, fsx_tier, storage_tib, chip_mtbf_days, n_spares, deep_check,
+                manual_detect_min, auto_detect_min, provision_min, swap_min, restart_compile_min):
+        preset = presets[model]
+        io = _resume_inputs(model, preset.n_params / 1e9, fsx_tier, storage_tib)
+        df = rel.goodput_vs_job_size(
+            chip_mtbf_days * day, io["write_s"], manual_detect_s=manual_detect_min * minute,
+            auto_detect_s=auto_detect_min * minute, swap_s=swap_min * minute,
+            provision_s=provision_min * minute, health_check_s=health_s if deep_check else 0.0,
+            load_s=io["write_s"], compile_s=restart_compile_min * minute, n_spares=n_spares)
+        return {"df": df, "io": io, "preset": preset, "n_spares": n_spares}
+
+    def render(result):
+        return goodput_vs_size_chart(result["df"])
+
+    def describe(result) -> str:
+        io = result["io"]
+        big = result["df"].tail(len(rel.RESUME_POLICIES))  # the largest job, one row per policy
+        goodput = dict(zip(big["policy"].tolist(), big["goodput"].tolist()))
+        best = max(goodput, key=goodput.get)
+        text = (f"{result['preset'].name}: checkpoint <b>{io['state_bytes'] / GB:,.0f} GB</b> "
+                f"(14 B/param) at <b>{io['bandwidth'] / GB:,.1f} GB/s</b> = "
+                f"<b>{format_seconds(io['write_s'])}</b> to write or load. "
+                f"At {int(big['n_chips'].iloc[0]):,} chips (MTBF "
+                f"{format_seconds(float(big['mtbf_s'].iloc[0]))}): "
+                + ", ".join(f"{p} <b>{g:.1%}</b>" for p, g in goodput.items())
+                + f"; best: <b>{best}</b>.")
+        short = float(big["shortfall_probability"].iloc[-1])
+        text += (f"<br>With {result['n_spares']} spares a failure finds none free "
+                 f"<b>{short:.0%}</b> of the time at that size. <i>Deep health check: AWS's "
+                 f"\"about a couple of hours\"; all other times are assumptions.</i>")
+        return text
+
+    return Explorer(controls, compute, render, describe, columns=3)

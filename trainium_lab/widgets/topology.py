@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 
 from trainium_lab import collectives, specs, topology
-from trainium_lab.charts.topology import placement_chart, ring_step_chart, size_sweep_chart
+from trainium_lab.charts.topology import (dp_threshold_chart, placement_chart, ring_step_chart,
+                                          size_sweep_chart)
 from trainium_lab.units import MB, format_bandwidth, format_bytes, format_seconds, us
 from trainium_lab.widgets.base import Explorer, benchmarked
 
@@ -195,3 +196,71 @@ def placement_explorer(tp: int = 64, pp: int = 4, dp: int = 2, ep: int = 1,
         "size_mb": W.FloatText(value=2 * 4096 * 16384 / MB, description="MB per rank"),
     }
     return Explorer(controls, _place, _render_placement, _describe_placement, columns=3)
+
+
+# --------------------------------------------------------------------- data-parallel threshold (issue 15)
+
+_DP_DTYPES = {"trn2-ultraserver": ("bf16", "fp8"), "trn3-gen1-ultraserver": ("bf16", "mxfp8"),
+              "trn3-gen2-ultraserver": ("bf16", "mxfp8")}
+
+
+@dataclass(frozen=True)
+class _DPView:
+    table: pd.DataFrame
+    tokens_per_chip: float
+
+
+def _dp_threshold(system, dtype, grad_bytes, overlap, n, tokens_per_chip):
+    if dtype not in _DP_DTYPES[system]:
+        raise ValueError(f"dtype must be one of {', '.join(_DP_DTYPES[system])} for {system}, "
+                         f"got {dtype!r}")
+    table = collectives.dp_comm_bound_table([system], dtype, n, grad_bytes_per_param=grad_bytes,
+                                            flops_per_token_per_param=overlap)
+    if not np.isfinite(tokens_per_chip) or tokens_per_chip <= 0:
+        raise ValueError(f"tokens_per_chip must be a number > 0, got {tokens_per_chip!r}")
+    return _DPView(table, float(tokens_per_chip))
+
+
+def _describe_dp(v: _DPView) -> str:
+    rows = []
+    for r in v.table.itertuples():
+        ratio = r.tokens_per_chip / v.tokens_per_chip  # all-reduce time / overlapped compute time
+        verdict = (f'<span style="color:#a40000">communication-bound: the all-reduce takes '
+                   f'{ratio:.2g}× the compute it can hide behind</span>' if ratio > 1 else
+                   f'<span style="color:#2e7d32">hidden (all-reduce = {ratio:.0%} of that compute)</span>')
+        rows.append(f"<tr><td>{r.level}</td><td>{format_bandwidth(r.bytes_per_s)}</td>"
+                    f"<td>{r.tokens_per_chip:,.0f}</td><td>{verdict}</td></tr>")
+    return (f"{v.tokens_per_chip:,.0f} tokens per chip per step; C = {v.table.flop_per_s.iloc[0] / 1e12:,.0f} "
+            f"TFLOP/s ({v.table.dtype.iloc[0]}). The model size cancels out."
+            "<table><tr><th>level crossed</th><th>W per chip</th><th>threshold (tokens/chip)</th><th>at your batch</th></tr>"
+            + "".join(rows) + "</table>")
+
+
+@benchmarked(("system", "trn3-gen1-ultraserver"), ("grad_bytes", 4.0), ("overlap", 6.0),
+             ("n", 4), ("tokens_per_chip", 30_000))
+def dp_threshold_explorer(tokens_per_chip: int = 4096) -> Explorer:
+    """System, matmul dtype, gradient bytes, overlap, DP size and batch per chip → where DP is
+    communication-bound (collectives.dp_comm_bound_table)."""
+    system = W.Dropdown(options=list(_DP_DTYPES), value="trn2-ultraserver", description="system")
+    dtype = W.Dropdown(options=list(_DP_DTYPES["trn2-ultraserver"]), value="bf16", description="matmul dtype")
+
+    def _dtypes(change):  # offer only the rates the chip has; registered before the Explorer's
+        dtype.options = list(_DP_DTYPES[change["new"]])
+        dtype.value = "bf16"
+
+    system.observe(_dtypes, names="value")
+    controls = {
+        "system": system, "dtype": dtype,
+        "grad_bytes": W.Dropdown(options=[("BF16 gradients (2 B)", 2.0), ("FP32 gradients (4 B)", 4.0)],
+                                 value=2.0, description="gradients"),
+        "overlap": W.Dropdown(options=[("backward pass (4N per token)", 4.0),
+                                       ("whole step (6N per token)", 6.0)],
+                              value=4.0, description="overlaps"),
+        "n": W.IntSlider(value=64, min=2, max=1024, description="DP size n"),
+        "tokens_per_chip": W.IntText(value=tokens_per_chip, description="tokens/chip"),
+    }
+    return Explorer(controls, _dp_threshold,
+                    lambda v: dp_threshold_chart(v.table, v.tokens_per_chip), _describe_dp, columns=3)
+
+
+__all__ += ["dp_threshold_explorer"]

@@ -1,0 +1,496 @@
+"""Tests for trainium_lab.planning (chapter 11): sourced prices, the plan reproducing chapters 04
+and 05, cost identities, losses from chapters 06 and 07, the deadline search, serving, the platform
+comparison, claims, the launch environment, the Markdown/HTML export and the CLI's plan command.
+
+Published numbers come from /work/shared/reference/published_cases.md (the background documents'
+worked examples, checked in the claims audit) and from the price sources named in each test.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainium_lab import compilation, layouts, planning, reliability, serving, sizing, specs
+from trainium_lab.units import GB, GiB, day, hour, minute
+from trainium_lab.views import planning as views
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(str(specs.DATA_DIR))
+
+
+def rows(name):
+    with open(DATA / name, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.fixture(scope="module")
+def p8():
+    """8B on one trn2.48xlarge at an assumed 40 USD per instance-hour."""
+    return planning.plan_run("llama3-8b", 1e11, system="trn2.48xlarge", n_systems=1, usd_per_hour=40.0)
+
+
+@pytest.fixture(scope="module")
+def p405():
+    """Chapter 05's 405B search on two Trn2 UltraServers."""
+    return planning.plan_run("llama3-405b", 1e12, system="trn2-ultraserver", n_systems=2, lnc=2,
+                             global_batch=1024, usd_per_hour=40.0)
+
+
+# --------------------------------------------------------------------------- data
+
+
+def test_every_price_row_has_a_date_a_region_and_a_source():
+    known = {r["source_id"] for r in rows("sources.csv")}
+    table = rows("prices.csv")
+    assert table
+    for r in table:
+        where = f"prices.csv: {r['instance']} {r['purchase_option']}"
+        datetime.date.fromisoformat(r["date"])  # an ISO date, not empty
+        assert r["source_id"] in known, where
+        assert r["region"].strip(), where
+        assert r["purchase_option"] in planning.PURCHASE_OPTIONS, where
+        assert r["status"] in {"used", "alternative"}, where
+        assert float(r["usd_per_hour"]) > 0, where
+
+
+def test_one_used_price_per_instance_and_option():
+    used = [(r["instance"], r["purchase_option"]) for r in rows("prices.csv") if r["status"] == "used"]
+    assert len(used) == len(set(used))
+    for r in rows("prices.csv"):
+        if r["status"] == "alternative":
+            assert (r["instance"], r["purchase_option"]) in used
+
+
+def test_price_rows_agree_with_the_hardware_tables():
+    """A Trainium row's chip count is systems.csv's; a GPU row's accelerator is in accelerators.csv."""
+    for r in rows("prices.csv"):
+        try:
+            s = specs.system(r["instance"])
+        except ValueError:
+            assert specs.accelerator(r["accelerator"]).key == r["accelerator"]
+            continue
+        assert s.chip_key == r["accelerator"] and s.n_chips == int(r["n_accelerators"])
+
+
+def test_no_price_is_typed_for_trn2_or_trn3():
+    """The course has no dated public price for them: they must be inputs."""
+    instances = {r["instance"] for r in rows("prices.csv")}
+    assert not any(i.startswith(("trn2", "trn3")) for i in instances)
+    with pytest.raises(ValueError, match="usd_per_hour"):
+        planning.plan_run("llama3-8b", 1e11, n_systems=1)
+
+
+def test_capacity_block_accelerator_rates_as_printed():
+    """AWS's Capacity Blocks pricing page (late 2024) prints the effective accelerator hourly rate
+    beside the instance rate: 4.916 USD for p5.48xlarge (39.33 / 8 H100) and 0.968 USD for
+    trn1.32xlarge (15.49 / 16 Trainium); the page rounds to three decimals."""
+    assert planning.price("p5.48xlarge", "capacity-block").usd_per_accelerator_hour == pytest.approx(4.916, abs=5e-4)
+    assert planning.price("trn1.32xlarge", "capacity-block").usd_per_accelerator_hour == pytest.approx(0.968, abs=5e-4)
+
+
+def test_trn1_price_from_awss_own_table():
+    """trn1_instance_prices.csv in the Neuron repository (commit c6ec6484, 2023-02-27): 21.50 USD/h
+    on demand; its current version gives the RI-effective 8.197 USD/h."""
+    assert planning.price("trn1.32xlarge").usd_per_hour == 21.50
+    assert planning.price("trn1.32xlarge", "ri-effective").usd_per_hour == 8.197
+    assert planning.prices("trn1.32xlarge", "on-demand").usd_per_hour.nunique() == 1  # two sources agree
+
+
+def test_launch_names_and_claims_are_sourced():
+    names = {r["name"] for r in rows("launch_env.csv")}
+    for name in ("NEURON_LOGICAL_NC_CONFIG", "NEURON_CC_FLAGS", "NEURON_COMPILE_CACHE_URL",
+                 "NEURON_RT_STOCHASTIC_ROUNDING_EN", "NEURON_RT_NUM_CORES", "NEURON_RT_VISIBLE_CORES"):
+        assert name in names
+    claims = planning.price_claims()
+    assert set(claims.metric) <= {"price_performance_ratio", "cost_ratio"}
+    assert (claims.claimed_low <= claims.claimed_high).all()
+
+
+# --------------------------------------------------------------------------- chapters 04 and 05
+
+
+@pytest.mark.parametrize("n_params, n_tokens, gib, chips, systems, inst_days", [
+    (8e9, 1e12, 119, 2, 1, 130),      # published_cases.md: 8B on 1T tokens, trn2, MFU 40 %
+    (70e9, 2e12, 1043, 17, 2, 2278),  # published_cases.md: 70B on 2T tokens
+])
+def test_plan_reproduces_chapter_04_sizing(n_params, n_tokens, gib, chips, systems, inst_days):
+    model = "llama3-8b" if n_params == 8e9 else "llama3-70b"
+    p = planning.plan_run(model, n_tokens, system="trn2.48xlarge", mfu=0.40, usd_per_hour=40.0)
+    ref = sizing.size_job(n_params, n_tokens, system="trn2.48xlarge", mfu=0.40)
+    assert p.sizing == ref                                   # exactly chapter 04's call
+    assert round(p.sizing.state_bytes / GiB) == gib
+    assert (p.sizing.min_chips, p.sizing.min_systems) == (chips, systems)
+    assert round(p.sizing.instance_days) == inst_days
+    # the plan's own instance-days count every loss: never fewer than the ideal
+    assert p.instance_days > p.sizing.instance_days
+
+
+def test_plan_reproduces_chapter_05_search(p405):
+    """The same search chapter 05 runs: layouts.plan(405B, 2 UltraServers, LNC 2, batch 1024)."""
+    ref = layouts.plan("llama3-405b", system="trn2-ultraserver", n_systems=2, lnc=2, global_batch=1024,
+                       min_headroom_fraction=0.10)
+    best = ref.best
+    assert p405.layout == ref.layout(0)
+    assert p405.estimate.total_bytes / GiB == pytest.approx(best.memory_gib, rel=1e-12)
+    assert p405.estimate.step_s == pytest.approx(best.step_s, rel=1e-12)
+    assert p405.tokens_per_s == pytest.approx(best.tokens_per_s, rel=1e-12)
+    assert p405.n_chips == 128 and p405.n_instances == 8
+
+
+def test_plan_of_a_given_layout_reproduces_the_405b_worked_example():
+    """published_cases.md: TP16 chips × PP4 × DP2, ZeRO-1, state 58.9 GiB per chip, 37.1 GiB left."""
+    m405 = layouts.custom_model("405B (nominal)", n_layers=126, d_model=16384, n_heads=128, n_kv_heads=8,
+                                ffn_dim=53248, n_params=405e9)
+    lay = layouts.layout(m405, tp=64, pp=4, dp=2, zero_stage=1, micro_batch=1, n_micro_batches=16,
+                         recompute="selective", system="trn2-ultraserver", lnc=2)
+    p = planning.plan_run(m405, 1e11, layout=lay, usd_per_hour=40.0, min_headroom_fraction=0.0)
+    assert round(p.estimate.state_bytes / GiB, 1) == 58.9
+    assert round((p.estimate.hbm_bytes - p.estimate.state_bytes) / GiB, 1) == 37.1
+    assert p.search is None and p.n_systems == 2
+
+
+# --------------------------------------------------------------------------- cost identities
+
+
+def test_cost_is_instance_hours_times_price(p8, p405):
+    for p in (p8, p405):
+        assert p.cost_usd == p.instance_hours * p.usd_per_hour
+        expected = p.n_instances * p.wall_s / hour + p.precompile_s / hour
+        assert p.instance_hours == pytest.approx(expected, rel=1e-12)
+        assert p.cost_per_million_tokens_usd == pytest.approx(p.cost_usd / p.n_tokens * 1e6, rel=1e-12)
+
+
+def test_tables_add_up(p405):
+    w = p405.wall_time_table()
+    assert w.seconds.sum() == pytest.approx(p405.wall_s, rel=1e-9)
+    assert w.share.sum() == pytest.approx(1.0, rel=1e-9)
+    c = p405.cost_table()
+    assert c.usd.sum() == pytest.approx(p405.cost_usd, rel=1e-9)
+    assert p405.goodput == pytest.approx(p405.compute_s / p405.wall_s)
+
+
+def test_losses_are_chapter_06s(p405):
+    r = p405.results
+    assert r["compute_s"] == p405.n_tokens / p405.tokens_per_s
+    assert r["job_mtbf_s"] == reliability.layout_mtbf_s(128, system="trn2-ultraserver",
+                                                        chip_mtbf_s=reliability.llama3_summary().per_gpu_mtbf_s)
+    assert r["checkpoint_interval_s"] == reliability.optimal_interval_s(r["checkpoint_cost_s"], r["job_mtbf_s"])
+    assert r["lost_fraction"] == pytest.approx(
+        reliability.lost_fraction(r["checkpoint_interval_s"], r["checkpoint_cost_s"], r["job_mtbf_s"],
+                                  r["restart_total_s"]), rel=1e-12)
+    assert r["checkpoint_bytes"] == 405e9 * 14  # weights 2 + master 4 + Adam 4 + 4 bytes
+    parts = r["lost_checkpoint_s"] + r["lost_rework_s"] + r["lost_restart_s"]
+    assert parts == pytest.approx(r["wall_s"] - r["cold_start_s"] - r["compute_s"], rel=1e-9)
+
+
+@pytest.mark.parametrize("cache", planning.CACHE_MODES)
+def test_compile_cache_modes_are_chapter_07s(cache):
+    p = planning.plan_run("llama3-8b", 1e11, n_systems=2, usd_per_hour=40.0, cache=cache,
+                          compile_s=30 * minute, n_graphs=3, precompile_workers=2)
+    r = p.results
+    if cache == "precompiled":
+        assert r["cold_start_s"] == 0 and r["restart_compile_s"] == 0
+        assert r["precompile_s"] == compilation.parallel_precompile_s(3, 30 * minute, 2) == 60 * minute
+    elif cache == "shared":
+        assert r["cold_start_s"] == 3 * 30 * minute and r["restart_compile_s"] == 0
+    else:
+        assert r["cold_start_s"] == 3 * 30 * minute and r["restart_compile_s"] == 3 * 30 * minute
+        assert r["node_compile_s"] == 2 * 3 * 30 * minute  # both instances compile every graph
+
+
+def test_sensitivity_table(p8):
+    s = p8.sensitivity.set_index("input")
+    assert list(p8.sensitivity.swing_usd) == sorted(p8.sensitivity.swing_usd, reverse=True)
+    assert set(s.index) == set(planning.SENSITIVITY)
+    # price enters linearly: 0.75 × and 1.25 × the cost
+    assert s.loc["usd_per_hour", "cost_low_usd"] == pytest.approx(0.75 * p8.cost_usd, rel=1e-12)
+    assert s.loc["usd_per_hour", "cost_high_usd"] == pytest.approx(1.25 * p8.cost_usd, rel=1e-12)
+    # more MFU, fewer days; a longer MTBF, a cheaper run
+    assert s.loc["mfu", "days_high"] < p8.days < s.loc["mfu", "days_low"]
+    assert s.loc["chip_mtbf_s", "cost_high_usd"] < p8.cost_usd < s.loc["chip_mtbf_s", "cost_low_usd"]
+
+
+@settings(max_examples=15)
+@given(mfu=st.floats(0.1, 0.9), factor=st.floats(1.01, 1.5))
+def test_more_mfu_is_cheaper(p8, mfu, factor):
+    lay = p8.layout
+    a = planning.plan_run("llama3-8b", 1e11, layout=lay, mfu=mfu, usd_per_hour=40.0)
+    b = planning.plan_run("llama3-8b", 1e11, layout=lay, mfu=min(mfu * factor, 1.0), usd_per_hour=40.0)
+    assert b.cost_usd < a.cost_usd and b.days < a.days
+
+
+@settings(max_examples=15)
+@given(mtbf_days=st.floats(10.0, 1e5), factor=st.floats(1.1, 10.0))
+def test_more_reliable_chips_lose_less(p8, mtbf_days, factor):
+    kw = dict(layout=p8.layout, usd_per_hour=40.0)
+    a = planning.plan_run("llama3-8b", 1e11, chip_mtbf_s=mtbf_days * day, **kw)
+    b = planning.plan_run("llama3-8b", 1e11, chip_mtbf_s=mtbf_days * factor * day, **kw)
+    assert b.lost_fraction < a.lost_fraction and b.cost_usd < a.cost_usd
+
+
+# --------------------------------------------------------------------------- choosing the count
+
+
+def test_smallest_count_that_fits():
+    p = planning.plan_run("llama3-70b", 1e11, system="trn2.48xlarge", usd_per_hour=40.0,
+                          min_headroom_fraction=0.2)
+    assert p.layout.cluster.n_systems == p.n_systems
+    if p.n_systems > 1:
+        smaller = layouts.plan("llama3-70b", system="trn2.48xlarge", n_systems=p.n_systems - 1,
+                               global_batch=1024, min_headroom_fraction=0.2)
+        assert smaller.table.empty
+
+
+def test_deadline_is_met_by_the_fewest_systems_found():
+    kw = dict(system="trn2-ultraserver", lnc=2, usd_per_hour=40.0, global_batch=2048)
+    p = planning.plan_run("llama3-405b", 1e12, deadline_s=60 * day, **kw)
+    assert p.meets_deadline and p.days <= 60
+    assert p.n_systems in p.systems_tried
+    smaller = planning.plan_run("llama3-405b", 1e12, n_systems=p.n_systems - 1, **kw)
+    assert smaller.days > 60
+
+
+def test_a_deadline_nothing_meets():
+    with pytest.raises(ValueError, match="deadline_s"):
+        planning.plan_run("llama3-8b", 1e12, deadline_s=1 * hour, usd_per_hour=40.0, max_systems=4)
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(mfu=1.5), "mfu"), (dict(mfu=0), "mfu"), (dict(usd_per_hour=0.0), "usd_per_hour"),
+    (dict(usd_per_hour="forty"), "usd_per_hour"), (dict(cache="disk"), "cache"),
+    (dict(checkpoint_write_bytes_per_s=-1), "checkpoint_write_bytes_per_s"),
+    (dict(checkpoint_mode="async"), "snapshot_s"), (dict(n_graphs=0), "n_graphs"),
+    (dict(purchase_option="spot"), "purchase_option"), (dict(n_systems=0), "n_systems"),
+    (dict(system="p5.48xlarge"), "system"), (dict(layout="TP4"), "layout"),
+    (dict(restart_s=math.nan), "restart_s"), (dict(chip_mtbf_s=None, instance_mtbf_s=0), "instance_mtbf_s"),
+])
+def test_bad_input_names_the_parameter(kwargs, name):
+    base = dict(n_systems=1, usd_per_hour=40.0)
+    with pytest.raises(ValueError, match=name):
+        planning.plan_run("llama3-8b", 1e11, **{**base, **kwargs})
+
+
+def test_bad_tokens_and_model():
+    with pytest.raises(ValueError, match="n_tokens"):
+        planning.plan_run("llama3-8b", -1, n_systems=1, usd_per_hour=40.0)
+    with pytest.raises(ValueError, match="model"):
+        planning.plan_run("gpt-5", 1e11, n_systems=1, usd_per_hour=40.0)
+
+
+# --------------------------------------------------------------------------- serving
+
+
+def test_serving_plan_meets_its_target_and_limits():
+    s = planning.plan_serving("llama3-8b", 20_000, tpot_s_max=0.05, ttft_s_max=1.0, usd_per_hour=40.0)
+    assert s.stream.tpot_s <= 0.05 and s.stream.ttft_s <= 1.0
+    assert s.capacity_tokens_per_s >= 20_000 > (s.n_replicas - 1) * s.stream.tokens_per_s
+    assert s.n_instances == math.ceil(s.n_replicas / s.replicas_per_instance)
+    assert s.cost_per_million_tokens_usd == pytest.approx(s.n_instances * 40.0 / (20_000 * 3600) * 1e6)
+    again = serving.serve_stream(s.replica, 1024, 256, s.concurrency, system="trn2.48xlarge")
+    assert again.tokens_per_s == s.stream.tokens_per_s
+    best = s.candidates[s.candidates.meets_latency].tokens_per_s_per_chip.max()
+    assert s.stream.tokens_per_s_per_chip == best
+
+
+def test_serving_limits_nothing_meets():
+    with pytest.raises(ValueError, match="tpot_s_max"):
+        planning.plan_serving("llama3-70b", 1000, tpot_s_max=1e-4, usd_per_hour=40.0)
+
+
+# --------------------------------------------------------------------------- comparison and claims
+
+
+def test_comparison_uses_one_formula_for_all():
+    t = planning.compare_platforms(8e9, 1e12, {"trn2.48xlarge": 0.35, "p5.48xlarge": 0.45},
+                                   reference="p5.48xlarge").set_index("platform")
+    flops = sizing.training_flops(8e9, 1e12)
+    assert t.loc["trn2.48xlarge", "chip_hours"] == pytest.approx(
+        flops / (specs.chip("trn2").dense_flops_per_s["bf16"] * 0.35) / hour, rel=1e-12)
+    assert math.isnan(t.loc["trn2.48xlarge", "cost_usd"])                 # no price: no cost
+    assert t.loc["p5.48xlarge", "usd_per_chip_hour"] == 55.04 / 8
+    # at the parity price the trained token costs the same
+    parity = t.loc["trn2.48xlarge", "parity_usd_per_chip_hour"]
+    again = planning.compare_platforms(8e9, 1e12, {"trn2.48xlarge": 0.35, "p5.48xlarge": 0.45},
+                                       {"trn2.48xlarge": parity}).set_index("platform")
+    assert again.loc["trn2.48xlarge", "cost_per_million_tokens_usd"] == pytest.approx(
+        again.loc["p5.48xlarge", "cost_per_million_tokens_usd"], rel=1e-12)
+
+
+def test_comparison_requires_every_mfu():
+    with pytest.raises(ValueError, match="mfu"):
+        planning.compare_platforms(8e9, 1e12, {})
+    with pytest.raises(ValueError, match="mfu"):
+        planning.compare_platforms(8e9, 1e12, {"tpu-v5p": 0.4})
+
+
+def test_parity_price_matches_the_comparison():
+    t = planning.compare_platforms(8e9, 1e12, {"trn2.48xlarge": 0.4, "p5.48xlarge": 0.4},
+                                   reference="p5.48xlarge").set_index("platform")
+    assert planning.parity_usd_per_hour("trn2.48xlarge") == pytest.approx(
+        16 * t.loc["trn2.48xlarge", "parity_usd_per_chip_hour"], rel=1e-12)
+
+
+def test_claim_check_at_its_own_bound():
+    c = planning.check_price_claim("trn2-price-performance", mfu_subject=0.35, mfu_baseline=0.45)
+    assert c.can_check and c.holds is None  # no sourced Trn2 price
+    at = planning.check_price_claim("trn2-price-performance", mfu_subject=0.35, mfu_baseline=0.45,
+                                    subject_usd_per_hour=c.max_usd_per_hour_low)
+    assert at.achieved == pytest.approx(c.claimed_low, rel=1e-12) and at.holds
+    above = planning.check_price_claim("trn2-price-performance", mfu_subject=0.35, mfu_baseline=0.45,
+                                       subject_usd_per_hour=c.parity_usd_per_hour)
+    assert above.achieved == pytest.approx(1.0) and not above.holds
+    trn1 = planning.check_price_claim("trn1-cost-to-train", mfu_subject=0.4, mfu_baseline=0.4)
+    assert not trn1.can_check and any("p4d" in m for m in trn1.missing)
+
+
+# --------------------------------------------------------------------------- launch and pre-flight
+
+
+def test_launch_environment_follows_the_plan(p405):
+    env = planning.launch_environment(p405).set_index("name").value
+    assert env["NEURON_LOGICAL_NC_CONFIG"] == "2" and "--logical-nc-config=2" in env["NEURON_CC_FLAGS"]
+    assert env["processes per instance"] == "64"
+    assert "NEURON_RT_ROOT_COMM_ID" in env.index
+    sr = planning.plan_run("llama3-8b", 1e11, n_systems=1, usd_per_hour=40.0, recipe_name="bf16-sr-adam",
+                           cache="local")
+    env_sr = planning.launch_environment(sr).set_index("name").value
+    assert env_sr["NEURON_RT_STOCHASTIC_ROUNDING_EN"] == "1"
+    assert env_sr["NEURON_COMPILE_CACHE_URL"].startswith("/var/tmp/neuron-compile-cache")
+    assert "NEURON_RT_ROOT_COMM_ID" not in env_sr.index
+
+
+def test_preflight_expects_chapter_03s_bus_bandwidth(p405):
+    c = planning.preflight_checks(p405).set_index("step")
+    tp = c.loc["collective benchmark: tp (instance level)"]
+    # a bandwidth-bound ring's bus bandwidth is the per-chip link speed (chapter 03): 1,024 GB/s
+    assert tp.value == pytest.approx(specs.link("trn2-neuronlink-intra").bytes_per_s, rel=1e-12)
+    assert "nccom-test -r 64" in tp.command
+    dp = c.loc["collective benchmark: dp (efa level)"]
+    assert dp.value < specs.link("trn2-efa").bytes_per_s  # EFA's latency costs a little
+    assert c.loc["short run (throughput)"].value == p405.tokens_per_s
+
+
+def test_checklist_passes_and_fails():
+    p = planning.plan_run("llama3-8b", 1e11, n_systems=1, usd_per_hour=40.0, cache="local",
+                          compile_s=2 * day, n_graphs=5)
+    t = planning.trainium_checklist(p, gpu_cost_per_million_tokens_usd=1e-6, ops_compile=True).set_index("chapter")
+    assert t.loc["07"].passes.tolist() == [False, True]
+    assert t.loc["11", "passes"] is False or not t.loc["11", "passes"]
+
+
+# --------------------------------------------------------------------------- export
+
+
+def test_markdown_export_has_every_section_and_the_plans_numbers(p405):
+    md = views.to_markdown(p405)
+    for section in views.SECTIONS:
+        assert f"\n## {section}\n" in md
+    r = p405.results
+    for text in (views.money(r["cost_usd"]), f"{r['instance_hours']:,.0f} instance-hours",
+                 f"{p405.days:,.1f} days", f"{p405.estimate.total_bytes / GiB:,.1f} GiB",
+                 p405.layout.label(), f"{r['cost_per_million_tokens_usd']:,.3f} USD",
+                 "export NEURON_LOGICAL_NC_CONFIG=2", "nccom-test -r 64"):
+        assert text in md, text
+    for part, gib in zip(p405.memory_table().part, p405.memory_table().gib):
+        assert f"| {views._PART_NAMES[part]} | {gib:,.1f} |" in md
+    # the rank-to-chip map of system 0 has one row per chip of the UltraServer
+    assert len(views.rank_map(p405)) == specs.system("trn2-ultraserver").n_chips
+
+
+def test_html_export_says_the_same_and_loads_nothing(p405):
+    page = views.to_html(p405)
+    assert page.startswith("<!DOCTYPE html>") and "<script" not in page and "http-equiv" not in page
+    for section in views.SECTIONS:
+        assert f"<h2>{section}</h2>" in page
+    assert views.money(p405.cost_usd) in page
+    assert page.count("<table>") == views.to_markdown(p405).count("\n|---")
+
+
+def test_export_rejects_what_is_not_a_plan():
+    with pytest.raises(ValueError, match="plan"):
+        views.to_markdown({"cost": 1})
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def run(*args):
+    env = dict(os.environ, PYTHONWARNINGS="error", PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "trainium_lab", *args], capture_output=True, text=True,
+                          cwd=ROOT, env=env, timeout=120)
+
+
+def test_cli_plan_json_matches_the_model():
+    proc = run("plan", "--model", "llama3-8b", "--tokens", "100B", "--systems", "1", "--price", "40", "--json")
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    out = json.loads(proc.stdout)
+    p = planning.plan_run("llama3-8b", 1e11, n_systems=1, usd_per_hour=40.0)
+    assert out["command"] == "plan"
+    assert out["results"]["cost_usd"] == pytest.approx(p.cost_usd, rel=1e-12)
+    assert out["results"]["instance_hours"] == pytest.approx(p.instance_hours, rel=1e-12)
+    assert out["layout"]["label"] == p.layout.label()
+    assert out["inputs"]["price_basis"] == "input (assumption)"
+
+
+def test_cli_plan_markdown():
+    proc = run("plan", "--model", "llama3-8b", "--tokens", "100B", "--systems", "1", "--price", "40USD/h",
+               "--markdown")
+    assert proc.returncode == 0 and proc.stdout.startswith("# Training plan: Llama 3 8B")
+
+
+@pytest.mark.parametrize("args, word", [
+    (["--tokens", "-5B", "--price", "40"], "n_tokens"),
+    (["--tokens", "100B"], "--price"),
+    (["--tokens", "100B", "--price", "forty"], "--price"),
+    (["--tokens", "100B", "--price", "40", "--mfu", "140%"], "mfu"),
+    (["--tokens", "100B", "--price", "40", "--systems", "2", "--deadline", "3d"], "--deadline"),
+    (["--tokens", "100B", "--price", "40", "--json", "--markdown"], "--markdown"),
+    (["--tokens", "100B", "--price", "40", "--checkpoint-bandwidth", "10 parsecs"], "--checkpoint-bandwidth"),
+])
+def test_cli_plan_rejects_bad_input_in_one_line(args, word, capsys):
+    """In process (cli.main) for speed; the subprocess tests above cover the real entry point."""
+    from trainium_lab import cli
+
+    assert cli.main(["plan", "--model", "llama3-8b", *args]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and err.startswith("error:")
+    assert word in err
+
+
+def test_cli_plan_unknown_model_one_line():
+    proc = run("plan", "--model", "gpt-5", "--tokens", "1T", "--price", "40")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "model" in proc.stderr
+
+
+def test_cli_plan_help_and_sourced_price():
+    proc = run("plan", "--help")
+    assert proc.returncode == 0 and "Example" in proc.stdout and "--deadline" in proc.stdout
+    # trn1.32xlarge has a sourced on-demand price: no --price needed, and the plan says where it comes from
+    out = json.loads(run("plan", "--model", "llama3-8b", "--tokens", "10B", "--system", "trn1.32xlarge",
+                         "--systems", "2", "--json").stdout)
+    assert out["inputs"]["usd_per_hour"] == 21.50
+    assert out["inputs"]["price_basis"].startswith("sourced: on-demand, not stated, 2023-02-27")
+    assert "usd_per_hour" not in out["inputs"]["assumptions"]
+
+
+def test_prices_agree_with_systems_csv():
+    """systems.csv keeps trn1.32xlarge's on-demand price as a system field: it must be prices.csv's."""
+    for s in specs.systems():
+        if s.on_demand_usd_per_hour is not None:
+            assert planning.price(s.key, "on-demand").usd_per_hour == s.on_demand_usd_per_hour

@@ -1,0 +1,161 @@
+"""Charts for chapter 10 (mixture of experts, planning at scale). Encodings only: every number
+comes from :mod:`trainium_lab.moe` or :mod:`trainium_lab.layouts`."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+from altair.utils.schemapi import debug_mode
+
+from trainium_lab.charts.base import PALETTE, WIDTH
+from trainium_lab.charts.layouts import _records, step_time_chart
+
+__all__ = ["parameter_chart", "all_to_all_chart", "expert_load_chart", "moe_step_chart", "level_time_chart"]
+
+_PARTS = ["embeddings", "attention", "norms", "router", "dense_mlp", "shared_experts", "routed_experts"]
+_PART_LABELS = {"embeddings": "embeddings", "attention": "attention", "norms": "norms", "router": "router",
+                "dense_mlp": "dense MLP", "shared_experts": "shared experts", "routed_experts": "routed experts"}
+_PART_COLOURS = [PALETTE[9], PALETTE[0], PALETTE[8], PALETTE[5], PALETTE[3], PALETTE[6], PALETTE[1]]
+_TIME = ["compute", "tp_comm", "ep_comm", "pp_comm", "bubble", "dp_exposed"]
+_TIME_LABELS = {"compute": "compute", "tp_comm": "TP all-reduces", "ep_comm": "EP all-to-alls",
+                "pp_comm": "PP sends", "bubble": "pipeline bubble", "dp_exposed": "exposed DP traffic"}
+_TIME_COLOURS = ["#1f3b5c", PALETTE[2], PALETTE[5], PALETTE[6], PALETTE[9], PALETTE[7]]
+_LEVELS = ["chips", "chip", "instance", "ultraserver", "efa", "idle", "none"]
+_LEVEL_COLOURS = ["#1f3b5c", PALETTE[4], PALETTE[0], PALETTE[1], PALETTE[2], PALETTE[9], "#dddddd"]
+
+
+def parameter_chart(df: pd.DataFrame, *, title: str = "Stored (total) against computed (active) parameters",
+                    width: int = WIDTH) -> alt.Chart:
+    """Stacked horizontal bars of billions of parameters by part, a *total* and an *active*
+    bar per model.
+
+    ``df`` has columns ``model``, ``kind`` (``"total"`` or ``"active"``), ``part`` (the parts
+    of :func:`trainium_lab.moe.parameter_table`) and ``billions``.
+    """
+    d = df[["model", "kind", "part", "billions"]].copy()
+    d["bar"] = d["model"] + " · " + d["kind"]
+    d["what"] = [_PART_LABELS[p] for p in d["part"]]
+    d["order"] = [_PARTS.index(p) for p in d["part"]]
+    d["billions"] = d["billions"].round(3)
+    labels = [_PART_LABELS[p] for p in _PARTS]
+    n = d["bar"].nunique()
+    with debug_mode(False):
+        return alt.Chart(_records(d), title=title, width=width, height=26 * n + 10).mark_bar().encode(
+            x=alt.X("billions:Q", stack="zero", title="parameters (billions)"),
+            y=alt.Y("bar:N", sort=None, title=None, axis=alt.Axis(labelLimit=320)),
+            color=alt.Color("what:N", scale=alt.Scale(domain=labels, range=_PART_COLOURS), title="part",
+                            sort=labels),
+            order=alt.Order("order:Q"),
+            tooltip=[alt.Tooltip("bar:N", title="model"), alt.Tooltip("what:N", title="part"),
+                     alt.Tooltip("billions:Q", format=",.2f", title="billions")],
+        )
+
+
+def all_to_all_chart(df: pd.DataFrame, *, title: str = "One MoE layer: all-to-alls against expert compute",
+                     width: int = WIDTH) -> alt.Chart:
+    """Grouped horizontal bars, milliseconds per MoE layer per training step: the four
+    all-to-alls and the experts' compute, one group per (system, EP group size, level).
+
+    ``df`` is :func:`trainium_lab.moe.all_to_all_table` (``system``, ``ep_chips``, ``level``,
+    ``phases``, ``layer_all_to_all_s``, ``layer_expert_compute_s``).
+    """
+    rows = []
+    for r in df.itertuples():
+        group = f"{r.system}: EP over {r.ep_chips} chips ({r.phases})"
+        rows.append({"group": group, "what": "4 all-to-alls", "ms": round(r.layer_all_to_all_s * 1e3, 4)})
+        rows.append({"group": group, "what": "expert compute", "ms": round(r.layer_expert_compute_s * 1e3, 4)})
+    d = pd.DataFrame(rows)
+    with debug_mode(False):
+        return alt.Chart(_records(d), title=title, width=width, height=alt.Step(11)).mark_bar().encode(
+            x=alt.X("ms:Q", title="milliseconds per MoE layer (forward + backward)"),
+            y=alt.Y("what:N", title=None, axis=None),
+            row=alt.Row("group:N", sort=list(dict.fromkeys(d["group"])), title=None,
+                        header=alt.Header(labelAngle=0, labelAlign="left", labelLimit=420)),
+            color=alt.Color("what:N", scale=alt.Scale(domain=["4 all-to-alls", "expert compute"],
+                                                      range=[PALETTE[5], "#1f3b5c"]), title=None),
+            tooltip=[alt.Tooltip("group:N"), alt.Tooltip("what:N"), alt.Tooltip("ms:Q", format=",.3f")],
+        ).properties(spacing=2)
+
+
+def expert_load_chart(df: pd.DataFrame, *, title: str | None = None, width: int = WIDTH,
+                      height: int = 200) -> alt.LayerChart:
+    """Tokens each expert receives (hottest first), the part above capacity in red, with
+    the capacity (dashed) and the router's expectation (ticks).
+
+    ``df`` is :meth:`trainium_lab.moe.RoutingResult.table` (``expert``, ``tokens``,
+    ``expected_tokens``, ``capacity``). One dataset at the top of the layered chart (the
+    layers filter it), so a widget redraws it quickly.
+    """
+    cap = float(df["capacity"].iloc[0])
+    expert = df["expert"].to_numpy()
+    tokens = df["tokens"].to_numpy()
+    n = len(expert)
+    d = pd.DataFrame({
+        "layer": ["bar"] * (2 * n) + ["expected"] * n + ["capacity"],
+        "expert": list(expert) * 3 + [int(expert[0])],
+        "what": ["kept"] * n + ["dropped"] * n + ["expected"] * n + ["capacity"],
+        "tokens": list(tokens.clip(max=cap).round(1)) + list((tokens - cap).clip(min=0.0).round(1))
+                  + list(df["expected_tokens"].to_numpy().round(1)) + [cap],
+        "order": [0] * n + [1] * n + [0] * n + [0],
+    })
+    title = title or "Tokens per expert against the capacity"
+    every = 1 if n <= 16 else 8  # label every expert, or every eighth
+    with debug_mode(False):
+        bars = alt.Chart().mark_bar().transform_filter(alt.datum.layer == "bar").encode(
+            x=alt.X("expert:O", title="expert (hottest first)",
+                    axis=alt.Axis(labelExpr=f"datum.value % {every} == {1 % every} ? datum.value : ''",
+                                  labelAngle=0)),
+            y=alt.Y("tokens:Q", stack="zero", title="tokens"),
+            color=alt.Color("what:N", scale=alt.Scale(domain=["kept", "dropped"], range=[PALETTE[0], PALETTE[2]]),
+                            title=None),
+            order=alt.Order("order:Q"),
+            tooltip=[alt.Tooltip("expert:O"), alt.Tooltip("what:N"), alt.Tooltip("tokens:Q", format=",.0f")])
+        ticks = alt.Chart().mark_tick(color="black", thickness=2).transform_filter(
+            alt.datum.layer == "expected").encode(
+            x=alt.X("expert:O"), y=alt.Y("tokens:Q"),
+            tooltip=[alt.Tooltip("tokens:Q", format=",.0f", title="router's expectation")])
+        rule = alt.Chart().mark_rule(color="#a40000", strokeDash=[5, 3]).transform_filter(
+            alt.datum.layer == "capacity").encode(
+            y=alt.Y("tokens:Q"), tooltip=[alt.Tooltip("tokens:Q", format=",.0f", title="capacity (tokens)")])
+        return alt.layer(bars, ticks, rule, data=_records(d), title=title, width=width, height=height)
+
+
+def moe_step_chart(df: pd.DataFrame, *, title: str = "Where a step's time goes",
+                   width: int = WIDTH) -> alt.Chart:
+    """Stacked horizontal bars of seconds per step by part, expert all-to-alls included, one
+    bar per ``layout`` (chapter 05's :func:`~trainium_lab.charts.layouts.step_time_chart` with
+    the parts of :data:`trainium_lab.layouts.MOE_TIME_PARTS`).
+
+    ``df`` has columns ``layout``, ``part`` and ``seconds`` (``LayoutEstimate.time_table()``
+    plus ``layout``).
+    """
+    d = df.assign(seconds=df["seconds"].round(4))
+    return step_time_chart(d, title=title, width=width, parts=_TIME, part_labels=_TIME_LABELS,
+                           colours=_TIME_COLOURS)
+
+
+def level_time_chart(df: pd.DataFrame, *, title: str = "Where a step goes, by level",
+                     width: int = WIDTH) -> alt.Chart:
+    """Stacked horizontal bars of each step's share by the level its time is spent on
+    (compute on the chips, each collective at the level its group crosses, the bubble idle),
+    one bar per ``job``.
+
+    ``df`` has columns ``job``, ``part``, ``level`` and ``share``
+    (:meth:`trainium_lab.layouts.Plan.time_by_level` plus ``job``).
+    """
+    d = df[["job", "part", "level", "share"]].copy()
+    d["what"] = [f"{_TIME_LABELS[p]} ({lv})" if lv not in ("chips", "idle") else _TIME_LABELS[p]
+                 for p, lv in zip(d["part"], d["level"])]
+    d["order"] = [_TIME.index(p) for p in d["part"]]
+    d["share"] = d["share"].round(4)
+    with debug_mode(False):
+        return alt.Chart(_records(d), title=title, width=width, height=34 * d["job"].nunique() + 10).mark_bar(
+        ).encode(
+            x=alt.X("share:Q", stack="zero", title="share of the step", axis=alt.Axis(format="%")),
+            y=alt.Y("job:N", sort=None, title=None, axis=alt.Axis(labelLimit=360)),
+            color=alt.Color("level:N", scale=alt.Scale(domain=_LEVELS, range=_LEVEL_COLOURS),
+                            title="where"),
+            order=alt.Order("order:Q"),
+            tooltip=[alt.Tooltip("job:N"), alt.Tooltip("what:N", title="part"),
+                     alt.Tooltip("share:Q", format=".1%")],
+        )

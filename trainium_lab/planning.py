@@ -1,0 +1,1715 @@
+"""Planning a run end to end: layout, days, failures, compiles, dollars.
+
+Every earlier chapter answers one question. This module answers them together for one job and
+turns the answer into money, by composing the chapters' own functions — it re-derives none of
+their formulas:
+
+* **sizing** (chapter 04, :mod:`trainium_lab.sizing`): training state, fewest chips, FLOPs and
+  instance-days at an assumed MFU;
+* **the planner** (chapter 05, :mod:`trainium_lab.layouts`): the fastest layout that fits, its
+  memory per chip and its step time;
+* **compile cold starts** (chapter 07, :mod:`trainium_lab.compilation`): what the first launch and
+  every restart wait for compiles, with a shared, a per-instance or a pre-warmed cache;
+* **failures and checkpoints** (chapter 06, :mod:`trainium_lab.reliability`): job MTBF from the
+  chips and instances held, the optimum checkpoint interval and the expected time lost to
+  checkpoint writes, rework and restarts;
+* **serving** (chapter 09, :mod:`trainium_lab.serving`): replicas for a throughput target under
+  latency limits.
+
+Public API
+----------
+``plan_run(model, n_tokens, *, system, n_systems | deadline_s, mfu, usd_per_hour, ...) -> RunPlan``
+    The training plan: layout, memory per chip, step time, wall-clock days with the goodput
+    losses, instance-hours, cost, cost per million trained tokens, and a sensitivity table
+    (which input moves the cost most).
+``plan_serving(model, target_tokens_per_s, ...) -> ServingPlan``
+    The inference counterpart: chips for a throughput and latency target, cost per million
+    generated tokens.
+``compare_platforms(n_params, n_tokens, mfu={...}, usd_per_chip_hour={...}) -> DataFrame``
+    The same job on Trainium systems and GPU instances as cost per trained token, with one
+    formula for all (6ND over peak × MFU): every MFU is an input, none is assumed for you.
+``check_price_claim(claim_id, ...) -> ClaimCheck``
+    What a published price-performance claim implies, and whether the data can test it.
+``prices()``, ``price(instance, purchase_option)``
+    Sourced instance-hour prices with their dates (``data/prices.csv``).
+``launch_environment(plan)``, ``preflight_checks(plan)``, ``trainium_checklist(plan, ...)``
+    The launch environment a plan implies (variables named as the Neuron documentation names
+    them), the checks to run before the real run, and a "when to choose Trainium" checklist.
+
+Numbers with no public source — MFU, prices of Trn2 and Trn3, checkpoint write bandwidth,
+restart and compile times — are inputs; every plan lists which of its inputs are assumptions.
+What the model leaves out is in :data:`IGNORED`. The Markdown and HTML export is in
+:mod:`trainium_lab.views.planning` (prose and layout stay out of the model).
+
+References
+----------
+Chapters' sources, as each composed function cites them. Young (1974) and Daly (2006) for the
+checkpoint interval; Narayanan et al. 2021 (arXiv:2104.04473) and Korthikanti et al. 2022
+(arXiv:2205.05198) for the layout model; AWS Neuron documentation for the compile cache,
+``neuron_parallel_compile``, LNC, the runtime's environment variables, ``neuron-ls`` and
+``nccom-test`` (``data/launch_env.csv``); AWS pricing pages and the Neuron repository's price
+table for prices (``data/prices.csv``).
+
+Examples
+--------
+>>> p = plan_run("llama3-8b", 1e11, system="trn2.48xlarge", n_systems=1, usd_per_hour=40.0)
+>>> p.layout.tp * p.layout.pp * p.layout.dp == p.layout.cluster.n_ranks, p.days > p.sizing.instance_days
+(True, True)
+>>> round(p.cost_usd) == round(p.instance_hours * 40.0)
+True
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from trainium_lab import (compilation, collectives, cores, dtypes, layouts, reliability, serving,
+                          sizing, specs)
+from trainium_lab import topology
+from trainium_lab._validate import (choice, in_range, instance, integer,
+                                    positive, sequence)
+from trainium_lab.sizing import ModelPreset
+from trainium_lab.units import GB, GiB, day, format_seconds, hour, minute
+
+__all__ = [
+    "PURCHASE_OPTIONS", "CACHE_MODES", "DEFAULTS", "SENSITIVITY", "IGNORED", "BILLED_INSTANCE",
+    "Price", "prices", "price", "billed_instance", "platforms", "parity_usd_per_hour",
+    "RunPlan", "plan_run", "checkpoint_bytes",
+    "ServingPlan", "plan_serving",
+    "compare_platforms", "ClaimCheck", "price_claims", "check_price_claim",
+    "launch_environment", "preflight_checks", "trainium_checklist",
+]
+
+#: purchase options that ``data/prices.csv`` can hold
+PURCHASE_OPTIONS: tuple[str, ...] = ("on-demand", "capacity-block", "ri-effective")
+#: how compiled graphs reach the instances: pre-compiled into a shared cache before the run
+#: (``neuron_parallel_compile``), a shared cache filled by the run itself, or each instance's
+#: local cache (a replacement instance starts empty)
+CACHE_MODES: tuple[str, ...] = ("precompiled", "shared", "local")
+
+#: defaults of inputs that no public source gives; every plan labels them assumptions.
+#: MFU 40 % is chapter 04's; 20 min per compile and the 10 min restart are chapters 07's and 06's
+#: examples; the checkpoint bandwidth (to shared storage, the whole job together) is a round guess
+DEFAULTS: dict[str, float] = {
+    "mfu": 0.40,
+    "checkpoint_write_bytes_per_s": 10 * GB,
+    "restart_s": 10 * minute,
+    "compile_s": 20 * minute,
+    "n_graphs": 2,
+    "precompile_workers": 4,
+    "global_batch": 1024,
+}
+
+#: how far each uncertain input is moved in the sensitivity table: (low factor, high factor).
+#: MFU and price are known to within tens of per cent once measured or quoted; failure rates,
+#: storage bandwidth, restart and compile times are often off by a factor of two
+SENSITIVITY: dict[str, tuple[float, float]] = {
+    "mfu": (0.75, 1.25),
+    "usd_per_hour": (0.75, 1.25),
+    "chip_mtbf_s": (0.5, 2.0),
+    "checkpoint_write_bytes_per_s": (0.5, 2.0),
+    "restart_s": (0.5, 2.0),
+    "compile_s": (0.5, 2.0),
+}
+
+#: the EC2 instance type a system's instances are billed as, where it differs from the system key
+BILLED_INSTANCE: dict[str, str] = {"trn2-ultraserver": "trn2u.48xlarge"}
+
+#: what the plan leaves out (the notebook discusses each)
+IGNORED: tuple[str, ...] = (
+    "everything chapter 05's layout model leaves out (layouts.IGNORED): the step time is "
+    "first-order, one MFU for every kernel",
+    "perfect weak scaling of the data loader, the optimizer step and evaluation; no stragglers",
+    "failures during a restart or a checkpoint read; a replacement instance is always available",
+    "checkpoint reads at the write bandwidth; an asynchronous upload's extra rework when a failure "
+    "strikes mid-upload (chapter 06)",
+    "graphs a neuron_parallel_compile trial run does not reach: 'precompiled' assumes it reaches "
+    "every graph of the run",
+    "storage, data transfer, host-side software and engineering time: the cost is instance-hours "
+    "× the hourly price only",
+    "price changes during the run and the minimum terms of a purchase option (Capacity Blocks "
+    "are sold for fixed windows)",
+)
+
+_SECONDS_PER_HOUR = hour
+
+
+# --------------------------------------------------------------------------- prices
+
+
+@dataclass(frozen=True)
+class Price:
+    """One sourced instance-hour price (a row of ``data/prices.csv``).
+
+    Attributes
+    ----------
+    instance, purchase_option, region, date : str
+    usd_per_hour : float
+        Price of one instance for one hour.
+    accelerator : str
+        Chip or accelerator key (``specs.chip`` / ``specs.accelerator``).
+    n_accelerators : int
+        Accelerators in one instance, as the price source lists them.
+    status, source_id, source, reference, tier, note : str
+    """
+
+    instance: str
+    purchase_option: str
+    region: str
+    usd_per_hour: float
+    date: str
+    accelerator: str
+    n_accelerators: int
+    status: str
+    source_id: str
+    source: str
+    reference: str
+    tier: str
+    note: str
+
+    @property
+    def usd_per_accelerator_hour(self) -> float:
+        """``usd_per_hour / n_accelerators``: what AWS's Capacity Blocks page calls the
+        effective accelerator hourly rate."""
+        return self.usd_per_hour / self.n_accelerators
+
+    def _repr_markdown_(self) -> str:
+        return (f"**{self.instance}** ({self.purchase_option}, {self.region}, {self.date}): "
+                f"**{self.usd_per_hour:,.2f} USD/h**, {self.usd_per_accelerator_hour:,.3f} USD per "
+                f"accelerator-hour — {self.source} (tier {self.tier})")
+
+
+@functools.cache
+def _price_table() -> pd.DataFrame:
+    df = specs.read_data_csv("prices.csv")
+    tiers = specs.read_data_csv("sources.csv").set_index("source_id")["tier"]
+    df["tier"] = [tiers[s] for s in df["source_id"]]
+    df["usd_per_hour"] = df["usd_per_hour"].astype(float)
+    df["n_accelerators"] = df["n_accelerators"].astype(int)
+    return df
+
+
+def prices(instance: str | None = None, purchase_option: str | None = None) -> pd.DataFrame:
+    """Sourced instance-hour prices, ``used`` and ``alternative`` rows, with their sources.
+
+    Parameters
+    ----------
+    instance : str, optional
+        Keep one instance type (``"trn1.32xlarge"``, ``"p5.48xlarge"``...).
+    purchase_option : {"on-demand", "capacity-block", "ri-effective"}, optional
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns of ``data/prices.csv`` plus ``source``, ``reference`` and ``tier``.
+
+    Examples
+    --------
+    >>> prices("trn1.32xlarge")[["purchase_option", "usd_per_hour", "date", "status"]].values.tolist()[0]
+    ['on-demand', 21.5, '2023-02-27', 'used']
+    """
+    df = _price_table()
+    if instance is not None:
+        instance = choice("instance", instance, tuple(dict.fromkeys(df["instance"])))
+        df = df[df["instance"] == instance]
+    if purchase_option is not None:
+        purchase_option = choice("purchase_option", purchase_option, PURCHASE_OPTIONS)
+        df = df[df["purchase_option"] == purchase_option]
+    return df.reset_index(drop=True)
+
+
+def price(instance: str, purchase_option: str = "on-demand") -> Price:
+    """The ``used`` sourced price of one instance type and purchase option.
+
+    Raises
+    ------
+    ValueError
+        When the course has no sourced price for that pair (Trn2, Trn2 UltraServers and Trn3
+        have none): the message says to pass the price as an input, labelled an assumption.
+
+    Examples
+    --------
+    >>> p = price("p5.48xlarge")
+    >>> p.usd_per_hour, p.region, p.date, p.usd_per_accelerator_hour
+    (55.04, 'us-east-1', '2026-08-26', 6.88)
+    >>> price("trn2.48xlarge")
+    Traceback (most recent call last):
+    ...
+    ValueError: instance: no sourced on-demand price for 'trn2.48xlarge' in data/prices.csv; give the price as an input (usd_per_hour), labelled an assumption
+    """
+    if not isinstance(instance, str) or not instance.strip():
+        raise ValueError(f"instance must be an instance type such as 'p5.48xlarge', got {instance!r}")
+    purchase_option = choice("purchase_option", purchase_option, PURCHASE_OPTIONS)
+    df = _price_table()
+    rows = df[(df["instance"] == instance.strip()) & (df["purchase_option"] == purchase_option)
+              & (df["status"] == "used")]
+    if rows.empty:
+        raise ValueError(
+            f"instance: no sourced {purchase_option} price for {instance!r} in data/prices.csv; give "
+            "the price as an input (usd_per_hour), labelled an assumption")
+    r = rows.iloc[0]
+    return Price(r.instance, r.purchase_option, r.region, float(r.usd_per_hour), r.date,
+                 r.accelerator, int(r.n_accelerators), r.status, r.source_id, r.source, r.reference,
+                 r.tier, r.note)
+
+
+def billed_instance(system: str) -> tuple[str, int]:
+    """The EC2 instance type a system is billed as, and how many of them it holds.
+
+    A Trn2 UltraServer is four ``trn2u.48xlarge`` instances; an instance is one of itself.
+    For Trn3 UltraServers the key of the system stands in (AWS's instance names for them are
+    not in the course's sources).
+
+    Examples
+    --------
+    >>> billed_instance("trn2-ultraserver"), billed_instance("trn2.48xlarge")
+    (('trn2u.48xlarge', 4), ('trn2.48xlarge', 1))
+    """
+    s = specs.system(system)
+    return BILLED_INSTANCE.get(s.key, s.key), s.n_instances
+
+
+@functools.cache
+def _platforms() -> pd.DataFrame:
+    rows = []
+    for s in specs.systems():
+        rows.append({"platform": s.key, "family": "Trainium", "accelerator": s.chip_key,
+                     "accelerator_name": s.chip.name, "chips_per_platform": s.n_chips,
+                     "billed_as": billed_instance(s.key)[0], "instances": s.n_instances})
+    known = {a.key: a for a in specs.accelerators()}
+    df = _price_table()
+    for inst, g in df.groupby("instance", sort=False):
+        acc = g["accelerator"].iloc[0]
+        if acc in known:
+            rows.append({"platform": inst, "family": "GPU", "accelerator": acc,
+                         "accelerator_name": known[acc].name,
+                         "chips_per_platform": int(g["n_accelerators"].iloc[0]),
+                         "billed_as": inst, "instances": 1})
+    return pd.DataFrame(rows)
+
+
+def platforms() -> pd.DataFrame:
+    """Platforms :func:`compare_platforms` knows: the Trainium systems of ``data/systems.csv``
+    and the GPU instances with a sourced price.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``platform, family, accelerator, accelerator_name, chips_per_platform, billed_as,
+        instances``.
+
+    Examples
+    --------
+    >>> platforms().platform.tolist()[:3]
+    ['trn1.32xlarge', 'trn2.48xlarge', 'trn2-ultraserver']
+    """
+    return _platforms().copy()
+
+
+def parity_usd_per_hour(system: str, reference: str = "p5.48xlarge", purchase_option: str = "on-demand",
+                        dtype: str = "bfloat16") -> float:
+    """The hourly price of one billed instance of ``system`` that matches ``reference``'s sourced
+    price per dense peak FLOP/s.
+
+    ``price_ref × (chips × peak of one instance of system) / (chips × peak of reference)``: at
+    equal MFU the two then cost the same per trained token. Where no price is published (Trn2,
+    Trn3) this is a neutral, sourced-by-construction placeholder for an assumption — not a price.
+
+    Examples
+    --------
+    >>> round(parity_usd_per_hour("trn2.48xlarge"), 2)   # 55.04 × 16 × 667 / (8 × 989)
+    74.24
+    """
+    plats = _platforms().set_index("platform")
+    key = system if isinstance(system, str) and system in plats.index else specs.system(system).key
+    key = choice("system", key, tuple(plats.index))
+    reference = choice("reference", reference, tuple(plats.index))
+    ref = price(plats.loc[reference, "billed_as"], purchase_option)
+    t, r = plats.loc[key], plats.loc[reference]
+    per_instance = t.chips_per_platform / t.instances * _peak(t.accelerator, dtype)
+    per_ref = r.chips_per_platform / r.instances * _peak(r.accelerator, dtype)
+    return float(ref.usd_per_hour * per_instance / per_ref)
+
+
+def _peak(accelerator: str, dtype: str) -> float:
+    try:
+        table = specs.chip(accelerator).dense_flops_per_s
+    except ValueError:
+        table = specs.accelerator(accelerator).dense_flops_per_s
+    return table[dtype]
+
+
+# --------------------------------------------------------------------------- the run plan
+
+
+def checkpoint_bytes(n_params: float, recipe_name: str = "bf16-adam") -> float:
+    """Bytes one full checkpoint writes: the weights and the optimizer state, not the gradients.
+
+    ``n_params × (weights + master copy + Adam moments)`` bytes per parameter of the recipe
+    (chapter 04's :data:`trainium_lab.sizing.RECIPES`): what a restart needs to continue the
+    optimisation; gradients are recomputed by the next step.
+
+    References
+    ----------
+    Rajbhandari et al. 2020, ZeRO, arXiv:1910.02054, section 3.1 (the state of mixed-precision
+    Adam); PyTorch's ``state_dict`` checkpoints of model and optimizer.
+
+    Examples
+    --------
+    >>> from trainium_lab.units import GB
+    >>> checkpoint_bytes(8e9) / GB   # 8e9 × (2 + 4 + 4 + 4) bytes
+    112.0
+    """
+    n_params = positive("n_params", n_params)
+    r = sizing.recipe(recipe_name)
+    return n_params * (r.bytes_per_param - r.gradients)
+
+
+@functools.lru_cache(maxsize=256)
+def _search(model: ModelPreset, system: str, n_systems: int, lnc: int | None, global_batch: int,
+            mfu: float, dp_overlap: float, min_headroom_fraction: float, recipe_name: str, dtype: str,
+            micro_batches: tuple[int, ...], zero_stages: tuple[int, ...], recompute: tuple[str, ...],
+            sequence_parallel: bool) -> layouts.Plan:
+    """Chapter 05's planner, cached: the same arguments give the same search."""
+    return layouts.plan(model, system=system, n_systems=n_systems, lnc=lnc, global_batch=global_batch,
+                        micro_batches=micro_batches, zero_stages=zero_stages, recompute=recompute,
+                        sequence_parallel=sequence_parallel, mfu=mfu, dp_overlap=dp_overlap,
+                        min_headroom_fraction=min_headroom_fraction, recipe_name=recipe_name,
+                        dtype=dtype)
+
+
+def _active_params(m: ModelPreset) -> float:
+    """Parameters a token uses: all of a dense model's, the published active count of a
+    mixture-of-experts model (chapter 10's ``n_active_params``) — what 6ND counts."""
+    active = float(getattr(m, "n_active_params", 0.0) or 0.0)
+    return active if active > 0 else float(m.n_params)
+
+
+def _try_search(*args) -> layouts.Plan | None:
+    """The search, or ``None`` when no layout of that cluster fits (or none is admissible)."""
+    try:
+        p = _search(*args)
+    except ValueError:
+        return None
+    return None if p.table.empty else p
+
+
+@functools.lru_cache(maxsize=512)
+def _compile_counts(n_graphs: int, n_instances: int, cache: str, seq_len: int,
+                    precompile_workers: int) -> tuple[float, float, float, float]:
+    """Chapter 07's run model for the plan's graphs at one second per compile: (first-launch
+    stall, stall of a restart on a replacement instance, pre-compilation on one instance,
+    node-seconds compiling at the first launch). Every one is proportional to the compile time
+    (:func:`~trainium_lab.compilation.run_compiles`: one compile time per step at which a node
+    compiles, one per node compile; :func:`~trainium_lab.compilation.parallel_precompile_s`:
+    ``ceil(graphs / workers)`` of them), so :func:`_compile_stalls` scales these."""
+    stream = pd.DataFrame({"step": np.arange(n_graphs), "batch_size": 1, "seq_len": seq_len,
+                           "variant": [f"graph {i + 1}" for i in range(n_graphs)],
+                           "ranks": "all ranks"})
+    if cache == "precompiled":
+        warm = compilation.trial_run_keys(stream, n_graphs)
+        first = compilation.run_compiles(stream, compile_s=1.0, n_nodes=n_instances,
+                                         shared_cache=True, warm_keys=warm)
+        pre = compilation.parallel_precompile_s(n_graphs, 1.0, precompile_workers)
+    else:
+        first = compilation.run_compiles(stream, compile_s=1.0, n_nodes=n_instances,
+                                         shared_cache=cache == "shared")
+        pre = 0.0
+    again = compilation.run_compiles(stream, compile_s=1.0, n_nodes=n_instances,
+                                     shared_cache=cache != "local", warm_keys=first.cache_keys,
+                                     n_fresh_nodes=None if cache != "local" else 1)
+    return first.stall_s, again.stall_s, pre, first.node_compile_s
+
+
+def _compile_stalls(n_graphs: int, compile_s: float, n_instances: int, cache: str, seq_len: int,
+                    precompile_workers: int) -> tuple[float, ...]:
+    """:func:`_compile_counts` at ``compile_s`` seconds per compile."""
+    return tuple(compile_s * x for x in _compile_counts(n_graphs, n_instances, cache, seq_len,
+                                                        precompile_workers))
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    """Everything the economics of a plan depend on besides the layout (base units)."""
+
+    n_tokens: float
+    n_params: float
+    recipe_name: str
+    system: str
+    n_chips: int
+    n_instances: int
+    seq_len: int
+    usd_per_hour: float
+    checkpoint_write_bytes_per_s: float
+    checkpoint_read_bytes_per_s: float
+    checkpoint_mode: str
+    snapshot_s: float | None
+    chip_mtbf_s: float
+    instance_mtbf_s: float | None
+    restart_s: float
+    compile_s: float
+    n_graphs: int
+    cache: str
+    precompile_workers: int
+
+    def replace(self, **kw) -> "_Inputs":
+        from dataclasses import replace as _replace
+
+        return _replace(self, **kw)
+
+
+def _economics(est: layouts.LayoutEstimate, x: _Inputs, detail: bool = True) -> dict[str, float]:
+    """Days, losses, instance-hours and dollars of one layout estimate (base units).
+
+    ``detail=False`` skips the breakdown of the lost time (the sensitivity table needs only
+    wall time and cost)."""
+    compute_s = x.n_tokens / est.tokens_per_s
+    ckpt = checkpoint_bytes(x.n_params, x.recipe_name)
+    write_s = ckpt / x.checkpoint_write_bytes_per_s
+    reload_s = ckpt / x.checkpoint_read_bytes_per_s
+    delta = reliability.checkpoint_cost_s(write_s, mode=x.checkpoint_mode, snapshot_s=x.snapshot_s)
+    mtbf = reliability.layout_mtbf_s(x.n_chips, system=x.system, chip_mtbf_s=x.chip_mtbf_s,
+                                     instance_mtbf_s=x.instance_mtbf_s)
+    cold_s, restart_compile_s, pre_s, node_compile_s = _compile_stalls(
+        x.n_graphs, x.compile_s, x.n_instances, x.cache, x.seq_len, x.precompile_workers)
+    restart_total = x.restart_s + reload_s + restart_compile_s
+    tau = reliability.optimal_interval_s(delta, mtbf)
+    if x.checkpoint_mode == "async":
+        tau = max(tau, write_s)  # the upload must finish before the next snapshot (chapter 06)
+    lost = float(reliability.lost_fraction(tau, delta, mtbf, restart_total))
+    training_wall = compute_s / (1.0 - lost)
+    wall = cold_s + training_wall
+    instance_hours = x.n_instances * wall / _SECONDS_PER_HOUR + pre_s / _SECONDS_PER_HOUR
+    cost = instance_hours * x.usd_per_hour
+    out = {
+        "compute_s": compute_s, "checkpoint_bytes": ckpt, "checkpoint_write_s": write_s,
+        "reload_s": reload_s, "checkpoint_cost_s": delta, "job_mtbf_s": mtbf,
+        "checkpoint_interval_s": tau, "young_interval_s": reliability.young_interval_s(delta, mtbf),
+        "restart_total_s": restart_total, "restart_compile_s": restart_compile_s,
+        "lost_fraction": lost, "cold_start_s": cold_s, "precompile_s": pre_s,
+        "node_compile_s": node_compile_s, "wall_s": wall, "instance_hours": instance_hours,
+        "cost_usd": cost, "cost_per_million_tokens_usd": cost / x.n_tokens * 1e6,
+    }
+    if detail:
+        parts = reliability.lost_time_breakdown(tau, delta, mtbf, restart_total).iloc[0]
+        segment = reliability.expected_segment_s(tau, delta, mtbf, restart_total)
+        out.update({
+            "lost_checkpoint_s": float(parts["checkpoint"]) * training_wall,
+            "lost_rework_s": float(parts["rework"]) * training_wall,
+            "lost_restart_s": float(parts["restart"]) * training_wall,
+            # segments of work × failures per segment, exp(L/M) − 1 = E / (M + R) (chapter 06)
+            "expected_failures": compute_s / tau * segment / (mtbf + restart_total),
+        })
+    return out
+
+
+@functools.cache
+def _proxy_chip_mtbf_s() -> float:
+    """Chapter 06's per-accelerator MTBF from Meta's Llama 3 interruptions (a GPU-cluster proxy)."""
+    return reliability.llama3_summary().per_gpu_mtbf_s
+
+
+@dataclass(frozen=True, repr=False)
+class RunPlan:
+    """A training run planned end to end. Build it with :func:`plan_run`; all base units.
+
+    Attributes
+    ----------
+    model : ModelPreset
+    n_tokens : float
+        Token budget.
+    system : str
+        System key; ``n_systems`` of them, ``n_chips`` chips, ``n_instances`` billed instances of
+        type ``instance_type``.
+    lnc : int
+    inputs : dict
+        Every input by name, in base units.
+    assumptions : tuple of str
+        Names of the inputs that no public source gives.
+    price_basis : str
+        Where ``usd_per_hour`` comes from: a sourced row (option, region, date, tier) or
+        ``"input (assumption)"``.
+    sizing : trainium_lab.sizing.SizingPlan
+        Chapter 04's sizing of the same job (state, fewest chips, instance-days at the MFU).
+    layout : trainium_lab.layouts.Layout
+    estimate : trainium_lab.layouts.LayoutEstimate
+        Chapter 05's memory per chip and step time of the layout.
+    search : trainium_lab.layouts.Plan or None
+        The planner's search that chose the layout (``None`` when a layout was given).
+    results : dict
+        Days, losses, compiles and costs (see :attr:`wall_s`, :attr:`cost_usd`...).
+    sensitivity : pandas.DataFrame
+        One row per uncertain input: ``input, value, low_value, high_value, cost_low_usd,
+        cost_high_usd, days_low, days_high, swing_usd``, largest swing first.
+    deadline_s : float or None
+    systems_tried : tuple of int
+        Counts of systems the search evaluated (deadline or smallest-that-fits mode).
+    """
+
+    model: ModelPreset
+    n_tokens: float
+    system: str
+    n_systems: int
+    lnc: int
+    n_chips: int
+    n_instances: int
+    instance_type: str
+    inputs: dict
+    assumptions: tuple[str, ...]
+    price_basis: str
+    sizing: sizing.SizingPlan
+    layout: layouts.Layout
+    estimate: layouts.LayoutEstimate
+    search: layouts.Plan | None
+    results: dict
+    sensitivity: pd.DataFrame
+    deadline_s: float | None
+    systems_tried: tuple[int, ...]
+
+    def __getattr__(self, name: str):  # the results read as attributes: plan.wall_s, plan.cost_usd
+        results = self.__dict__.get("results")
+        if results is not None and name in results:
+            return results[name]
+        raise AttributeError(f"RunPlan has no attribute {name!r}")
+
+    @property
+    def days(self) -> float:
+        """Expected wall-clock days, failures, checkpoints and the first launch's compiles included."""
+        return self.results["wall_s"] / day
+
+    @property
+    def instance_days(self) -> float:
+        """Instance-hours / 24: chapter 04's instance-days, with every loss counted."""
+        return self.results["instance_hours"] / 24.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Training throughput of the layout while it runs (no losses)."""
+        return self.estimate.tokens_per_s
+
+    @property
+    def step_s(self) -> float:
+        """Seconds per optimizer step (chapter 05's first-order model)."""
+        return self.estimate.step_s
+
+    @property
+    def usd_per_hour(self) -> float:
+        """Price of one billed instance for one hour."""
+        return self.inputs["usd_per_hour"]
+
+    @property
+    def meets_deadline(self) -> bool | None:
+        """Whether the expected wall time is within the deadline (None without one)."""
+        return None if self.deadline_s is None else self.results["wall_s"] <= self.deadline_s
+
+    @property
+    def goodput(self) -> float:
+        """Share of the wall time spent on useful training steps."""
+        return self.results["compute_s"] / self.results["wall_s"]
+
+    def memory_table(self) -> pd.DataFrame:
+        """Memory per chip by part (chapter 05): ``part, bytes, gib, hbm_gib, allowed_gib``."""
+        return self.estimate.memory_table()
+
+    def time_table(self) -> pd.DataFrame:
+        """One step by part (chapter 05): ``part, seconds, share``."""
+        return self.estimate.time_table()
+
+    def wall_time_table(self) -> pd.DataFrame:
+        """Where the wall-clock time goes: ``part, seconds, days, share``.
+
+        Parts: ``training steps`` (useful work), ``checkpoint writes``, ``rework after failures``,
+        ``restarts`` (detect, replace, reload, recompile), ``first-launch compiles``.
+        """
+        r = self.results
+        parts = [("training steps", r["compute_s"]), ("checkpoint writes", r["lost_checkpoint_s"]),
+                 ("rework after failures", r["lost_rework_s"]), ("restarts", r["lost_restart_s"]),
+                 ("first-launch compiles", r["cold_start_s"])]
+        total = r["wall_s"]
+        return pd.DataFrame({"part": [p for p, _ in parts], "seconds": [s for _, s in parts],
+                             "days": [s / day for _, s in parts], "share": [s / total for _, s in parts]})
+
+    def cost_table(self) -> pd.DataFrame:
+        """Where the money goes: ``part, instance_hours, usd, share``.
+
+        The wall-time parts on every instance, plus ``pre-compilation`` on one instance.
+        """
+        w = self.wall_time_table()
+        hours = list(w["seconds"] * self.n_instances / _SECONDS_PER_HOUR)
+        names = list(w["part"])
+        names.append("pre-compilation (one instance)")
+        hours.append(self.results["precompile_s"] / _SECONDS_PER_HOUR)
+        usd = [h * self.usd_per_hour for h in hours]
+        total = sum(usd)
+        return pd.DataFrame({"part": names, "instance_hours": hours, "usd": usd,
+                             "share": [u / total for u in usd]})
+
+    def inputs_table(self) -> pd.DataFrame:
+        """Every input: ``input, value, unit, basis`` (``assumption``, ``requirement``,
+        ``sourced: ...`` or ``chosen``)."""
+        x = self.inputs
+        sourced_mtbf = ("sourced: Llama 3 per-GPU proxy (Meta 2024, Table 5), a GPU-cluster figure"
+                        if x.get("chip_mtbf_is_proxy") else "assumption")
+        rows = [
+            ("model", self.model.name, "", "chosen"),
+            ("parameters", self.model.n_params, "count", "sourced: " + "; ".join(self.model.sources)),
+            ("token budget", self.n_tokens, "tokens", "requirement"),
+            ("system", f"{self.n_systems} × {self.system}", "", "chosen"),
+            ("LNC", self.lnc, "", "chosen"),
+            ("global batch", x["global_batch"], "sequences", "chosen"),
+            ("precision recipe", x["recipe_name"], "", "chosen"),
+            ("MFU while computing", x["mfu"], "fraction", "assumption"),
+            ("price per instance-hour", x["usd_per_hour"], "USD/hour", self.price_basis),
+            ("checkpoint write bandwidth", x["checkpoint_write_bytes_per_s"], "bytes/s", "assumption"),
+            ("checkpoint read bandwidth", x["checkpoint_read_bytes_per_s"], "bytes/s",
+             "assumption (the write bandwidth unless given)"),
+            ("checkpoint mode", x["checkpoint_mode"], "", "chosen"),
+            ("chip MTBF", x["chip_mtbf_s"], "s", sourced_mtbf),
+            ("restart (detect, replace, start)", x["restart_s"], "s", "assumption"),
+            ("compile time per graph", x["compile_s"], "s", "assumption"),
+            ("distinct graphs", x["n_graphs"], "count", "assumption"),
+            ("compile cache", x["cache"], "", "chosen"),
+        ]
+        if x.get("instance_mtbf_s") is not None:
+            rows.append(("instance MTBF", x["instance_mtbf_s"], "s", "assumption"))
+        if self.deadline_s is not None:
+            rows.append(("deadline", self.deadline_s, "s", "requirement"))
+        return pd.DataFrame(rows, columns=["input", "value", "unit", "basis"])
+
+    def __repr__(self) -> str:  # short and rounded: the fields hold tables of full-precision floats
+        return (f"RunPlan({self.model.name!r}, {self.n_tokens:.3g} tokens, {self.n_systems} × {self.system}, "
+                f"{self.layout.label()!r}, {self.days:,.1f} days, {self.results['cost_usd']:,.0f} USD)")
+
+    def _repr_markdown_(self) -> str:
+        r = self.results
+        deadline = ""
+        if self.deadline_s is not None:
+            deadline = (f" Deadline {format_seconds(self.deadline_s)}: "
+                        f"{'met' if self.meets_deadline else '**missed**'}.")
+        return (f"**{self.model.name}**, {self.n_tokens:.3g} tokens on **{self.n_systems} × {self.system}** "
+                f"({self.n_chips} chips, LNC={self.lnc}): {self.layout.label()}. "
+                f"{self.estimate.total_bytes / GiB:.1f} of {self.estimate.hbm_bytes / GiB:.0f} GiB per chip; "
+                f"step {format_seconds(self.step_s)}, {self.tokens_per_s:,.0f} tokens/s. "
+                f"**{self.days:,.1f} days** wall clock ({r['lost_fraction']:.1%} of training time lost to "
+                f"checkpoints, rework and restarts; {format_seconds(r['cold_start_s'])} of first-launch compiles); "
+                f"**{r['instance_hours']:,.0f} instance-hours** × {self.usd_per_hour:,.2f} USD = "
+                f"**{r['cost_usd']:,.0f} USD**, **{r['cost_per_million_tokens_usd']:,.3f} USD per million "
+                f"tokens** (price: {self.price_basis}).{deadline}")
+
+
+def _as_tuple(name: str, values, item) -> tuple:
+    return tuple(sequence(name, values, item))
+
+
+def _smallest(pred: Callable[[int], bool], low: int, high: int,
+              scan: int = 16) -> tuple[int | None, list[int]]:
+    """Smallest ``n`` in ``[low, high]`` with ``pred(n)``: doubling, then bisection, then every
+    count below the one found down to ``low`` (at most ``scan`` of them), since ``pred`` need not
+    be monotone (a count whose ranks split the global batch evenly can work where its neighbours
+    do not); also the counts tried, in order."""
+    tried: list[int] = []
+    memo: dict[int, bool] = {}
+
+    def ok(n: int) -> bool:
+        if n not in memo:
+            tried.append(n)
+            memo[n] = pred(n)
+        return memo[n]
+
+    if ok(low):
+        return low, tried
+    bad, n = low, low
+    while True:
+        n = min(high, max(n + 1, 2 * n))
+        if ok(n):
+            good = n
+            break
+        bad = n
+        if n >= high:
+            return None, tried
+    while good - bad > 1:
+        mid = (good + bad) // 2
+        if ok(mid):
+            good = mid
+        else:
+            bad = mid
+    for m in range(good - 1, max(low, good - 1 - scan), -1):
+        if ok(m):
+            good = m
+    return good, tried
+
+
+def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.48xlarge",
+             n_systems: int | None = None, deadline_s: float | None = None, lnc: int | None = None,
+             mfu: float = DEFAULTS["mfu"], usd_per_hour: float | None = None,
+             purchase_option: str = "on-demand",
+             checkpoint_write_bytes_per_s: float = DEFAULTS["checkpoint_write_bytes_per_s"],
+             checkpoint_read_bytes_per_s: float | None = None, checkpoint_mode: str = "sync",
+             snapshot_s: float | None = None, chip_mtbf_s: float | None = None,
+             instance_mtbf_s: float | None = None, restart_s: float = DEFAULTS["restart_s"],
+             compile_s: float = DEFAULTS["compile_s"], n_graphs: int = DEFAULTS["n_graphs"],
+             cache: str = "precompiled", precompile_workers: int = DEFAULTS["precompile_workers"],
+             global_batch: int = DEFAULTS["global_batch"], recipe_name: str = "bf16-adam",
+             dtype: str = "bfloat16", min_headroom_fraction: float = 0.10, dp_overlap: float = 1.0,
+             micro_batches: Sequence[int] = (1, 2, 4), zero_stages: Sequence[int] = (0, 1, 2, 3),
+             recompute: Sequence[str] = sizing.RECOMPUTE_MODES, sequence_parallel: bool = True,
+             max_systems: int = 1024, layout: layouts.Layout | None = None) -> RunPlan:
+    """Plan a training run: layout, memory, step time, days with losses, instance-hours, cost.
+
+    1. **Layout** (chapter 05): :func:`trainium_lab.layouts.plan` on ``n_systems`` systems with
+       these options; its fastest layout that fits is evaluated at ``mfu``. Without
+       ``n_systems``: the fewest systems on which a layout fits, or — with ``deadline_s`` — the
+       fewest whose expected wall time meets the deadline (doubling, then bisection, from the
+       lower bound of chapter 04's perfect-scaling days).
+    2. **Sizing** (chapter 04): :func:`trainium_lab.sizing.size_job` of the same job, for the
+       state, the fewest chips and the ideal instance-days at ``mfu``.
+    3. **Training time**: ``n_tokens / tokens_per_s`` of the layout.
+    4. **Failures and checkpoints** (chapter 06): a checkpoint is the weights and optimizer state
+       (:func:`checkpoint_bytes`) written at ``checkpoint_write_bytes_per_s``; job MTBF from
+       :func:`~trainium_lab.reliability.layout_mtbf_s` (``chip_mtbf_s``, by default the Llama 3
+       per-GPU proxy); checkpoint every :func:`~trainium_lab.reliability.optimal_interval_s`; a
+       restart costs ``restart_s`` + reading the checkpoint + any recompile; the lost share is
+       :func:`~trainium_lab.reliability.lost_fraction`.
+    5. **Compiles** (chapter 07): ``n_graphs`` graphs of ``compile_s`` each through
+       :func:`~trainium_lab.compilation.run_compiles`: the first launch stalls unless the cache
+       was pre-compiled (:func:`~trainium_lab.compilation.parallel_precompile_s` on one
+       instance); with per-instance caches a restart on a replacement instance recompiles.
+    6. **Dollars**: wall time = first-launch compiles + training time / (1 − lost share);
+       instance-hours = instances × wall time (+ pre-compilation on one instance);
+       cost = instance-hours × ``usd_per_hour``.
+
+    Parameters
+    ----------
+    model : str or ModelPreset
+        A preset (``"llama3-8b"``...) or :func:`trainium_lab.layouts.custom_model`.
+    n_tokens : float
+        Training tokens (> 0).
+    system : str
+        One of :data:`trainium_lab.topology.SYSTEMS`.
+    n_systems : int, optional
+        Systems (instances or UltraServers); see above when omitted.
+    deadline_s : float, optional
+        Wall-clock deadline in seconds; used to choose ``n_systems`` when it is not given.
+    lnc : int, optional
+        Logical NeuronCore setting (the chip's default if omitted).
+    mfu : float
+        Share of peak reached while computing (chapter 05's meaning), in (0, 1]: an assumption.
+    usd_per_hour : float, optional
+        Price of one billed instance-hour (for an UltraServer, of one of its instances). Default:
+        the sourced ``purchase_option`` price of :func:`billed_instance`; there is none for
+        Trn2 and Trn3, so give it (an assumption).
+    purchase_option : {"on-demand", "capacity-block", "ri-effective"}
+    checkpoint_write_bytes_per_s : float
+        Aggregate bandwidth of the whole job to checkpoint storage: an assumption.
+    checkpoint_read_bytes_per_s : float, optional
+        For the restart's reload; default the write bandwidth.
+    checkpoint_mode : {"sync", "async"}
+        Chapter 06's modes; ``"async"`` needs ``snapshot_s`` (the blocking copy to host memory).
+    chip_mtbf_s, instance_mtbf_s : float, optional
+        MTBF of one chip and of one instance (host, NICs...). No Trainium failure rate is
+        published: the default chip figure is the Llama 3 per-GPU proxy
+        (:func:`trainium_lab.reliability.llama3_summary`).
+    restart_s : float
+        Seconds from a failure to starting again (detect, replace, launch), before the reload.
+    compile_s : float
+        Seconds to compile one graph: an assumption (no AWS page gives one for a model).
+    n_graphs : int
+        Distinct graphs the run compiles (training step, evaluation step, ...).
+    cache : {"precompiled", "shared", "local"}
+        See :data:`CACHE_MODES`.
+    precompile_workers : int
+        Parallel compiler processes of the pre-compilation.
+    global_batch, recipe_name, dtype, min_headroom_fraction, dp_overlap, micro_batches,
+    zero_stages, recompute, sequence_parallel
+        As in :func:`trainium_lab.layouts.plan`.
+    max_systems : int
+        Largest count the search for ``n_systems`` tries.
+    layout : trainium_lab.layouts.Layout, optional
+        Evaluate this layout instead of searching (its model and cluster are used).
+
+    Returns
+    -------
+    RunPlan
+
+    Raises
+    ------
+    ValueError
+        Naming the parameter: bad values, no sourced price and none given, no layout that fits
+        on ``n_systems`` (or on up to ``max_systems``), a deadline no count meets.
+
+    References
+    ----------
+    The composed chapters' functions and their sources (module docstring).
+
+    Examples
+    --------
+    Chapter 05's 405B case, two Trn2 UltraServers, one trillion tokens, priced at an assumed
+    40 USD per trn2u.48xlarge instance-hour — far too few chips for that budget:
+
+    >>> p = plan_run("llama3-405b", 1e12, system="trn2-ultraserver", n_systems=2, lnc=2,
+    ...              usd_per_hour=40.0)
+    >>> p.layout.label()
+    'TP64×PP2×DP4 (TP over 16 chips), ZeRO-3, mb 1×256, selective recompute'
+    >>> round(p.days), p.n_instances, f"{p.cost_usd:.3g}"
+    (944, 8, '7.25e+06')
+    """
+    x_tokens = positive("n_tokens", n_tokens)
+    mfu = in_range("mfu", mfu, 0.0, 1.0, low_open=True)
+    purchase_option = choice("purchase_option", purchase_option, PURCHASE_OPTIONS)
+    ckpt_w = positive("checkpoint_write_bytes_per_s", checkpoint_write_bytes_per_s)
+    ckpt_r = ckpt_w if checkpoint_read_bytes_per_s is None else positive(
+        "checkpoint_read_bytes_per_s", checkpoint_read_bytes_per_s)
+    checkpoint_mode = choice("checkpoint_mode", checkpoint_mode, ("sync", "async"))
+    if checkpoint_mode == "async":
+        if snapshot_s is None:
+            raise ValueError("snapshot_s must be given (a finite number > 0) when checkpoint_mode='async'")
+        snapshot_s = positive("snapshot_s", snapshot_s)
+    elif snapshot_s is not None:
+        snapshot_s = positive("snapshot_s", snapshot_s)
+    proxy = chip_mtbf_s is None
+    chip_mtbf = (_proxy_chip_mtbf_s() if proxy
+                 else positive("chip_mtbf_s", chip_mtbf_s))
+    inst_mtbf = None if instance_mtbf_s is None else positive("instance_mtbf_s", instance_mtbf_s)
+    restart_s = positive("restart_s", restart_s, allow_zero=True)
+    compile_s = positive("compile_s", compile_s, allow_zero=True)
+    if compile_s > 1e9:
+        raise ValueError(f"compile_s must be at most 1e9 s, got {compile_s:g}")
+    n_graphs = integer("n_graphs", n_graphs, minimum=1, maximum=1000)
+    cache = choice("cache", cache, CACHE_MODES)
+    precompile_workers = integer("precompile_workers", precompile_workers, minimum=1, maximum=10_000)
+    global_batch = integer("global_batch", global_batch, minimum=1, maximum=10**7)
+    sizing.recipe(recipe_name)
+    if not isinstance(dtype, str):
+        raise ValueError(f"dtype must be a number format such as 'bf16', got {dtype!r}")
+    min_headroom_fraction = in_range("min_headroom_fraction", min_headroom_fraction, 0.0, 1.0,
+                                     high_open=True)
+    dp_overlap = in_range("dp_overlap", dp_overlap, 0.0, 1.0)
+    mbs = tuple(sorted(set(_as_tuple("micro_batches", micro_batches, integer))))
+    zs = tuple(sorted(set(_as_tuple("zero_stages", zero_stages,
+                                    lambda n, v: integer(n, v, minimum=0, maximum=3)))))
+    modes = _as_tuple("recompute", recompute, lambda n, v: choice(n, v, sizing.RECOMPUTE_MODES))
+    if sequence_parallel not in (True, False):
+        raise ValueError(f"sequence_parallel must be True or False, got {sequence_parallel!r}")
+    max_systems = integer("max_systems", max_systems, minimum=1, maximum=100_000)
+    deadline = None if deadline_s is None else positive("deadline_s", deadline_s)
+
+    if layout is not None:
+        lay = instance("layout", layout, layouts.Layout, "a Layout from layouts.layout(...) or None")
+        m = layouts.resolve_model(model)
+        if m != lay.model:
+            raise ValueError(f"model must be the layout's model ({lay.model.name}) when a layout is "
+                             f"given; got {m.name}")
+        c = lay.cluster
+        if n_systems is not None and integer("n_systems", n_systems, minimum=1) != c.n_systems:
+            raise ValueError(f"n_systems must match the layout's cluster ({c.n_systems}); got {n_systems}")
+        system_key, n_sys, lnc_used, search, tried = c.system, c.n_systems, c.lnc, None, ()
+    else:
+        m = layouts.resolve_model(model)
+        base = topology.cluster(system, 1, lnc)
+        system_key, lnc_used = base.system, base.lnc
+        args = (system_key, lnc_used, global_batch, mfu, dp_overlap, min_headroom_fraction,
+                recipe_name, dtype, mbs, zs, modes, bool(sequence_parallel))
+
+        def search_at(n: int) -> layouts.Plan | None:
+            return _try_search(m, args[0], n, *args[1:])
+
+        tried = ()
+        if n_systems is not None:
+            n_sys = integer("n_systems", n_systems, minimum=1, maximum=max_systems)
+            search = _search(m, system_key, n_sys, *args[1:])
+            if search.table.empty:
+                raise ValueError(f"n_systems: no layout of {m.name} fits on {n_sys} × {system_key} with "
+                                 f"{min_headroom_fraction:.0%} of HBM kept free; add systems or shard more")
+        else:
+            state = sizing.training_state_bytes(m.n_params, sizing.recipe(recipe_name).bytes_per_param)
+            low = max(1, math.ceil(state / specs.system(system_key).hbm_bytes_total - 1e-9))
+            if low > max_systems:
+                raise ValueError(f"max_systems ({max_systems}) is below the {low} systems the state needs")
+            found, tried_fit = _smallest(lambda n: search_at(n) is not None, low, max_systems)
+            if found is None:
+                raise ValueError(f"max_systems: no layout of {m.name} fits on up to {max_systems} × "
+                                 f"{system_key}")
+            tried = tuple(tried_fit)
+            n_sys = found
+        if n_systems is None and deadline is not None:
+            sys_insts = specs.system(system_key).n_instances
+            ideal = sizing.instance_days(sizing.training_flops(_active_params(m), x_tokens), mfu, system_key, dtype)
+            low_t = max(n_sys, math.ceil(ideal * day / sys_insts / deadline - 1e-9))
+            if low_t > max_systems:
+                raise ValueError(f"deadline_s: even perfect scaling needs {low_t} × {system_key}, more than "
+                                 f"max_systems ({max_systems})")
+
+            def meets(n: int) -> bool:
+                p = search_at(n)
+                if p is None:
+                    return False
+                trial = _assemble(m, p.layout(0), p, x_tokens, mfu, dp_overlap, min_headroom_fraction,
+                                  usd_per_hour, purchase_option, ckpt_w, ckpt_r, checkpoint_mode, snapshot_s,
+                                  chip_mtbf, proxy, inst_mtbf, restart_s, compile_s, n_graphs, cache,
+                                  precompile_workers, global_batch, recipe_name, dtype, deadline, (),
+                                  sensitivity=False)
+                return trial.results["wall_s"] <= deadline
+
+            found, tried_dl = _smallest(meets, low_t, max_systems)
+            tried = tuple(tried) + tuple(tried_dl)
+            if found is None:
+                raise ValueError(f"deadline_s: no count of {system_key} up to max_systems ({max_systems}) "
+                                 f"finishes {m.name} on {x_tokens:.3g} tokens within "
+                                 f"{format_seconds(deadline)}")
+            n_sys = found
+        search = search_at(n_sys) if n_systems is None else search
+        lay = search.layout(0)
+    return _assemble(m, lay, search, x_tokens, mfu, dp_overlap, min_headroom_fraction, usd_per_hour,
+                     purchase_option, ckpt_w, ckpt_r, checkpoint_mode, snapshot_s, chip_mtbf, proxy,
+                     inst_mtbf, restart_s, compile_s, n_graphs, cache, precompile_workers, global_batch,
+                     recipe_name, dtype, deadline, tuple(tried))
+
+
+def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, usd_per_hour,
+              purchase_option, ckpt_w, ckpt_r, checkpoint_mode, snapshot_s, chip_mtbf, proxy, inst_mtbf,
+              restart_s, compile_s, n_graphs, cache, precompile_workers, global_batch, recipe_name,
+              dtype, deadline, tried, sensitivity: bool = True) -> RunPlan:
+    c = lay.cluster
+    s = specs.system(c.system)
+    inst_type, per_system = billed_instance(c.system)
+    n_instances = c.n_systems * per_system
+    if usd_per_hour is None:
+        try:
+            pr = price(inst_type, purchase_option)
+        except ValueError:
+            raise ValueError(f"usd_per_hour: no sourced {purchase_option} price for {inst_type} in "
+                             "data/prices.csv; give the price per instance-hour as an input "
+                             "(an assumption)") from None
+        usd = pr.usd_per_hour
+        basis = f"sourced: {pr.purchase_option}, {pr.region}, {pr.date} ({pr.source}, tier {pr.tier})"
+    else:
+        usd = positive("usd_per_hour", usd_per_hour)
+        basis = "input (assumption)"
+    x = _Inputs(n_tokens=n_tokens, n_params=float(m.n_params), recipe_name=recipe_name, system=c.system,
+                n_chips=c.n_chips, n_instances=n_instances, seq_len=lay.seq_len, usd_per_hour=usd,
+                checkpoint_write_bytes_per_s=ckpt_w, checkpoint_read_bytes_per_s=ckpt_r,
+                checkpoint_mode=checkpoint_mode, snapshot_s=snapshot_s, chip_mtbf_s=chip_mtbf,
+                instance_mtbf_s=inst_mtbf, restart_s=restart_s, compile_s=compile_s, n_graphs=n_graphs,
+                cache=cache, precompile_workers=precompile_workers)
+    est = layouts.evaluate(lay, mfu=mfu, dp_overlap=dp_overlap, min_headroom_fraction=min_headroom_fraction)
+    results = _economics(est, x)
+    size = sizing.size_job(m.n_params, n_tokens, system=s.key, recipe_name=recipe_name, mfu=mfu, dtype=dtype)
+    table = _sensitivity(lay, est, x, mfu, dp_overlap, min_headroom_fraction, results) if sensitivity \
+        else pd.DataFrame()
+    inputs = {"mfu": mfu, "usd_per_hour": usd, "purchase_option": purchase_option,
+              "checkpoint_write_bytes_per_s": ckpt_w, "checkpoint_read_bytes_per_s": ckpt_r,
+              "checkpoint_mode": checkpoint_mode, "snapshot_s": snapshot_s, "chip_mtbf_s": chip_mtbf,
+              "chip_mtbf_is_proxy": proxy, "instance_mtbf_s": inst_mtbf, "restart_s": restart_s,
+              "compile_s": compile_s, "n_graphs": n_graphs, "cache": cache,
+              "precompile_workers": precompile_workers, "global_batch": global_batch,
+              "recipe_name": recipe_name, "dtype": dtype, "min_headroom_fraction": min_headroom_fraction,
+              "dp_overlap": dp_overlap}
+    assumptions = ("mfu", "checkpoint_write_bytes_per_s", "restart_s", "compile_s", "n_graphs") \
+        + (("usd_per_hour",) if usd_per_hour is not None else ()) \
+        + (() if proxy else ("chip_mtbf_s",)) + (("instance_mtbf_s",) if inst_mtbf is not None else ())
+    return RunPlan(model=m, n_tokens=n_tokens, system=c.system, n_systems=c.n_systems, lnc=c.lnc,
+                   n_chips=c.n_chips, n_instances=n_instances, instance_type=inst_type, inputs=inputs,
+                   assumptions=assumptions, price_basis=basis, sizing=size, layout=lay, estimate=est,
+                   search=search, results=results, sensitivity=table, deadline_s=deadline,
+                   systems_tried=tuple(tried))
+
+
+def _sensitivity(lay, est, x: _Inputs, mfu: float, dp_overlap: float, headroom: float,
+                 base: dict) -> pd.DataFrame:
+    """Cost and days with each uncertain input moved by :data:`SENSITIVITY` (layout kept)."""
+    rows = []
+    values = {"mfu": mfu, "usd_per_hour": x.usd_per_hour, "chip_mtbf_s": x.chip_mtbf_s,
+              "checkpoint_write_bytes_per_s": x.checkpoint_write_bytes_per_s,
+              "restart_s": x.restart_s, "compile_s": x.compile_s}
+    for name, (lo, hi) in SENSITIVITY.items():
+        out = []
+        for f in (lo, hi):
+            v = values[name] * f
+            if name == "mfu":
+                v = min(v, 1.0)
+                e = layouts.evaluate(lay, mfu=v, dp_overlap=dp_overlap, min_headroom_fraction=headroom)
+                r = _economics(e, x, detail=False)
+            elif name == "checkpoint_write_bytes_per_s":
+                read = x.checkpoint_read_bytes_per_s * f  # a reload reads the same storage
+                r = _economics(est, x.replace(checkpoint_write_bytes_per_s=v, checkpoint_read_bytes_per_s=read),
+                               detail=False)
+            else:
+                r = _economics(est, x.replace(**{name: v}), detail=False)
+            out.append((v, r["cost_usd"], r["wall_s"] / day))
+        (vl, cl, dl), (vh, ch, dh) = out
+        rows.append({"input": name, "value": values[name], "low_value": vl, "high_value": vh,
+                     "cost_low_usd": cl, "cost_high_usd": ch, "days_low": dl, "days_high": dh,
+                     "swing_usd": abs(ch - cl)})
+    df = pd.DataFrame(rows).sort_values("swing_usd", ascending=False, kind="stable")
+    return df.reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------- serving
+
+
+@dataclass(frozen=True, repr=False)
+class ServingPlan:
+    """Chips for a serving target. Build it with :func:`plan_serving`; base units.
+
+    Attributes
+    ----------
+    model : ModelPreset
+    system : str
+        The instance type (one system) replicas are packed into.
+    target_tokens_per_s : float
+        Output tokens per second the service must sustain.
+    replica : trainium_lab.serving.Replica
+        The chosen replica (``tp`` ranks of one instance).
+    concurrency : int
+        Sequences each replica decodes at once.
+    stream : trainium_lab.serving.StreamEstimate
+        TTFT, TPOT and tokens/s of one replica at that concurrency.
+    n_replicas, replicas_per_instance, n_instances, n_chips : int
+    usd_per_hour : float
+        Per instance-hour; ``price_basis`` says where it comes from.
+    candidates : pandas.DataFrame
+        Every (tp, concurrency) evaluated: ``tp, chips_per_replica, concurrency, max_sequences,
+        ttft_s, tpot_s, tokens_per_s, tokens_per_s_per_chip, meets_latency``.
+    """
+
+    model: ModelPreset
+    system: str
+    target_tokens_per_s: float
+    prompt_tokens: int
+    output_tokens: int
+    tpot_s_max: float
+    ttft_s_max: float
+    replica: serving.Replica
+    concurrency: int
+    stream: serving.StreamEstimate
+    n_replicas: int
+    replicas_per_instance: int
+    n_instances: int
+    usd_per_hour: float
+    price_basis: str
+    candidates: pd.DataFrame
+
+    @property
+    def n_chips(self) -> int:
+        """Chips of the instances held."""
+        return self.n_instances * specs.system(self.system).n_chips
+
+    @property
+    def capacity_tokens_per_s(self) -> float:
+        """Output tokens/s all replicas give at the chosen concurrency."""
+        return self.n_replicas * self.stream.tokens_per_s
+
+    @property
+    def usd_per_hour_total(self) -> float:
+        """What the instances cost per hour."""
+        return self.n_instances * self.usd_per_hour
+
+    @property
+    def cost_per_million_tokens_usd(self) -> float:
+        """Cost per million generated tokens when serving exactly the target."""
+        return self.usd_per_hour_total / (self.target_tokens_per_s * _SECONDS_PER_HOUR) * 1e6
+
+    @property
+    def cost_per_million_tokens_at_capacity_usd(self) -> float:
+        """Cost per million generated tokens if every replica ran full."""
+        return self.usd_per_hour_total / (self.capacity_tokens_per_s * _SECONDS_PER_HOUR) * 1e6
+
+    def __repr__(self) -> str:
+        return (f"ServingPlan({self.model.name!r}, {self.target_tokens_per_s:,.0f} tokens/s, {self.n_replicas} × "
+                f"TP{self.replica.tp} at {self.concurrency} sequences, {self.n_instances} × {self.system}, "
+                f"{self.cost_per_million_tokens_usd:,.3f} USD per million tokens)")
+
+    def _repr_markdown_(self) -> str:
+        s = self.stream
+        return (f"**{self.model.name}** at {self.target_tokens_per_s:,.0f} output tokens/s "
+                f"(TPOT ≤ {format_seconds(self.tpot_s_max)}, TTFT ≤ {format_seconds(self.ttft_s_max)}): "
+                f"**{self.n_replicas} replicas** of TP{self.replica.tp} at {self.concurrency} sequences each "
+                f"(TPOT {format_seconds(s.tpot_s)}, TTFT {format_seconds(s.ttft_s)}) on **{self.n_instances} × "
+                f"{self.system}**; {self.usd_per_hour_total:,.2f} USD/h, **{self.cost_per_million_tokens_usd:,.3f} "
+                f"USD per million generated tokens** (price: {self.price_basis})")
+
+
+def plan_serving(model: str | ModelPreset, target_tokens_per_s: float, *, prompt_tokens: int = 1024,
+                 output_tokens: int = 256, tpot_s_max: float = 0.05, ttft_s_max: float = 1.0,
+                 system: str = "trn2.48xlarge", lnc: int | None = None, usd_per_hour: float | None = None,
+                 purchase_option: str = "on-demand", prefill_efficiency: float = 1.0,
+                 kv_dtype: str = "bfloat16", max_concurrency: int = 1024) -> ServingPlan:
+    """Chips and cost for a serving target: throughput under TPOT and TTFT limits (chapter 09).
+
+    For each tensor-parallel degree that splits the model's heads and fits in one instance, and
+    each concurrency (powers of two up to what :func:`trainium_lab.serving.capacity` lets a replica
+    hold at ``prompt + output`` tokens), :func:`trainium_lab.serving.serve_stream` gives TTFT, TPOT
+    and tokens/s. Among the settings within both limits the one with the most tokens/s per chip
+    wins; replicas = ⌈target / tokens/s of one replica⌉, packed ⌊ranks per instance / tp⌋ to an
+    instance. Cost per million generated tokens = instances × price / (target × 3,600) × 10⁶.
+
+    Parameters
+    ----------
+    model : str or ModelPreset
+    target_tokens_per_s : float
+        Output tokens per second to sustain (> 0).
+    prompt_tokens, output_tokens : int
+        Per request.
+    tpot_s_max, ttft_s_max : float
+        Latency limits (seconds, > 0).
+    system : str
+        An instance type of ``data/systems.csv`` (replicas live inside one instance).
+    lnc : int, optional
+    usd_per_hour : float, optional
+        Price of one instance-hour; default the sourced ``purchase_option`` price (none for Trn2).
+    prefill_efficiency : float
+        Share of peak a prefill reaches, in (0, 1]: an assumption (chapter 09).
+    kv_dtype : str
+    max_concurrency : int
+        Largest batch tried.
+
+    Returns
+    -------
+    ServingPlan
+
+    Raises
+    ------
+    ValueError
+        Naming the parameter; ``tpot_s_max`` when no setting meets the latency limits.
+
+    References
+    ----------
+    Chapter 09's functions (:mod:`trainium_lab.serving`) and their sources: Kwon et al. 2023
+    (vLLM), Yu et al. 2022 (Orca), the AWS Neuron NxD Inference and vLLM Neuron guides.
+
+    Examples
+    --------
+    >>> s = plan_serving("llama3-8b", 20_000, usd_per_hour=40.0)
+    >>> s.replica.tp, s.concurrency, s.n_replicas, s.n_instances
+    (8, 512, 2, 1)
+    >>> round(s.cost_per_million_tokens_usd, 3)
+    0.556
+    """
+    m = layouts.resolve_model(model)
+    target = positive("target_tokens_per_s", target_tokens_per_s)
+    p = integer("prompt_tokens", prompt_tokens, minimum=1, maximum=10**7)
+    o = integer("output_tokens", output_tokens, minimum=1, maximum=10**7)
+    tpot_max = positive("tpot_s_max", tpot_s_max)
+    ttft_max = positive("ttft_s_max", ttft_s_max)
+    sysm = specs.system(system)
+    if sysm.n_instances != 1:
+        raise ValueError(f"system must be an instance type (replicas live in one instance), got {system!r}")
+    purchase_option = choice("purchase_option", purchase_option, PURCHASE_OPTIONS)
+    eff = in_range("prefill_efficiency", prefill_efficiency, 0.0, 1.0, low_open=True)
+    max_conc = integer("max_concurrency", max_concurrency, minimum=1, maximum=10**6)
+    chip = sysm.chip_key
+    lnc_used = cores.resolve_lnc(chip, lnc)
+    per_instance = sysm.n_chips * cores.logical_cores_per_chip(chip, lnc_used)
+    if usd_per_hour is None:
+        pr = price(billed_instance(sysm.key)[0], purchase_option)
+        usd, basis = pr.usd_per_hour, f"sourced: {pr.purchase_option}, {pr.region}, {pr.date} (tier {pr.tier})"
+    else:
+        usd, basis = positive("usd_per_hour", usd_per_hour), "input (assumption)"
+    rows, best = [], None
+    for tp in (t for t in range(1, per_instance + 1) if per_instance % t == 0 and m.n_heads % t == 0):
+        rep = serving.replica(m, chip, tp=tp, lnc=lnc_used, kv_dtype=kv_dtype)
+        cap = serving.capacity(rep, p + o).max_sequences
+        concs = sorted({c for c in (2 ** k for k in range(21)) if c <= min(cap, max_conc)}
+                       | ({min(cap, max_conc)} if cap else set()))
+        for conc in concs:
+            st = serving.serve_stream(rep, p, o, conc, eff, system=sysm.key)
+            ok = st.tpot_s <= tpot_max and st.ttft_s <= ttft_max
+            rows.append({"tp": tp, "chips_per_replica": float(rep.n_chips), "concurrency": conc,
+                         "max_sequences": cap, "ttft_s": st.ttft_s, "tpot_s": st.tpot_s,
+                         "tokens_per_s": st.tokens_per_s, "tokens_per_s_per_chip": st.tokens_per_s_per_chip,
+                         "meets_latency": ok})
+            if ok and (best is None or st.tokens_per_s_per_chip > best[2].tokens_per_s_per_chip):
+                best = (rep, conc, st)
+    candidates = pd.DataFrame(rows)
+    if best is None:
+        raise ValueError(f"tpot_s_max: no tensor-parallel degree and batch of {m.name} on {sysm.key} meets "
+                         f"TPOT ≤ {tpot_max:g} s and TTFT ≤ {ttft_max:g} s; relax the limits or use a "
+                         "faster system")
+    rep, conc, st = best
+    n_rep = math.ceil(target / st.tokens_per_s - 1e-12)
+    per_inst = per_instance // rep.tp
+    n_inst = math.ceil(n_rep / per_inst)
+    return ServingPlan(m, sysm.key, target, p, o, tpot_max, ttft_max, rep, conc, st, n_rep, per_inst,
+                       n_inst, usd, basis, candidates)
+
+
+# --------------------------------------------------------------------------- comparison
+
+
+def _mapping(name: str, value, item) -> dict:
+    if not isinstance(value, Mapping) or not value:
+        raise ValueError(f"{name} must be a non-empty mapping of platform names to numbers, "
+                         f"e.g. {{'trn2.48xlarge': 0.4}}; got {value!r}"[:160])
+    return {k: item(f"{name}[{k!r}]", v) for k, v in value.items()}
+
+
+def compare_platforms(n_params: float, n_tokens: float, mfu: Mapping[str, float],
+                      usd_per_chip_hour: Mapping[str, float] | None = None, *,
+                      purchase_option: str = "on-demand", dtype: str = "bfloat16",
+                      reference: str | None = None) -> pd.DataFrame:
+    """The same training job on several platforms, as cost per trained token.
+
+    One formula for every platform, chapter 04's: accelerator-hours = 6ND / (peak × MFU) / 3,600
+    (:func:`trainium_lab.sizing.training_flops`), cost = accelerator-hours × price per
+    accelerator-hour. Every MFU is an input you set (there is no default: a platform's MFU is the
+    biggest lever and the least known); prices come from ``usd_per_chip_hour`` or, failing that,
+    from the sourced instance price ÷ accelerators per instance. Perfect scaling is assumed for
+    all alike, so the count of instances does not change the cost.
+
+    Parameters
+    ----------
+    n_params, n_tokens : float
+    mfu : mapping
+        Platform (a key of :func:`platforms`) → MFU in (0, 1]. The rows follow its order.
+    usd_per_chip_hour : mapping, optional
+        Platform → price per accelerator-hour (an assumption). Required for platforms without a
+        sourced price, else their cost is NaN.
+    purchase_option : str
+        Which sourced price to use.
+    dtype : str
+        The peak rate's number format (every platform must list it).
+    reference : str, optional
+        A priced platform of ``mfu``: adds ``parity_usd_per_chip_hour``, the price at which each
+        platform would cost the same per token as the reference at these MFUs.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``platform, family, accelerator, accelerator_name, peak_flops_per_s, mfu, chip_hours,
+        usd_per_chip_hour, price_basis, cost_usd, cost_per_million_tokens_usd,
+        parity_usd_per_chip_hour``.
+
+    Examples
+    --------
+    >>> t = compare_platforms(8e9, 1e12, {"trn2.48xlarge": 0.4, "p5.48xlarge": 0.4},
+    ...                       reference="p5.48xlarge")
+    >>> t.platform.tolist(), round(float(t.chip_hours.iloc[0]))
+    (['trn2.48xlarge', 'p5.48xlarge'], 49975)
+    >>> round(float(t.parity_usd_per_chip_hour.iloc[0]), 2)   # 6.88 × 667 / 989
+    4.64
+    """
+    flops = sizing.training_flops(n_params, n_tokens)
+    table = _platforms().set_index("platform")
+    known = tuple(table.index)
+    mfus = _mapping("mfu", mfu, lambda n, v: in_range(n, v, 0.0, 1.0, low_open=True))
+    for k in mfus:
+        choice("mfu", k, known)
+    given = {} if usd_per_chip_hour is None else _mapping("usd_per_chip_hour", usd_per_chip_hour, positive)
+    for k in given:
+        choice("usd_per_chip_hour", k, known)
+    purchase_option = choice("purchase_option", purchase_option, PURCHASE_OPTIONS)
+    if reference is not None:
+        reference = choice("reference", reference, tuple(mfus))
+    rows = []
+    for name, u in mfus.items():
+        t = table.loc[name]
+        peak = _peak(t.accelerator, dtype)
+        chip_hours = flops / (peak * u) / _SECONDS_PER_HOUR
+        if name in given:
+            p, basis = given[name], "input (assumption)"
+        else:
+            try:
+                pr = price(t.billed_as, purchase_option)
+                p = pr.usd_per_accelerator_hour
+                basis = f"sourced: {pr.purchase_option}, {pr.region}, {pr.date} (tier {pr.tier})"
+            except ValueError:
+                p, basis = math.nan, "no public price: give usd_per_chip_hour"
+        rows.append({"platform": name, "family": t.family, "accelerator": t.accelerator,
+                     "accelerator_name": t.accelerator_name, "peak_flops_per_s": peak, "mfu": u,
+                     "chip_hours": chip_hours, "usd_per_chip_hour": p, "price_basis": basis,
+                     "cost_usd": chip_hours * p, "cost_per_million_tokens_usd": chip_hours * p / n_tokens * 1e6})
+    df = pd.DataFrame(rows)
+    df["parity_usd_per_chip_hour"] = math.nan
+    if reference is not None:
+        ref = df[df.platform == reference].iloc[0]
+        if not math.isfinite(ref.usd_per_chip_hour):
+            raise ValueError(f"reference must have a price (sourced or in usd_per_chip_hour); {reference!r} has none")
+        df["parity_usd_per_chip_hour"] = (ref.usd_per_chip_hour * df.peak_flops_per_s * df.mfu
+                                          / (ref.peak_flops_per_s * ref.mfu))
+    return df
+
+
+@dataclass(frozen=True, repr=False)
+class ClaimCheck:
+    """What a price-performance claim implies at given MFUs (:func:`check_price_claim`).
+
+    Attributes
+    ----------
+    claim_id, claim, source, subject, baseline, metric : str
+    claimed_low, claimed_high : float
+    can_check : bool
+        Whether the data holds what the check needs (``missing`` lists what it lacks).
+    baseline_usd_per_hour : float or None
+        Sourced price of the baseline instance (``baseline_price_date`` its date).
+    parity_usd_per_hour : float or None
+        Subject instance price at which both cost the same per token at these MFUs.
+    max_usd_per_hour_low, max_usd_per_hour_high : float or None
+        Highest subject price at which the claim's low (high) end holds.
+    subject_usd_per_hour : float or None
+        The subject's price, given or sourced.
+    achieved : float or None
+        The claim's metric at that price (``price_performance_ratio`` or ``cost_ratio``).
+    holds : bool or None
+        Whether the claim's low end holds at that price (None if it cannot be said).
+    missing : tuple of str
+    """
+
+    claim_id: str
+    claim: str
+    source: str
+    subject: str
+    baseline: str
+    metric: str
+    claimed_low: float
+    claimed_high: float
+    mfu_subject: float
+    mfu_baseline: float
+    can_check: bool
+    baseline_usd_per_hour: float | None
+    baseline_price_date: str | None
+    parity_usd_per_hour: float | None
+    max_usd_per_hour_low: float | None
+    max_usd_per_hour_high: float | None
+    subject_usd_per_hour: float | None
+    achieved: float | None
+    holds: bool | None
+    missing: tuple[str, ...]
+
+    def __repr__(self) -> str:
+        if not self.can_check:
+            return f"ClaimCheck({self.claim_id!r}, cannot check: lacks {', '.join(self.missing)})"
+        return (f"ClaimCheck({self.claim_id!r}, parity {self.parity_usd_per_hour:,.2f} USD/h, claim needs at most "
+                f"{self.max_usd_per_hour_low:,.2f}-{self.max_usd_per_hour_high:,.2f} USD/h, holds={self.holds})")
+
+    def _repr_markdown_(self) -> str:
+        if not self.can_check:
+            return f"**{self.claim}** — cannot be checked with the course's data: lacks {', '.join(self.missing)}."
+        text = (f"**{self.claim}** — at MFU {self.mfu_subject:.0%} ({self.subject}) against "
+                f"{self.mfu_baseline:.0%} ({self.baseline}, {self.baseline_usd_per_hour:,.2f} USD/h, "
+                f"{self.baseline_price_date}): equal cost per token at **{self.parity_usd_per_hour:,.2f} USD/h**; "
+                f"the claim needs {self.subject} at most **{self.max_usd_per_hour_low:,.2f}–"
+                f"{self.max_usd_per_hour_high:,.2f} USD/h**")
+        if self.achieved is not None:
+            text += f"; at {self.subject_usd_per_hour:,.2f} USD/h the {self.metric} is {self.achieved:.2f}"
+        return text + "."
+
+
+def price_claims() -> pd.DataFrame:
+    """The published price-performance claims of ``data/price_claims.csv`` with their sources.
+
+    Examples
+    --------
+    >>> price_claims().claim_id.tolist()
+    ['trn2-price-performance', 'trn1-cost-to-train']
+    """
+    return specs.read_data_csv("price_claims.csv")
+
+
+def check_price_claim(claim_id: str, *, mfu_subject: float, mfu_baseline: float,
+                      subject_usd_per_hour: float | None = None, purchase_option: str = "on-demand",
+                      dtype: str = "bfloat16") -> ClaimCheck:
+    """What a price-performance claim implies: the hourly price Trainium must have for it to hold.
+
+    Tokens per dollar scale with ``chips × peak × MFU / price`` (the 6ND model of
+    :func:`compare_platforms`). With the baseline's sourced price ``P_b`` the subject costs the same
+    per token at ``P_parity = P_b × (chips_s × peak_s × MFU_s) / (chips_b × peak_b × MFU_b)``. A
+    price-performance ratio of at least ``r`` needs a subject price ``≤ P_parity / r``; a cost
+    ratio of at most ``c`` needs ``≤ P_parity × c``.
+
+    Parameters
+    ----------
+    claim_id : str
+        A ``claim_id`` of :func:`price_claims`.
+    mfu_subject, mfu_baseline : float
+        MFUs you expect on each (in (0, 1]): the claim says nothing about them.
+    subject_usd_per_hour : float, optional
+        The subject's price if you have one (an assumption, or a quote); default a sourced price.
+    purchase_option : str
+    dtype : str
+
+    Examples
+    --------
+    >>> c = check_price_claim("trn2-price-performance", mfu_subject=0.4, mfu_baseline=0.4)
+    >>> round(c.parity_usd_per_hour, 2), round(c.max_usd_per_hour_low, 2), c.holds
+    (85.38, 65.67, None)
+    >>> check_price_claim("trn1-cost-to-train", mfu_subject=0.4, mfu_baseline=0.4).can_check
+    False
+    """
+    df = price_claims()
+    claim_id = choice("claim_id", claim_id, tuple(df["claim_id"]))
+    row = df[df["claim_id"] == claim_id].iloc[0]
+    mfu_s = in_range("mfu_subject", mfu_subject, 0.0, 1.0, low_open=True)
+    mfu_b = in_range("mfu_baseline", mfu_baseline, 0.0, 1.0, low_open=True)
+    purchase_option = choice("purchase_option", purchase_option, PURCHASE_OPTIONS)
+    given = None if subject_usd_per_hour is None else positive("subject_usd_per_hour", subject_usd_per_hour)
+    plats = _platforms().set_index("platform")
+    missing = []
+
+    def rate(inst: str) -> float | None:
+        if inst in plats.index:
+            t = plats.loc[inst]
+            return float(t.chips_per_platform / t.instances * _peak(t.accelerator, dtype))
+        missing.append(f"accelerator figures of {inst}")
+        return None
+
+    r_s, r_b = rate(row.subject), rate(row.baseline)
+    try:
+        base_price = price(row.baseline, purchase_option)
+    except ValueError:
+        base_price = None
+        missing.append(f"a sourced {purchase_option} price of {row.baseline}")
+    subject_price = given
+    if subject_price is None:
+        try:
+            subject_price = price(row.subject, purchase_option).usd_per_hour
+        except ValueError:
+            subject_price = None
+    common = dict(claim_id=claim_id, claim=row.claim, source=row.source, subject=row.subject,
+                  baseline=row.baseline, metric=row.metric, claimed_low=float(row.claimed_low),
+                  claimed_high=float(row.claimed_high), mfu_subject=mfu_s, mfu_baseline=mfu_b)
+    if missing:
+        return ClaimCheck(**common, can_check=False, baseline_usd_per_hour=None, baseline_price_date=None,
+                          parity_usd_per_hour=None, max_usd_per_hour_low=None, max_usd_per_hour_high=None,
+                          subject_usd_per_hour=subject_price, achieved=None, holds=None, missing=tuple(missing))
+    parity = float(base_price.usd_per_hour * (r_s * mfu_s) / (r_b * mfu_b))
+    lo, hi = float(row.claimed_low), float(row.claimed_high)
+    if row.metric == "price_performance_ratio":
+        max_lo, max_hi = parity / lo, parity / hi
+        achieved = None if subject_price is None else parity / subject_price
+        holds = None if achieved is None else achieved >= lo
+    else:
+        max_lo, max_hi = parity * lo, parity * hi
+        achieved = None if subject_price is None else subject_price / parity
+        holds = None if achieved is None else achieved <= lo
+    return ClaimCheck(**common, can_check=True, baseline_usd_per_hour=base_price.usd_per_hour,
+                      baseline_price_date=base_price.date, parity_usd_per_hour=parity,
+                      max_usd_per_hour_low=max_lo, max_usd_per_hour_high=max_hi,
+                      subject_usd_per_hour=subject_price, achieved=achieved, holds=holds, missing=())
+
+
+# --------------------------------------------------------------------------- launch and pre-flight
+
+
+@functools.cache
+def _launch_names() -> pd.DataFrame:
+    return specs.read_data_csv("launch_env.csv").set_index("name")
+
+
+def _plan(plan: object) -> RunPlan:
+    return instance("plan", plan, RunPlan, "a RunPlan from planning.plan_run(...)")
+
+
+def launch_environment(plan: RunPlan) -> pd.DataFrame:
+    """The launch environment a plan implies, each name as the Neuron documentation names it.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``name, value, kind, sets, source, note``: ``NEURON_LOGICAL_NC_CONFIG`` and the matching
+        ``--logical-nc-config`` in ``NEURON_CC_FLAGS``; ``NEURON_COMPILE_CACHE_URL`` (shared or
+        per-instance, as the plan's cache); ``NEURON_RT_STOCHASTIC_ROUNDING_EN`` (on when the
+        recipe keeps no FP32 master copy); processes per instance (one per logical NeuronCore);
+        ``NEURON_RT_NUM_CORES`` / ``NEURON_RT_VISIBLE_CORES`` (left to the framework);
+        ``NEURON_RT_ROOT_COMM_ID`` for jobs of several instances.
+
+    References
+    ----------
+    ``data/launch_env.csv``: AWS Neuron docs, "Logical NeuronCore configuration", "Neuron
+    Persistent Cache", "Neuron Runtime configuration", "Migration From XLA_USE_BF16/
+    XLA_DOWNCAST_BF16", "NCCOM-TEST User Guide".
+
+    Examples
+    --------
+    >>> p = plan_run("llama3-8b", 1e12, n_systems=1, usd_per_hour=40.0)
+    >>> env = launch_environment(p).set_index("name").value
+    >>> env["NEURON_LOGICAL_NC_CONFIG"], env["NEURON_CC_FLAGS"], env["NEURON_RT_STOCHASTIC_ROUNDING_EN"]
+    ('2', '--logical-nc-config=2', '0')
+    """
+    p = _plan(plan)
+    names = _launch_names()
+    chip = specs.chip(specs.system(p.system).chip_key)
+    has_lnc = bool(cores.lnc_options(chip.key))
+    r = sizing.recipe(p.inputs["recipe_name"])
+    flags = [f"--logical-nc-config={p.lnc}"] if has_lnc else []
+    if dtypes.rate_key(p.inputs["dtype"]) == "fp8":  # any spelling of an 8-bit float matmul
+        flags += ["--auto-cast=matmult", "--auto-cast-type=fp8_e4m3"]
+    facts = compilation.compiler_facts("neuron cache").set_index("fact").value
+    shared = p.inputs["cache"] != "local"
+    per_instance = cores.core_counts(p.system, p.lnc).logical_cores_per_instance
+    rows = [
+        ("NEURON_LOGICAL_NC_CONFIG", str(p.lnc) if has_lnc else "(not applicable: no LNC on this chip)"),
+        ("NEURON_CC_FLAGS", " ".join(flags) if flags else "(none needed)"),
+        ("NEURON_COMPILE_CACHE_URL", "s3://<bucket>/neuron-compile-cache/" if shared
+         else f"{facts['default cache directory']} (default, on each instance)"),
+        ("NEURON_RT_STOCHASTIC_ROUNDING_EN", "1" if r.master == 0 else "0"),
+        ("processes per instance", str(per_instance)),
+        ("NEURON_RT_NUM_CORES", "(unset: one logical core per process, set by the framework)"),
+        ("NEURON_RT_VISIBLE_CORES", "(unset: set by the framework per process)"),
+    ]
+    if p.n_instances > 1:
+        rows.append(("NEURON_RT_ROOT_COMM_ID", "<first host IP>:<free port>"))
+    out = []
+    for name, value in rows:
+        key = "NEURON_LOGICAL_NC_CONFIG" if name == "processes per instance" else name
+        n = names.loc[key]
+        out.append({"name": name, "value": value, "kind": n.kind if name != "processes per instance"
+                    else "launcher (torchrun --nproc_per_node)",
+                    "sets": n.sets if name != "processes per instance"
+                    else "worker processes per instance: one per logical NeuronCore",
+                    "source": n.source, "note": n.note if name != "processes per instance" else ""})
+    return pd.DataFrame(out)
+
+
+def _nccom(ranks: int, nodes: int, size: float, op: str = "allr") -> str:
+    hosts = "" if nodes == 1 else " --hosts <host 1> ... <host %d>" % nodes
+    prefix = "" if nodes == 1 else "NEURON_RT_ROOT_COMM_ID=<host 1>:<port> "
+    return f"{prefix}nccom-test -r {ranks}" + (f" -N {nodes}" if nodes > 1 else "") + \
+        f" -b {int(size)} -e {int(size)} -d bf16 {op}{hosts}"
+
+
+def preflight_checks(plan: RunPlan, *, benchmark_bytes: float = GiB) -> pd.DataFrame:
+    """What to run before the real run, with the value each check should show.
+
+    1. **Device listing** (``neuron-ls`` on every instance): the chips, NeuronCores and LNC.
+    2. **A collective benchmark per level** the layout's groups cross (``nccom-test`` all-reduce of
+       ``benchmark_bytes`` over one group's ranks and instances): the bus bandwidth chapter 03's
+       ring model expects at that level (the level's per-chip bandwidth, less latency).
+    3. **A compile test on one instance** (``neuron_parallel_compile``, 10-15 steps): the plan's
+       graphs, each in about ``compile_s`` (the assumption to replace with the measurement).
+    4. **A short run**: tokens/s of the layout (then :func:`trainium_lab.sizing.mfu_from_throughput`).
+    5. **A restore test**: write a checkpoint, replace an instance, reload: the write and reload
+       times the plan assumes.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``step, tool, command, expect, value, unit``: ``value`` in base units (count, bytes/s, s,
+        tokens/s); for bandwidths also what ``nccom-test`` prints (its "GB/s" is 2^30 bytes/s).
+
+    References
+    ----------
+    AWS Neuron docs: "Neuron LS User Guide", "NCCOM-TEST User Guide", "PyTorch NeuronX
+    neuron_parallel_compile CLI"; chapter 03 (:mod:`trainium_lab.collectives`).
+
+    Examples
+    --------
+    >>> p = plan_run("llama3-405b", 15.6e12, system="trn2-ultraserver", n_systems=2, lnc=2,
+    ...              usd_per_hour=40.0)
+    >>> c = preflight_checks(p)
+    >>> c.step.tolist()[:3]
+    ['device listing', 'collective benchmark: tp (instance level)', 'collective benchmark: pp (ultraserver level)']
+    >>> round(float(c.value.iloc[1]) / 1e9)   # expected bus bandwidth of a TP group, GB/s
+    1024
+    """
+    p = _plan(plan)
+    size = positive("benchmark_bytes", benchmark_bytes)
+    if size > 1e13:
+        raise ValueError(f"benchmark_bytes must be at most 1e13, got {size:g}")
+    lay = p.layout
+    c = lay.cluster
+    chip = specs.chip(c.chip)
+    rows = [{"step": "device listing", "tool": "neuron-ls", "command": "neuron-ls",
+             "expect": f"{c.chips_per_instance} devices of {chip.neuron_cores} NeuronCores; "
+                       f"logical-neuroncore-config {c.lnc}; on each of {p.n_instances} instances",
+             "value": float(c.chips_per_instance), "unit": "devices per instance"}]
+    ordering = "tp-ep-pp-dp" if lay.ep > 1 else "tp-pp-dp"  # EP right after TP, as the planner places it
+    placement = topology.place(lay.tp, lay.pp, lay.dp, lay.ep, system=c.system, n_systems=c.n_systems,
+                               lnc=c.lnc, ordering=ordering)
+    for kind in ("tp", "ep", "pp", "dp"):
+        degree = getattr(lay, kind)
+        if degree == 1:
+            continue
+        level, n_chips, _ = placement.slowest(kind)
+        nodes = int(placement.groups(kind)["n_instances"].max())
+        if level.bytes_per_s is None or n_chips == 1:
+            rows.append({"step": f"collective benchmark: {kind} (chip level)", "tool": "nccom-test",
+                         "command": _nccom(degree, 1, size), "expect": "inside one chip: no published figure",
+                         "value": math.nan, "unit": "bytes/s"})
+            continue
+        coll = "all_reduce" if kind != "ep" else ("all_to_all_direct" if level.switched else "all_to_all")
+        t = collectives.collective_s(coll, size, n_chips, level.bytes_per_s, level.latency_s or 0.0)
+        busbw = collectives.busbw_bytes_per_s(size, t, n_chips, "all_reduce" if kind != "ep" else "all_to_all")
+        rows.append({"step": f"collective benchmark: {kind} ({level.name} level)", "tool": "nccom-test",
+                     "command": _nccom(degree, nodes, size, "allr" if kind != "ep" else "alltoall"),
+                     "expect": f"busbw ≈ {busbw / GB:,.1f} GB/s (printed as {busbw / GiB:,.1f} by nccom-test) "
+                               f"over {n_chips} chips; much less means a link or placement problem",
+                     "value": busbw, "unit": "bytes/s"})
+    per_instance = cores.core_counts(p.system, p.lnc).logical_cores_per_instance
+    rows.append({"step": "compile test on one instance", "tool": "neuron_parallel_compile",
+                 "command": f"neuron_parallel_compile torchrun --nproc_per_node={per_instance} train.py  "
+                            "# a 10-15 step trial",
+                 "expect": f"{p.inputs['n_graphs']} graphs in the cache, each in about "
+                           f"{format_seconds(p.inputs['compile_s'])} (assumed: replace with the measurement)",
+                 "value": p.inputs["compile_s"], "unit": "s per graph"})
+    rows.append({"step": "short run (throughput)", "tool": "training script",
+                 "command": f"torchrun --nproc_per_node={per_instance} train.py  # 50 steps on the full cluster",
+                 "expect": f"{p.tokens_per_s:,.0f} tokens/s ({p.step_s:.2f} s per step); if lower, days and cost "
+                           "scale up by the ratio",
+                 "value": p.tokens_per_s, "unit": "tokens/s"})
+    rows.append({"step": "restore test", "tool": "training script",
+                 "command": "write a checkpoint, stop one instance, restart on a replacement, reload",
+                 "expect": f"write ≈ {format_seconds(p.results['checkpoint_write_s'])}, reload ≈ "
+                           f"{format_seconds(p.results['reload_s'])}, and the loss continues where it stopped",
+                 "value": p.results["checkpoint_write_s"], "unit": "s"})
+    return pd.DataFrame(rows)
+
+
+def trainium_checklist(plan: RunPlan, *, gpu_cost_per_million_tokens_usd: float | None = None,
+                       ops_compile: bool | None = None, max_compile_share: float = 0.01,
+                       max_lost_fraction: float = 0.10) -> pd.DataFrame:
+    """"When to choose Trainium", item by item, grounded in the earlier chapters.
+
+    Items: **static shapes** (chapter 07: compiles take at most ``max_compile_share`` of the
+    instance-hours); **operator coverage** (chapter 07: did every operator compile on a small
+    instance? ``ops_compile``, None until tested); **scale-up domain** (chapters 03 and 05: the
+    TP groups stay inside NeuronLink, not across EFA); **memory** (chapters 04 and 05: the layout
+    keeps its margin); **goodput** (chapter 06: at most ``max_lost_fraction`` lost to failures);
+    **cost** (this chapter: cheaper per token than the GPU alternative, when given).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``item, chapter, measured, threshold, passes`` (``passes`` None when it cannot be said).
+
+    Examples
+    --------
+    >>> p = plan_run("llama3-8b", 1e12, n_systems=1, usd_per_hour=40.0)
+    >>> trainium_checklist(p).passes.tolist()
+    [True, None, True, True, True, None]
+    """
+    p = _plan(plan)
+    if gpu_cost_per_million_tokens_usd is not None:
+        gpu_cost_per_million_tokens_usd = positive("gpu_cost_per_million_tokens_usd",
+                                                   gpu_cost_per_million_tokens_usd)
+    if ops_compile is not None and ops_compile not in (True, False):
+        raise ValueError(f"ops_compile must be True, False or None, got {ops_compile!r}")
+    max_compile_share = in_range("max_compile_share", max_compile_share, 0.0, 1.0)
+    max_lost_fraction = in_range("max_lost_fraction", max_lost_fraction, 0.0, 1.0)
+    r = p.results
+    compiling_s = (r["cold_start_s"] * p.n_instances + r["precompile_s"]
+                   + r["expected_failures"] * r["restart_compile_s"] * p.n_instances)
+    compile_share = compiling_s / (r["instance_hours"] * _SECONDS_PER_HOUR)
+    level = p.estimate.levels["tp"]
+    rows = [
+        ("static shapes: compiles are a small share of the cost", "07", compile_share, max_compile_share,
+         compile_share <= max_compile_share),
+        ("operator coverage: every operator compiles on a small instance", "07",
+         math.nan if ops_compile is None else float(ops_compile), 1.0, ops_compile),
+        ("scale-up domain: TP groups stay inside NeuronLink", "03, 05", float(level != "efa"), 1.0,
+         level != "efa"),
+        ("memory: the layout keeps its HBM margin", "04, 05", p.estimate.headroom_bytes / p.estimate.hbm_bytes,
+         p.inputs["min_headroom_fraction"], bool(p.estimate.fits)),
+        ("goodput: little time lost to failures and checkpoints", "06", r["lost_fraction"], max_lost_fraction,
+         r["lost_fraction"] <= max_lost_fraction),
+        ("cost: cheaper per trained token than the GPU alternative", "11", r["cost_per_million_tokens_usd"],
+         math.nan if gpu_cost_per_million_tokens_usd is None else gpu_cost_per_million_tokens_usd,
+         None if gpu_cost_per_million_tokens_usd is None
+         else r["cost_per_million_tokens_usd"] < gpu_cost_per_million_tokens_usd),
+    ]
+    return pd.DataFrame(rows, columns=["item", "chapter", "measured", "threshold", "passes"])

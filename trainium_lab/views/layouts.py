@@ -1,0 +1,101 @@
+"""Chapter 05's views: the layout planner's result in sentences."""
+
+from __future__ import annotations
+
+from trainium_lab import layouts
+from trainium_lab._validate import instance
+
+__all__ = ["explain_plan"]
+
+
+def explain_plan(plan) -> list[str]:
+    """Plain sentences about a layout search: the winner, where its time goes, what memory
+    ruled out, and the best layout with other degrees.
+
+    Parameters
+    ----------
+    plan : trainium_lab.layouts.Plan
+        From :func:`trainium_lab.layouts.plan`.
+
+    Returns
+    -------
+    list of str
+        One sentence (or two) per line; every number is read from ``plan``.
+
+    Examples
+    --------
+    >>> lines = explain_plan(layouts.plan("llama3-8b", system="trn2.48xlarge", global_batch=64))
+    >>> lines[1].startswith("Winner: TP")
+    True
+    """
+    plan = instance("plan", plan, layouts.Plan, "a Plan from layouts.plan")
+    c, a = plan.cluster, plan.all
+    is_moe = plan.model.is_moe
+    allowed = (1 - plan.min_headroom_fraction)
+    lines = [f"{len(a)} layouts of {plan.model.name} on {c.n_systems} × {c.system} "
+             f"({c.n_chips} chips, {c.n_ranks} ranks at LNC={c.lnc}), global batch "
+             f"{plan.global_batch} sequences; {int(a.fits.sum())} fit with "
+             f"{plan.min_headroom_fraction:.0%} of HBM kept free."]
+    if plan.table.empty:
+        least = a.sort_values("memory_gib").iloc[0]
+        lines.append(f"Nothing fits: the leanest layout ({least.label}) needs {least.memory_gib:.1f} GiB "
+                     f"per chip, more than {allowed:.0%} of {least.hbm_gib:.0f} GiB. Add chips, shard "
+                     "more (ZeRO-3), recompute more or shrink the micro-batch.")
+        return lines
+    b = plan.table.iloc[0]
+    time_parts = plan.time_parts
+    parts = {p: float(b[f"{p}_s"]) for p in time_parts}
+    overhead = {p: v for p, v in parts.items() if p != "compute"}
+    worst = max(overhead, key=overhead.get)
+    names = {"compute": "compute", "tp_comm": "tensor-parallel all-reduces", "pp_comm": "pipeline sends",
+             "bubble": "the pipeline bubble", "dp_exposed": "exposed data-parallel traffic",
+             "ep_comm": "expert all-to-alls (dispatch and combine)"}
+    where = (f"TP groups stay within the {b.tp_level} level" if b.tp > 1 else "no TP")
+    if is_moe:
+        where += (f", EP groups ({b.ep} ranks over {b.ep_chips:g} chips, placed right after TP) land on "
+                  f"the {b.ep_level} level" if b.ep > 1 else ", no EP (every rank holds every expert)")
+    where += f", PP crosses the {b.pp_level} level" if b.pp > 1 else ", no PP"
+    where += f", DP crosses the {b.dp_level} level" if b.dp > 1 else ", no DP"
+    lines.append(f"Winner: {b.label}. {b.tokens_per_s:,.0f} tokens/s, {b.step_s:.2f} s per step, "
+                 f"effective MFU {b.mfu_effective:.1%}; {b.memory_gib:.1f} GiB of {b.hbm_gib:.0f} GiB "
+                 f"per chip ({b.headroom_gib:.1f} GiB free). {where}.")
+    if b.virtual_stages > 1:
+        lines.append(f"It interleaves {b.virtual_stages} virtual stages per device: the bubble is "
+                     f"(p − 1)/(v·m) = {layouts.pipeline_bubble_fraction(int(b.pp), int(b.n_micro_batches), int(b.virtual_stages)):.1%} "
+                     f"of the busy time instead of {layouts.pipeline_bubble_fraction(int(b.pp), int(b.n_micro_batches)):.1%}, "
+                     f"for {b.virtual_stages}× the pipeline sends and "
+                     f"{layouts.interleaved_activation_factor(int(b.pp), int(b.virtual_stages)):.2f}× the activations.")
+    close = int((plan.table.tokens_per_s >= 0.98 * b.tokens_per_s).sum()) - 1
+    if close:
+        lines.append(f"{close} other fitting layouts are within 2 % of it: a tie at this level of "
+                     "modelling; choose among them by headroom and simplicity, then measure.")
+    lines.append(f"Where its step goes: compute {parts['compute'] / b.step_s:.0%}; the largest overhead "
+                 f"is {names[worst]} ({overhead[worst] / b.step_s:.1%})."
+                 + (" Compute binds: overheads are small." if overhead[worst] < 0.1 * b.step_s
+                    else f" {names[worst].capitalize()} binds after compute."))
+    faster = a[(~a.fits) & (a.tokens_per_s > b.tokens_per_s)]
+    if len(faster):
+        f = faster.sort_values("memory_gib").iloc[0]
+        lines.append(f"Memory binds too: {len(faster)} faster layouts do not fit. The closest to fitting, "
+                     f"{f.label}, would give {f.tokens_per_s / b.tokens_per_s - 1:.1%} more tokens/s but "
+                     f"needs {f.memory_gib:.1f} GiB per chip ({f.activations_gib:.1f} GiB of activations), "
+                     f"above the {allowed * f.hbm_gib:.1f} GiB allowed.")
+    else:
+        lines.append("Memory does not bind: no faster layout was dropped for memory.")
+    other = plan.table[(plan.table.tp != b.tp) | (plan.table.pp != b.pp) | (plan.table.dp != b.dp)
+                       | (plan.table.ep != b.ep)]
+    if len(other):
+        o = other.iloc[0]
+        diff = {p: float(o[f"{p}_s"]) - parts[p] for p in time_parts}
+        why = max(diff, key=diff.get)
+        lines.append(f"Best with other degrees: {o.label}, {1 - o.tokens_per_s / b.tokens_per_s:.1%} "
+                     f"slower, mostly from {names[why]} (+{diff[why]:.2f} s per step).")
+    if is_moe:
+        no_ep = plan.table[plan.table.ep == 1]
+        if b.ep > 1 and len(no_ep):
+            n = no_ep.iloc[0]
+            lines.append(f"Without expert parallelism the best is {n.label}: "
+                         f"{1 - n.tokens_per_s / b.tokens_per_s:.1%} slower.")
+        elif b.ep > 1:
+            lines.append("No layout without expert parallelism fits: EP is what makes the experts fit.")
+    return lines

@@ -1,0 +1,120 @@
+"""Chapter 11 widget: the planning worksheet — inputs in, the plan out, updating live.
+
+The layout search (model, system, count or deadline, global batch, LNC) runs on the **Plan**
+button: chapter 05's planner takes 0.1–2 s. Everything else — token budget, MFU, price, failure
+rate, checkpoint bandwidth, restart and compile times, cache — updates the plan at once, keeping
+the layout (re-evaluated at the new MFU). The callback calls :func:`trainium_lab.planning.plan_run`
+and :func:`trainium_lab.charts.planning.plan_view_chart`; nothing else.
+"""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as W
+
+from trainium_lab import planning, sizing, topology
+from trainium_lab.charts.planning import INPUT_LABELS, plan_view_chart
+from trainium_lab.units import GB, day, minute
+from trainium_lab.views.planning import inline_html
+from trainium_lab.widgets.base import Explorer, benchmarked, error_html
+
+__all__ = ["planning_worksheet", "PlanningWorksheet"]
+
+
+class PlanningWorksheet(Explorer):
+    """The planning worksheet: search inputs on a button, the economics live."""
+
+    def __init__(self, model: str = "llama3-8b", system: str = "trn2.48xlarge", n_systems: int = 1,
+                 tokens_b: float = 100.0, usd_per_hour: float | None = None, global_batch: int = 1024,
+                 deadline_days: float = 0.0, lnc: int | None = None):
+        if usd_per_hour is None:  # a neutral placeholder: the sourced P5 price per peak FLOP/s
+            usd_per_hour = round(planning.parity_usd_per_hour(system), 2)
+        self.inputs = {
+            "model": W.Dropdown(options=[p.key for p in sizing.presets()], value=model, description="model"),
+            "system": W.Dropdown(options=list(topology.SYSTEMS), value=system, description="system"),
+            "n_systems": W.IntText(value=n_systems, description="systems"),
+            "deadline_days": W.FloatText(value=deadline_days, description="deadline (d)", step=10.0),
+            "global_batch": W.IntText(value=global_batch, description="global batch"),
+            "lnc": W.Dropdown(options=[("chip default", None), ("1", 1), ("2", 2)], value=lnc,
+                              description="LNC"),
+        }
+        self.button = W.Button(description="Plan layout", button_style="primary")
+        self.status = W.HTML()
+        self.base_plan = self._search(tokens_b * 1e9, usd_per_hour)
+        controls = {
+            "tokens_b": W.FloatText(value=tokens_b, description="tokens (B)", step=10.0),
+            "mfu_pct": W.FloatSlider(value=40.0, min=5.0, max=100.0, step=1.0, description="MFU %"),
+            "usd_per_hour": W.FloatText(value=usd_per_hour, description="USD/inst-h", step=1.0),
+            "ckpt_gb_per_s": W.FloatText(value=10.0, description="ckpt GB/s", step=1.0),
+            "chip_mtbf_days": W.FloatText(value=round(planning._proxy_chip_mtbf_s() / day),
+                                          description="chip MTBF (d)", step=100.0),
+            "restart_min": W.FloatText(value=10.0, description="restart (min)", step=5.0),
+            "compile_min": W.FloatText(value=20.0, description="compile (min)", step=5.0),
+            "cache": W.Dropdown(options=list(planning.CACHE_MODES), value="precompiled",
+                                description="cache"),
+        }
+        super().__init__(controls, self._compute, self._render, self._describe, columns=4)
+        grid = W.GridBox(list(self.inputs.values()) + [self.button],
+                         layout=W.Layout(grid_template_columns="repeat(4, max-content)", grid_gap="4px 16px"))
+        self.widget = W.VBox([grid, self.status, *self.widget.children])
+        self.button.on_click(self.run)
+
+    def _search(self, n_tokens: float, usd_per_hour: float) -> planning.RunPlan:
+        v = {k: c.value for k, c in self.inputs.items()}
+        kwargs = dict(system=v["system"], lnc=v["lnc"], global_batch=v["global_batch"],
+                      usd_per_hour=usd_per_hour)
+        if v["deadline_days"] and v["deadline_days"] > 0:
+            kwargs["deadline_s"] = v["deadline_days"] * day
+        else:
+            kwargs["n_systems"] = v["n_systems"]
+        return planning.plan_run(v["model"], n_tokens, **kwargs)
+
+    def run(self, _button=None) -> None:
+        """Search the layout with the current inputs, then refresh the plan."""
+        try:
+            vals = self.values()
+            self.base_plan = self._search(vals["tokens_b"] * 1e9, vals["usd_per_hour"])
+        except ValueError as exc:
+            self.status.value = error_html(str(exc))
+            return
+        p = self.base_plan
+        tried = f" (counts tried: {', '.join(map(str, p.systems_tried))})" if p.systems_tried else ""
+        self.status.value = f"layout searched on {p.n_systems} × {html.escape(p.system)}{tried}"
+        self.inputs["n_systems"].value = p.n_systems
+        self.update()
+
+    def _compute(self, tokens_b, mfu_pct, usd_per_hour, ckpt_gb_per_s, chip_mtbf_days, restart_min,
+                 compile_min, cache):
+        p = self.base_plan
+        return planning.plan_run(
+            p.model, float(tokens_b) * 1e9, layout=p.layout, mfu=float(mfu_pct) / 100.0,
+            usd_per_hour=usd_per_hour, checkpoint_write_bytes_per_s=float(ckpt_gb_per_s) * GB,
+            chip_mtbf_s=float(chip_mtbf_days) * day, restart_s=float(restart_min) * minute,
+            compile_s=float(compile_min) * minute, cache=cache, global_batch=p.inputs["global_batch"],
+            deadline_s=p.deadline_s)
+
+    @staticmethod
+    def _render(p: planning.RunPlan):
+        return plan_view_chart(p.cost_table(), p.sensitivity, p.cost_usd)
+
+    @staticmethod
+    def _describe(p: planning.RunPlan) -> str:
+        top = p.sensitivity["input"].iloc[0]
+        return (inline_html(p._repr_markdown_()) + f"<br>Largest uncertainty: <b>{INPUT_LABELS.get(top, top)}</b>. "
+                "<i>No public Trn2/Trn3 price is in the course's sources: the price, like MFU, checkpoint "
+                "bandwidth, restart and compile times, is an assumption you set.</i>")
+
+
+@benchmarked(("tokens_b", 200.0), ("mfu_pct", 35.0), ("usd_per_hour", 50.0), ("ckpt_gb_per_s", 5.0),
+             ("chip_mtbf_days", 500.0), ("restart_min", 20.0), ("compile_min", 40.0), ("cache", "local"))
+def planning_worksheet(model: str = "llama3-8b", system: str = "trn2.48xlarge", n_systems: int = 1,
+                       tokens_b: float = 100.0, usd_per_hour: float | None = None,
+                       global_batch: int = 1024, deadline_days: float = 0.0,
+                       lnc: int | None = None) -> PlanningWorksheet:
+    """The planning worksheet. ``usd_per_hour`` defaults to the price at which one instance of
+    ``system`` would cost what a p5.48xlarge costs per peak BF16 FLOP/s at its sourced on-demand
+    price (:func:`trainium_lab.planning.parity_usd_per_hour`): a neutral placeholder, labelled an
+    assumption, since no public Trn2 or Trn3 price is in the course's sources."""
+    return PlanningWorksheet(model, system, n_systems, tokens_b, usd_per_hour, global_batch,
+                             deadline_days, lnc)
