@@ -20,8 +20,8 @@ format for weights and activations (Micikevicius et al. 2022). ``rate_key`` give
 of the per-dtype rate tables of ``data/`` (``"bf16"``, ``"fp8"``...), which keep the
 vendors' short names.
 
-Pure: imports only numpy, ml_dtypes and the package's validation helpers (so that
-:mod:`trainium_lab.specs` can use it without an import cycle).
+Pure: imports the package's validation helpers, and numpy and ml_dtypes when a size is asked
+for (so that :mod:`trainium_lab.specs` can use it without an import cycle or an import cost).
 
 References
 ----------
@@ -45,9 +45,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Iterable
-
-import ml_dtypes
-import numpy as np
 
 from trainium_lab._validate import UnknownNameError
 
@@ -88,6 +85,8 @@ class NumberFormat:
     @property
     def bits_per_element(self) -> float:
         """Bits one element takes in memory, its share of a block scale included."""
+        import ml_dtypes
+
         bits = float(ml_dtypes.finfo(_np_type(self.element_type)).bits)
         if self.block_size:
             bits += ml_dtypes.finfo(_np_type(self.scale_type)).bits / self.block_size
@@ -103,6 +102,9 @@ class NumberFormat:
 
 
 def _np_type(name: str) -> Any:
+    import ml_dtypes  # imported on use: specs (and so the whole package) imports this module
+    import numpy as np
+
     return getattr(ml_dtypes, name, None) or getattr(np, name)
 
 
@@ -167,29 +169,35 @@ def canonical(dtype: Any, name: str = "dtype", allowed: Iterable[str] | None = N
     Raises
     ------
     ValueError
-        Naming ``name`` and listing the accepted spellings (also a ``KeyError``).
+        Naming ``name`` and listing the accepted formats, each with its aliases in
+        parentheses (also a ``KeyError``).
 
     Examples
     --------
+    >>> import numpy as np
     >>> canonical("FP16"), canonical(np.float32)
     ('float16', 'float32')
     >>> try:
     ...     canonical("mxfp8", allowed=("bfloat16", "float32"))
     ... except ValueError as exc:
     ...     print(exc)
-    dtype must be one of 'bfloat16', 'float32', 'bf16', 'fp32', 'f32', 'single'; got 'mxfp8'
+    dtype must be one of 'bfloat16' (bf16), 'float32' (fp32, f32, single); got 'mxfp8'
     """
     key = None
     if isinstance(dtype, str):
         key = ALIASES.get(dtype.strip().lower())
-    elif isinstance(dtype, (np.dtype, type)):
+    elif isinstance(dtype, type) or type(dtype).__name__.endswith("DType") or \
+            type(dtype).__module__.startswith("numpy"):
+        import numpy as np
+
         try:
             key = ALIASES.get(np.dtype(dtype).name)
         except TypeError:
             key = None
     allowed_names = tuple(NUMBER_FORMATS) if allowed is None else _names("allowed", allowed)
     if key is None or key not in allowed_names:
-        listed = ", ".join(repr(a) for a in accepted_names(allowed_names))
+        listed = ", ".join(repr(f.name) + (f" ({', '.join(f.aliases)})" if f.aliases else "")
+                           for f in NUMBER_FORMATS.values() if f.name in allowed_names)
         text = repr(dtype)
         raise UnknownNameError(f"{name} must be one of {listed}; got "
                                f"{text if len(text) <= 40 else text[:37] + '...'}")
