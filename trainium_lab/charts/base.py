@@ -80,11 +80,19 @@ def round_svg(svg: str) -> str:
     return _TAG.sub(lambda tag: _LONG_DECIMAL.sub(_round_match, tag.group()), svg)
 
 
+#: room (px) around a static chart: vl-convert measures text with its own font, and a browser
+#: that draws the SVG with a wider sans-serif would otherwise cut titles and labels at the edge
+STATIC_PADDING = 12
+
+
 def svg_renderer(spec: dict, **metadata) -> dict[str, str]:
-    """Altair renderer: Altair's SVG renderer on a rounded spec, coordinates rounded."""
+    """Altair renderer: Altair's SVG renderer on a rounded spec (with room for wider fonts),
+    coordinates rounded."""
     from altair.vegalite.v6.display import svg_renderer as altair_svg
 
-    bundle = altair_svg(round_spec(spec), **metadata)
+    spec = round_spec(spec)
+    spec.setdefault("padding", STATIC_PADDING)
+    bundle = altair_svg(spec, **metadata)
     svg = bundle.get("image/svg+xml")
     if isinstance(svg, str):
         bundle = {**bundle, "image/svg+xml": round_svg(svg)}
