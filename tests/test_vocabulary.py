@@ -51,6 +51,8 @@ def test_rates_are_named_as_rates():
     aliases with the same values, for the charts written before issue 13."""
     frames = {
         "roofline_curve": roofline.roofline_curve("trn2"),
+        "batch_curve": roofline.batch_curve(8192, 8192),
+        "compute_bound_batch_table": roofline.compute_bound_batch_table(["trn2"]),
         "ridge_table": roofline.ridge_table(["trn2"]),
         "generations_table": cores.generations_table(),
         "roofline_points": serving.roofline_points(serving.replica("llama3-8b", tp=4), batches=[1],

@@ -406,7 +406,7 @@ def core_roofline(chip: str = "trn2", dtype: str = "bfloat16", *, low: float = 0
     -------
     pandas.DataFrame
         The columns of :func:`trainium_lab.roofline.roofline_curve` (``device``, ``dtype``,
-        ``intensity``, ``flops_per_s``, ``tflops``, ``region``, ``tier``): the two ends and
+        ``intensity``, ``flops_per_s``, ``tflop_per_s``, ``region``, ``tier``, and the alias ``tflops``): the two ends and
         the ridge point.
 
     References

@@ -625,7 +625,7 @@ def compute_bound_batch_table(chips: Iterable[str] = ("trn2", "trn3"), n: int | 
     Returns
     -------
     pandas.DataFrame
-        Columns ``chip``, ``name``, ``dtype``, ``tflops`` (peak, TFLOP/s), ``ridge``
+        Columns ``chip``, ``name``, ``dtype``, ``tflop_per_s`` (peak, TFLOP/s), ``ridge``
         (FLOP/byte), ``bytes_per_element``, ``batch`` (tokens, :func:`compute_bound_batch`).
 
     Examples
@@ -638,7 +638,7 @@ def compute_bound_batch_table(chips: Iterable[str] = ("trn2", "trn3"), n: int | 
     for name in sequence("chips", chips, lambda _n, c: c):
         d = device(name)
         for dtype, rate in d.dense_flops_per_s.items():
-            rows.append({"chip": d.key, "name": d.name, "dtype": dtype, "tflops": rate / 1e12,
+            rows.append({"chip": d.key, "name": d.name, "dtype": dtype, "tflop_per_s": rate / TFLOPS,
                          "ridge": rate / d.hbm_bytes_per_s,
                          "bytes_per_element": bytes_per_element(dtype),
                          "batch": compute_bound_batch(n, k, dtype, d.key)})
@@ -667,8 +667,9 @@ def batch_curve(n: int, k: int, dtype: str = "bfloat16", chip: str = "trn2", *,
     Returns
     -------
     pandas.DataFrame
-        Columns ``m``, ``intensity`` (FLOP/byte), ``flops_per_s``, ``tflops`` (TFLOP/s),
-        ``bound`` ("HBM" or "tensor engine"), one row per distinct m, in order.
+        Columns ``m``, ``intensity`` (FLOP/byte), ``flops_per_s``, ``tflop_per_s`` (TFLOP/s),
+        ``bound`` ("HBM" or "tensor engine"), one row per distinct m, in order; last, ``tflops``:
+        the rate under its old name, for charts written before issue 13.
 
     Examples
     --------
@@ -689,5 +690,6 @@ def batch_curve(n: int, k: int, dtype: str = "bfloat16", chip: str = "trn2", *,
     intensity = 2.0 / (b * (1.0 / m + inv))
     rate = np.minimum(peak, intensity * d.hbm_bytes_per_s)
     return pd.DataFrame({"m": m.astype(int), "intensity": intensity, "flops_per_s": rate,
-                         "tflops": rate / 1e12,
-                         "bound": np.where(m >= m_star, "tensor engine", "HBM")})
+                         "tflop_per_s": rate / TFLOPS,
+                         "bound": np.where(m >= m_star, "tensor engine", "HBM"),
+                         "tflops": rate / TFLOPS})  # legacy alias of tflop_per_s, for roofline_chart
