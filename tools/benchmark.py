@@ -79,6 +79,7 @@ def _time_widget(name, factory, changes) -> dict:
 
 def model_rows() -> list[dict]:
     rows = []
+    sys.path.insert(0, str(ROOT / "tools" / "benchmarks"))  # their shared _timing helper
     for path in sorted((ROOT / "tools" / "benchmarks").glob("bench_*.py")):
         spec = importlib.util.spec_from_file_location(path.stem, path)
         module = importlib.util.module_from_spec(spec)

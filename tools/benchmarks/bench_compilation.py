@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import time
 
+from _timing import best_s  # tools/benchmarks/_timing.py (benchmark.py puts it on sys.path)
+
 
 def _best_s(fn, repeats: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+    return best_s(fn, repeats)
 
 
 def run() -> list[dict]:

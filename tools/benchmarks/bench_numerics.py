@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import time
 
+from _timing import best_s  # tools/benchmarks/_timing.py (benchmark.py puts it on sys.path)
+
 N = 10_000_000
 
 
 def _best_s(fn, repeats: int = 5) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+    return best_s(fn, repeats)
 
 
 def run() -> list[dict]:
