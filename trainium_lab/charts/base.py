@@ -82,7 +82,7 @@ def round_svg(svg: str) -> str:
 
 #: room (px) around a static chart: vl-convert measures text with its own font, and a browser
 #: that draws the SVG with a wider sans-serif would otherwise cut titles and labels at the edge
-STATIC_PADDING = 12
+STATIC_PADDING = 24
 
 
 def svg_renderer(spec: dict, **metadata) -> dict[str, str]:
