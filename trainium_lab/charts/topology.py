@@ -59,7 +59,7 @@ def levels_chart(df: pd.DataFrame, *, title: str = "Bandwidth per chip at each l
         return alt.hconcat(bars, text, title=title, data=_records(d)).resolve_scale(y="shared").configure_view(stroke=None)
 
 
-def ring_step_chart(df: pd.DataFrame, *, title: str | None = None) -> alt.LayerChart:
+def ring_step_chart(df: pd.DataFrame, *, title: str | list[str] | None = None) -> alt.LayerChart:
     """Grid of participants × chunks coloured by how many participants each held copy sums.
 
     ``df`` is ``collectives.ring_allreduce_steps(n, step)``. Cells outlined in black
@@ -70,7 +70,9 @@ def ring_step_chart(df: pd.DataFrame, *, title: str | None = None) -> alt.LayerC
     d = df[["rank", "chunk", "contributions", "sending"]].copy()
     d["rank"] = "rank " + d["rank"].astype(str)
     d["chunk"] = "chunk " + d["chunk"].astype(str)
-    title = title or f"Ring all-reduce, {n} participants: next step {phase}"
+    # two short lines: a one-line title is wider than this small chart, and a browser's wider
+    # font would push its ends out of the static SVG
+    title = title or [f"Ring all-reduce, {n} participants", f"next step: {phase}"]
     d["stroke"] = np.where(d["sending"], "black", "white")
     d["ink"] = np.where(d["contributions"] > n / 2, "white", "black")
     with debug_mode(False):
@@ -124,7 +126,7 @@ def size_sweep_chart(df: pd.DataFrame, crossovers: pd.DataFrame | None = None, *
 
 
 def placement_chart(df: pd.DataFrame, *, kind: str = "tp", highlight: int = 0, columns: int = 4,
-                    title: str | None = None) -> alt.LayerChart:
+                    title: str | list[str] | None = None) -> alt.LayerChart:
     """One small heatmap per instance: each cell a chip, coloured by its ``kind`` group.
 
     ``df`` is ``Placement.chip_map(kind, highlight)``: columns ``label`` (instance),
@@ -150,7 +152,8 @@ def placement_chart(df: pd.DataFrame, *, kind: str = "tp", highlight: int = 0, c
                           "y": [where[lab][0] * (n_rows + 2) for lab in labels], "label": labels})
     width_cells = min(columns, len(labels)) * (side + 1) - 1
     height_cells = (-(-len(labels) // columns)) * (n_rows + 2) - 1
-    title = title or f"Rank-to-chip map, coloured by {kind.upper()} group; outlined: {kind.upper()} group {highlight}"
+    title = title or [f"Rank-to-chip map, coloured by {kind.upper()} group",
+                      f"outlined: {kind.upper()} group {highlight}"]
     domain = sorted(set(d["colour"]) - {"mixed"}, key=lambda s: int(s.split()[-1]))
     colours = [PALETTE[i % len(PALETTE)] for i in range(len(domain))]
     if "mixed" in set(d["colour"]):
