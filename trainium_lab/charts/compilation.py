@@ -92,11 +92,13 @@ def _bucketing_template() -> _DatasetHConcatChart:
     left = alt.layer(
         buckets_chart(alt.NamedData("shares"), alt.NamedData("buckets")),
     ).properties(width=340)
-    right = padding_curve_chart(alt.NamedData("curve"), None).properties(width=300)
+    # the curve's layer keeps its own data ("curve"): taking its sub-charts out of the layer
+    # would leave them without data, and the panel empty
+    right = padding_curve_chart(alt.NamedData("curve"), None)
     rule = alt.Chart(alt.NamedData("chosen")).mark_rule(color="#555555", strokeDash=[2, 2]).encode(
         x="n_buckets:Q")
     return _DatasetHConcatChart(
-        hconcat=[left, alt.layer(*right.layer, rule).properties(width=300)],
+        hconcat=[left, alt.layer(right, rule).properties(width=300)],
         datasets={"shares": [], "buckets": [], "curve": [], "chosen": []}).freeze()
 
 
