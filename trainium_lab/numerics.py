@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import ml_dtypes
@@ -548,16 +548,12 @@ class RoundingDraws:
     n_draws : int
     """
 
-    table: pd.DataFrame
+    table: pd.DataFrame = field(repr=False)   # the repr stays one line; the table is a field
     format: str
     value: float
     nearest: float
     mean: float
     n_draws: int
-
-    def __repr__(self) -> str:
-        return (f"RoundingDraws(format={self.format!r}, value={self.value!r}, nearest={self.nearest!r}, "
-                f"mean={self.mean!r}, n_draws={self.n_draws})")
 
     def _repr_markdown_(self) -> str:
         return (f"{self.value:.8g} in {format_info(self.format).label}: nearest **{self.nearest:.8g}**; "
@@ -721,14 +717,10 @@ class TrainingCurves:
         The low-precision format of the three non-FP32 variants.
     """
 
-    losses: pd.DataFrame
+    losses: pd.DataFrame = field(repr=False)
     noise_floor: float
     learning_rate: float
     format: str
-
-    def __repr__(self) -> str:
-        return (f"TrainingCurves(format={self.format!r}, learning_rate={self.learning_rate!r}, "
-                f"noise_floor={self.noise_floor!r}, steps={int(self.losses.step.max())})")
 
     def final_losses(self) -> dict[str, float]:
         """Loss of each variant at the last recorded step."""
@@ -889,7 +881,7 @@ class MasterWeightsSaving:
         The chip's display name.
     """
 
-    table: pd.DataFrame
+    table: pd.DataFrame = field(repr=False)
     saving_bytes: float
     hbm_bytes: float
     chip: str
@@ -903,10 +895,6 @@ class MasterWeightsSaving:
     def saving_chips(self) -> float:
         """The saving in chips' worth of HBM."""
         return self.saving_bytes / self.hbm_bytes
-
-    def __repr__(self) -> str:
-        return (f"MasterWeightsSaving(chip={self.chip!r}, saving_bytes={self.saving_bytes!r}, "
-                f"saving_chips={self.saving_chips:.3g})")
 
     def _repr_markdown_(self) -> str:
         return (f"Dropping the FP32 master copy saves **{format_bytes(self.saving_bytes)}** of state, "

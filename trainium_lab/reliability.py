@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -172,7 +172,7 @@ class BlastRadius:
         until the restart; every chip that stops (the whole domain).
     """
 
-    chips: pd.DataFrame
+    chips: pd.DataFrame = field(repr=False)   # the repr stays one line; the table is a field
     failed: str
     system: str
     replacement: str
@@ -180,10 +180,6 @@ class BlastRadius:
     n_replaced: int
     n_stalled: int
     n_stopped: int
-
-    def __repr__(self) -> str:
-        return (f"BlastRadius(failed={self.failed!r}, system={self.system!r}, n_failed={self.n_failed}, "
-                f"n_replaced={self.n_replaced}, n_stalled={self.n_stalled}, n_stopped={self.n_stopped})")
 
     def _repr_markdown_(self) -> str:
         return (f"A failed {self.failed} in a {self.system} stops **{self.n_stopped} chips**: "
@@ -316,17 +312,8 @@ def daly_interval_s(checkpoint_s: float, mtbf_s: float) -> float:
     (:func:`optimal_interval_s`) for δ up to about M/10; beyond δ = 2M Daly
     recommends simply τ = M.
 
-    Parameters
-    ----------
-    checkpoint_s : float
-        Blocking checkpoint time δ in seconds (> 0).
-    mtbf_s : float
-        Job-level MTBF M in seconds (> 0).
-
-    Returns
-    -------
-    float
-        Compute time between checkpoints, in seconds.
+    Parameters and the result (compute time between checkpoints, in seconds) as for
+    :func:`young_interval_s`: δ is ``checkpoint_s``, M is ``mtbf_s``.
 
     References
     ----------
