@@ -406,8 +406,8 @@ def core_roofline(chip: str = "trn2", dtype: str = "bfloat16", *, low: float = 0
     -------
     pandas.DataFrame
         The columns of :func:`trainium_lab.roofline.roofline_curve` (``device``, ``dtype``,
-        ``intensity``, ``flops_per_s``, ``tflop_per_s``, ``region``, ``tier``, and the alias ``tflops``): the two ends and
-        the ridge point.
+        ``intensity``, ``flops_per_s``, ``tflop_per_s``, ``region``, ``tier``): the two ends
+        and the ridge point.
 
     References
     ----------
@@ -416,7 +416,7 @@ def core_roofline(chip: str = "trn2", dtype: str = "bfloat16", *, low: float = 0
     Examples
     --------
     >>> df = core_roofline("trn2", "bfloat16")
-    >>> round(float(df.intensity[1])), round(float(df.tflops.max()))
+    >>> round(float(df.intensity[1])), round(float(df.tflop_per_s.max()))
     (218, 79)
     """
     low, high = positive("low", low), positive("high", high)
@@ -431,8 +431,7 @@ def core_roofline(chip: str = "trn2", dtype: str = "bfloat16", *, low: float = 0
     return pd.DataFrame({"device": f"one {core.core} ({core.chip_name})",
                          "dtype": _tensor_mode(core, [_dtype(dtype)])[0], "intensity": x,
                          "flops_per_s": y, "tflop_per_s": y / u.TFLOPS,
-                         "region": np.where(x < ridge, "HBM", "tensor engine"), "tier": tier,
-                         "tflops": y / u.TFLOPS})  # legacy alias of tflop_per_s (roofline_curve)
+                         "region": np.where(x < ridge, "HBM", "tensor engine"), "tier": tier})
 
 
 def core_bound_s(m: int, n: int, k: int, dtype: str = "bfloat16", chip: str = "trn2") -> float:
