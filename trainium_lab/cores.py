@@ -219,8 +219,7 @@ def core_count_table(system: str, lnc: int | None = None, n_systems: int = 1) ->
     pandas.DataFrame
         One row per level, columns ``level``, ``chips``, ``physical_cores``,
         ``logical_cores``. The LNC is ``core_counts(...).lnc`` and the long form a chart
-        draws is :func:`trainium_lab.views.core_counts_long` (before issue 13 both travelled
-        in ``df.attrs``, which pandas cannot carry through every operation).
+        draws is :func:`trainium_lab.views.core_counts_long`.
 
     Examples
     --------
