@@ -1858,14 +1858,24 @@ def matmul_cost(m: int, n: int, k: int, *, chip: str = "trn2", dtype: str = "bfl
 
 
 def _rows_kernel(x: Any, name: str, chip: str, dtype: str, buffers: int,
-                 rows_per_tile: int | None = None):
+                 rows_per_tile: int | None = None, out_name: str = "out"):
+    """A kernel over the rows of ``x`` (checked): the input and a zeroed output of its shape in
+    HBM, the checked dtype and buffer count, and the rows (partitions) of one tile."""
     dtype = _dtype(dtype)
     xa = _finite_array(x, "x", dtype, ndim=2)
     buffers = integer("buffers", buffers, minimum=1, maximum=16)
     kern = Kernel(chip, name=name)
     p = kern.core.partitions
     rows = p if rows_per_tile is None else integer("rows_per_tile", rows_per_tile, minimum=1, maximum=p)
-    return kern, xa, dtype, buffers, rows
+    xin = kern.hbm(xa, dtype, "x")
+    out = kern.hbm_zeros(xa.shape, dtype, out_name)
+    return kern, xin, out, dtype, buffers, rows
+
+
+def _row_tiles(rows: int, p: int):
+    """``(i, r0, r)`` for each tile of at most ``p`` rows: its index, first row and row count."""
+    for i, r0 in enumerate(range(0, rows, p)):
+        yield i, r0, min(p, rows - r0)
 
 
 def elementwise(x: Any, func: str = "exp", *, chip: str = "trn2", dtype: str = "bfloat16",
@@ -1894,14 +1904,11 @@ def elementwise(x: Any, func: str = "exp", *, chip: str = "trn2", dtype: str = "
     >>> float(r.output.max()), list(r.timeline.engine[:4])
     (1.0, ['dma_load', 'scalar', 'dma_store', 'dma_load'])
     """
-    kern, xa, dtype, buffers, p = _rows_kernel(x, f"elementwise {func}", chip, dtype, buffers)
+    kern, xin, out, dtype, buffers, p = _rows_kernel(x, f"elementwise {func}", chip, dtype, buffers)
     func = choice("func", func, ACTIVATIONS)
-    rows, cols = xa.shape
-    xin = kern.hbm(xa, dtype, "x")
-    out = kern.hbm_zeros((rows, cols), dtype, "out")
+    rows, cols = xin.shape
     pool = kern.pool("sbuf", (p, cols), dtype, buffers, "tile")
-    for i, r0 in enumerate(range(0, rows, p)):
-        r = min(p, rows - r0)
+    for i, r0, r in _row_tiles(rows, p):
         t = pool[i][:r]
         kern.load(t, xin[r0:r0 + r])
         kern.activation(t, t, func)
@@ -1927,15 +1934,13 @@ def softmax(x: Any, *, fused_sum: bool = False, chip: str = "trn2", dtype: str =
     """
     if not isinstance(fused_sum, bool):
         raise ValueError(f"fused_sum must be True or False, got {fused_sum!r}")
-    kern, xa, dtype, buffers, p = _rows_kernel(x, "softmax", chip, dtype, buffers)
-    rows, cols = xa.shape
-    xin = kern.hbm(xa, dtype, "x")
-    out = kern.hbm_zeros((rows, cols), dtype, "probabilities")
+    kern, xin, out, dtype, buffers, p = _rows_kernel(x, "softmax", chip, dtype, buffers,
+                                                     out_name="probabilities")
+    rows, cols = xin.shape
     x_pool = kern.pool("sbuf", (p, cols), dtype, buffers, "x")
     e_pool = kern.pool("sbuf", (p, cols), "float32", buffers, "exp")
     s_pool = kern.pool("sbuf", (p, 2), "float32", buffers, "row stats")
-    for i, r0 in enumerate(range(0, rows, p)):
-        r = min(p, rows - r0)
+    for i, r0, r in _row_tiles(rows, p):
         xt, et, st = x_pool[i][:r], e_pool[i][:r], s_pool[i][:r]
         kern.load(xt, xin[r0:r0 + r])
         _softmax_rows(kern, xt, et, st, fused_sum)
@@ -2018,8 +2023,7 @@ def attention_softmax(queries: Any, keys: Any, *, scale: float | None = None, ca
     acc = kern.pool("psum", (p, fn), "float32", max(2, buffers), "scores accumulator")
     offset = s_k - s_q
     bank = 0
-    for i, r0 in enumerate(range(0, s_q, p)):
-        r = min(p, s_q - r0)
+    for i, r0, r in _row_tiles(s_q, p):
         qt, sc, st, ot = q_pool[i][:, :r], s_pool[i][:r], st_pool[i][:r], o_pool[i][:r]
         kern.load(qt, q_t[:, r0:r0 + r])
         for c0 in range(0, s_k, fn):
@@ -2076,10 +2080,8 @@ def rmsnorm(x: Any, weight: Any = None, *, eps: float = 1e-6, scale_engine: str 
     """
     eps = in_range("eps", eps, 0.0, 1.0)
     scale_engine = choice("scale_engine", scale_engine, ("scalar", "vector"))
-    kern, xa, dtype, buffers, p = _rows_kernel(x, "rmsnorm", chip, dtype, buffers, rows_per_tile)
-    rows, d = xa.shape
-    xin = kern.hbm(xa, dtype, "x")
-    out = kern.hbm_zeros((rows, d), dtype, "out")
+    kern, xin, out, dtype, buffers, p = _rows_kernel(x, "rmsnorm", chip, dtype, buffers, rows_per_tile)
+    rows, d = xin.shape
     g_b = None
     if weight is not None:
         g = _finite_array(weight, "weight", dtype)
@@ -2100,8 +2102,7 @@ def rmsnorm(x: Any, weight: Any = None, *, eps: float = 1e-6, scale_engine: str 
     x_pool = kern.pool("sbuf", (p, d), dtype, buffers, "x")
     y_pool = kern.pool("sbuf", (p, d), "float32", buffers, "x squared, then x / rms")
     s_pool = kern.pool("sbuf", (p, 1), "float32", buffers, "row statistic")
-    for i, r0 in enumerate(range(0, rows, p)):
-        r = min(p, rows - r0)
+    for i, r0, r in _row_tiles(rows, p):
         xt, yt, st = x_pool[i][:r], y_pool[i][:r], s_pool[i][:r]
         kern.load(xt, xin[r0:r0 + r])
         kern.activation(yt, xt, "square", accumulate=st)
