@@ -860,21 +860,15 @@ class Kernel:
                partitions: int = 0) -> int:
         start = self._free_at[engine]
         deps: list[int] = []
-        for v in reads:
+        for v in (*reads, *writes):  # read or write after the last write
             t = v.tensor
             if t.writer is not None:
-                if t.write_end > start:
-                    start = t.write_end
+                start = max(start, t.write_end)
                 deps.append(t.writer)
-        for v in writes:
+        for v in writes:  # write after the reads since that write
             t = v.tensor
-            if t.writer is not None:
-                if t.write_end > start:
-                    start = t.write_end
-                deps.append(t.writer)
             if t.readers:
-                if t.read_end > start:
-                    start = t.read_end
+                start = max(start, t.read_end)
                 deps.extend(t.readers)
         end = start + duration_s
         o = self._ops
