@@ -1872,6 +1872,17 @@ def _row_tiles(rows: int, p: int):
         yield i, r0, min(p, rows - r0)
 
 
+def _stream_rows(kern: Kernel, xin: Tensor, out: Tensor, p: int, *pools):
+    """Stream the rows of ``xin`` through SBUF, ``p`` rows (partitions) a tile: load a tile
+    into the first pool's buffer, yield the tile's buffer of every pool (trimmed to its rows)
+    for the caller's compute, then store the first buffer into ``out``."""
+    for i, r0, r in _row_tiles(xin.shape[0], p):
+        tiles = tuple(pool[i][:r] for pool in pools)
+        kern.load(tiles[0], xin[r0:r0 + r])
+        yield tiles
+        kern.store(out[r0:r0 + r], tiles[0])
+
+
 def elementwise(x: Any, func: str = "exp", *, chip: str = "trn2", dtype: str = "bfloat16",
                 buffers: int = 2) -> KernelRun:
     """Apply an activation function to every element, 128 rows per tile, in place.
@@ -1900,13 +1911,10 @@ def elementwise(x: Any, func: str = "exp", *, chip: str = "trn2", dtype: str = "
     """
     kern, xin, out, dtype, buffers, p = _rows_kernel(x, f"elementwise {func}", chip, dtype, buffers)
     func = choice("func", func, ACTIVATIONS)
-    rows, cols = xin.shape
+    cols = xin.shape[1]
     pool = kern.pool("sbuf", (p, cols), dtype, buffers, "tile")
-    for i, r0, r in _row_tiles(rows, p):
-        t = pool[i][:r]
-        kern.load(t, xin[r0:r0 + r])
+    for (t,) in _stream_rows(kern, xin, out, p, pool):
         kern.activation(t, t, func)
-        kern.store(out[r0:r0 + r], t)
     return kern.result(out)
 
 
@@ -1930,16 +1938,13 @@ def softmax(x: Any, *, fused_sum: bool = False, chip: str = "trn2", dtype: str =
         raise ValueError(f"fused_sum must be True or False, got {fused_sum!r}")
     kern, xin, out, dtype, buffers, p = _rows_kernel(x, "softmax", chip, dtype, buffers,
                                                      out_name="probabilities")
-    rows, cols = xin.shape
+    cols = xin.shape[1]
     x_pool = kern.pool("sbuf", (p, cols), dtype, buffers, "x")
     e_pool = kern.pool("sbuf", (p, cols), "float32", buffers, "exp")
     s_pool = kern.pool("sbuf", (p, 2), "float32", buffers, "row stats")
-    for i, r0, r in _row_tiles(rows, p):
-        xt, et, st = x_pool[i][:r], e_pool[i][:r], s_pool[i][:r]
-        kern.load(xt, xin[r0:r0 + r])
+    for xt, et, st in _stream_rows(kern, xin, out, p, x_pool, e_pool, s_pool):
         _softmax_rows(kern, xt, et, st, fused_sum)
         kern.copy(xt, et)          # round the probabilities into the input's buffer
-        kern.store(out[r0:r0 + r], xt)
     return kern.result(out)
 
 
@@ -2075,7 +2080,7 @@ def rmsnorm(x: Any, weight: Any = None, *, eps: float = 1e-6, scale_engine: str 
     eps = in_range("eps", eps, 0.0, 1.0)
     scale_engine = choice("scale_engine", scale_engine, ("scalar", "vector"))
     kern, xin, out, dtype, buffers, p = _rows_kernel(x, "rmsnorm", chip, dtype, buffers, rows_per_tile)
-    rows, d = xin.shape
+    d = xin.shape[1]
     g_b = None
     if weight is not None:
         g = _finite_array(weight, "weight", dtype)
@@ -2096,9 +2101,7 @@ def rmsnorm(x: Any, weight: Any = None, *, eps: float = 1e-6, scale_engine: str 
     x_pool = kern.pool("sbuf", (p, d), dtype, buffers, "x")
     y_pool = kern.pool("sbuf", (p, d), "float32", buffers, "x squared, then x / rms")
     s_pool = kern.pool("sbuf", (p, 1), "float32", buffers, "row statistic")
-    for i, r0, r in _row_tiles(rows, p):
-        xt, yt, st = x_pool[i][:r], y_pool[i][:r], s_pool[i][:r]
-        kern.load(xt, xin[r0:r0 + r])
+    for xt, yt, st in _stream_rows(kern, xin, out, p, x_pool, y_pool, s_pool):
         kern.activation(yt, xt, "square", accumulate=st)
         kern.tensor_scalar(st, st, "multiply", 1.0 / d, op2="add", operand2=eps)
         kern.activation(st, st, "rsqrt")
@@ -2107,8 +2110,7 @@ def rmsnorm(x: Any, weight: Any = None, *, eps: float = 1e-6, scale_engine: str 
         else:
             kern.tensor_scalar(yt, xt, "multiply", st)
         if g_b is not None:
-            kern.tensor_tensor(xt, yt, g_b[:r], "multiply")
+            kern.tensor_tensor(xt, yt, g_b[:xt.shape[0]], "multiply")
         else:
             kern.copy(xt, yt)
-        kern.store(out[r0:r0 + r], xt)
     return kern.result(out)
