@@ -1,6 +1,6 @@
 """Presentation lives in trainium_lab.views, not in the models (issue 13): the labels of the
 rank-to-chip map, the NeuronCore block diagram and the planner's sentences are made there from
-the models' numbers; the models keep their old method names as thin delegates."""
+the models' numbers; the chip map and the block diagram have no model-side name left."""
 
 import ast
 import dataclasses
@@ -50,7 +50,7 @@ def test_chip_map_is_the_models_numbers_plus_labels():
                for c in groups.columns), "the model's chip table holds numbers only"
     shown = views.chip_map(p, "tp", 3)
     pd.testing.assert_frame_equal(shown.drop(columns=["label", "colour"]), groups)
-    pd.testing.assert_frame_equal(p.chip_map("tp", 3), shown)   # the old name still works
+    assert not hasattr(p, "chip_map")   # one home for the labels: the model has no display method
     assert list(shown.columns) == ["global_chip", "system", "instance", "chip", "row", "col", "label",
                                    "first_rank", "last_rank", "group", "n_groups", "colour", "highlighted"]
     assert set(shown.colour[shown.n_groups > 1]) == {"mixed"}
@@ -60,8 +60,10 @@ def test_chip_map_is_the_models_numbers_plus_labels():
         views.chip_map("not a placement")
 
 
-def test_neuroncore_blocks_moved_with_the_same_table():
-    pd.testing.assert_frame_equal(cores.neuroncore_blocks("trn3"), views.neuroncore_blocks("trn3"))
+def test_neuroncore_blocks_live_only_in_views():
+    from trainium_lab import generations
+
+    assert not hasattr(cores, "neuroncore_blocks") and not hasattr(generations, "neuroncore_blocks")
     b = views.neuroncore_blocks("trn2")
     assert (b.x < b.x2).all() and (b.y < b.y2).all()
 
