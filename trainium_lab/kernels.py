@@ -33,7 +33,14 @@ Where it simplifies (each is stated again where it matters):
   bandwidth; a real core shares its 16 DMA engines between them. ``KernelRun.dma_floor_s``
   gives the time if they could not overlap at all.
 * The core's DMA bandwidth is ``min(16 engines × per-engine rate, chip HBM bandwidth / cores)``:
-  an equal share of HBM when every core streams, which AWS does not state.
+  an equal share of HBM when every core streams, which AWS does not state. Every transfer
+  gets all of it, whatever its shape: on a device each DMA engine serves eight partitions, so a
+  tile of few rows uses few engines (AWS's DMA page profiles a [4, 4096] BF16 load on one
+  engine at 1,416 ns), and transfers of under about 4 KiB per partition do not reach peak.
+* The vector engine's BF16/FP16 width (NeuronCore-v3 and -v4) is its performance mode, which
+  the Trainium2 guide grants to ``tensor_copy`` and ``tensor_scalar`` with all operands in
+  SBUF; other vector instructions stream at the width for other data types (see
+  ``Kernel._engine_s``).
 * Figures AWS states for one generation only (the 64-cycle matmul minimum, the 60-cycle
   access overhead, GpSimd's width on NeuronCore-v3) carry over to the others; they are
   listed in ``CoreModel.assumed`` and are explicit inputs of :func:`core_model`. AWS gives
@@ -894,12 +901,24 @@ class Kernel:
             t.readers = []
         return op_id
 
-    def _engine_s(self, engine: str, free_elems: int, n_inputs: int, dtypes: Sequence[str]) -> float:
-        key = (engine, tuple(dtypes))
+    def _engine_s(self, engine: str, free_elems: int, n_inputs: int, dtypes: Sequence[str],
+                  perf_mode: bool = False) -> float:
+        """Seconds for one instruction streaming ``free_elems`` per partition, ``n_inputs`` times.
+
+        The vector engine's wider BF16/FP16 data path (512 elements/cycle on NeuronCore-v3) is
+        its *performance mode*, which the Trainium2 NKI guide grants only to ``tensor_copy`` and
+        ``tensor_scalar`` with every operand in SBUF and 16-bit (4x NeuronCore-v2); any other
+        vector instruction (``tensor_tensor``: 2x NeuronCore-v2, about ``N`` cycles with two
+        inputs; reductions) streams at the width for other data types. ``perf_mode`` says the
+        instruction qualifies; the rule is carried over to NeuronCore-v4.
+        """
+        key = (engine, tuple(dtypes), perf_mode)
         per = self._per_element.get(key)
         if per is None:
             c = self.core
             width = min(c.elements_per_cycle[(engine, _width_key(d))] for d in dtypes)
+            if engine == "vector" and not perf_mode:
+                width = min(width, c.elements_per_cycle[("vector", "fp32")])
             per = (c.partitions / width / c.clocks_hz[engine],
                    c.instruction_overhead_cycles / c.clocks_hz[engine])
             self._per_element[key] = per
@@ -1089,7 +1108,8 @@ class Kernel:
                     values = _BINARY[o](values, _operand_data(val, len(x.shape)))
                 _own(d.tensor)[d.slices] = _round(values, d.tensor.dtype)
         self._issue("vector", f"tensor_scalar {op}" + (f"+{op2}" if op2 else ""), reads, [d],
-                    self._engine_s("vector", d.free_size, 1, [d.tensor.dtype, x.tensor.dtype]),
+                    self._engine_s("vector", d.free_size, 1, [d.tensor.dtype, x.tensor.dtype],
+                                   perf_mode=_in_sbuf(*reads, d)),
                     partitions=p)
 
     def reduce(self, dst: Any, src: Any, op: str = "sum") -> None:
@@ -1121,7 +1141,8 @@ class Kernel:
         if self.execute:
             _own(d.tensor)[d.slices] = _round(x.data, d.tensor.dtype)
         self._issue(engine, "copy", [x], [d],
-                    self._engine_s(engine, d.free_size, 1, [d.tensor.dtype, x.tensor.dtype]),
+                    self._engine_s(engine, d.free_size, 1, [d.tensor.dtype, x.tensor.dtype],
+                                   perf_mode=_in_sbuf(x, d)),
                     partitions=p)
 
     def memset(self, dst: Any, value: float, *, engine: str = "vector") -> None:
@@ -1242,6 +1263,11 @@ def _own(t: Tensor) -> np.ndarray:
         t.alias_of.aliases.discard(t)
         t.data, t.alias_of = np.array(t.data, dtype=np.float32), None
     return t.data
+
+
+def _in_sbuf(*views: View) -> bool:
+    """Every view is in SBUF (a condition of the vector engine's performance mode)."""
+    return all(v.tensor.space == "sbuf" for v in views)
 
 
 def _space(v: View, allowed: tuple[str, ...], what: str) -> None:
