@@ -82,7 +82,8 @@ q5 = Exercise(
           "engine's passes (max, sum, divide) with the scalar engine's single exp."),
     solution=("run = kernels.softmax(np.zeros((512, 2048)), chip='trn2')\n"
               "answer_5 = run.binding_engine"),
-    mistakes=[("scalar", "exp is one pass on the scalar engine; the vector engine makes three"),
+    mistakes=[("scalar", "exp is one pass on the scalar engine; the vector engine makes three (max, sum, "
+                          "division) plus the copy that rounds the result to BF16"),
               ("tensor", "this softmax has no matmul")],
 )
 
