@@ -6,12 +6,22 @@ SVG renderer therefore rounds every float in a chart's spec to
 ``SPEC_SIGNIFICANT_DIGITS`` significant digits before vl-convert draws it, and
 rounds the drawn coordinates to ``SVG_DECIMALS`` decimals of a pixel: what is
 stored is what a reader can see, identical on every machine.
+
+vl-convert lays text out by measuring it, with the fonts it finds (the system's, plus a
+Liberation Sans it carries for ``sans-serif``), and a browser draws the SVG's ``font-family``
+with its own fonts: when they differ, labels are drawn wider than they were laid out and
+overlap bars or lose letters at the edge. The renderer therefore writes one font family,
+``FONT_FAMILY``, into every static chart's config and measures it with the copy of DejaVu Sans
+shipped in ``trainium_lab/fonts`` (registered with vl-convert once, on first use), so the
+layout is the same on every machine whatever fonts it has installed, and a browser with
+DejaVu Sans draws exactly what was measured.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 from typing import Any
 
 import altair as alt
@@ -80,17 +90,55 @@ def round_svg(svg: str) -> str:
     return _TAG.sub(lambda tag: _LONG_DECIMAL.sub(_round_match, tag.group()), svg)
 
 
-#: room (px) around a static chart: vl-convert measures text with its own font, and a browser
-#: that draws the SVG with a wider sans-serif would otherwise cut titles and labels at the edge
-STATIC_PADDING = 24
+#: the folder of fonts shipped with the package (DejaVu Sans, see its README.md and LICENSE)
+FONT_DIR = Path(__file__).resolve().parent.parent / "fonts"
+#: font of all chart text: DejaVu Sans (shipped, so vl-convert measures it on every machine),
+#: then fonts of nearly the same widths for a browser without it (Bitstream Vera Sans has
+#: DejaVu's Latin metrics; Verdana, on Windows and macOS, is within a few per cent), then any sans
+FONT_FAMILY = "DejaVu Sans, Bitstream Vera Sans, Verdana, sans-serif"
+#: Altair theme with the course's font, for live charts (``alt.theme.enable(THEME)``), so they
+#: look like the static ones; the static renderer sets the font itself, theme or not
+THEME = "trainium-lab"
+#: room (px) around a static chart: the text is measured in the font it is drawn with, so this
+#: only absorbs a fallback font a few per cent wider (a browser without DejaVu Sans)
+STATIC_PADDING = 8
+
+_fonts_registered = False
+
+
+def register_fonts() -> None:
+    """Let vl-convert measure and draw the fonts in ``FONT_DIR`` (once per process).
+
+    vl-convert's font registry is global to the process; registering the folder again
+    would only rebuild it.
+    """
+    global _fonts_registered
+    if _fonts_registered:
+        return
+    import vl_convert as vlc
+
+    vlc.register_font_directory(str(FONT_DIR))
+    _fonts_registered = True
+
+
+def with_course_font(spec: dict) -> dict:
+    """``spec`` (a Vega-Lite dict) with ``config.font`` set to ``FONT_FAMILY`` unless it names one.
+
+    >>> with_course_font({"mark": "bar"})["config"]["font"] == FONT_FAMILY
+    True
+    >>> with_course_font({"config": {"font": "serif", "view": {"stroke": None}}})["config"]
+    {'font': 'serif', 'view': {'stroke': None}}
+    """
+    return {**spec, "config": {"font": FONT_FAMILY, **spec.get("config", {})}}
 
 
 def svg_renderer(spec: dict, **metadata) -> dict[str, str]:
-    """Altair renderer: Altair's SVG renderer on a rounded spec (with room for wider fonts),
-    coordinates rounded."""
+    """Altair renderer: Altair's SVG renderer on a rounded spec, its text in the course's
+    shipped font (measured with it), coordinates rounded."""
     from altair.vegalite.v6.display import svg_renderer as altair_svg
 
-    spec = round_spec(spec)
+    register_fonts()
+    spec = with_course_font(round_spec(spec))
     spec.setdefault("padding", STATIC_PADDING)
     bundle = altair_svg(spec, **metadata)
     svg = bundle.get("image/svg+xml")
@@ -105,6 +153,14 @@ def static_svg(chart: alt.TopLevelMixin) -> str:
 
 
 alt.renderers.register(RENDERER, svg_renderer)
+
+
+@alt.theme.register(THEME, enable=False)
+def course_theme() -> alt.theme.ThemeConfig:
+    """Altair's default theme (its 300 px view for charts without a size) plus the course's
+    chart font (``FONT_FAMILY``)."""
+    return {"config": {"view": {"continuousWidth": 300, "continuousHeight": 300},
+                       "font": FONT_FAMILY}}
 
 
 class DatasetTemplate:
