@@ -96,8 +96,12 @@ FONT_DIR = Path(__file__).resolve().parent.parent / "fonts"
 #: then fonts of nearly the same widths for a browser without it (Bitstream Vera Sans has
 #: DejaVu's Latin metrics; Verdana, on Windows and macOS, is within a few per cent), then any sans
 FONT_FAMILY = "DejaVu Sans, Bitstream Vera Sans, Verdana, sans-serif"
-#: Altair theme with the course's font, for live charts (``alt.theme.enable(THEME)``), so they
-#: look like the static ones; the static renderer sets the font itself, theme or not
+#: chart config of the course: the font, and Vega's default label limits (axis 180 px, legend
+#: 160 px) widened by DejaVu Sans's ~15-20 % over Liberation Sans (vl-convert's default sans, which
+#: the charts were first laid out with), so labels that fitted then are not cut to "…" now
+COURSE_CONFIG = {"font": FONT_FAMILY, "axis": {"labelLimit": 220}, "legend": {"labelLimit": 200}}
+#: Altair theme with ``COURSE_CONFIG``, for live charts (``alt.theme.enable(THEME)``), so they
+#: look like the static ones; the static renderer applies ``COURSE_CONFIG`` itself, theme or not
 THEME = "trainium-lab"
 #: room (px) around a static chart: the text is measured in the font it is drawn with, so this
 #: only absorbs a fallback font a few per cent wider (a browser without DejaVu Sans)
@@ -121,24 +125,36 @@ def register_fonts() -> None:
     _fonts_registered = True
 
 
-def with_course_font(spec: dict) -> dict:
-    """``spec`` (a Vega-Lite dict) with ``config.font`` set to ``FONT_FAMILY`` unless it names one.
+def _defaults_under(defaults: dict, given: dict) -> dict:
+    """``given`` with ``defaults`` filled in where it says nothing (nested dicts merged)."""
+    out = dict(defaults)
+    for key, value in given.items():
+        out[key] = (_defaults_under(out[key], value)
+                    if isinstance(value, dict) and isinstance(out.get(key), dict) else value)
+    return out
 
-    >>> with_course_font({"mark": "bar"})["config"]["font"] == FONT_FAMILY
+
+def with_course_config(spec: dict) -> dict:
+    """``spec`` (a Vega-Lite dict) with ``COURSE_CONFIG`` under its own ``config``.
+
+    Whatever the chart configures itself wins.
+
+    >>> with_course_config({"mark": "bar"})["config"]["font"] == FONT_FAMILY
     True
-    >>> with_course_font({"config": {"font": "serif", "view": {"stroke": None}}})["config"]
-    {'font': 'serif', 'view': {'stroke': None}}
+    >>> config = with_course_config({"config": {"font": "serif", "axis": {"grid": False}}})["config"]
+    >>> config["font"], config["axis"]
+    ('serif', {'labelLimit': 220, 'grid': False})
     """
-    return {**spec, "config": {"font": FONT_FAMILY, **spec.get("config", {})}}
+    return {**spec, "config": _defaults_under(COURSE_CONFIG, spec.get("config", {}))}
 
 
 def svg_renderer(spec: dict, **metadata) -> dict[str, str]:
-    """Altair renderer: Altair's SVG renderer on a rounded spec, its text in the course's
-    shipped font (measured with it), coordinates rounded."""
+    """Altair renderer: Altair's SVG renderer on a rounded spec with the course's config (its
+    text in the shipped font, measured with it), coordinates rounded."""
     from altair.vegalite.v6.display import svg_renderer as altair_svg
 
     register_fonts()
-    spec = with_course_font(round_spec(spec))
+    spec = with_course_config(round_spec(spec))
     spec.setdefault("padding", STATIC_PADDING)
     bundle = altair_svg(spec, **metadata)
     svg = bundle.get("image/svg+xml")
@@ -157,40 +173,6 @@ alt.renderers.register(RENDERER, svg_renderer)
 
 @alt.theme.register(THEME, enable=False)
 def course_theme() -> alt.theme.ThemeConfig:
-    """Altair's default theme (its 300 px view for charts without a size) plus the course's
-    chart font (``FONT_FAMILY``)."""
-    return {"config": {"view": {"continuousWidth": 300, "continuousHeight": 300},
-                       "font": FONT_FAMILY}}
-
-
-class DatasetTemplate:
-    """Mixin for a top-level chart whose data all sit in top-level named ``datasets``.
-
-    Only the datasets change from one widget update to the next, so the rest of the
-    spec is converted once (:meth:`freeze`) and reused: ``to_dict(validate=False)``
-    with default options returns that spec plus the current datasets in ~1 ms
-    instead of Altair's rebuild of tens of milliseconds. Any other call goes
-    through Altair. Use it first in the bases: ``class C(DatasetTemplate, alt.LayerChart)``.
-    """
-
-    def to_dict(self, validate: bool = True, *, format: str = "vega-lite",
-                ignore: list[str] | None = None, context: dict | None = None) -> dict:
-        spec = self.__dict__.get("_spec")
-        if validate or format != "vega-lite" or ignore or context or spec is None:
-            return super().to_dict(validate=validate, format=format, ignore=ignore,
-                                   context=context)
-        return {**spec, "datasets": self._kwds["datasets"]}
-
-    def freeze(self):
-        """Convert the spec once (without datasets) and keep it; returns the chart."""
-        spec = super().to_dict(validate=False)
-        spec.pop("datasets", None)
-        object.__setattr__(self, "_spec", spec)
-        return self
-
-    def with_datasets(self, datasets: dict[str, list[dict]]):
-        """A copy sharing the converted spec, with new datasets (no Altair re-validation)."""
-        clone = object.__new__(type(self))
-        clone.__dict__.update(self.__dict__)
-        object.__setattr__(clone, "_kwds", {**self._kwds, "datasets": datasets})
-        return clone
+    """Altair's default theme (its 300 px view for charts without a size) plus ``COURSE_CONFIG``."""
+    view = {"continuousWidth": 300, "continuousHeight": 300}
+    return {"config": _defaults_under(COURSE_CONFIG, {"view": view})}
