@@ -200,8 +200,9 @@ def test_tp_allreduce_uses_chapter_03_at_the_level_the_group_lands_on():
 
 def test_capacity_accounting():
     r = sv.replica("llama3-8b", tp=4)
-    c = sv.capacity(r, 8192, block_size=32, n_neffs=4, neff_bytes=100 * MiB, reserve_bytes=GiB)
-    assert c.budget_bytes == pytest.approx(0.9 * 24 * GiB)
+    c = sv.capacity(r, 8192, block_size=32, n_neffs=4, neff_bytes=100 * MiB, reserve_bytes=GiB,
+                    kv_cap_fraction=1.0)
+    assert c.budget_bytes == pytest.approx(0.9 * 24 * GiB) and not c.cap_binds
     assert c.microcode_bytes == 2 * 96 * MB              # LNC=2: two physical cores
     assert c.kv_budget_bytes == pytest.approx(c.budget_bytes - c.weight_bytes - c.microcode_bytes
                                               - 400 * MiB - GiB)
@@ -218,6 +219,27 @@ def test_capacity_accounting():
     ok = sv.capacity(r, 4096, max_num_seqs=16)
     assert ok.reservation_fits and ok.reserved_kv_bytes == 16 * ok.kv_bytes_per_sequence
     assert not sv.capacity(r, 131072, max_num_seqs=16).reservation_fits
+
+
+def test_vllm_neuron_default_kv_budget_policy():
+    """vLLM Neuron, "determine_available_memory design" (AWS Neuron docs v2.33.0, 2026-10-07):
+    per logical core, total_budget = logical-core HBM × gpu_memory_utilization, user_budget =
+    total_budget − model_weight_bytes, heuristic_cap = total_budget × cap_fraction,
+    available = max(min(user_budget, heuristic_cap), 0), "The default cap_fraction is 0.30".
+    Llama 3 8B on one Trainium2 (TP 4, LNC=2): 24 GiB × 0.9 = 21.6 GiB; the cap, 6.48 GiB, is
+    far below the 17.7 GiB the weights leave, so it sets the KV budget. Llama 3 70B at TP 8
+    leaves only ~5 GiB beside its weights: there the cap does not bind."""
+    assert sv.serving_fact("kv_budget_cap_fraction_default") == pytest.approx(0.30)
+    small = sv.capacity(sv.replica("llama3-8b", tp=4), 8192)
+    assert small.cap_binds and small.kv_budget_bytes == pytest.approx(0.30 * 0.9 * 24 * GiB)
+    assert small.max_sequences == int(0.30 * 0.9 * 24 * GiB // (8192 * 32 * KiB)) == 25
+    uncapped = sv.capacity(sv.replica("llama3-8b", tp=4), 8192, kv_cap_fraction=1.0)
+    assert uncapped.max_sequences == 70 and not uncapped.cap_binds
+    big = sv.capacity(sv.replica("llama3-70b", tp=8), 8192)
+    assert not big.cap_binds
+    assert big.max_sequences == sv.capacity(sv.replica("llama3-70b", tp=8), 8192, kv_cap_fraction=1.0).max_sequences
+    with pytest.raises(ValueError, match="kv_cap_fraction"):
+        sv.capacity(sv.replica("llama3-8b", tp=4), 8192, kv_cap_fraction=0.0)
 
 
 def test_paged_blocks_round_up():

@@ -1187,7 +1187,7 @@ def plan_serving(model: str | ModelPreset, target_tokens_per_s: float, *, prompt
     --------
     >>> s = plan_serving("llama3-8b", 20_000, usd_per_hour=40.0)
     >>> s.replica.tp, s.concurrency, s.n_replicas, s.n_instances
-    (8, 512, 2, 1)
+    (8, 331, 2, 1)
     >>> round(s.cost_per_million_tokens_usd, 3)
     0.556
     """

@@ -146,7 +146,8 @@ def serving_fact(quantity: str):
     ----------
     quantity : str
         ``"microcode_bytes_per_physical_core"``, ``"gpu_memory_utilization_default"``,
-        ``"auto_bucket_min_tokens"`` or ``"vllm_neuron_parallelism"``.
+        ``"kv_budget_cap_fraction_default"``, ``"auto_bucket_min_tokens"`` or
+        ``"vllm_neuron_parallelism"``.
 
     Examples
     --------
@@ -1175,8 +1176,11 @@ class Capacity:
     weight_bytes, microcode_bytes, neff_bytes, reserve_bytes : float
         Resident memory: weights; the runtime's micro-code (sourced, per physical core);
         loaded NEFFs (``n_neffs × bytes``, an assumption); any other reserve (an assumption).
+    kv_cap_bytes : float
+        vLLM Neuron's cap on the KV cache: ``kv_cap_fraction × budget`` (``inf`` without a cap).
     kv_budget_bytes : float
-        Budget left for the KV cache (negative: does not fit even empty).
+        Budget left for the KV cache: the smaller of what the resident memory leaves and the
+        cap (negative: does not fit even empty).
     blocks_per_sequence : int
     kv_bytes_per_sequence : float
         Whole blocks of one sequence at ``context_len``.
@@ -1195,11 +1199,17 @@ class Capacity:
     microcode_bytes: float
     neff_bytes: float
     reserve_bytes: float
+    kv_cap_bytes: float
     kv_budget_bytes: float
     blocks_per_sequence: int
     kv_bytes_per_sequence: float
     max_sequences: int
     max_num_seqs: int | None
+
+    @property
+    def cap_binds(self) -> bool:
+        """The KV cap, not the memory left beside the resident data, sets the KV budget."""
+        return self.kv_budget_bytes == self.kv_cap_bytes
 
     @property
     def fits(self) -> bool:
@@ -1237,18 +1247,22 @@ class Capacity:
         return (f"**{self.max_sequences} sequences** of {self.context_len:,} tokens fit per replica "
                 f"(per rank: {format_bytes(self.hbm_bytes)} HBM, budget {format_bytes(self.budget_bytes)}, "
                 f"weights {format_bytes(self.weight_bytes)}, NEFFs {format_bytes(self.neff_bytes)}, "
+                f"KV budget {format_bytes(self.kv_budget_bytes)}"
+                f"{' (the KV cap)' if self.cap_binds else ''}, "
                 f"KV {format_bytes(self.kv_bytes_per_sequence)} per sequence)")
 
 
 def capacity(rep: Replica, context_len: int, block_size: int = 32, n_neffs: int = 0,
              neff_bytes: float = 0.0, memory_utilization: float | None = None,
-             reserve_bytes: float = 0.0, max_num_seqs: int | None = None) -> Capacity:
+             reserve_bytes: float = 0.0, max_num_seqs: int | None = None,
+             kv_cap_fraction: float | None = None) -> Capacity:
     """Concurrent sequences of ``context_len`` tokens that fit beside the weights and NEFFs.
 
-    Per rank: ``budget = HBM × memory_utilization``; the KV budget is the budget less the
-    weights, the runtime's micro-code, the loaded NEFFs and any other reserve; each sequence
-    takes ``ceil(context / block_size)`` whole blocks. Give ``context_len = max_model_len``
-    and ``max_num_seqs`` to see whether that reservation fits.
+    Per rank: ``budget = HBM × memory_utilization``; the KV budget is the smaller of the
+    budget less the weights, the runtime's micro-code, the loaded NEFFs and any other reserve,
+    and vLLM Neuron's cap ``kv_cap_fraction × budget``; each sequence takes
+    ``ceil(context / block_size)`` whole blocks. Give ``context_len = max_model_len`` and
+    ``max_num_seqs`` to see whether that reservation fits.
 
     Parameters
     ----------
@@ -1269,18 +1283,24 @@ def capacity(rep: Replica, context_len: int, block_size: int = 32, n_neffs: int 
         Other runtime memory per rank (scratchpad, DMA rings, collectives): an assumption.
     max_num_seqs : int, optional
         Sequences the engine is configured for (vLLM ``--max-num-seqs``).
+    kv_cap_fraction : float, optional
+        Share of the budget the KV cache may take at most, in (0, 1]; default vLLM Neuron's
+        ``VLLM_NEURON_KV_GMU_BUDGET_CAP_FRACTION`` (0.30, ``data/serving.csv``); 1 for no cap.
 
     References
     ----------
     AWS Neuron docs, "Neuron Device Memory" (memory categories; 96 MB micro-code per physical
-    core); vLLM Neuron "determine_available_memory design" (KV budget = budget − resident
-    memory, per logical core); Kwon et al. 2023 §4 (blocks).
+    core); vLLM Neuron "determine_available_memory design" (per logical core,
+    ``available = min(budget − weights, cap_fraction × budget)``, default cap fraction 0.30);
+    Kwon et al. 2023 §4 (blocks).
 
     Examples
     --------
-    >>> c = capacity(replica("llama3-8b", tp=4), 8192)
-    >>> c.max_sequences, round(c.kv_bytes_per_sequence / 2**20)
-    (70, 256)
+    >>> c = capacity(replica("llama3-8b", tp=4), 8192)   # the 0.30 cap binds: 6.48 GiB of KV
+    >>> c.max_sequences, round(c.kv_bytes_per_sequence / 2**20), c.cap_binds
+    (25, 256, True)
+    >>> capacity(replica("llama3-8b", tp=4), 8192, kv_cap_fraction=1.0).max_sequences   # no cap
+    70
     >>> capacity(replica("llama3-8b", tp=4), 8192, n_neffs=10, neff_bytes=2 * 2**30).max_sequences
     0
     """
@@ -1293,14 +1313,17 @@ def capacity(rep: Replica, context_len: int, block_size: int = 32, n_neffs: int 
             else _fraction("memory_utilization", memory_utilization))
     reserve = _amount("reserve_bytes", reserve_bytes)
     mns = None if max_num_seqs is None else _batch("max_num_seqs", max_num_seqs)
+    cap_fraction = (serving_fact("kv_budget_cap_fraction_default") if kv_cap_fraction is None
+                    else _fraction("kv_cap_fraction", kv_cap_fraction))
     budget = rep.hbm_bytes_per_rank * util
     micro = serving_fact("microcode_bytes_per_physical_core") * rep.lnc
-    kv_budget = budget - rep.weight_bytes_per_rank - micro - n_neffs * neff - reserve
+    kv_cap = math.inf if cap_fraction >= 1.0 else cap_fraction * budget
+    kv_budget = min(budget - rep.weight_bytes_per_rank - micro - n_neffs * neff - reserve, kv_cap)
     blocks = paged_kv_blocks(ctx, bs)
     per_seq = blocks * bs * rep.kv_bytes_per_token_per_rank
     n = int(kv_budget // per_seq) if kv_budget > 0 else 0
     return Capacity(ctx, bs, rep.ranks_per_chip, rep.hbm_bytes_per_rank, budget,
-                    rep.weight_bytes_per_rank, micro, n_neffs * neff, reserve, kv_budget, blocks,
+                    rep.weight_bytes_per_rank, micro, n_neffs * neff, reserve, kv_cap, kv_budget, blocks,
                     per_seq, n, mns)
 
 
@@ -1507,7 +1530,8 @@ class LaunchCheck:
 def check_launch(model: str | ModelPreset, n_chips: int, tp: int, pp: int, num_cores: int,
                  max_model_len: int, block_size: int = 32, chip: str = "trn2", lnc: int | None = None,
                  n_neffs: int = 0, neff_bytes: float = 0.0,
-                 memory_utilization: float | None = None) -> LaunchCheck:
+                 memory_utilization: float | None = None,
+                 kv_cap_fraction: float | None = None) -> LaunchCheck:
     """Check a vLLM-on-Neuron launch: ranks against cores and chips, memory, throughput bound.
 
     Parameters
@@ -1523,7 +1547,7 @@ def check_launch(model: str | ModelPreset, n_chips: int, tp: int, pp: int, num_c
     max_model_len, block_size : int
         ``--max-model-len`` and ``--block-size``.
     chip, lnc : str, int
-    n_neffs, neff_bytes, memory_utilization
+    n_neffs, neff_bytes, memory_utilization, kv_cap_fraction
         As in :func:`capacity` (the NEFF size is an assumption).
 
     Examples
@@ -1531,8 +1555,8 @@ def check_launch(model: str | ModelPreset, n_chips: int, tp: int, pp: int, num_c
     >>> c = check_launch("llama3-70b", n_chips=16, tp=8, pp=2, num_cores=32, max_model_len=16384)
     >>> c.n_ranks, c.num_cores, c.logical_cores_available, c.chips_for_ranks
     (16, 32, 64, 4.0)
-    >>> c.capacity.max_sequences, c.pp_listed
-    (42, False)
+    >>> c.capacity.max_sequences, c.pp_listed   # vLLM Neuron's default KV cap binds
+    (20, False)
     """
     m = resolve_model(model)
     n_chips = integer("n_chips", n_chips, minimum=1, maximum=100_000)
@@ -1540,7 +1564,8 @@ def check_launch(model: str | ModelPreset, n_chips: int, tp: int, pp: int, num_c
     mml = _tokens("max_model_len", max_model_len, minimum=1)
     rep = replica(m, chip, tp, pp, lnc)
     available = n_chips * rep.ranks_per_chip
-    cap = capacity(rep, mml, block_size, n_neffs, neff_bytes, memory_utilization)
+    cap = capacity(rep, mml, block_size, n_neffs, neff_bytes, memory_utilization,
+                   kv_cap_fraction=kv_cap_fraction)
     d1 = decode_step(rep, 1, mml, latency_s=0.0)
     dfull = decode_step(rep, cap.max_sequences, mml, latency_s=0.0) if cap.max_sequences >= 1 else None
     alt_tp = available if m.n_heads % available == 0 else 0

@@ -14,8 +14,14 @@ def _q2_compute_ms() -> float:
     return serving.decode_step(r, 1, 1024).compute_s * 1e3
 
 
+def _q6_without_cap() -> int:
+    """The likely slip in Q6: the KV budget as everything the weights leave (no cap)."""
+    r = serving.replica("llama3-8b", "trn2", tp=4)
+    return serving.capacity(r, 8192, kv_cap_fraction=1.0).max_sequences
+
+
 def _q6_without_utilization() -> int:
-    """The likely slip in Q6: budgeting the whole HBM of the core."""
+    """Another slip in Q6: the cap taken on the whole HBM of the core, not on the budget."""
     r = serving.replica("llama3-8b", "trn2", tp=4)
     return serving.capacity(r, 8192, memory_utilization=1.0).max_sequences
 
@@ -101,16 +107,22 @@ q6 = Exercise(
     "Q6 concurrent 8K sequences, Llama 3 8B on one Trainium2",
     unit="sequences",
     rel_tol=0.0,
-    hint=("Per logical core: its HBM × vLLM's default memory utilization, less a quarter of the "
-          "weights and the runtime's micro-code (per physical core: 2 at LNC=2; serving.serving_fact); "
-          "divide by one sequence's KV on that core (8,192 tokens in 32-token blocks)."),
+    hint=("Per logical core: budget = its HBM × vLLM's default memory utilization. The KV cache gets "
+          "the smaller of (budget less a quarter of the weights and the runtime's micro-code, 2 × 96 MB "
+          "at LNC=2) and vLLM Neuron's cap, 0.30 × budget (serving.serving_fact); divide by one "
+          "sequence's KV on that core (8,192 tokens in 32-token blocks)."),
     solution=("r = serving.replica('llama3-8b', 'trn2', tp=4)\n"
-              "budget = r.hbm_bytes_per_rank * serving.serving_fact('gpu_memory_utilization_default')\n"
+              "budget = r.hbm_bytes_per_rank * serving.serving_fact('gpu_memory_utilization_default')   # 21.6 GiB\n"
               "resident = r.weight_bytes_per_rank + 2 * serving.serving_fact('microcode_bytes_per_physical_core')\n"
+              "cap = serving.serving_fact('kv_budget_cap_fraction_default') * budget   # 6.48 GiB\n"
+              "kv_budget = min(budget - resident, cap)                                # the cap binds\n"
               "per_seq = serving.paged_kv_blocks(8192, 32) * 32 * r.kv_bytes_per_token_per_rank   # 256 MiB\n"
-              "answer_6 = int((budget - resident) // per_seq)"),
-    mistakes=[(lambda: _q6_without_utilization(), "you used all the core's HBM; vLLM budgets only "
-                                                  "gpu_memory_utilization of it"),
+              "answer_6 = int(kv_budget // per_seq)"),
+    mistakes=[(lambda: _q6_without_cap(), "that gives the KV cache everything the weights leave (17.7 GiB); "
+                                          "vLLM Neuron caps it by default at 0.30 of the budget, 6.48 GiB"),
+              (lambda: _q6_without_utilization(), "you took the cap on all the core's HBM; vLLM budgets "
+                                                  "only gpu_memory_utilization of it, and the cap is 0.30 "
+                                                  "of that budget"),
               (lambda: 4 * run_solution(q6._solution), "the KV of one sequence is split over the 4 "
                                                        "ranks: count sequences per replica, not per rank "
                                                        "times four")],
