@@ -341,7 +341,8 @@ def optimal_buckets(lengths, n_buckets: int, counts=None) -> tuple[int, ...]:
     be lowered to the longer of them at no loss), so an exact dynamic programme
     over the sorted distinct lengths finds it; see :func:`_dp_layers`. Runs in
     O(k · m log m) for ``m`` distinct lengths, vectorised with NumPy: a million
-    lengths and 8 buckets take well under a second.
+    token lengths (at most a few thousand distinct values) and 8 buckets take well
+    under a second; a million *distinct* lengths take seconds.
 
     Parameters
     ----------
@@ -401,11 +402,12 @@ def optimal_buckets_by_count(lengths, max_buckets: int, counts=None) -> list[tup
 
 
 def power_of_two_buckets(max_tokens: int, n_buckets: int) -> tuple[int, ...]:
-    """The common habit: the ``n_buckets`` largest powers of two (as NxD Inference's automatic
-    bucketing picks them, source id ``aws-nxdi-features`` in ``data/sources.csv``).
+    """The common habit: the ``n_buckets`` largest powers of two.
 
     The top bucket is the smallest power of two >= ``max_tokens``; the others halve
-    down from it (never below 1).
+    down from it (never below 1). NxD Inference's automatic bucketing uses the same
+    habit with a floor: every power of two from 128 to the maximum length (source id
+    ``aws-nxdi-features`` in ``data/sources.csv``); here the count is chosen instead.
 
     Examples
     --------
@@ -1103,8 +1105,9 @@ def run_compiles(stream: pd.DataFrame, *, compile_s: float, n_nodes: int = 1,
       new hosts; default all nodes when ``warm_keys`` is empty) start empty.
 
     A graph first met at a step compiles on every node that runs it and misses its
-    cache; nodes compile in parallel, a node's several new graphs one after another,
-    and the synchronous job waits for the slowest node. Simultaneous misses on
+    cache; nodes compile in parallel, graphs new at the same step compile in parallel
+    (each rank is its own process), graphs new at different steps one after another,
+    and the synchronous job waits one compile time at every step where any node compiles. Simultaneous misses on
     different nodes are all counted as compiles: AWS's pages do not say that nodes
     sharing a cache wait for one another's compile.
 

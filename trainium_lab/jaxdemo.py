@@ -1,7 +1,7 @@
 """Real compilation on the learner's CPU: JAX's ``jax.jit`` shows what neuronx-cc lives with.
 
-JAX traces a Python function into a StableHLO program (what the Neuron compiler
-receives from JAX), compiles it once per input shape with XLA, and keeps the
+JAX traces a Python function into a StableHLO program (on Trainium the Neuron
+PJRT plugin hands it to the Neuron compiler as an XLA HLO module), compiles it once per input shape with XLA, and keeps the
 executable in an in-memory cache keyed by shapes and static arguments; a
 persistent cache on disk survives the process. Every function here runs a small
 program and returns **counts and program text**, which are the same on every
@@ -168,7 +168,8 @@ def step_hlo(batch: int = 8, d_model: int = 16) -> str:
     ``train_step(x, w) = mean(tanh(x @ w)²)`` with ``x`` of shape ``(batch,
     d_model)`` and ``w`` of shape ``(d_model, d_model)``, lowered from abstract
     shapes (``jax.ShapeDtypeStruct``): tracing only, nothing runs or compiles. This
-    text is the kind of program JAX hands to a backend compiler such as neuronx-cc.
+    text is what JAX hands to a backend; on Trainium the Neuron PJRT plugin passes it
+    on as an XLA HLO module, the input ``neuronx-cc`` compiles.
     The shapes are written into every line: another batch size is another program.
 
     Examples

@@ -43,13 +43,15 @@ q3 = Exercise(
     unit="line",
     hint=("Which line asks the host for a value while the step is still being recorded? "
           "torch-xla must compile and run what it has so far to answer."),
-    solution=("# line 4: `loss.item()` needs the loss on the host now, so torch-xla cuts the\n"
-              "# lazy graph there, compiles and runs the forward part, waits for it, and\n"
-              "# records the rest as a second graph: two programs and a sync every step.\n"
-              "answer_3 = 4"),
-    mistakes=[(6, "xm.optimizer_step is where the step is meant to end (it marks the step); "
-                  "the unwanted cut is earlier"),
-              (1, "the loader's short last batch recompiles once an epoch, not every step")],
+    solution=("# line 5: `loss.item()` needs the loss on the host now, so torch-xla cuts the\n"
+              "# lazy graph there, compiles and runs forward and backward, waits for them, and\n"
+              "# records the optimizer step as a second graph: two programs and a sync every step.\n"
+              "answer_3 = 5"),
+    mistakes=[(6, "xm.optimizer_step all-reduces the gradients and updates the weights inside the "
+                  "graph; the step's intended cut comes when MpDeviceLoader fetches the next batch "
+                  "(it calls mark_step). The unwanted cut is earlier"),
+              (1, "the loader's short last batch recompiles once an epoch, not every step; and "
+                  "its mark_step is the one cut per step you want")],
 )
 
 q4 = Exercise(
