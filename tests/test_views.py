@@ -22,9 +22,15 @@ NOT_MODELS = {"charts", "widgets", "exercises", "notebook", "cli", "views", "__m
 
 
 def model_files():
+    """Each model module's file; each file of a model package (``layouts/``) on its own."""
     root = Path(trainium_lab.__file__).parent
     for info in pkgutil.iter_modules(trainium_lab.__path__):
-        if info.name not in NOT_MODELS:
+        if info.name in NOT_MODELS:
+            continue
+        if info.ispkg:
+            for path in sorted((root / info.name).glob("*.py")):
+                yield f"{info.name}.{path.stem}", path
+        else:
             yield info.name, root / (info.name + ".py")
 
 
