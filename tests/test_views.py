@@ -74,7 +74,7 @@ def test_neuroncore_blocks_moved_with_the_same_table():
 
 def test_plan_explanation_is_a_view_and_the_plan_has_no_wall_clock():
     p = layouts.plan("llama3-8b", system="trn2.48xlarge", global_batch=64)
-    assert p.explain() == views.explain_plan(p)
+    assert not hasattr(p, "explain")   # the sentences are views.explain_plan's alone
     assert "elapsed_s" not in {f.name for f in dataclasses.fields(layouts.Plan)}
     q = layouts.plan("llama3-8b", system="trn2.48xlarge", global_batch=64)
     assert p.table.equals(q.table)   # nothing in the result depends on the clock

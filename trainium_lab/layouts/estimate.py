@@ -11,6 +11,7 @@ Shoeybi et al., arXiv:1909.08053 (2019), §3; "DeepSpeed-MoE", arXiv:2201.05596 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,6 +123,36 @@ def _check_ep(m: ModelPreset, ep: int) -> None:
                          f"whole experts; got ep={ep}")
 
 
+# --------------------------------------------------------------------- the layout's name
+
+
+def _tp_text(tp: int, ranks_per_chip: int) -> str:
+    """A TP degree as ranks and chips: ``TP64 ranks = 16 chips``, ``TP2 ranks = 0.5 chip``.
+
+    Degrees count ranks (logical NeuronCores); a reader sizing hardware thinks in chips, so
+    every label says both. The one place this text is made (:func:`trainium_lab.views.tp_label`
+    shows it on its own).
+    """
+    chips = tp / ranks_per_chip
+    return f"TP{tp} ranks = {chips:g} chip{'s' if chips > 1 else ''}"
+
+
+@functools.lru_cache(maxsize=65536)
+def _label(tp: int, ep: int, pp: int, dp: int, zero_stage: int, micro_batch: int, n_micro_batches: int,
+           recompute: str, virtual_stages: int, ranks_per_chip: int, is_moe: bool) -> str:
+    """The one label of a layout, for :meth:`Layout.label` and the planner's ``label`` column.
+
+    >>> _label(64, 1, 4, 2, 1, 1, 16, "selective", 1, 4, False)
+    'TP64 ranks = 16 chips × PP4×DP2 ZeRO-1 mb1×16 selective'
+    >>> _label(8, 8, 1, 2, 3, 4, 1, "full", 2, 4, True)
+    'TP8 ranks = 2 chips × EP8×PP1×DP2 ZeRO-3 mb4×1 full v2'
+    """
+    ep_text = f"EP{ep}×" if is_moe else ""
+    v_text = f" v{virtual_stages}" if virtual_stages > 1 else ""
+    return (f"{_tp_text(tp, ranks_per_chip)} × {ep_text}PP{pp}×DP{dp} ZeRO-{zero_stage} "
+            f"mb{micro_batch}×{n_micro_batches} {recompute}{v_text}")
+
+
 # --------------------------------------------------------------------- the layout
 
 
@@ -195,14 +226,11 @@ class Layout:
         return getattr(self, kind) / self.cluster.ranks_per_chip
 
     def label(self) -> str:
-        """Short description, degrees in ranks and in chips."""
-        c = self.cluster
-        tpc = self.tp / c.ranks_per_chip
-        tp_chips = f"{tpc:g} chip{'s' if tpc != 1 else ''}"
-        ep = f"×EP{self.ep}" if self.model.is_moe else ""
-        v = f", interleaved v={self.virtual_stages}" if self.virtual_stages > 1 else ""
-        return (f"TP{self.tp}{ep}×PP{self.pp}×DP{self.dp} (TP over {tp_chips}), ZeRO-{self.zero_stage}, "
-                f"mb {self.micro_batch}×{self.n_micro_batches}, {self.recompute} recompute{v}")
+        """Short description, TP in ranks and in chips: ``TP64 ranks = 16 chips × PP4×DP2 ZeRO-1
+        mb1×16 selective`` (the same text as the planner's ``label`` column)."""
+        return _label(self.tp, self.ep, self.pp, self.dp, self.zero_stage, self.micro_batch,
+                      self.n_micro_batches, self.recompute, self.virtual_stages,
+                      self.cluster.ranks_per_chip, self.model.is_moe)
 
     def __repr__(self) -> str:
         c = self.cluster

@@ -20,8 +20,8 @@ import pandas as pd
 from trainium_lab import specs, topology
 from trainium_lab._validate import choice, in_range, integer, positive, sequence
 from trainium_lab.layouts.engine import _RECOMPUTE_INDEX, _comm, _core, _fits
-from trainium_lab.layouts.estimate import (MEMORY_PARTS, TIME_PARTS, Layout, _time_parts, evaluate,
-                                           layout)
+from trainium_lab.layouts.estimate import (MEMORY_PARTS, TIME_PARTS, Layout, _label, _time_parts,
+                                           evaluate, layout)
 from trainium_lab.sizing import (RECOMPUTE_MODES, ModelPreset, preset, recipe, resolve_model,
                                  sharded_state_table, training_state_bytes)
 from trainium_lab.units import GiB, day
@@ -178,16 +178,6 @@ class Plan:
         keep = a[_fits(a["headroom_gib"], a["hbm_gib"], frac)].reset_index(drop=True)
         return keep.assign(rank=np.arange(1, len(keep) + 1))[["rank", *a.columns]]
 
-    def explain(self) -> list[str]:
-        """Plain sentences about the search; kept for callers of the old name.
-
-        The sentences are presentation: this delegates to
-        :func:`trainium_lab.views.explain_plan`, which new code should call directly.
-        """
-        from trainium_lab import views  # presentation lives there; imported on use only
-
-        return views.explain_plan(self)
-
 
 def _divisors(n: int) -> list[int]:
     small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
@@ -250,6 +240,7 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
         optimizer_gib, activations_gib, memory_gib, hbm_gib, headroom_gib, fits, compute_s,
         tp_comm_s, pp_comm_s, bubble_s, dp_exposed_s, dp_comm_total_s, step_s, tokens_per_s,
         mfu_effective, ep, virtual_stages, ep_level, ep_chips, ep_comm_s`` (and ``days``).
+        ``label`` names the layout, TP in ranks and in chips (the text of :meth:`Layout.label`).
 
     Examples
     --------
@@ -363,11 +354,10 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
         "ep_level": np.array([x.ep_level for x in comms])[idx],
         "ep_chips": np.array([x.ep_chips for x in comms])[idx], "ep_comm_s": out["ep_comm"],
     })
-    ep_text = np.char.add("×EP", ep.astype(str)) if m.is_moe else np.full(len(ep), "")
-    v_text = np.where(v > 1, np.char.add(" v", v.astype(str)), "")
-    df.insert(0, "label", [f"TP{a}{e}×PP{b}×DP{d} ZeRO-{zz} mb{x}×{y} {r}{w}" for a, e, b, d, zz, x, y, r, w in
-                           zip(tp.tolist(), ep_text.tolist(), pp.tolist(), dp.tolist(), z.tolist(), mb.tolist(),
-                               nmb.tolist(), modes_arr.tolist(), v_text.tolist())])
+    rpc, is_moe = c.ranks_per_chip, m.is_moe
+    df.insert(0, "label", [_label(a, e, b, d, zz, x, y, r, w, rpc, is_moe) for a, e, b, d, zz, x, y, r, w in
+                           zip(tp.tolist(), ep.tolist(), pp.tolist(), dp.tolist(), z.tolist(), mb.tolist(),
+                               nmb.tolist(), modes_arr.tolist(), v.tolist())])
     if n_tokens is not None:
         df["days"] = n_tokens / df["tokens_per_s"] / day
     df = df.sort_values(["tokens_per_s", "headroom_gib"], ascending=[False, False], kind="stable")
