@@ -17,10 +17,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from trainium_lab import specs, topology
-from trainium_lab._validate import choice, in_range, integer, positive
+from trainium_lab import moe, specs, topology
+from trainium_lab._validate import choice, in_range, integer
 from trainium_lab.layouts.engine import _RECOMPUTE_INDEX, _comm, _core, _fits
-from trainium_lab.sizing import RECOMPUTE_MODES, ModelPreset, parameter_count, recipe, resolve_model
+from trainium_lab.sizing import RECOMPUTE_MODES, ModelPreset, recipe, resolve_model
 from trainium_lab.units import GiB, format_bytes, format_seconds
 
 __all__ = ["Layout", "LayoutEstimate", "IGNORED", "MEMORY_PARTS", "TIME_PARTS", "MOE_TIME_PARTS",
@@ -92,14 +92,8 @@ def custom_model(name: str, *, n_layers: int, d_model: int, n_heads: int, n_kv_h
     >>> round(m.n_params / 1e9, 1)
     28.6
     """
-    kv = n_heads if n_kv_heads is None else n_kv_heads
-    f = 4 * integer("d_model", d_model, minimum=1) if ffn_dim is None else ffn_dim
-    count = parameter_count(n_layers, d_model, n_heads, kv, f, vocab_size)
-    seq_len = integer("seq_len", seq_len, minimum=1)
-    n = float(count) if n_params is None else positive("n_params", n_params)
-    return ModelPreset(key=str(name), name=str(name), n_params=n, n_layers=int(n_layers),
-                       d_model=int(d_model), n_heads=int(n_heads), n_kv_heads=int(kv), ffn_dim=int(f),
-                       vocab_size=int(vocab_size), seq_len=seq_len, sources=("custom",))
+    return moe._custom_preset(name, n_layers, d_model, n_heads, n_kv_heads, ffn_dim, vocab_size, seq_len,
+                              n_params=n_params)
 
 
 def _check_tp_divides(m: ModelPreset, tp: int) -> None:
