@@ -11,7 +11,6 @@ Shoeybi et al., arXiv:1909.08053 (2019), §3; "DeepSpeed-MoE", arXiv:2201.05596 
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -131,20 +130,21 @@ def _tp_text(tp: int, ranks_per_chip: int) -> str:
     return f"TP{tp} ranks = {chips:g} chip{'s' if chips > 1 else ''}"
 
 
-@functools.lru_cache(maxsize=65536)
-def _label(tp: int, ep: int, pp: int, dp: int, zero_stage: int, micro_batch: int, n_micro_batches: int,
-           recompute: str, virtual_stages: int, ranks_per_chip: int, is_moe: bool) -> str:
-    """The one label of a layout, for :meth:`Layout.label` and the planner's ``label`` column.
+def _labels(tp, ep, pp, dp, zero_stage, micro_batch, n_micro_batches, recompute, virtual_stages,
+            ranks_per_chip: int, is_moe: bool) -> list[str]:
+    """The one label of a layout, for :meth:`Layout.label` and the planner's ``label`` column:
+    one string per element of the equal-length sequences (lists of ints; recompute modes).
 
-    >>> _label(64, 1, 4, 2, 1, 1, 16, "selective", 1, 4, False)
-    'TP64 ranks = 16 chips × PP4×DP2 ZeRO-1 mb1×16 selective'
-    >>> _label(8, 8, 1, 2, 3, 4, 1, "full", 2, 4, True)
-    'TP8 ranks = 2 chips × EP8×PP1×DP2 ZeRO-3 mb4×1 full v2'
+    >>> _labels([64], [1], [4], [2], [1], [1], [16], ["selective"], [1], 4, False)
+    ['TP64 ranks = 16 chips × PP4×DP2 ZeRO-1 mb1×16 selective']
+    >>> _labels([8], [8], [1], [2], [3], [4], [1], ["full"], [2], 4, True)
+    ['TP8 ranks = 2 chips × EP8×PP1×DP2 ZeRO-3 mb4×1 full v2']
     """
-    ep_text = f"EP{ep}×" if is_moe else ""
-    v_text = f" v{virtual_stages}" if virtual_stages > 1 else ""
-    return (f"{_tp_text(tp, ranks_per_chip)} × {ep_text}PP{pp}×DP{dp} ZeRO-{zero_stage} "
-            f"mb{micro_batch}×{n_micro_batches} {recompute}{v_text}")
+    tp_text = {t: _tp_text(t, ranks_per_chip) for t in set(tp)}
+    ep_text = [f"EP{e}×" for e in ep] if is_moe else [""] * len(tp)
+    v_text = [f" v{v}" if v > 1 else "" for v in virtual_stages]
+    return [f"{tp_text[a]} × {e}PP{b}×DP{d} ZeRO-{z} mb{x}×{y} {r}{w}" for a, e, b, d, z, x, y, r, w in
+            zip(tp, ep_text, pp, dp, zero_stage, micro_batch, n_micro_batches, recompute, v_text)]
 
 
 # --------------------------------------------------------------------- the layout
@@ -222,9 +222,9 @@ class Layout:
     def label(self) -> str:
         """Short description, TP in ranks and in chips: ``TP64 ranks = 16 chips × PP4×DP2 ZeRO-1
         mb1×16 selective`` (the same text as the planner's ``label`` column)."""
-        return _label(self.tp, self.ep, self.pp, self.dp, self.zero_stage, self.micro_batch,
-                      self.n_micro_batches, self.recompute, self.virtual_stages,
-                      self.cluster.ranks_per_chip, self.model.is_moe)
+        return _labels([self.tp], [self.ep], [self.pp], [self.dp], [self.zero_stage], [self.micro_batch],
+                       [self.n_micro_batches], [self.recompute], [self.virtual_stages],
+                       self.cluster.ranks_per_chip, self.model.is_moe)[0]
 
     def __repr__(self) -> str:
         c = self.cluster

@@ -20,7 +20,7 @@ import pandas as pd
 from trainium_lab import specs, topology
 from trainium_lab._validate import choice, in_range, integer, positive, sequence
 from trainium_lab.layouts.engine import _RECOMPUTE_INDEX, _comm, _core, _fits
-from trainium_lab.layouts.estimate import (MEMORY_PARTS, TIME_PARTS, Layout, _label, _time_parts,
+from trainium_lab.layouts.estimate import (MEMORY_PARTS, TIME_PARTS, Layout, _labels, _time_parts,
                                            evaluate, layout)
 from trainium_lab.sizing import (RECOMPUTE_MODES, ModelPreset, preset, recipe, resolve_model,
                                  sharded_state_table, training_state_bytes)
@@ -354,10 +354,8 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
         "ep_level": np.array([x.ep_level for x in comms])[idx],
         "ep_chips": np.array([x.ep_chips for x in comms])[idx], "ep_comm_s": out["ep_comm"],
     })
-    rpc, is_moe = c.ranks_per_chip, m.is_moe
-    df.insert(0, "label", [_label(a, e, b, d, zz, x, y, r, w, rpc, is_moe) for a, e, b, d, zz, x, y, r, w in
-                           zip(tp.tolist(), ep.tolist(), pp.tolist(), dp.tolist(), z.tolist(), mb.tolist(),
-                               nmb.tolist(), modes_arr.tolist(), v.tolist())])
+    df.insert(0, "label", _labels(tp.tolist(), ep.tolist(), pp.tolist(), dp.tolist(), z.tolist(), mb.tolist(),
+                                  nmb.tolist(), modes_arr.tolist(), v.tolist(), c.ranks_per_chip, m.is_moe))
     if n_tokens is not None:
         df["days"] = n_tokens / df["tokens_per_s"] / day
     df = df.sort_values(["tokens_per_s", "headroom_gib"], ascending=[False, False], kind="stable")
