@@ -117,3 +117,14 @@ def test_tolerance_and_types():
     assert b.judge(0).status == "wrong" and b.judge(False).status == "correct"
     s = Exercise("s", expected=lambda: (1.0, 2.0), hint="h", solution="s", wrong=(1.0, 3.0))
     assert s.judge([1.0, 2.0]).status == "correct" and s.judge((1.0,)).status == "wrong"
+
+
+def test_wrong_defaults_to_the_first_mistake():
+    """The likeliest mistake is written once: without ``wrong=`` it is the first of ``mistakes``."""
+    q = Exercise("d", solution="answer = 2 * 2.0", hint="h",
+                 mistakes=[(lambda: 2.0, "you forgot to double"), (8.0, "doubled twice")])
+    assert q.wrong == 2.0
+    assert q.judge(q.wrong).status == "wrong" and "you forgot to double" in q.judge(q.wrong).message
+    assert Exercise("e", solution="answer = 1.0", hint="h", wrong=3.0, mistakes=[(2.0, "x")]).wrong == 3.0
+    with pytest.raises(ValueError, match="mistakes"):
+        Exercise("f", solution="answer = 1.0", hint="h")

@@ -111,7 +111,6 @@ OVERRIDES = {
     "reliability.simulate_runs": {"n_runs": 200},
     "reliability.simulated_lost_fraction": {"n_runs": 200},
     "reliability.blast_radius": {"chip": 0},
-    "reliability.stopped_chips": {"chip": 0},
     "reliability.layout_mtbf_s": {"chip_mtbf_s": 1e7},
     "sizing.plan_memory_table": {"job": "SIZING_PLAN"},
     "sizing.job_memory_table": {"job": "SIZING_PLAN"},

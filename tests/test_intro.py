@@ -19,17 +19,22 @@ def test_weights_vs_hbm_70b_bf16():
     df = intro.weights_vs_hbm(70e9, 2, "trn2")
     assert df.gib[0] == pytest.approx(140e9 / GiB)
     assert df.gib[1] == specs.chip("trn2").hbm_bytes / GiB
-    assert df.attrs["chips_needed"] == math.ceil(140e9 / specs.chip("trn2").hbm_bytes)
+    assert df.kind.tolist() == ["needed", "available"] and df.attrs == {}
+    # the chip count is hbm_fit's, with nothing kept free: the weights alone
+    fit = intro.hbm_fit(70e9, "bfloat16", "trn2", reserve_share=0.0)
+    assert fit.min_chips == math.ceil(140e9 / specs.chip("trn2").hbm_bytes) == 2
+    assert fit.total_bytes / GiB == pytest.approx(df.gib[0])
 
 
-@given(st.floats(min_value=1e6, max_value=1e13), st.sampled_from([1.0, 2.0, 4.0]))
-def test_chips_needed_is_monotone_and_sufficient(n_params, bpp):
-    df = intro.weights_vs_hbm(n_params, bpp, "trn2")
-    n = df.attrs["chips_needed"]
-    assert n * specs.chip("trn2").hbm_bytes >= n_params * bpp
-    assert (n - 1) * specs.chip("trn2").hbm_bytes < n_params * bpp
-    bigger = intro.weights_vs_hbm(n_params * 2, bpp, "trn2").attrs["chips_needed"]
-    assert bigger >= n
+@given(st.floats(min_value=1e6, max_value=1e13), st.sampled_from(["float32", "bfloat16",
+                                                                   "float8_e4m3fn"]))
+def test_chips_needed_is_monotone_and_sufficient(n_params, stored):
+    hbm = specs.chip("trn2").hbm_bytes
+    fit = intro.hbm_fit(n_params, stored, "trn2", reserve_share=0.0)
+    n = fit.min_chips
+    assert n * hbm >= fit.total_bytes * (1 - 1e-12)
+    assert (n - 1) * hbm < fit.total_bytes
+    assert intro.hbm_fit(n_params * 2, stored, "trn2", reserve_share=0.0).min_chips >= n
 
 
 @pytest.mark.parametrize("kwargs, name", [

@@ -343,16 +343,19 @@ def test_ulp_refuses_values_beyond_the_format():
 def test_bit_fields_decode_back_to_the_value():
     for name in LOW:
         for v in (1.0, -0.1, 3.0, 0.75, nm.format_info(name).min_subnormal * 3):
-            df = nm.bit_fields(v, name)
+            b = nm.bit_fields(v, name)
             f = nm.format_info(name)
-            s = df.attrs["sign"]
-            m = df.attrs["mantissa"] / 2 ** f.mantissa_bits
-            lead = 0.0 if df.attrs["kind"] == "subnormal" else 1.0
-            assert (-1) ** s * 2.0 ** df.attrs["exponent"] * (lead + m) == df.attrs["stored"]
-            assert df.attrs["stored"] == float(nm.round_to([v], name)[0])
-    assert nm.bit_fields(float("nan"), "bfloat16").attrs["kind"] == "nan"
-    assert nm.bit_fields(1e6, "float8_e5m2").attrs["kind"] == "inf"
-    assert "".join(map(str, nm.bit_fields(-2.0, "float8_e4m3fn").bit)) == "11000000"
+            m = b.mantissa / 2 ** f.mantissa_bits
+            lead = 0.0 if b.kind == "subnormal" else 1.0
+            assert (-1) ** b.sign * 2.0 ** b.exponent * (lead + m) == b.stored
+            assert b.stored == float(nm.round_to([v], name)[0])
+            t = b.table()
+            assert t.bit.tolist() == list(b.bits) and len(t) == f.bits
+            assert (t.field == "mantissa").sum() == f.mantissa_bits
+    assert nm.bit_fields(float("nan"), "bfloat16").kind == "nan"
+    assert nm.bit_fields(1e6, "float8_e5m2").kind == "inf"
+    assert "".join(map(str, nm.bit_fields(-2.0, "float8_e4m3fn").bits)) == "11000000"
+    assert "stored as **-2**" in nm.bit_fields(-2.0, "float8_e4m3fn")._repr_markdown_()
 
 
 # ---------------------------------------------------------------- experiments
@@ -385,9 +388,12 @@ def _final(df):
 
 
 def test_training_nearest_stalls_at_small_learning_rate_and_sr_tracks_fp32():
-    df = nm.train_linear_regression(0.01, 1000, "bfloat16")
+    run = nm.train_linear_regression(0.01, 1000, "bfloat16")
+    df = run.losses
     last = _final(df)
-    floor = df.attrs["noise_floor"]
+    floor = run.noise_floor
+    assert run.final_losses() == pytest.approx(last.to_dict())
+    assert f"best possible {floor:.4f}" in run._repr_markdown_()
     assert last["fp32"] == pytest.approx(floor, rel=1e-3)  # FP32 has converged
     assert last["nearest"] > 3 * last["fp32"]  # the stall
     assert last["stochastic"] == pytest.approx(last["fp32"], rel=0.02)
@@ -398,19 +404,20 @@ def test_training_nearest_stalls_at_small_learning_rate_and_sr_tracks_fp32():
 
 
 def test_training_stall_grows_as_learning_rate_shrinks():
-    excess = [(_final(nm.train_linear_regression(lr, 2000))["nearest"]
-               - _final(nm.train_linear_regression(lr, 2000))["fp32"]) for lr in (0.3, 0.03, 0.01)]
+    excess = [(_final(nm.train_linear_regression(lr, 2000).losses)["nearest"]
+               - _final(nm.train_linear_regression(lr, 2000).losses)["fp32"]) for lr in (0.3, 0.03, 0.01)]
     assert excess[0] < excess[1] < excess[2]
     assert excess[0] < 0.01  # large steps survive rounding
 
 
 def test_training_is_deterministic_and_tidy():
-    a = nm.train_linear_regression(0.05, 100, "float8_e5m2", seed=3, record_every=10)
-    b = nm.train_linear_regression(0.05, 100, "float8_e5m2", seed=3, record_every=10)
-    assert a.equals(b)
+    ra = nm.train_linear_regression(0.05, 100, "float8_e5m2", seed=3, record_every=10)
+    rb = nm.train_linear_regression(0.05, 100, "float8_e5m2", seed=3, record_every=10)
+    a, b = ra.losses, rb.losses
+    assert a.equals(b) and ra.noise_floor == rb.noise_floor
     assert list(a.columns) == ["step", "variant", "label", "loss"]
     assert set(a.variant) == set(nm.VARIANTS) and len(a) == 4 * 11
-    same = nm.train_linear_regression(0.05, 50, "float32")
+    same = nm.train_linear_regression(0.05, 50, "float32").losses
     wide = same.pivot(index="step", columns="variant", values="loss")
     assert (wide.nunique(axis=1) == 1).all()  # with FP32 "low precision" all four agree
 
@@ -429,12 +436,15 @@ def test_zero_paper_baseline_120_gb():
 
 def test_70b_state_and_chips():
     # published_cases.md ("Sizing 70B on 2T tokens, trn2"): 1,043 GiB of state at 16 B/param
-    df = nm.master_weights_saving(70e9, "trn2")
+    saving = nm.master_weights_saving(70e9, "trn2")
+    df = saving.table
     assert df.state_gib[0] == pytest.approx(1043, abs=0.5)
     hbm = specs.chip("trn2").hbm_bytes
     assert df.chips_needed.tolist() == [math.ceil(70e9 * 16 / hbm), math.ceil(70e9 * 12 / hbm)]
-    assert df.attrs["saving_bytes"] == pytest.approx(70e9 * 4)
-    assert df.attrs["saving_gib"] == pytest.approx(70e9 * 4 / GiB)
+    assert saving.saving_bytes == pytest.approx(70e9 * 4)
+    assert saving.saving_gib == pytest.approx(70e9 * 4 / GiB)
+    assert saving.saving_chips == pytest.approx(70e9 * 4 / hbm) and saving.hbm_bytes == hbm
+    assert saving.saving_bytes == pytest.approx(df.state_bytes[0] - df.state_bytes[1])
 
 
 # ---------------------------------------------------------------- FP8 scaling

@@ -153,11 +153,14 @@ def test_blast_radius_counts_follow_the_layout():
         ("instance", "instance", (us.chips_per_instance, 0, us.n_chips - us.chips_per_instance)),
         ("ultraserver", "instance", (us.n_chips, 0, 0)),
     ]:
-        df = rel.blast_radius(failed, "trn2-ultraserver", chip=21, replacement=replacement)
-        got = (df.attrs["n_failed"], df.attrs["n_replaced"], df.attrs["n_stalled"])
+        b = rel.blast_radius(failed, "trn2-ultraserver", chip=21, replacement=replacement)
+        got = (b.n_failed, b.n_replaced, b.n_stalled)
         assert got == expected, (failed, replacement)
-        assert df.attrs["n_stopped"] == us.n_chips == len(df)   # the whole domain stops
-    df = rel.blast_radius("instance", chip=21)
+        assert b.n_stopped == us.n_chips == len(b.chips)   # the whole domain stops
+        counts = b.chips.status.value_counts()
+        assert [counts.get(s, 0) for s in rel.STATUSES] == list(expected)
+        assert f"**{us.n_chips} chips**" in b._repr_markdown_()
+    df = rel.blast_radius("instance", chip=21).chips
     assert set(df[df.status == "failed"].instance) == {21 // us.chips_per_instance}
     assert df.x.max() == df.y.max() == math.isqrt(us.chips_per_instance) - 1
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trainium_lab import cores, roofline, specs
+from trainium_lab import cores, roofline, specs, views
 from trainium_lab.charts import hardware as charts
 from trainium_lab.exercises import ch01
 from trainium_lab.units import GiB, Gbps, MiB, TB, TFLOPS
@@ -125,7 +125,6 @@ def test_roofline_curve_has_the_ridge_as_its_corner():
     assert len(corner) == 1 and corner.tflop_per_s.iloc[0] == pytest.approx(667)
     assert (df.tflop_per_s <= 667 + 1e-9).all()
     assert df.tflop_per_s.is_monotonic_increasing
-    assert df.tflops.equals(df.tflop_per_s)   # the old name, kept for charts written before issue 13
 
 
 # --------------------------------------------------------------------------- array utilisation
@@ -361,7 +360,7 @@ def test_generations_table_shows_tiers_and_disagreements():
 def test_neuroncore_facts_from_data():
     t = cores.neuroncore_table()
     assert t.loc["SBUF (MiB)"].tolist() == [24.0, 28.0, 32.0]
-    blocks = cores.neuroncore_blocks("trn2")
+    blocks = views.neuroncore_blocks("trn2")
     assert set(blocks.block) >= {"Tensor engine", "Vector engine", "Scalar engine", "GpSimd engine",
                                  "SBUF", "PSUM", "DMA", "HBM"}
     assert (blocks.x < blocks.x2).all() and (blocks.y < blocks.y2).all()
@@ -374,11 +373,11 @@ def test_charts_build_valid_specs():
     point = roofline.matmul_bound(8, 8192, 8192)
     import pandas as pd
     pt = pd.DataFrame([{"intensity": point.intensity_flop_per_byte,
-                        "tflops": point.achieved_flops_per_s / 1e12, "bound": point.bound,
+                        "tflop_per_s": point.achieved_flops_per_s / TFLOPS, "bound": point.bound,
                         "label": "x"}])
     made = [charts.roofline_chart(curves, pt), charts.roofline_chart(curves),
             charts.generations_chart(cores.generations_table()),
-            charts.neuroncore_chart(cores.neuroncore_blocks()),
+            charts.neuroncore_chart(views.neuroncore_blocks()),
             charts.utilisation_chart(roofline.utilisation_curve(range(1, 300))),
             charts.roofline_chart(curves, pt, path=roofline.batch_curve(8192, 8192), labels=False)]
     for chart in made:
@@ -560,11 +559,11 @@ def test_batch_curve_crosses_the_ridge_at_the_closed_form():
     assert c.m.is_monotonic_increasing and c.m.is_unique and c.m.iloc[0] == 1
     assert c.loc[c.bound == "tensor engine", "m"].min() == math.ceil(m_star)
     assert c.loc[c.bound == "HBM", "m"].max() == math.floor(m_star)
-    assert c.tflops.max() == pytest.approx(specs.chip("trn2").dense_flops_per_s["bf16"] / 1e12)
+    assert c.tflop_per_s.max() == pytest.approx(specs.chip("trn2").dense_flops_per_s["bf16"] / TFLOPS)
     for row in c.sample(5, random_state=0).itertuples():
         b = roofline.matmul_bound(row.m, 8192, 8192, "bf16", "trn2")
         assert row.intensity == pytest.approx(b.intensity_flop_per_byte)
-        assert row.tflops == pytest.approx(b.achieved_flops_per_s / 1e12)
+        assert row.tflop_per_s == pytest.approx(b.achieved_flops_per_s / TFLOPS)
 
 
 @pytest.mark.parametrize("call, name", [

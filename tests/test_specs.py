@@ -41,7 +41,6 @@ def test_trn3_plain_fp8_runs_at_the_bf16_rate():
     from trainium_lab import cores
     g = cores.generations_table().set_index("key")
     assert (g.low_precision["trn3"], g.low_precision_tflop_per_s["trn3"]) == ("mxfp8", 2517.0)
-    assert g.low_precision_tflops.equals(g.low_precision_tflop_per_s)   # old name kept for charts
 
 
 def test_system_totals_agree_with_chips():

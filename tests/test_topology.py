@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trainium_lab import specs, topology as t
+from trainium_lab import specs, topology as t, views
 
 
 # --- levels come from data/ with their scope and direction --------------------------
@@ -201,10 +201,10 @@ def test_lnc_changes_the_rank_count_not_the_chips():
 
 def test_chip_map_matches_ranks():
     p = t.place(tp=64, pp=4, dp=2, system="trn2-ultraserver", lnc=2, ordering="dp-pp-tp")
-    m = p.chip_map("tp")
+    m = views.chip_map(p, "tp")
     assert len(m) == p.cluster.n_chips
     assert (m.n_groups == p.cluster.ranks_per_chip).all()  # four TP groups on every chip
-    good = t.place(tp=64, pp=4, dp=2, system="trn2-ultraserver", lnc=2).chip_map("tp")
+    good = views.chip_map(t.place(tp=64, pp=4, dp=2, system="trn2-ultraserver", lnc=2), "tp")
     assert (good.n_groups == 1).all()
     assert good.groupby(["system", "instance"]).group.nunique().eq(1).all()
 

@@ -2,13 +2,15 @@
 through trainium_lab.units, rates are named as rates, and no docstring or comment points at
 internal documents."""
 
+import dataclasses
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import trainium_lab
-from trainium_lab import cores, layouts, roofline, serving, sizing
+from trainium_lab import cores, kernels, layouts, roofline, serving, sizing
 
 ROOT = Path(trainium_lab.__file__).parent
 NOT_MODELS = {"charts", "widgets", "exercises", "notebook", "cli", "views", "__main__", "jaxdemo",
@@ -49,26 +51,58 @@ def test_models_convert_with_units_constants(path):
 
 
 def test_rates_are_named_as_rates():
-    """Columns holding TFLOP/s are ``..._tflop_per_s``; the old ``tflops`` names survive only as
-    aliases with the same values, for the charts written before issue 13."""
+    """Columns holding TFLOP/s are ``..._tflop_per_s`` (FLOPs is a count, FLOP/s a rate)."""
     frames = {
         "roofline_curve": roofline.roofline_curve("trn2"),
         "batch_curve": roofline.batch_curve(8192, 8192),
         "compute_bound_batch_table": roofline.compute_bound_batch_table(["trn2"]),
         "ridge_table": roofline.ridge_table(["trn2"]),
+        "core_roofline": kernels.core_roofline("trn2"),
         "generations_table": cores.generations_table(),
         "roofline_points": serving.roofline_points(serving.replica("llama3-8b", tp=4), batches=[1],
                                                    prompts=[128]),
         "chip_decode_table": serving.chip_decode_table("llama3-8b", 1, 1, 1024),
     }
     for name, df in frames.items():
-        rate_cols = [c for c in df.columns if "tflop_per_s" in c]
-        assert rate_cols, name
-        for c in df.columns:
-            if c.endswith("tflops"):
-                assert df[c].equals(df[c.replace("tflops", "tflop_per_s")]), (name, c)
-                assert list(df.columns).index(c) > list(df.columns).index(
-                    c.replace("tflops", "tflop_per_s")), (name, c)   # aliases come last
+        assert [c for c in df.columns if "tflop_per_s" in c], name
+        assert _tflops_columns(df) == [], name
+
+
+_TFLOPS = re.compile(r"tflops", re.I)
+
+
+def _tflops_columns(result) -> list[str]:
+    """Columns named like ``tflops`` (a count's name on a rate) in a result: a DataFrame, or the
+    DataFrames a dataclass, tuple or list holds."""
+    if isinstance(result, pd.DataFrame):
+        return [str(c) for c in result.columns if _TFLOPS.search(str(c))]
+    if dataclasses.is_dataclass(result) and not isinstance(result, type):
+        parts = [getattr(result, f.name) for f in dataclasses.fields(result)]
+    elif isinstance(result, (tuple, list)):
+        parts = list(result)
+    else:
+        return []
+    return [c for part in parts for c in _tflops_columns(part)]
+
+
+def test_the_tflops_check_can_fail():
+    bad = pd.DataFrame({"tflop_per_s": [1.0], "bf16_TFLOPS": [1.0]})
+    assert _tflops_columns(bad) == ["bf16_TFLOPS"]
+    assert _tflops_columns((1, [bad])) == ["bf16_TFLOPS"]
+    assert _tflops_columns(serving.replica("llama3-8b", tp=4)) == []
+
+
+def test_no_model_result_has_a_tflops_column():
+    """Every public function of every model module, called with the fuzz test's valid baseline:
+    no DataFrame it returns (directly or in a result dataclass) names a rate ``tflops``."""
+    from test_fuzz import FUNCTIONS, baseline   # the walk over the model modules and its baselines
+
+    offenders = {}
+    for qualname, fn in FUNCTIONS:
+        cols = _tflops_columns(fn(**baseline(qualname, fn)))
+        if cols:
+            offenders[qualname] = cols
+    assert len(FUNCTIONS) > 100 and offenders == {}
 
 
 def test_plan_means_one_thing():
@@ -106,7 +140,7 @@ def test_one_lnc_rule():
 def test_cores_split_keeps_every_public_path():
     from trainium_lab import claim_checks, generations
 
-    for name in ("generations_table", "disagreements", "neuroncore_table", "neuroncore_blocks"):
+    for name in ("generations_table", "disagreements", "neuroncore_table"):
         assert getattr(cores, name) is getattr(generations, name)
     for name in claim_checks.__all__:
         assert getattr(cores, name) is getattr(claim_checks, name)

@@ -84,3 +84,19 @@ def test_sizing_from_the_installed_wheel(installed):
     assert proc.returncode == 0, proc.stderr
     results = json.loads(proc.stdout)["results"]
     assert round(results["state_bytes"] / GiB) == 1043 and results["min_chips"] == 17
+
+
+def test_wheel_carries_the_chart_font_and_its_licence(installed):
+    """Static charts measure their text with the shipped DejaVu Sans (trainium_lab/fonts): the
+    wheel must carry the fonts and their licence, and the installed package must find them."""
+    wheel, py, work = installed
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for name in ["DejaVuSans.ttf", "DejaVuSans-Bold.ttf", "LICENSE", "README.md"]:
+        assert f"trainium_lab/fonts/{name}" in names
+    probe = ("from trainium_lab.charts import base; base.register_fonts(); "
+             "print(sorted(p.name for p in base.FONT_DIR.glob('*.ttf')), base.FONT_DIR)")
+    out = subprocess.run([str(py), "-c", probe], cwd=work, capture_output=True, text=True,
+                         timeout=120, env={"PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith("['DejaVuSans-Bold.ttf', 'DejaVuSans.ttf']")
+    assert str(ROOT) not in out.stdout

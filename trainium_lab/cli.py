@@ -359,6 +359,16 @@ def _add_json(p: argparse.ArgumentParser) -> None:
                    help="print JSON in base units (bytes, s, FLOPs, bytes/s) instead of a table")
 
 
+def _command(sub: Any, name: str, func: Callable[[argparse.Namespace], None], *, help: str,
+             description: str, epilog: str) -> argparse.ArgumentParser:
+    """Declare a sub-command: its one-line help, a description and examples printed as written,
+    and the function that runs it."""
+    p = sub.add_parser(name, help=help, description=description, epilog=epilog,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.set_defaults(func=func)
+    return p
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command-line parser (sub-commands sizing, allreduce, young, specs, plan)."""
     parser = _Parser(
@@ -373,11 +383,10 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    p = sub.add_parser("sizing", help="training state, chips, FLOPs and instance-days",
-                       description="Size a training job (chapter 04): state bytes, fewest chips "
-                       "and systems, FLOPs (6ND) and instance-days at an assumed MFU.",
-                       epilog=f"Example: {PROG} sizing --params 8B --tokens 1T --mfu 40%",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _command(sub, "sizing", _cmd_sizing, help="training state, chips, FLOPs and instance-days",
+                 description="Size a training job (chapter 04): state bytes, fewest chips "
+                 "and systems, FLOPs (6ND) and instance-days at an assumed MFU.",
+                 epilog=f"Example: {PROG} sizing --params 8B --tokens 1T --mfu 40%")
     p.add_argument("--params", help="parameters, e.g. 70B, 405e9 (default: the --model's)")
     p.add_argument("--model", help="a published shape: llama3-8b, llama3-70b, llama3-405b")
     p.add_argument("--tokens", required=True, help="training tokens, e.g. 2T, 15.6T")
@@ -402,15 +411,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--instances", type=int,
                    help="report days on this many instances (default: the minimum)")
     _add_json(p)
-    p.set_defaults(func=_cmd_sizing)
 
-    p = sub.add_parser("allreduce", help="ring all-reduce (or other collective) time",
-                       description="Time of a ring collective (chapter 03): "
-                       "2(n−1)/n · S/B + 2(n−1)·α for all-reduce, with algorithm and bus "
-                       "bandwidth as nccl-tests and the Neuron nccom-test define them "
-                       "(nccom-test prints them in GiB/s under a \"GB/s\" label).",
-                       epilog=f"Example: {PROG} allreduce --size 1GiB --ranks 16 --bandwidth 25GB/s",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _command(sub, "allreduce", _cmd_allreduce, help="ring all-reduce (or other collective) time",
+                 description="Time of a ring collective (chapter 03): "
+                 "2(n−1)/n · S/B + 2(n−1)·α for all-reduce, with algorithm and bus "
+                 "bandwidth as nccl-tests and the Neuron nccom-test define them "
+                 "(nccom-test prints them in GiB/s under a \"GB/s\" label).",
+                 epilog=f"Example: {PROG} allreduce --size 1GiB --ranks 16 --bandwidth 25GB/s")
     p.add_argument("--size", required=True, help="bytes per rank, e.g. 1GiB, 256MB")
     p.add_argument("--ranks", required=True, help="participants, e.g. 16")
     p.add_argument("--bandwidth", help="per-rank bandwidth, e.g. 25GB/s, 400Gbps")
@@ -420,44 +427,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--collective", default="all_reduce",
                    help="all_reduce, reduce_scatter, all_gather, all_to_all (default %(default)s)")
     _add_json(p)
-    p.set_defaults(func=_cmd_allreduce)
 
-    p = sub.add_parser("young", help="checkpoint interval (Young, Daly, exact optimum)",
-                       description="How often to checkpoint (chapter 06): Young's √(2δM), "
-                       "Daly's higher-order interval and the exact optimum, with the share of "
-                       "time each loses to checkpoints and rework.",
-                       epilog=f"Example: {PROG} young --checkpoint 90s --mtbf 24h",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _command(sub, "young", _cmd_young, help="checkpoint interval (Young, Daly, exact optimum)",
+                 description="How often to checkpoint (chapter 06): Young's √(2δM), "
+                 "Daly's higher-order interval and the exact optimum, with the share of "
+                 "time each loses to checkpoints and rework.",
+                 epilog=f"Example: {PROG} young --checkpoint 90s --mtbf 24h")
     p.add_argument("--checkpoint", required=True, help="blocking checkpoint time, e.g. 90s")
     p.add_argument("--mtbf", required=True,
                    help="job MTBF, e.g. 24h (or per unit, with --units)")
     p.add_argument("--units", help="the MTBF is per unit; the job has this many units")
     p.add_argument("--restart", default="0s", help="restart time, e.g. 10min (default 0s)")
     _add_json(p)
-    p.set_defaults(func=_cmd_young)
 
-    p = sub.add_parser("specs", help="sourced hardware facts (chips, systems, links)",
-                       description="Look up sourced facts in data/: every value with its unit, "
-                       "status and source. Without a name, list the names.",
-                       epilog=f"Examples: {PROG} specs trn2 ; {PROG} specs trn2 --field "
-                       "hbm_bytes_per_s --all",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _command(sub, "specs", _cmd_specs, help="sourced hardware facts (chips, systems, links)",
+                 description="Look up sourced facts in data/: every value with its unit, "
+                 "status and source. Without a name, list the names.",
+                 epilog=f"Examples: {PROG} specs trn2 ; {PROG} specs trn2 --field "
+                 "hbm_bytes_per_s --all")
     p.add_argument("entity", nargs="?", help="trn2, trn2.48xlarge, trn2-efa, h100, ...")
     p.add_argument("--field", help="only this field, e.g. hbm_bytes")
     p.add_argument("--all", action="store_true",
                    help="also show 'alternative' values other AWS pages give")
     _add_json(p)
-    p.set_defaults(func=_cmd_specs)
 
-    p = sub.add_parser("plan", help="plan a training run: layout, days, failures, compiles, dollars",
-                       description="Plan a training run end to end (chapter 11): the planner's layout "
-                       "(chapter 05), days with failure, checkpoint and compile losses (chapters 06, 07), "
-                       "instance-hours and cost, with a sensitivity table. Give --systems, or --deadline, "
-                       "or neither (the fewest systems that fit). Trn2 and Trn3 have no sourced price: "
-                       "give --price (an assumption).",
-                       epilog=f"Example: {PROG} plan --model llama3-405b --tokens 1T --system trn2-ultraserver "
-                       "--deadline 60d --price 40 --global-batch 2048 --json",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _command(sub, "plan", _cmd_plan,
+                 help="plan a training run: layout, days, failures, compiles, dollars",
+                 description="Plan a training run end to end (chapter 11): the planner's layout "
+                 "(chapter 05), days with failure, checkpoint and compile losses (chapters 06, 07), "
+                 "instance-hours and cost, with a sensitivity table. Give --systems, or --deadline, "
+                 "or neither (the fewest systems that fit). Trn2 and Trn3 have no sourced price: "
+                 "give --price (an assumption).",
+                 epilog=f"Example: {PROG} plan --model llama3-405b --tokens 1T --system trn2-ultraserver "
+                 "--deadline 60d --price 40 --global-batch 2048 --json")
     p.add_argument("--model", help="llama3-8b, llama3-70b or llama3-405b")
     p.add_argument("--tokens", required=True, help="training tokens, e.g. 100B, 1T")
     p.add_argument("--system", default="trn2.48xlarge",
@@ -485,7 +487,6 @@ def build_parser() -> argparse.ArgumentParser:
                      help="print JSON in base units (bytes, s, FLOPs, bytes/s, USD) instead of a table")
     out.add_argument("--markdown", action="store_true",
                      help="print the plan as a Markdown document (the capacity-request attachment)")
-    p.set_defaults(func=_cmd_plan)
     return parser
 
 

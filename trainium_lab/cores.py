@@ -32,9 +32,8 @@ from trainium_lab._validate import integer
 
 __all__ = [
     "lnc_options", "resolve_lnc", "any_lnc", "logical_cores_per_chip", "CoreCounts", "core_counts",
-    "core_count_table", "generations_table", "disagreements", "neuroncore_table",
-    "neuroncore_blocks", "ClaimCheck", "Claim", "check_figure", "check_text", "claims", "claim",
-    "check_claim", "claims_table", "VERDICTS",
+    "core_count_table", "generations_table", "disagreements", "neuroncore_table", "ClaimCheck",
+    "Claim", "check_figure", "check_text", "claims", "claim", "check_claim", "claims_table", "VERDICTS",
 ]
 
 
@@ -220,8 +219,7 @@ def core_count_table(system: str, lnc: int | None = None, n_systems: int = 1) ->
     pandas.DataFrame
         One row per level, columns ``level``, ``chips``, ``physical_cores``,
         ``logical_cores``. The LNC is ``core_counts(...).lnc`` and the long form a chart
-        draws is :func:`trainium_lab.views.core_counts_long` (before issue 13 both travelled
-        in ``df.attrs``, which pandas cannot carry through every operation).
+        draws is :func:`trainium_lab.views.core_counts_long`.
 
     Examples
     --------
@@ -251,4 +249,4 @@ def core_count_table(system: str, lnc: int | None = None, n_systems: int = 1) ->
 from trainium_lab.claim_checks import (VERDICTS, Claim, ClaimCheck, check_claim,  # noqa: E402
                                        check_figure, check_text, claim, claims, claims_table)
 from trainium_lab.generations import (disagreements, generations_table,  # noqa: E402
-                                      neuroncore_blocks, neuroncore_table)
+                                      neuroncore_table)

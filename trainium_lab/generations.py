@@ -19,7 +19,7 @@ from trainium_lab import specs
 from trainium_lab import units as u
 from trainium_lab._validate import UnknownNameError, sequence
 
-__all__ = ["generations_table", "disagreements", "neuroncore_table", "neuroncore_blocks"]
+__all__ = ["generations_table", "disagreements", "neuroncore_table"]
 
 
 def _low_precision(table: specs.DtypeTable) -> tuple[str, float]:
@@ -50,8 +50,6 @@ def _generation_row(key: str, name: str, short_name: str, vendor: str, kind: str
         "scale_up_gb_per_s": scale_up_bytes_per_s / u.GB, "scale_up_direction": scale_up_direction,
         "neuron_cores": neuron_cores, "sbuf_mib_per_core": sbuf_bytes_per_core / u.MiB,
         "tier": f.source_tier, "disputed": _disputed(key), "source": f.source_title,
-        # legacy aliases of the two rate columns, for charts written before issue 13
-        "bf16_tflops": rates["bf16"] / u.TFLOPS, "low_precision_tflops": lp_rate / u.TFLOPS,
     }
 
 
@@ -67,9 +65,7 @@ def generations_table() -> pd.DataFrame:
         ``hbm_gib``, ``hbm_tb_per_s``, ``ridge_bf16`` (FLOP/byte), ``scale_up_gb_per_s`` and
         ``scale_up_direction`` (per chip), ``neuron_cores``, ``sbuf_mib_per_core``, ``tier``
         (source tier of the compute figure: A = vendor-authored, B = secondary),
-        ``disputed`` (fields with an ``alternative`` row) and ``source``; last,
-        ``bf16_tflops`` and ``low_precision_tflops``: the two rates under their old names,
-        for charts written before issue 13.
+        ``disputed`` (fields with an ``alternative`` row) and ``source``.
 
     Examples
     --------
@@ -162,14 +158,3 @@ def neuroncore_table() -> pd.DataFrame:
             "cores per chip": c.neuron_cores,
         }
     return pd.DataFrame(cols)
-
-
-def neuroncore_blocks(chip: str = "trn2") -> pd.DataFrame:
-    """A labelled block diagram of one NeuronCore; kept for callers of the old name.
-
-    Positions and labels are presentation: this delegates to
-    :func:`trainium_lab.views.neuroncore_blocks`, which new code should call directly.
-    """
-    from trainium_lab import views  # presentation lives there; imported on use only
-
-    return views.neuroncore_blocks(chip)

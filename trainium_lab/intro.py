@@ -50,25 +50,22 @@ def weights_vs_hbm(n_params: float, bytes_per_param: float = 2.0, chip: str = "t
     -------
     pandas.DataFrame
         Rows "weights" and "HBM of one <chip>", columns ``item``, ``gib``, ``kind``.
-        For callers written before issue 13 the table still carries
-        ``df.attrs["chips_needed"]`` (ceil(weights / HBM), weights only); new code uses
-        :func:`hbm_fit` (``min_chips``), which returns a typed result.
+        The chips the weights need is :func:`hbm_fit`'s ``min_chips`` (with
+        ``reserve_share=0`` for the weights alone).
 
     Examples
     --------
     >>> df = weights_vs_hbm(70e9, 2, "trn2")
-    >>> round(float(df.gib[0]), 1), df.attrs["chips_needed"]
-    (130.4, 2)
+    >>> round(float(df.gib[0]), 1), round(float(df.gib[1]), 1)
+    (130.4, 96.0)
     """
     size = weights_bytes(n_params, bytes_per_param)
     spec = specs.chip(chip)
-    df = pd.DataFrame({
+    return pd.DataFrame({
         "item": ["weights", f"HBM of one {spec.name}"],
         "gib": [size / GiB, spec.hbm_bytes / GiB],
         "kind": ["needed", "available"],
     })
-    df.attrs["chips_needed"] = math.ceil(size / spec.hbm_bytes)  # legacy, see the docstring
-    return df
 
 
 def gb_and_gib(n_bytes: float) -> pd.DataFrame:

@@ -48,7 +48,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from trainium_lab._validate import integer
+from trainium_lab._validate import integer, sequence
 
 __all__ = ["CompileLog", "watch_compiles", "step_hlo", "call_times", "hlo_op_count", "shape_compiles",
            "BranchDemo", "branch_compiles", "loop_vs_scan", "ragged_batch_compiles",
@@ -236,15 +236,14 @@ def hlo_op_count(text: str) -> int:
 
 
 def _int_tuple(name: str, values, *, minimum: int, maximum: int, max_len: int = 64) -> tuple[int, ...]:
-    if isinstance(values, (str, bytes, dict)) or values is None:
-        raise ValueError(f"{name} must be a sequence of integers, got {type(values).__name__}")
-    try:
-        items = list(values)
-    except TypeError:
-        raise ValueError(f"{name} must be a sequence of integers, got {type(values).__name__}") from None
-    if not 1 <= len(items) <= max_len:
-        raise ValueError(f"{name} must hold 1 to {max_len} integers, got {len(items)}")
-    return tuple(integer(name, v, minimum=minimum, maximum=maximum) for v in items)
+    return tuple(sequence(name, values, lambda n, v: integer(n, v, minimum=minimum, maximum=maximum),
+                          max_length=max_len))
+
+
+def _flag(name: str, value: object) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
 
 
 def shape_compiles(batches: Sequence[int] = (8, 16, 32), repeat: int = 16,
@@ -324,14 +323,7 @@ def branch_compiles(flags: Sequence[bool] = (True, False, True), d_model: int = 
     >>> d.traced_error, d.static.new_compiles.tolist(), d.cond.new_compiles.tolist()
     ('TracerBoolConversionError', [1, 1, 0], [1, 0, 0])
     """
-    if isinstance(flags, (str, bytes, dict)) or flags is None:
-        raise ValueError(f"flags must be a sequence of True/False, got {type(flags).__name__}")
-    try:
-        flags = tuple(flags)
-    except TypeError:
-        raise ValueError(f"flags must be a sequence of True/False, got {type(flags).__name__}") from None
-    if not 1 <= len(flags) <= 64 or not all(isinstance(f, (bool, np.bool_)) for f in flags):
-        raise ValueError("flags must hold 1 to 64 values, each True or False")
+    flags = tuple(sequence("flags", flags, _flag, max_length=64))
     _, d_model = _check_dims(1, d_model)
     jax = _jax()
     jnp, lax = jax.numpy, jax.lax

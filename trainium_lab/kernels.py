@@ -406,8 +406,8 @@ def core_roofline(chip: str = "trn2", dtype: str = "bfloat16", *, low: float = 0
     -------
     pandas.DataFrame
         The columns of :func:`trainium_lab.roofline.roofline_curve` (``device``, ``dtype``,
-        ``intensity``, ``flops_per_s``, ``tflop_per_s``, ``region``, ``tier``, and the alias ``tflops``): the two ends and
-        the ridge point.
+        ``intensity``, ``flops_per_s``, ``tflop_per_s``, ``region``, ``tier``): the two ends
+        and the ridge point.
 
     References
     ----------
@@ -416,7 +416,7 @@ def core_roofline(chip: str = "trn2", dtype: str = "bfloat16", *, low: float = 0
     Examples
     --------
     >>> df = core_roofline("trn2", "bfloat16")
-    >>> round(float(df.intensity[1])), round(float(df.tflops.max()))
+    >>> round(float(df.intensity[1])), round(float(df.tflop_per_s.max()))
     (218, 79)
     """
     low, high = positive("low", low), positive("high", high)
@@ -431,8 +431,7 @@ def core_roofline(chip: str = "trn2", dtype: str = "bfloat16", *, low: float = 0
     return pd.DataFrame({"device": f"one {core.core} ({core.chip_name})",
                          "dtype": _tensor_mode(core, [_dtype(dtype)])[0], "intensity": x,
                          "flops_per_s": y, "tflop_per_s": y / u.TFLOPS,
-                         "region": np.where(x < ridge, "HBM", "tensor engine"), "tier": tier,
-                         "tflops": y / u.TFLOPS})  # legacy alias of tflop_per_s (roofline_curve)
+                         "region": np.where(x < ridge, "HBM", "tensor engine"), "tier": tier})
 
 
 def core_bound_s(m: int, n: int, k: int, dtype: str = "bfloat16", chip: str = "trn2") -> float:
@@ -860,21 +859,15 @@ class Kernel:
                partitions: int = 0) -> int:
         start = self._free_at[engine]
         deps: list[int] = []
-        for v in reads:
+        for v in (*reads, *writes):  # read or write after the last write
             t = v.tensor
             if t.writer is not None:
-                if t.write_end > start:
-                    start = t.write_end
+                start = max(start, t.write_end)
                 deps.append(t.writer)
-        for v in writes:
+        for v in writes:  # write after the reads since that write
             t = v.tensor
-            if t.writer is not None:
-                if t.write_end > start:
-                    start = t.write_end
-                deps.append(t.writer)
             if t.readers:
-                if t.read_end > start:
-                    start = t.read_end
+                start = max(start, t.read_end)
                 deps.extend(t.readers)
         end = start + duration_s
         o = self._ops
@@ -1858,14 +1851,35 @@ def matmul_cost(m: int, n: int, k: int, *, chip: str = "trn2", dtype: str = "bfl
 
 
 def _rows_kernel(x: Any, name: str, chip: str, dtype: str, buffers: int,
-                 rows_per_tile: int | None = None):
+                 rows_per_tile: int | None = None, out_name: str = "out"):
+    """A kernel over the rows of ``x`` (checked): the input and a zeroed output of its shape in
+    HBM, the checked dtype and buffer count, and the rows (partitions) of one tile."""
     dtype = _dtype(dtype)
     xa = _finite_array(x, "x", dtype, ndim=2)
     buffers = integer("buffers", buffers, minimum=1, maximum=16)
     kern = Kernel(chip, name=name)
     p = kern.core.partitions
     rows = p if rows_per_tile is None else integer("rows_per_tile", rows_per_tile, minimum=1, maximum=p)
-    return kern, xa, dtype, buffers, rows
+    xin = kern.hbm(xa, dtype, "x")
+    out = kern.hbm_zeros(xa.shape, dtype, out_name)
+    return kern, xin, out, dtype, buffers, rows
+
+
+def _row_tiles(rows: int, p: int):
+    """``(i, r0, r)`` for each tile of at most ``p`` rows: its index, first row and row count."""
+    for i, r0 in enumerate(range(0, rows, p)):
+        yield i, r0, min(p, rows - r0)
+
+
+def _stream_rows(kern: Kernel, xin: Tensor, out: Tensor, p: int, *pools):
+    """Stream the rows of ``xin`` through SBUF, ``p`` rows (partitions) a tile: load a tile
+    into the first pool's buffer, yield the tile's buffer of every pool (trimmed to its rows)
+    for the caller's compute, then store the first buffer into ``out``."""
+    for i, r0, r in _row_tiles(xin.shape[0], p):
+        tiles = tuple(pool[i][:r] for pool in pools)
+        kern.load(tiles[0], xin[r0:r0 + r])
+        yield tiles
+        kern.store(out[r0:r0 + r], tiles[0])
 
 
 def elementwise(x: Any, func: str = "exp", *, chip: str = "trn2", dtype: str = "bfloat16",
@@ -1894,18 +1908,12 @@ def elementwise(x: Any, func: str = "exp", *, chip: str = "trn2", dtype: str = "
     >>> float(r.output.max()), list(r.timeline.engine[:4])
     (1.0, ['dma_load', 'scalar', 'dma_store', 'dma_load'])
     """
-    kern, xa, dtype, buffers, p = _rows_kernel(x, f"elementwise {func}", chip, dtype, buffers)
+    kern, xin, out, dtype, buffers, p = _rows_kernel(x, f"elementwise {func}", chip, dtype, buffers)
     func = choice("func", func, ACTIVATIONS)
-    rows, cols = xa.shape
-    xin = kern.hbm(xa, dtype, "x")
-    out = kern.hbm_zeros((rows, cols), dtype, "out")
+    cols = xin.shape[1]
     pool = kern.pool("sbuf", (p, cols), dtype, buffers, "tile")
-    for i, r0 in enumerate(range(0, rows, p)):
-        r = min(p, rows - r0)
-        t = pool[i][:r]
-        kern.load(t, xin[r0:r0 + r])
+    for (t,) in _stream_rows(kern, xin, out, p, pool):
         kern.activation(t, t, func)
-        kern.store(out[r0:r0 + r], t)
     return kern.result(out)
 
 
@@ -1927,20 +1935,15 @@ def softmax(x: Any, *, fused_sum: bool = False, chip: str = "trn2", dtype: str =
     """
     if not isinstance(fused_sum, bool):
         raise ValueError(f"fused_sum must be True or False, got {fused_sum!r}")
-    kern, xa, dtype, buffers, p = _rows_kernel(x, "softmax", chip, dtype, buffers)
-    rows, cols = xa.shape
-    xin = kern.hbm(xa, dtype, "x")
-    out = kern.hbm_zeros((rows, cols), dtype, "probabilities")
+    kern, xin, out, dtype, buffers, p = _rows_kernel(x, "softmax", chip, dtype, buffers,
+                                                     out_name="probabilities")
+    cols = xin.shape[1]
     x_pool = kern.pool("sbuf", (p, cols), dtype, buffers, "x")
     e_pool = kern.pool("sbuf", (p, cols), "float32", buffers, "exp")
     s_pool = kern.pool("sbuf", (p, 2), "float32", buffers, "row stats")
-    for i, r0 in enumerate(range(0, rows, p)):
-        r = min(p, rows - r0)
-        xt, et, st = x_pool[i][:r], e_pool[i][:r], s_pool[i][:r]
-        kern.load(xt, xin[r0:r0 + r])
+    for xt, et, st in _stream_rows(kern, xin, out, p, x_pool, e_pool, s_pool):
         _softmax_rows(kern, xt, et, st, fused_sum)
         kern.copy(xt, et)          # round the probabilities into the input's buffer
-        kern.store(out[r0:r0 + r], xt)
     return kern.result(out)
 
 
@@ -2018,8 +2021,7 @@ def attention_softmax(queries: Any, keys: Any, *, scale: float | None = None, ca
     acc = kern.pool("psum", (p, fn), "float32", max(2, buffers), "scores accumulator")
     offset = s_k - s_q
     bank = 0
-    for i, r0 in enumerate(range(0, s_q, p)):
-        r = min(p, s_q - r0)
+    for i, r0, r in _row_tiles(s_q, p):
         qt, sc, st, ot = q_pool[i][:, :r], s_pool[i][:r], st_pool[i][:r], o_pool[i][:r]
         kern.load(qt, q_t[:, r0:r0 + r])
         for c0 in range(0, s_k, fn):
@@ -2076,10 +2078,8 @@ def rmsnorm(x: Any, weight: Any = None, *, eps: float = 1e-6, scale_engine: str 
     """
     eps = in_range("eps", eps, 0.0, 1.0)
     scale_engine = choice("scale_engine", scale_engine, ("scalar", "vector"))
-    kern, xa, dtype, buffers, p = _rows_kernel(x, "rmsnorm", chip, dtype, buffers, rows_per_tile)
-    rows, d = xa.shape
-    xin = kern.hbm(xa, dtype, "x")
-    out = kern.hbm_zeros((rows, d), dtype, "out")
+    kern, xin, out, dtype, buffers, p = _rows_kernel(x, "rmsnorm", chip, dtype, buffers, rows_per_tile)
+    d = xin.shape[1]
     g_b = None
     if weight is not None:
         g = _finite_array(weight, "weight", dtype)
@@ -2100,10 +2100,7 @@ def rmsnorm(x: Any, weight: Any = None, *, eps: float = 1e-6, scale_engine: str 
     x_pool = kern.pool("sbuf", (p, d), dtype, buffers, "x")
     y_pool = kern.pool("sbuf", (p, d), "float32", buffers, "x squared, then x / rms")
     s_pool = kern.pool("sbuf", (p, 1), "float32", buffers, "row statistic")
-    for i, r0 in enumerate(range(0, rows, p)):
-        r = min(p, rows - r0)
-        xt, yt, st = x_pool[i][:r], y_pool[i][:r], s_pool[i][:r]
-        kern.load(xt, xin[r0:r0 + r])
+    for xt, yt, st in _stream_rows(kern, xin, out, p, x_pool, y_pool, s_pool):
         kern.activation(yt, xt, "square", accumulate=st)
         kern.tensor_scalar(st, st, "multiply", 1.0 / d, op2="add", operand2=eps)
         kern.activation(st, st, "rsqrt")
@@ -2112,8 +2109,7 @@ def rmsnorm(x: Any, weight: Any = None, *, eps: float = 1e-6, scale_engine: str 
         else:
             kern.tensor_scalar(yt, xt, "multiply", st)
         if g_b is not None:
-            kern.tensor_tensor(xt, yt, g_b[:r], "multiply")
+            kern.tensor_tensor(xt, yt, g_b[:xt.shape[0]], "multiply")
         else:
             kern.copy(xt, yt)
-        kern.store(out[r0:r0 + r], xt)
     return kern.result(out)

@@ -60,6 +60,7 @@ def setup() -> None:
     from trainium_lab.charts import base
 
     alt.renderers.enable(base.RENDERER)
+    alt.theme.enable(base.THEME)  # live charts use the font and label limits of the static ones
     enable_offline_charts()
     pd.set_option("display.max_colwidth", 120)
     pd.set_option("display.width", 160)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import ml_dtypes
@@ -47,11 +47,11 @@ from trainium_lab.units import GiB, format_bytes
 
 __all__ = [
     "FORMATS", "MODES", "LABELS", "FormatInfo", "format_info", "formats_table", "ulp",
-    "round_to", "neighbours", "BitPattern", "bit_pattern", "bit_fields", "spacing_table",
-    "RoundingDraws", "stochastic_draws", "rounding_draws", "repeated_updates", "TrainingCurves",
-    "regression_training", "train_linear_regression", "VARIANTS", "bytes_per_param",
-    "training_state_bytes", "MasterWeightsSaving", "master_weights_comparison",
-    "master_weights_saving", "fp8_scale", "quantization_error", "fp8_scaling_demo",
+    "round_to", "neighbours", "BitPattern", "bit_fields", "spacing_table",
+    "RoundingDraws", "rounding_draws", "repeated_updates", "TrainingCurves",
+    "train_linear_regression", "VARIANTS", "bytes_per_param",
+    "training_state_bytes", "MasterWeightsSaving", "master_weights_saving",
+    "fp8_scale", "quantization_error", "fp8_scaling_demo",
 ]
 
 #: the formats this chapter covers, named as numpy / ml_dtypes name them
@@ -397,7 +397,7 @@ def neighbours(value: float, dtype: Any) -> tuple[float, float, float]:
 
 @dataclass(frozen=True)
 class BitPattern:
-    """The bits of one value stored in a format (after round to nearest): :func:`bit_pattern`.
+    """The bits of one value stored in a format (after round to nearest): :func:`bit_fields`.
 
     Attributes
     ----------
@@ -438,16 +438,38 @@ class BitPattern:
                 f"({self.kind}), bits `{''.join(map(str, self.bits))}`")
 
 
-def bit_pattern(value: float, dtype: Any) -> BitPattern:
-    """The bits of ``value`` stored in ``dtype`` (after round to nearest).
+def bit_fields(value: float, dtype: Any) -> BitPattern:
+    """The bits of ``value`` stored in ``dtype`` (after round to nearest), field by field.
+
+    Parameters
+    ----------
+    value : float
+        Any float32 number, inf or NaN.
+    dtype : str
+        A format of :data:`FORMATS` (or an alias such as ``"bf16"``).
+
+    Returns
+    -------
+    BitPattern
+        The stored value, its sign, exponent and mantissa fields and its kind;
+        ``.table()`` gives one row per bit (``position``, ``bit``, ``field``) for a chart,
+        and :func:`trainium_lab.views.bit_formula` writes it out as a formula.
+
+    References
+    ----------
+    IEEE 754-2019 (binary formats); OCP "8-bit Floating Point Specification (OFP8)" 2023
+    (E4M3, E5M2).
 
     Examples
     --------
-    >>> b = bit_pattern(1.0, "bfloat16")
+    >>> b = bit_fields(1.0, "bfloat16")
     >>> "".join(map(str, b.bits))
     '0011111110000000'
     >>> b.stored, b.exponent, b.kind
     (1.0, 0, 'normal')
+    >>> t = b.table()
+    >>> len(t), t.field[0], t.field[1], t.field[15]
+    (16, 'sign', 'exponent', 'mantissa')
     """
     f = format_info(dtype)
     value = float(value) if isinstance(value, (int, float, np.floating)) else value
@@ -472,28 +494,6 @@ def bit_pattern(value: float, dtype: Any) -> BitPattern:
     else:
         kind, exponent = "normal", e_field - f.bias
     return BitPattern(f.name, value, s, bits, bits[0], e_field, m_field, exponent, kind)
-
-
-def bit_fields(value: float, dtype: Any) -> pd.DataFrame:
-    """:func:`bit_pattern`'s table of bits: ``position`` (0 = the sign), ``bit``, ``field``.
-
-    For callers written before issue 13 the table still carries ``df.attrs`` ``stored``,
-    ``sign``, ``exponent``, ``mantissa``, ``kind``, ``formula`` and ``format``; new code
-    reads :class:`BitPattern` and writes the formula with
-    :func:`trainium_lab.views.bit_formula` (pandas documents ``attrs`` as experimental).
-
-    Examples
-    --------
-    >>> "".join(map(str, bit_fields(1.0, "bfloat16").bit))
-    '0011111110000000'
-    """
-    from trainium_lab import views  # the formula is a display string; imported on use only
-
-    b = bit_pattern(value, dtype)
-    df = b.table()
-    df.attrs.update(stored=b.stored, sign=b.sign, exponent=b.exponent, mantissa=b.mantissa,
-                    kind=b.kind, formula=views.bit_formula(b), format=b.format)  # legacy
-    return df
 
 
 def spacing_table(dtype: Any) -> pd.DataFrame:
@@ -531,7 +531,7 @@ def spacing_table(dtype: Any) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class RoundingDraws:
-    """One value rounded many times stochastically, beside round to nearest: :func:`stochastic_draws`.
+    """One value rounded many times stochastically, beside round to nearest: :func:`rounding_draws`.
 
     Attributes
     ----------
@@ -548,28 +548,49 @@ class RoundingDraws:
     n_draws : int
     """
 
-    table: pd.DataFrame
+    table: pd.DataFrame = field(repr=False)   # the repr stays one line; the table is a field
     format: str
     value: float
     nearest: float
     mean: float
     n_draws: int
 
-    def __repr__(self) -> str:
-        return (f"RoundingDraws(format={self.format!r}, value={self.value!r}, nearest={self.nearest!r}, "
-                f"mean={self.mean!r}, n_draws={self.n_draws})")
-
     def _repr_markdown_(self) -> str:
         return (f"{self.value:.8g} in {format_info(self.format).label}: nearest **{self.nearest:.8g}**; "
                 f"mean of {self.n_draws:,} stochastic roundings **{self.mean:.8g}**")
 
 
-def stochastic_draws(value: float, dtype: Any, n_draws: int = 1000, seed: int = 0) -> RoundingDraws:
+def rounding_draws(value: float, dtype: Any, n_draws: int = 1000, seed: int = 0) -> RoundingDraws:
     """Round one value many times stochastically; compare with the nearest rounding.
+
+    Stochastic rounding picks the upper neighbour with probability (value − lower) / gap,
+    so its expectation is the value itself.
+
+    Parameters
+    ----------
+    value : float
+        A finite number within the format's range.
+    dtype : str
+        The target format (a name of :data:`FORMATS` or an alias).
+    n_draws : int
+        Stochastic roundings to draw (1 to 10,000,000).
+    seed : int
+        Seeds the draws.
+
+    Returns
+    -------
+    RoundingDraws
+        ``table`` (one row per neighbour: ``result``, ``probability``, ``frequency``,
+        ``nearest``), ``value`` (as float32), ``nearest``, ``mean`` of the draws, ``n_draws``.
+
+    References
+    ----------
+    Gupta et al. 2015, arXiv:1502.02551 (stochastic rounding); AWS Neuron "Neuron Rounding
+    Modes".
 
     Examples
     --------
-    >>> r = stochastic_draws(1.001, "bfloat16", 10_000, seed=1)
+    >>> r = rounding_draws(1.001, "bfloat16", 10_000, seed=1)
     >>> r.table.result.tolist(), r.table.probability.round(4).tolist(), r.nearest
     ([1.0, 1.0078125], [0.872, 0.128], 1.0)
     """
@@ -587,25 +608,6 @@ def stochastic_draws(value: float, dtype: Any, n_draws: int = 1000, seed: int = 
                        "nearest": [r == nearest for r in results]})
     df = df.sort_values("result", ignore_index=True)
     return RoundingDraws(df, f.name, v, nearest, float(draws.mean(dtype=np.float64)), n_draws)
-
-
-def rounding_draws(value: float, dtype: Any, n_draws: int = 1000, seed: int = 0) -> pd.DataFrame:
-    """:func:`stochastic_draws`' table (``result``, ``probability``, ``frequency``, ``nearest``).
-
-    For callers written before issue 13 the table still carries ``df.attrs`` ``value``,
-    ``nearest``, ``mean``, ``n_draws``, ``format``; new code reads :class:`RoundingDraws`.
-
-    Examples
-    --------
-    >>> df = rounding_draws(1.001, "bfloat16", 10_000, seed=1)
-    >>> df.result.tolist(), df.probability.round(4).tolist(), df.nearest.tolist()
-    ([1.0, 1.0078125], [0.872, 0.128], [True, False])
-    """
-    r = stochastic_draws(value, dtype, n_draws, seed)
-    df = r.table.copy()
-    df.attrs.update(value=r.value, nearest=r.nearest, mean=r.mean, n_draws=r.n_draws,
-                    format=r.format)  # legacy, see the docstring
-    return df
 
 
 def repeated_updates(update: float = 1e-4, n_steps: int = 1000, dtype: Any = "bfloat16",
@@ -702,7 +704,7 @@ def _regression_problem(n_features: int, n_samples: int, noise: float, seed: int
 
 @dataclass(frozen=True)
 class TrainingCurves:
-    """Loss curves of the four ways of keeping weights: :func:`regression_training`.
+    """Loss curves of the four ways of keeping weights: :func:`train_linear_regression`.
 
     Attributes
     ----------
@@ -715,22 +717,24 @@ class TrainingCurves:
         The low-precision format of the three non-FP32 variants.
     """
 
-    losses: pd.DataFrame
+    losses: pd.DataFrame = field(repr=False)
     noise_floor: float
     learning_rate: float
     format: str
-
-    def __repr__(self) -> str:
-        return (f"TrainingCurves(format={self.format!r}, learning_rate={self.learning_rate!r}, "
-                f"noise_floor={self.noise_floor!r}, steps={int(self.losses.step.max())})")
 
     def final_losses(self) -> dict[str, float]:
         """Loss of each variant at the last recorded step."""
         last = self.losses[self.losses.step == self.losses.step.max()]
         return dict(zip(last.variant, last.loss.astype(float)))
 
+    def _repr_markdown_(self) -> str:
+        labels = _variant_labels(self.format)
+        finals = ", ".join(f"{labels[v]} **{loss:.4f}**" for v, loss in self.final_losses().items())
+        return (f"Loss after {int(self.losses.step.max()):,} steps at learning rate "
+                f"{self.learning_rate:g}: {finals} (best possible {self.noise_floor:.4f})")
 
-def regression_training(learning_rate: float = 0.01, n_steps: int = 1000,
+
+def train_linear_regression(learning_rate: float = 0.01, n_steps: int = 1000,
                             dtype: Any = "bfloat16", n_features: int = 8, n_samples: int = 256,
                             noise: float = 0.5, seed: int = 0,
                             record_every: int = 1) -> TrainingCurves:
@@ -777,7 +781,7 @@ def regression_training(learning_rate: float = 0.01, n_steps: int = 1000,
 
     Examples
     --------
-    >>> run = regression_training(0.01, 1000)
+    >>> run = train_linear_regression(0.01, 1000)
     >>> last = run.losses[run.losses.step == 1000].set_index("variant").loss
     >>> bool(last["nearest"] > 2 * last["fp32"])
     True
@@ -832,29 +836,6 @@ def regression_training(learning_rate: float = 0.01, n_steps: int = 1000,
     return TrainingCurves(df, floor, lr, name)
 
 
-def train_linear_regression(learning_rate: float = 0.01, n_steps: int = 1000,
-                            dtype: Any = "bfloat16", n_features: int = 8, n_samples: int = 256,
-                            noise: float = 0.5, seed: int = 0,
-                            record_every: int = 1) -> pd.DataFrame:
-    """:func:`regression_training`'s loss table (``step``, ``variant``, ``label``, ``loss``).
-
-    For callers written before issue 13 the table still carries ``df.attrs``
-    ``noise_floor``, ``learning_rate`` and ``format``; new code reads :class:`TrainingCurves`.
-
-    Examples
-    --------
-    >>> df = train_linear_regression(0.01, 1000)
-    >>> sorted(df.variant.unique()) == sorted(VARIANTS)
-    True
-    """
-    run = regression_training(learning_rate, n_steps, dtype, n_features, n_samples, noise, seed,
-                              record_every)
-    df = run.losses.copy()
-    df.attrs.update(noise_floor=run.noise_floor, learning_rate=run.learning_rate,
-                    format=run.format)  # legacy, see the docstring
-    return df
-
-
 def bytes_per_param(master_weights: bool = True, optimizer: str = "adam", *,
                     grad_bytes_per_param: float = DEFAULT_GRAD_BYTES_PER_PARAM) -> float:
     """Training-state bytes per parameter with BF16 weights, with or without the FP32 master copy.
@@ -900,7 +881,7 @@ class MasterWeightsSaving:
         The chip's display name.
     """
 
-    table: pd.DataFrame
+    table: pd.DataFrame = field(repr=False)
     saving_bytes: float
     hbm_bytes: float
     chip: str
@@ -915,26 +896,32 @@ class MasterWeightsSaving:
         """The saving in chips' worth of HBM."""
         return self.saving_bytes / self.hbm_bytes
 
-    def __repr__(self) -> str:
-        return (f"MasterWeightsSaving(chip={self.chip!r}, saving_bytes={self.saving_bytes!r}, "
-                f"saving_chips={self.saving_chips:.3g})")
-
     def _repr_markdown_(self) -> str:
         return (f"Dropping the FP32 master copy saves **{format_bytes(self.saving_bytes)}** of state, "
                 f"{self.saving_chips:.2f} {self.chip} HBMs")
 
 
-def master_weights_comparison(n_params: float = 70e9, chip: str = "trn2",
-                              optimizer: str = "adam", *,
-                              grad_bytes_per_param: float = DEFAULT_GRAD_BYTES_PER_PARAM) -> MasterWeightsSaving:
+def master_weights_saving(n_params: float = 70e9, chip: str = "trn2", optimizer: str = "adam", *,
+                          grad_bytes_per_param: float = DEFAULT_GRAD_BYTES_PER_PARAM) -> MasterWeightsSaving:
     """Training state with and without an FP32 master copy, against one chip's HBM.
 
     ``grad_bytes_per_param`` as in :func:`bytes_per_param` (2 = BF16 gradients by default;
     the saving, 4 bytes per parameter, does not depend on it).
 
+    Returns
+    -------
+    MasterWeightsSaving
+        ``table`` (rows "with FP32 master" and "without (pure BF16)": ``setup``,
+        ``bytes_per_param``, ``state_bytes``, ``state_gib``, ``chips``, ``chips_needed``),
+        ``saving_bytes`` (and ``saving_gib``, ``saving_chips``), ``hbm_bytes``, ``chip``.
+
+    References
+    ----------
+    Rajbhandari et al. 2020 (ZeRO), arXiv:1910.02054, §3.1; HBM per chip from ``data/``.
+
     Examples
     --------
-    >>> m = master_weights_comparison(70e9, "trn2")
+    >>> m = master_weights_saving(70e9, "trn2")
     >>> m.table.chips_needed.tolist(), round(m.saving_gib, 1)
     ([11, 9], 260.8)
     """
@@ -950,30 +937,6 @@ def master_weights_comparison(n_params: float = 70e9, chip: str = "trn2",
     df = pd.DataFrame(rows)
     saving = float(df.state_bytes[0] - df.state_bytes[1])
     return MasterWeightsSaving(df, saving, spec.hbm_bytes, spec.name)
-
-
-def master_weights_saving(n_params: float = 70e9, chip: str = "trn2",
-                          optimizer: str = "adam", *,
-                          grad_bytes_per_param: float = DEFAULT_GRAD_BYTES_PER_PARAM) -> pd.DataFrame:
-    """:func:`master_weights_comparison`'s table (``setup``, ``bytes_per_param``, ``state_bytes``,
-    ``state_gib``, ``chips``, ``chips_needed``).
-
-    For callers written before issue 13 the table still carries ``df.attrs``
-    ``saving_bytes``, ``saving_gib``, ``saving_chips``, ``hbm_bytes``, ``chip``; new code
-    reads :class:`MasterWeightsSaving`.
-
-    Examples
-    --------
-    >>> master_weights_saving(70e9, "trn2").chips_needed.tolist()
-    [11, 9]
-    """
-    m = master_weights_comparison(n_params, chip, optimizer,
-                                  grad_bytes_per_param=grad_bytes_per_param)
-    df = m.table.copy()
-    df.attrs.update(saving_bytes=m.saving_bytes, saving_gib=m.saving_gib,
-                    saving_chips=m.saving_chips, hbm_bytes=m.hbm_bytes,
-                    chip=m.chip)  # legacy, see the docstring
-    return df
 
 
 def fp8_scale(amax: float, dtype: Any = "float8_e4m3fn", margin: int = 0) -> float:

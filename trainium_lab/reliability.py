@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -44,7 +44,7 @@ __all__ = [
     "lost_time_curve", "interval_markers",
     "MonteCarloResult", "simulate_runs", "simulated_lost_fraction",
     "Llama3Summary", "llama3_interruptions", "llama3_summary", "mtbf_vs_job_size",
-    "FAILURE_LEVELS", "STATUSES", "BlastRadius", "stopped_chips", "FAILURE_MODES", "failure_modes",
+    "FAILURE_LEVELS", "STATUSES", "BlastRadius", "FAILURE_MODES", "failure_modes",
 ]
 
 #: what can fail, from smallest to largest
@@ -158,7 +158,7 @@ def layout_mtbf_s(n_chips: int, *, system: str = "trn2-ultraserver",
 
 @dataclass(frozen=True)
 class BlastRadius:
-    """Which chips of one scale-up domain stop when a part fails: :func:`stopped_chips`.
+    """Which chips of one scale-up domain stop when a part fails: :func:`blast_radius`.
 
     Attributes
     ----------
@@ -172,7 +172,7 @@ class BlastRadius:
         until the restart; every chip that stops (the whole domain).
     """
 
-    chips: pd.DataFrame
+    chips: pd.DataFrame = field(repr=False)   # the repr stays one line; the table is a field
     failed: str
     system: str
     replacement: str
@@ -181,18 +181,14 @@ class BlastRadius:
     n_stalled: int
     n_stopped: int
 
-    def __repr__(self) -> str:
-        return (f"BlastRadius(failed={self.failed!r}, system={self.system!r}, n_failed={self.n_failed}, "
-                f"n_replaced={self.n_replaced}, n_stalled={self.n_stalled}, n_stopped={self.n_stopped})")
-
     def _repr_markdown_(self) -> str:
         return (f"A failed {self.failed} in a {self.system} stops **{self.n_stopped} chips**: "
                 f"{self.n_failed} failed, {self.n_replaced} healthy but replaced with it, "
                 f"{self.n_stalled} healthy and waiting")
 
 
-def stopped_chips(failed: str = "chip", system: str = "trn2-ultraserver", *, chip: int = 0,
-                  replacement: str = "system") -> BlastRadius:
+def blast_radius(failed: str = "chip", system: str = "trn2-ultraserver", *, chip: int = 0,
+                 replacement: str = "system") -> BlastRadius:
     """Which chips of one scale-up domain stop when a chip, instance or UltraServer fails.
 
     Every chip of the domain stops: tensor- and pipeline-parallel collectives
@@ -222,13 +218,15 @@ def stopped_chips(failed: str = "chip", system: str = "trn2-ultraserver", *, chi
     Returns
     -------
     BlastRadius
+        ``chips`` (one row per chip: ``chip``, ``instance``, ``x``, ``y``, ``status``) and
+        the counts ``n_failed``, ``n_replaced``, ``n_stalled``, ``n_stopped``.
 
     Examples
     --------
-    >>> b = stopped_chips("chip", replacement="instance")
+    >>> b = blast_radius("chip", replacement="instance")
     >>> b.n_failed, b.n_replaced, b.n_stalled, b.n_stopped
     (1, 15, 48, 64)
-    >>> stopped_chips("instance", "trn2.48xlarge").n_stopped
+    >>> blast_radius("instance", "trn2.48xlarge").n_stopped
     16
     """
     spec = specs.system(system)
@@ -260,26 +258,6 @@ def stopped_chips(failed: str = "chip", system: str = "trn2-ultraserver", *, chi
     return BlastRadius(df, failed, spec.key, replacement, n_failed=int(is_failed.sum()),
                        n_replaced=int((in_unit & ~is_failed).sum()),
                        n_stalled=int((~in_unit & ~is_failed).sum()), n_stopped=int(spec.n_chips))
-
-
-def blast_radius(failed: str = "chip", system: str = "trn2-ultraserver", *, chip: int = 0,
-                 replacement: str = "system") -> pd.DataFrame:
-    """:func:`stopped_chips`' per-chip table (``chip, instance, x, y, status``).
-
-    For callers written before issue 13 the table still carries ``attrs`` ``n_failed``,
-    ``n_replaced``, ``n_stalled``, ``n_stopped``; new code reads them from
-    :class:`BlastRadius` (pandas documents ``attrs`` as experimental).
-
-    Examples
-    --------
-    >>> blast_radius("chip", replacement="instance").status.value_counts().tolist()
-    [48, 15, 1]
-    """
-    b = stopped_chips(failed, system, chip=chip, replacement=replacement)
-    df = b.chips.copy()
-    df.attrs.update(n_failed=b.n_failed, n_replaced=b.n_replaced, n_stalled=b.n_stalled,
-                    n_stopped=b.n_stopped)  # legacy, see the docstring
-    return df
 
 
 # ------------------------------------------------------------ checkpoint interval
@@ -334,17 +312,8 @@ def daly_interval_s(checkpoint_s: float, mtbf_s: float) -> float:
     (:func:`optimal_interval_s`) for δ up to about M/10; beyond δ = 2M Daly
     recommends simply τ = M.
 
-    Parameters
-    ----------
-    checkpoint_s : float
-        Blocking checkpoint time δ in seconds (> 0).
-    mtbf_s : float
-        Job-level MTBF M in seconds (> 0).
-
-    Returns
-    -------
-    float
-        Compute time between checkpoints, in seconds.
+    Parameters and the result (compute time between checkpoints, in seconds) as for
+    :func:`young_interval_s`: δ is ``checkpoint_s``, M is ``mtbf_s``.
 
     References
     ----------

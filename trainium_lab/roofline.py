@@ -423,8 +423,7 @@ def roofline_curve(chip: str, dtype: str = "bfloat16", *, low: float = 0.1,
     -------
     pandas.DataFrame
         Columns ``device``, ``dtype``, ``intensity`` (FLOP/byte), ``flops_per_s``,
-        ``tflop_per_s`` (TFLOP/s), ``region`` ("HBM" or "tensor engine"), ``tier``; last,
-        ``tflops``: the same values under the old name ``tflops``, for charts written before issue 13.
+        ``tflop_per_s`` (TFLOP/s), ``region`` ("HBM" or "tensor engine"), ``tier``.
 
     Examples
     --------
@@ -447,7 +446,6 @@ def roofline_curve(chip: str, dtype: str = "bfloat16", *, low: float = 0.1,
         "device": d.name, "dtype": d.dense_flops_per_s.key(dtype), "intensity": x,
         "flops_per_s": y, "tflop_per_s": y / TFLOPS,
         "region": np.where(x < ridge, "HBM", "tensor engine"), "tier": d.tier,
-        "tflops": y / TFLOPS,  # legacy alias, see the docstring
     })
 
 
@@ -668,8 +666,7 @@ def batch_curve(n: int, k: int, dtype: str = "bfloat16", chip: str = "trn2", *,
     -------
     pandas.DataFrame
         Columns ``m``, ``intensity`` (FLOP/byte), ``flops_per_s``, ``tflop_per_s`` (TFLOP/s),
-        ``bound`` ("HBM" or "tensor engine"), one row per distinct m, in order; last, ``tflops``:
-        the rate under its old name, for charts written before issue 13.
+        ``bound`` ("HBM" or "tensor engine"), one row per distinct m, in order.
 
     Examples
     --------
@@ -691,5 +688,4 @@ def batch_curve(n: int, k: int, dtype: str = "bfloat16", chip: str = "trn2", *,
     rate = np.minimum(peak, intensity * d.hbm_bytes_per_s)
     return pd.DataFrame({"m": m.astype(int), "intensity": intensity, "flops_per_s": rate,
                          "tflop_per_s": rate / TFLOPS,
-                         "bound": np.where(m >= m_star, "tensor engine", "HBM"),
-                         "tflops": rate / TFLOPS})  # legacy alias of tflop_per_s, for roofline_chart
+                         "bound": np.where(m >= m_star, "tensor engine", "HBM")})

@@ -953,8 +953,7 @@ def roofline_points(rep: Replica, batches: Sequence[int] = (1, 16, 256),
     -------
     pandas.DataFrame
         Columns ``label``, ``phase``, ``intensity`` (FLOP/byte), ``tflop_per_s`` (achieved per
-        chip: the step's FLOPs over its bound, divided by the chips of one stage), ``bound``;
-        last, ``tflops``: the same values under the old name ``tflops``, for charts written before issue 13.
+        chip: the step's FLOPs over its bound, divided by the chips of one stage), ``bound``.
 
     Examples
     --------
@@ -972,11 +971,9 @@ def roofline_points(rep: Replica, batches: Sequence[int] = (1, 16, 256),
     for s in _int_list("prompts", prompts):
         p = prefill_step(rep, max(s, 1), latency_s=0.0)
         rows.append((f"prefill, {max(s, 1)} tokens", "prefill", p))
-    df = pd.DataFrame([{"label": label, "phase": phase, "intensity": b.intensity_flop_per_byte,
-                        "tflop_per_s": b.flops / max(b.compute_s, b.memory_s) / stage_chips / TFLOPS,
-                        "bound": b.bound} for label, phase, b in rows])
-    df["tflops"] = df["tflop_per_s"]  # legacy alias, see the docstring
-    return df
+    return pd.DataFrame([{"label": label, "phase": phase, "intensity": b.intensity_flop_per_byte,
+                          "tflop_per_s": b.flops / max(b.compute_s, b.memory_s) / stage_chips / TFLOPS,
+                          "bound": b.bound} for label, phase, b in rows])
 
 
 def chip_decode_table(model: str | ModelPreset, n_chips: int, batch: int, context_len: int,

@@ -719,16 +719,6 @@ class Placement:
                              "group": g[:, 0], "n_groups": _distinct(g),
                              "highlighted": (g == highlight).any(axis=1)})
 
-    def chip_map(self, kind: str = "tp", highlight: int = 0) -> pd.DataFrame:
-        """:meth:`chip_groups` with the labels a chart shows; kept for callers of the old name.
-
-        The labels are presentation: this delegates to :func:`trainium_lab.views.chip_map`,
-        which new code should call directly.
-        """
-        from trainium_lab import views  # presentation lives there; imported on use only
-
-        return views.chip_map(self, kind, highlight)
-
 
 def _distinct(values: np.ndarray) -> np.ndarray:
     s = np.sort(values, axis=1)

@@ -6,12 +6,22 @@ SVG renderer therefore rounds every float in a chart's spec to
 ``SPEC_SIGNIFICANT_DIGITS`` significant digits before vl-convert draws it, and
 rounds the drawn coordinates to ``SVG_DECIMALS`` decimals of a pixel: what is
 stored is what a reader can see, identical on every machine.
+
+vl-convert lays text out by measuring it, with the fonts it finds (the system's, plus a
+Liberation Sans it carries for ``sans-serif``), and a browser draws the SVG's ``font-family``
+with its own fonts: when they differ, labels are drawn wider than they were laid out and
+overlap bars or lose letters at the edge. The renderer therefore writes one font family,
+``FONT_FAMILY``, into every static chart's config and measures it with the copy of DejaVu Sans
+shipped in ``trainium_lab/fonts`` (registered with vl-convert once, on first use), so the
+layout is the same on every machine whatever fonts it has installed, and a browser with
+DejaVu Sans draws exactly what was measured.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 from typing import Any
 
 import altair as alt
@@ -80,17 +90,71 @@ def round_svg(svg: str) -> str:
     return _TAG.sub(lambda tag: _LONG_DECIMAL.sub(_round_match, tag.group()), svg)
 
 
-#: room (px) around a static chart: vl-convert measures text with its own font, and a browser
-#: that draws the SVG with a wider sans-serif would otherwise cut titles and labels at the edge
-STATIC_PADDING = 24
+#: the folder of fonts shipped with the package (DejaVu Sans, see its README.md and LICENSE)
+FONT_DIR = Path(__file__).resolve().parent.parent / "fonts"
+#: font of all chart text: DejaVu Sans (shipped, so vl-convert measures it on every machine),
+#: then fonts of nearly the same widths for a browser without it (Bitstream Vera Sans has
+#: DejaVu's Latin metrics; Verdana, on Windows and macOS, is within a few per cent), then any sans
+FONT_FAMILY = "DejaVu Sans, Bitstream Vera Sans, Verdana, sans-serif"
+#: chart config of the course: the font, and Vega's default label limits (axis 180 px, legend
+#: 160 px) widened by DejaVu Sans's ~15-20 % over Liberation Sans (vl-convert's default sans, which
+#: the charts were first laid out with), so labels that fitted then are not cut to "…" now
+COURSE_CONFIG = {"font": FONT_FAMILY, "axis": {"labelLimit": 220}, "legend": {"labelLimit": 200}}
+#: Altair theme with ``COURSE_CONFIG``, for live charts (``alt.theme.enable(THEME)``), so they
+#: look like the static ones; the static renderer applies ``COURSE_CONFIG`` itself, theme or not
+THEME = "trainium-lab"
+#: room (px) around a static chart: the text is measured in the font it is drawn with, so this
+#: only absorbs a fallback font a few per cent wider (a browser without DejaVu Sans)
+STATIC_PADDING = 8
+
+_fonts_registered = False
+
+
+def register_fonts() -> None:
+    """Let vl-convert measure and draw the fonts in ``FONT_DIR`` (once per process).
+
+    vl-convert's font registry is global to the process; registering the folder again
+    would only rebuild it.
+    """
+    global _fonts_registered
+    if _fonts_registered:
+        return
+    import vl_convert as vlc
+
+    vlc.register_font_directory(str(FONT_DIR))
+    _fonts_registered = True
+
+
+def _defaults_under(defaults: dict, given: dict) -> dict:
+    """``given`` with ``defaults`` filled in where it says nothing (nested dicts merged)."""
+    out = dict(defaults)
+    for key, value in given.items():
+        out[key] = (_defaults_under(out[key], value)
+                    if isinstance(value, dict) and isinstance(out.get(key), dict) else value)
+    return out
+
+
+def with_course_config(spec: dict) -> dict:
+    """``spec`` (a Vega-Lite dict) with ``COURSE_CONFIG`` under its own ``config``.
+
+    Whatever the chart configures itself wins.
+
+    >>> with_course_config({"mark": "bar"})["config"]["font"] == FONT_FAMILY
+    True
+    >>> config = with_course_config({"config": {"font": "serif", "axis": {"grid": False}}})["config"]
+    >>> config["font"], config["axis"]
+    ('serif', {'labelLimit': 220, 'grid': False})
+    """
+    return {**spec, "config": _defaults_under(COURSE_CONFIG, spec.get("config", {}))}
 
 
 def svg_renderer(spec: dict, **metadata) -> dict[str, str]:
-    """Altair renderer: Altair's SVG renderer on a rounded spec (with room for wider fonts),
-    coordinates rounded."""
+    """Altair renderer: Altair's SVG renderer on a rounded spec with the course's config (its
+    text in the shipped font, measured with it), coordinates rounded."""
     from altair.vegalite.v6.display import svg_renderer as altair_svg
 
-    spec = round_spec(spec)
+    register_fonts()
+    spec = with_course_config(round_spec(spec))
     spec.setdefault("padding", STATIC_PADDING)
     bundle = altair_svg(spec, **metadata)
     svg = bundle.get("image/svg+xml")
@@ -105,6 +169,13 @@ def static_svg(chart: alt.TopLevelMixin) -> str:
 
 
 alt.renderers.register(RENDERER, svg_renderer)
+
+
+@alt.theme.register(THEME, enable=False)
+def course_theme() -> alt.theme.ThemeConfig:
+    """Altair's default theme (its 300 px view for charts without a size) plus ``COURSE_CONFIG``."""
+    view = {"continuousWidth": 300, "continuousHeight": 300}
+    return {"config": _defaults_under(COURSE_CONFIG, {"view": view})}
 
 
 class DatasetTemplate:

@@ -35,9 +35,9 @@ def roofline_chart(curves: pd.DataFrame, point: pd.DataFrame | None = None, *,
     ----------
     curves : DataFrame
         From ``roofline.roofline_curve`` (one or several devices concatenated): columns
-        ``device``, ``dtype``, ``intensity``, ``tflops``.
+        ``device``, ``dtype``, ``intensity``, ``tflop_per_s``.
     point : DataFrame, optional
-        Columns ``intensity``, ``tflops`` (attainable), ``bound``, ``label`` (may be empty)
+        Columns ``intensity``, ``tflop_per_s`` (attainable), ``bound``, ``label`` (may be empty)
         and optionally ``kind`` (shape legend, e.g. roofline bound versus with tiles, or
         where the path crosses the ridge).
     labels : bool
@@ -45,7 +45,7 @@ def roofline_chart(curves: pd.DataFrame, point: pd.DataFrame | None = None, *,
         to build on every update).
     path : DataFrame, optional
         A matmul's path as its batch grows (``roofline.batch_curve``: ``intensity``,
-        ``tflops``), drawn as a wide translucent band in the roofs' layer, named ``path_label``.
+        ``tflop_per_s``), drawn as a wide translucent band in the roofs' layer, named ``path_label``.
     """
     with debug_mode(False):  # skip per-object schema validation: widget updates stay fast
         return _roofline_layers(curves, point, title, labels, path, path_label)
@@ -56,14 +56,14 @@ def _roofline_layers(curves, point, title, labels, path=None, path_label=""):
     # update (Altair deep-copies layered charts). The path shares the roofs' layer.
     x = alt.X("intensity:Q", scale=alt.Scale(type="log"),
               title="arithmetic intensity (FLOP per byte of HBM traffic)")
-    y = alt.Y("tflops:Q", scale=alt.Scale(type="log"), title="attainable TFLOP/s")
-    roofs = curves[["device", "intensity", "tflops"]]
+    y = alt.Y("tflop_per_s:Q", scale=alt.Scale(type="log"), title="attainable TFLOP/s")
+    roofs = curves[["device", "intensity", "tflop_per_s"]]
     if path is None:
         lines = base(_records(roofs), title=title).mark_line(strokeWidth=2.5).encode(
             x=x, y=y, color=alt.Color("device:N", title="roof"), tooltip=[alt.Tooltip("device:N")])
     else:
         both = pd.concat([roofs.assign(dash="roof"),
-                          path[["intensity", "tflops"]].assign(device=path_label, dash="path")])
+                          path[["intensity", "tflop_per_s"]].assign(device=path_label, dash="path")])
         # the path lies on the roof by definition: drawn as a wide translucent band over
         # the part of the roof this matmul can reach
         lines = base(_records(both), title=title).mark_line().encode(
@@ -75,19 +75,21 @@ def _roofline_layers(curves, point, title, labels, path=None, path_label=""):
     if point is None:
         return alt.layer(lines)
     has_kind = "kind" in point.columns
-    data = _records(point[["intensity", "tflops", "bound", "label"] + (["kind"] if has_kind else [])])
+    cols = ["intensity", "tflop_per_s", "bound", "label"] + (["kind"] if has_kind else [])
+    data = _records(point[cols])
     shape = (alt.Shape("kind:N", title=None, sort=None,
                        scale=alt.Scale(range=["diamond", "triangle-down", "circle"]))
              if has_kind else alt.value("diamond"))
     dot = alt.Chart(data).mark_point(size=180, filled=True, opacity=1).encode(
-        x=alt.X("intensity:Q"), y=alt.Y("tflops:Q"), shape=shape,
+        x=alt.X("intensity:Q"), y=alt.Y("tflop_per_s:Q"), shape=shape,
         fill=alt.Fill("bound:N", scale=_BOUND_COLORS, title="bound by"),
-        tooltip=[alt.Tooltip("label:N", title="matmul"), alt.Tooltip("tflops:Q", format=",.4g")],
+        tooltip=[alt.Tooltip("label:N", title="matmul"),
+                 alt.Tooltip("tflop_per_s:Q", format=",.4g", title="TFLOP/s")],
     )
     if not labels:
         return alt.layer(lines, dot)
     text = alt.Chart(data).mark_text(align="left", dx=9, dy=-9, fontSize=11).encode(
-        x=alt.X("intensity:Q"), y=alt.Y("tflops:Q"), text=alt.Text("label:N"))
+        x=alt.X("intensity:Q"), y=alt.Y("tflop_per_s:Q"), text=alt.Text("label:N"))
     return alt.layer(lines, dot, text)
 
 
@@ -95,12 +97,12 @@ def generations_chart(df: pd.DataFrame) -> alt.LayerChart:
     """Dense BF16 TFLOP/s against HBM TB/s, one labelled point per chip.
 
     ``df`` is ``cores.generations_table()``: columns ``name``, ``short_name`` (label), ``kind``, ``tier``,
-    ``bf16_tflops``, ``hbm_tb_per_s``, ``ridge_bf16``, ``hbm_gib``.
+    ``bf16_tflop_per_s``, ``hbm_tb_per_s``, ``ridge_bf16``, ``hbm_gib``.
     """
     enc = dict(
         x=alt.X("hbm_tb_per_s:Q", title="HBM bandwidth per chip (TB/s)",
                 scale=alt.Scale(domainMin=0, padding=40)),
-        y=alt.Y("bf16_tflops:Q", title="dense BF16 TFLOP/s per chip",
+        y=alt.Y("bf16_tflop_per_s:Q", title="dense BF16 TFLOP/s per chip",
                 scale=alt.Scale(domainMin=0, padding=20)),
     )
     pts = base(df, title="Compute against memory bandwidth (shape = source tier)",
@@ -111,7 +113,7 @@ def generations_chart(df: pd.DataFrame) -> alt.LayerChart:
             legend=alt.Legend(orient="bottom")),
         shape=alt.Shape("tier:N", title="source tier", legend=alt.Legend(orient="bottom")),
         tooltip=[alt.Tooltip("name:N"), alt.Tooltip("tier:N", title="source tier"),
-                 alt.Tooltip("bf16_tflops:Q", format=",.0f", title="BF16 TFLOP/s"),
+                 alt.Tooltip("bf16_tflop_per_s:Q", format=",.0f", title="BF16 TFLOP/s"),
                  alt.Tooltip("hbm_tb_per_s:Q", format=",.2f", title="HBM TB/s"),
                  alt.Tooltip("hbm_gib:Q", format=",.0f", title="HBM GiB"),
                  alt.Tooltip("ridge_bf16:Q", format=",.0f", title="ridge (FLOP/byte)")],
@@ -121,7 +123,7 @@ def generations_chart(df: pd.DataFrame) -> alt.LayerChart:
 
 
 def neuroncore_chart(blocks: pd.DataFrame, *, title: str = "One NeuronCore and what feeds it") -> alt.LayerChart:
-    """A block diagram from ``cores.neuroncore_blocks``: rectangles with multi-line labels."""
+    """A block diagram from ``views.neuroncore_blocks``: rectangles with multi-line labels."""
     none = alt.Axis(labels=False, ticks=False, domain=False, grid=False, title=None)
     rects = base(blocks, title=title, width=680, height=360).mark_rect(
         stroke="#333", strokeWidth=1, cornerRadius=4, opacity=0.85).encode(

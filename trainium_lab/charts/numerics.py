@@ -8,7 +8,10 @@ import functools
 import altair as alt
 import pandas as pd
 
+from trainium_lab import numerics
+from trainium_lab._validate import instance
 from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, DatasetTemplate, base
+from trainium_lab.views import bit_formula
 
 __all__ = ["bits_chart", "spacing_chart", "rounding_chart", "repeated_updates_chart",
            "loss_curves_chart", "memory_chart", "fp8_range_chart", "fp8_scaling_chart"]
@@ -17,16 +20,18 @@ _FIELD_COLORS = alt.Scale(domain=["sign", "exponent", "mantissa"],
                           range=["#b07aa1", "#59a14f", "#f28e2b"])
 
 
-def bits_chart(df: pd.DataFrame) -> alt.Chart:
+def bits_chart(pattern: numerics.BitPattern) -> alt.Chart:
     """One box per bit, coloured by field; the bit is written in the axis label.
 
-    ``df`` is :func:`trainium_lab.numerics.bit_fields` output. One layer, so a widget
-    redraws it quickly.
+    ``pattern`` is :func:`trainium_lab.numerics.bit_fields` output; the title writes it out
+    with :func:`trainium_lab.views.bit_formula`. One layer, so a widget redraws it quickly.
     """
+    pattern = instance("pattern", pattern, numerics.BitPattern, "a BitPattern from numerics.bit_fields")
+    df = pattern.table()
     n = len(df)
     data = df.assign(cell=[f"{p:02d}:{b}" for p, b in zip(df.position, df.bit)],
                      shade=df.bit.map({0: 0.35, 1: 1.0}))
-    title = f"{df.attrs.get('format', '')}: {df.attrs.get('formula', '')}"
+    title = f"{pattern.format}: {bit_formula(pattern)}"
     return base(data, title=title, width=min(30 * n, 520), height=40).mark_rect(
         stroke="white", strokeWidth=2).encode(
         x=alt.X("cell:O", title=None, sort=None,
@@ -63,19 +68,21 @@ def spacing_chart(df: pd.DataFrame, *, x_min: float | None = None,
     )
 
 
-def rounding_chart(df: pd.DataFrame) -> alt.LayerChart:
+def rounding_chart(draws: numerics.RoundingDraws) -> alt.Chart:
     """Stochastic rounding of one value: probability and observed share per neighbour.
 
-    ``df`` is :func:`trainium_lab.numerics.rounding_draws` output; a red rule marks
-    the input value and a dashed rule the mean of the draws.
+    ``draws`` is :func:`trainium_lab.numerics.rounding_draws` output: grouped bars, theory
+    beside the share of the draws, the round-to-nearest result marked in its label.
     """
-    long = df.melt(id_vars=["result", "nearest"], value_vars=["probability", "frequency"],
+    draws = instance("draws", draws, numerics.RoundingDraws,
+                     "a RoundingDraws from numerics.rounding_draws")
+    long = draws.table.melt(id_vars=["result", "nearest"], value_vars=["probability", "frequency"],
                    var_name="what", value_name="share")
     long["what"] = long["what"].map({"probability": "probability (theory)",
                                      "frequency": "share of draws"})
     long["result_text"] = [f"{r:.8g}" + (" (nearest)" if n else "")
                            for r, n in zip(long.result, long.nearest)]
-    bars = base(long, title=f"Rounding {df.attrs['value']:.8g} to {df.attrs['format']}",
+    bars = base(long, title=f"Rounding {draws.value:.8g} to {draws.format}",
                 height=160).mark_bar().encode(
         x=alt.X("result_text:N", title="rounded value", sort=None, axis=alt.Axis(labelAngle=0)),
         xOffset="what:N",
@@ -106,15 +113,17 @@ def repeated_updates_chart(df: pd.DataFrame) -> alt.Chart:
     )
 
 
-def loss_curves_chart(df: pd.DataFrame) -> alt.Chart:
+def loss_curves_chart(curves: numerics.TrainingCurves) -> alt.Chart:
     """Training loss against step, one line per way of keeping the weights (log y).
 
-    ``df`` is :func:`trainium_lab.numerics.train_linear_regression` output. One layer,
+    ``curves`` is :func:`trainium_lab.numerics.train_linear_regression` output. One layer,
     so a widget redraws it quickly; the least-squares loss is in the title.
     """
-    data = df[["step", "label", "loss"]]
-    title = (f"Loss curves, learning rate {df.attrs.get('learning_rate', 0):g} "
-             f"(best possible {df.attrs['noise_floor']:.3f})")
+    curves = instance("curves", curves, numerics.TrainingCurves,
+                      "a TrainingCurves from numerics.train_linear_regression")
+    data = curves.losses[["step", "label", "loss"]]
+    title = (f"Loss curves, learning rate {curves.learning_rate:g} "
+             f"(best possible {curves.noise_floor:.3f})")
     return base(data, title=title).mark_line().encode(
         x=alt.X("step:Q", title="step"),
         y=alt.Y("loss:Q", scale=alt.Scale(type="log"), title="loss (log scale)"),
@@ -125,14 +134,16 @@ def loss_curves_chart(df: pd.DataFrame) -> alt.Chart:
     )
 
 
-def memory_chart(df: pd.DataFrame) -> alt.LayerChart:
-    """Training state in GiB with and without the FP32 master copy.
+def memory_chart(saving: numerics.MasterWeightsSaving) -> alt.Chart:
+    """Training state with and without the FP32 master copy, in chips' worth of HBM.
 
-    ``df`` is :func:`trainium_lab.numerics.master_weights_saving` output.
+    ``saving`` is :func:`trainium_lab.numerics.master_weights_saving` output.
     """
-    bars = base(df, height=80, title=f"Training state, counted in {df.attrs['chip']} chips' HBM"
+    saving = instance("saving", saving, numerics.MasterWeightsSaving,
+                      "a MasterWeightsSaving from numerics.master_weights_saving")
+    bars = base(saving.table, height=80, title=f"Training state, counted in {saving.chip} chips' HBM"
                 ).mark_bar().encode(
-        x=alt.X("chips:Q", title=f"{df.attrs['chip']} HBMs (state only)"),
+        x=alt.X("chips:Q", title=f"{saving.chip} HBMs (state only)"),
         y=alt.Y("setup:N", title=None, sort=None),
         color=alt.Color("setup:N", legend=None, scale=alt.Scale(range=["#4e79a7", "#59a14f"])),
         tooltip=["setup:N", alt.Tooltip("bytes_per_param:Q", title="bytes/param"),

@@ -34,39 +34,33 @@ _PHASE_COLOURS = [PALETTE[0], PALETTE[1], "#e6e6e6"]
 def _block_specs(block: str, tp: int) -> tuple[list[dict], str, str]:
     """Shapes (drawing units), in order, for one block: width, height, how it is split, caption."""
     h, f, b = 1.0, 2.4, 0.55   # hidden size, MLP width (schematic: Llama's is 3.5h) and tokens
+    x_in = dict(w=h, hgt=b, split=None, cap="X  (B × h)\ncopied on every rank")
+    partial_sums = dict(w=h, hgt=b, split="stack", cap="partial sums Z_r (B × h)\none per rank")
+    z_out = dict(w=h, hgt=b, split=None, cap="Z = Σ Z_r  (B × h)\non every rank")
+
+    def column_then_row(*column_parallel: dict, w_rows: dict) -> list[dict]:
+        """Both blocks: X · (the column-parallel part, local to each rank) · ``w_rows`` (split
+        by rows) = one partial sum per rank, all-reduced into Z."""
+        return [x_in, dict(op="·"), *column_parallel, dict(op="·"), w_rows,
+                dict(op="="), partial_sums, dict(op="all-reduce"), z_out]
+
     if block == "mlp":
-        shapes = [
-            dict(w=h, hgt=b, split=None, cap="X  (B × h)\ncopied on every rank"),
-            dict(op="·"),
+        shapes = column_then_row(
             dict(w=f, hgt=h, split="cols", cap="W₁  (h × f)\nsplit by columns:\ncolumn-parallel"),
             dict(op="="),
             dict(w=f, hgt=b, split="cols", cap="GeLU(X W₁)  (B × f)\nrank r computes its f/t\ncolumns: no communication"),
-            dict(op="·"),
-            dict(w=h, hgt=f, split="rows", cap="W₂  (f × h)\nsplit by rows:\nrow-parallel"),
-            dict(op="="),
-            dict(w=h, hgt=b, split="stack", cap="partial sums Z_r (B × h)\none per rank"),
-            dict(op="all-reduce"),
-            dict(w=h, hgt=b, split=None, cap="Z = Σ Z_r  (B × h)\non every rank"),
-        ]
+            w_rows=dict(w=h, hgt=f, split="rows", cap="W₂  (f × h)\nsplit by rows:\nrow-parallel"))
         title = f"Tensor-parallel MLP over t = {tp} ranks: column- then row-parallel, one all-reduce"
         sub = ("Forward: one all-reduce of B × h at the end (Megatron's g); backward: one at the "
                "start (f). SwiGLU splits its gate like W₁. Not to scale.")
     else:
-        shapes = [
-            dict(w=h, hgt=b, split=None, cap="X  (B × h)\ncopied on every rank"),
-            dict(op="·"),
+        shapes = column_then_row(
             dict(w=2.2, hgt=h, split="cols", cap="W_Q, W_K, W_V\nsplit by heads:\ncolumn-parallel"),
             dict(op="="),
             dict(w=2.2, hgt=b, split="cols", cap="Q, K, V of a/t heads\nattention per head:\nno communication"),
             dict(op="→"),
             dict(w=h, hgt=b, split="cols", cap="heads' outputs (B × h)\nrank r holds h/t of it"),
-            dict(op="·"),
-            dict(w=h, hgt=h, split="rows", cap="W_O  (h × h)\nsplit by rows:\nrow-parallel"),
-            dict(op="="),
-            dict(w=h, hgt=b, split="stack", cap="partial sums Z_r (B × h)\none per rank"),
-            dict(op="all-reduce"),
-            dict(w=h, hgt=b, split=None, cap="Z = Σ Z_r  (B × h)\non every rank"),
-        ]
+            w_rows=dict(w=h, hgt=h, split="rows", cap="W_O  (h × h)\nsplit by rows:\nrow-parallel"))
         title = f"Tensor-parallel attention over t = {tp} ranks: heads split, one all-reduce"
         sub = ("Each rank owns a/t query heads (and their K/V heads; with GQA a KV head is shared "
                "or replicated). Not to scale.")

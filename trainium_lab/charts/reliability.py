@@ -8,7 +8,9 @@ import functools
 import altair as alt
 import pandas as pd
 
+from trainium_lab._validate import instance
 from trainium_lab.charts.base import PALETTE, DatasetTemplate, base
+from trainium_lab.reliability import STATUSES, BlastRadius
 
 _STATUS_COLOURS = ["#e15759", "#f28e2b", "#bab0ac"]
 _COMPONENT_ORDER = ["checkpoint writing", "rework", "restart", "total lost"]
@@ -16,15 +18,14 @@ _COMPONENT_COLOURS = [PALETTE[0], PALETTE[1], PALETTE[6], "#333333"]
 _METHODS = ["Young", "Daly", "exact optimum"]
 
 
-def blast_radius_chart(df: pd.DataFrame, *, title: str | None = None) -> alt.Chart:
+def blast_radius_chart(radius: BlastRadius, *, title: str | None = None) -> alt.Chart:
     """One small square grid per instance, each chip coloured by its status.
 
-    ``df`` is :func:`trainium_lab.reliability.blast_radius` output (columns
-    ``chip``, ``instance``, ``x``, ``y``, ``status``).
+    ``radius`` is :func:`trainium_lab.reliability.blast_radius` output; its ``chips`` table
+    (``chip``, ``instance``, ``x``, ``y``, ``status``) is drawn.
     """
-    from trainium_lab.reliability import STATUSES
-
-    return alt.Chart(df, width=90, height=90).mark_rect(
+    radius = instance("radius", radius, BlastRadius, "a BlastRadius from reliability.blast_radius")
+    return alt.Chart(radius.chips, width=90, height=90).mark_rect(
         stroke="white", strokeWidth=2).encode(
         x=alt.X("x:O", title=None, axis=None),
         y=alt.Y("y:O", title=None, axis=None),

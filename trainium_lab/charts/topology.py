@@ -129,7 +129,7 @@ def placement_chart(df: pd.DataFrame, *, kind: str = "tp", highlight: int = 0, c
                     title: str | list[str] | None = None) -> alt.LayerChart:
     """One small heatmap per instance: each cell a chip, coloured by its ``kind`` group.
 
-    ``df`` is ``Placement.chip_map(kind, highlight)``: columns ``label`` (instance),
+    ``df`` is ``views.chip_map(placement, kind, highlight)``: columns ``label`` (instance),
     ``row``, ``col``, ``colour`` ("group g" or "mixed"), ``first_rank``, ``last_rank``,
     ``n_groups``, ``highlighted``. Chips running a rank of group ``highlight`` are
     outlined in black; each cell shows the chip's first rank. Instances are laid out

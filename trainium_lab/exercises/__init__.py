@@ -98,13 +98,14 @@ class Exercise:
         (a number, a string, a bool or a tuple of those). Printed by ``solution()``.
     hint : str
         Shown by ``hint()`` and after a wrong answer.
-    wrong : object or callable
+    wrong : object or callable, optional
         A plausible wrong answer (or a function returning one); the test suite
-        checks that it is rejected.
+        checks that it is rejected. Default: the first of ``mistakes``, so the
+        likeliest mistake is written once.
     mistakes : sequence of (answer or callable, str), optional
         Likely mistakes and the feedback aimed at each ("you used GB where GiB
         was asked"); an answer matching one (within ``rel_tol``) gets that
-        feedback. ``wrong`` is checked first against this list in the tests.
+        feedback. Required when ``wrong`` is not given.
     expected : callable, optional
         Deprecated second source of the answer, kept only for exercises not yet
         converted; when given, a test checks that it agrees with the solution.
@@ -117,7 +118,7 @@ class Exercise:
         cannot judge.
     """
 
-    def __init__(self, name: str, *, hint: str, solution: str, wrong: Any,
+    def __init__(self, name: str, *, hint: str, solution: str, wrong: Any = None,
                  expected: Callable[[], Any] | None = None,
                  mistakes: Sequence[tuple[Any, str]] = (), rel_tol: float = 0.01, unit: str = "",
                  checker: Callable[[Any, Any], tuple[bool, str]] | None = None):
@@ -126,6 +127,10 @@ class Exercise:
         self._expected = expected if expected is not None else functools.cache(
             lambda: run_solution(solution))
         self.mistakes = tuple(mistakes)
+        if wrong is None:
+            if not self.mistakes:
+                raise ValueError(f"{name}: give wrong= or at least one of mistakes=")
+            wrong = self.mistakes[0][0]
         self._hint = hint
         self._solution = solution
         self._wrong = wrong

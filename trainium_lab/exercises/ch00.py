@@ -20,7 +20,6 @@ q1 = Exercise(
          "figure is the larger number.",
     solution=("hbm = specs.chip('trn3').hbm_bytes      # bytes (data/ records it in GiB)\n"
               "answer_1 = hbm / GB                     # GB = 10**9 bytes"),
-    wrong=lambda: run_solution(q1._solution) * 1e9 / 2**30,
     mistakes=[
         (lambda: run_solution(q1._solution) * 1e9 / 2**30,
          "that is the GiB figure: AWS quotes HBM in GiB; convert to GB (multiply by 1.074)"),
@@ -38,7 +37,6 @@ q2 = Exercise(
               "one_way = both_ways / 2                                      # bytes/s each way\n"
               "size = 16 * GiB                                              # bytes (16 × 2**30)\n"
               "answer_2 = size / one_way / ms                               # s → ms"),
-    wrong=lambda: run_solution(q2._solution) / 2,
     mistakes=[
         (lambda: run_solution(q2._solution) / 2,
          "you used the bidirectional figure: the data goes one way, at half of it"),
@@ -57,7 +55,6 @@ q3 = Exercise(
     solution=("n_chips = specs.system('trn2.48xlarge').n_chips                  # chips\n"
               "rate = n_chips * specs.chip('trn2').dense_flops_per_s['bf16']    # FLOP/s, whole instance\n"
               "answer_3 = 1e18 / rate                                           # FLOPs ÷ FLOP/s = s"),
-    wrong=lambda: 16 * run_solution(q3._solution),
     mistakes=[
         (lambda: 16 * run_solution(q3._solution),
          "that is one chip: all the instance's chips work at once"),
@@ -75,7 +72,6 @@ q4 = Exercise(
     solution=("state = 13e9 * 16                                    # bytes: weights, grads, FP32 master, Adam m, v\n"
               "room = specs.chip('trn2').hbm_bytes * (1 - 0.35)     # bytes per chip left for the state\n"
               "answer_4 = math.ceil(state / room)                   # chips (a whole number, rounded up)"),
-    wrong=3,
     mistakes=[
         (3, "that fills the whole HBM: 35 % of each chip is kept free for activations and the runtime"),
         (1, "that holds the BF16 weights alone; training also keeps gradients, an FP32 master copy "
@@ -93,7 +89,6 @@ q5 = Exercise(
               "room = specs.chip('trn3').hbm_bytes * (1 - 0.35)     # bytes per chip\n"
               "fewest = math.ceil(weights / room)                   # chips\n"
               "answer_5 = 2 ** math.ceil(math.log2(fewest))         # next power of two"),
-    wrong=5,
     mistakes=[
         (5, "that is the fewest chips; a tensor-parallel group of 5 does not divide the model's "
             "heads: take the next power of two"),

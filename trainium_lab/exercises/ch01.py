@@ -31,7 +31,6 @@ q1 = Exercise(
               "b = 2                                                   # bytes per BF16 element\n"
               "n = k = 4096\n"
               "answer_1 = 1 / (2 / (R * b) - 1 / n - 1 / k)            # tokens"),
-    wrong=_q1_wide_limit,
     mistakes=[
         (_q1_wide_limit, "that is the limit for weights much wider than the batch (R·b/2); with "
                          "n = k = 4096 the 1/n + 1/k terms are not negligible and push m* up"),
@@ -49,7 +48,6 @@ q2 = Exercise(
               "flops = 2 * m * n * k                          # a multiply and an add per term\n"
               "moved = (m * k + k * n + m * n) * 2            # bytes: read A, read B, write C; BF16\n"
               "answer_2 = flops / moved                       # FLOP/byte"),
-    wrong=lambda: 2 * 512 * 2048 * 2048 / ((512 * 2048 + 2048 * 2048) * 2),
     mistakes=[
         (lambda: 2 * 512 * 2048 * 2048 / ((512 * 2048 + 2048 * 2048) * 2),
          "you forgot to write C (m·n elements) back to HBM"),
@@ -80,7 +78,6 @@ q3 = Exercise(
               "b = 1 + 1 / 32                                          # bytes: 8-bit element + scale share\n"
               "m_star = 1 / (2 / (R * b) - 1 / 8192 - 1 / 8192)        # tokens\n"
               "answer_3 = 'tensor engine' if 272 >= m_star else 'HBM'"),
-    wrong="tensor engine",
     mistakes=[("tensor engine", "the wide-weight limit R·b/2 is below 272, but with n = k = 8192 the "
                                 "1/n + 1/k terms raise m* above it")],
     checker=_check_bound,
@@ -106,7 +103,6 @@ q4 = Exercise(
               "k_fill = 320 / (math.ceil(320 / rows) * rows)         # 2 tiles of k\n"
               "m_fill = 96 / (math.ceil(96 / cols) * cols)           # 1 tile of m\n"
               "answer_4 = k_fill * m_fill                            # fraction of the array"),
-    wrong=lambda: _fill(320, "bf16") * _fill(96, "bf16", rows=False),
     mistakes=[(lambda: _fill(320, "bf16") * _fill(96, "bf16", rows=False),
                "that is the BF16 array: in double-FP8 mode one instruction contracts over twice "
                "as many rows"),
@@ -123,7 +119,6 @@ q5 = Exercise(
     solution=("chips = 5 * specs.system('trn2.48xlarge').n_chips       # chips\n"
               "physical = chips * specs.chip('trn2').neuron_cores       # physical NeuronCores\n"
               "answer_5 = physical // 1                                 # LNC=1: one rank per core"),
-    wrong=lambda: cores.core_counts("trn2.48xlarge", 2, 5).ranks,
     mistakes=[(lambda: cores.core_counts("trn2.48xlarge", 2, 5).ranks,
                "that is at the default LNC=2 (two physical cores per rank); the question sets LNC=1"),
               (lambda: cores.core_counts("trn2.48xlarge", 1, 5).n_chips,
@@ -165,7 +160,6 @@ q7 = Exercise(
               "t_trn2 = elements * 2 / t2.hbm_bytes_per_s                # s, BF16: 2 bytes\n"
               "t_trn3 = elements * (1 + 1 / 32) / t3.hbm_bytes_per_s     # s, MXFP8: 1 byte + scale share\n"
               "answer_7 = t_trn2 / t_trn3                                # times faster"),
-    wrong=_q7_peak_ratio,
     mistakes=[
         (_q7_peak_ratio, "that is the ratio of peak rates; 64 tokens is far below both ridge "
                          "points, so HBM sets the time on both chips"),

@@ -19,7 +19,6 @@ q1 = Exercise(
     solution=("e = math.floor(math.log2(20.0))   # 4: 20 lies in the binade [16, 32)\n"
               "gap = 2.0 ** (e - 7)              # 0.125: BF16 keeps 7 mantissa bits\n"
               "answer_1 = gap / 2                # updates up to half a gap round back to 20"),
-    wrong=0.125,
     mistakes=[(0.125, "that is the whole gap: round to nearest already moves once the update "
                       "passes half of it"),
               (2.0 ** -8, "that is half the gap at 1.0; the gap doubles at every power of two, "
@@ -38,7 +37,6 @@ q2 = Exercise(
               "scaled = 0.2 / X                                # 1.6, between E2M1's 1.5 and 2\n"
               "element = 1.5                                   # 0.1 from 1.5, 0.4 from 2\n"
               "answer_2 = element * X                          # what the block holds for 0.2"),
-    wrong=0.25,
     mistakes=[(0.25, "you used X = 2**floor(log2 0.9) = 0.5 without subtracting emax_elem = 2, "
                      "so the block's largest value would not use E2M1's top binade"),
               (0.9 / 6 * 1.5, "you used X = amax / 6; an MX scale must be a power of two (E8M0 has "
@@ -56,7 +54,6 @@ q3 = Exercise(
     solution=("bits_per_value = 4 + 8 / 32                   # element + its share of the E8M0 scale\n"
               "weight_bytes = 405e9 * bits_per_value / 8     # bytes\n"
               "answer_3 = weight_bytes / GiB                 # GiB"),
-    wrong=lambda: 405e9 * 4 / 8 / (2 ** 30),
     mistakes=[(lambda: 405e9 * 4 / 8 / (2 ** 30),
                "you forgot the shared scales: 8 bits per 32 values add 0.25 bit to every value"),
               (lambda: 405e9 * 4.25 / 8 / 1e9, "that is GB (10**9 bytes); the question asks GiB (2**30)"),
@@ -72,7 +69,6 @@ q4 = Exercise(
               "scale = e4m3.max_finite / 1000.0          # 0.448: amax lands on 448\n"
               "cutoff_scaled = e4m3.min_subnormal / 2    # 2**-10: half the smallest subnormal\n"
               "answer_4 = cutoff_scaled / scale          # in the tensor's own units"),
-    wrong=lambda: 2.0 ** -9 / 0.448,
     mistakes=[(lambda: 2.0 ** -9 / 0.448,
                "that is the smallest subnormal itself; values down to half of it round up to it"),
               (lambda: 2.0 ** -6 / 0.448,
@@ -88,7 +84,6 @@ q5 = Exercise(
     hint="The master copy is one FP32 value per parameter; GiB is 2**30 bytes.",
     solution=("master_bytes_per_param = 4             # an FP32 copy of every weight\n"
               "answer_5 = 8e9 * master_bytes_per_param / GiB   # GiB freed on every replica"),
-    wrong=32.0,
     mistakes=[(32.0, "that is GB (10**9 bytes); the question asks GiB (2**30)"),
               (lambda: 8e9 * 16 / (2 ** 30), "that is the whole Adam state with the master copy "
                                              "(16 bytes per parameter); the copy alone is 4"),

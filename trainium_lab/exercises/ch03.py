@@ -33,7 +33,6 @@ q1 = Exercise(
               "W = specs.link('trn3-efa').bytes_per_s               # bytes/s per chip over EFA\n"
               "# backward 4·N·B/C >= all-reduce 2·(2N)/W  <=>  B >= C/W (N cancels)\n"
               "answer_1 = C / W                                      # tokens per chip per step"),
-    wrong=lambda: _c_over_w("trn3", "bf16", "trn3-efa"),
     mistakes=[(lambda: _c_over_w("trn3", "bf16", "trn3-efa"),
                "that is the BF16 rate; MX matmuls are faster, so each chip needs more tokens to "
                "hide the same all-reduce"),
@@ -53,7 +52,6 @@ q2 = Exercise(
     solution=("algbw = 4 * GiB / (40 * ms)          # bytes/s: the buffer over the time\n"
               "busbw = algbw * 2 * (8 - 1) / 8      # what each rank's link carried\n"
               "answer_2 = busbw / GB                 # decimal GB/s, as nccl-tests prints it"),
-    wrong=lambda: 4 * 2 ** 30 / 0.040 / 1e9,
     mistakes=[(lambda: 4 * 2 ** 30 / 0.040 / 1e9,
                "that is algbw; the bus bandwidth multiplies it by 2(n−1)/n"),
               (lambda: 4 * 2 ** 30 / 0.040 * 1.75 / 2 ** 30,
@@ -70,7 +68,6 @@ q3 = Exercise(
     solution=("ranks_per_chip = specs.chip('trn2').neuron_cores // 1    # LNC=1: one core per rank\n"
               "chips = 3 * specs.system('trn2-ultraserver').n_chips     # three UltraServers\n"
               "answer_3 = ranks_per_chip * chips"),
-    wrong=lambda: 3 * specs.system("trn2-ultraserver").n_chips * specs.chip("trn2").neuron_cores // 2,
     mistakes=[(lambda: 3 * specs.system("trn2-ultraserver").n_chips * specs.chip("trn2").neuron_cores // 2,
                "that is LNC=2 (two physical cores per rank)"),
               (lambda: 3 * specs.system("trn2-ultraserver").n_chips,
@@ -91,7 +88,6 @@ q4 = Exercise(
               "# with a stride of 2 span 128 consecutive ranks = 32 chips = two instances, so\n"
               "# every TP all-reduce crosses the UltraServer ring\n"
               "answer_4 = p.level('tp').name"),
-    wrong="instance",
     mistakes=[("instance", "TP64 ranks fill one instance (16 chips at LNC=2) only when they are "
                            "consecutive; with dp innermost they are two ranks apart"),
               ("efa", "the 128 consecutive ranks a TP group spans stay inside one UltraServer; "
@@ -110,7 +106,6 @@ q5 = Exercise(
               "# comm per step = 2N·[2·(15/16)/W_torus + 2·(1/16)/W_efa] = 4N·[(15/16)/W_torus + (1/16)/W_efa]\n"
               "# backward = 4·N·B/C  =>  B* = C·[(15/16)/W_torus + (1/16)/W_efa]\n"
               "answer_5 = C * ((15 / 16) / W_torus + (1 / 16) / W_efa)   # tokens per chip"),
-    wrong=lambda: _c_over_w("trn2", "bf16", "trn2-efa"),
     mistakes=[(lambda: _c_over_w("trn2", "bf16", "trn2-efa"),
                "that is the flat ring over EFA; the hierarchical all-reduce sends only a sixteenth "
                "of the gradients across EFA"),

@@ -18,7 +18,6 @@ q1 = Exercise(
     solution=("n_params = 34e9\n"
               "bytes_per_param = 2 + 2 + 4 + 4 + 4   # BF16 weight and gradient, FP32 master, Adam m and v\n"
               "answer_1 = n_params * bytes_per_param / GiB"),
-    wrong=34e9 * 16 / 1e9,
     mistakes=[(34e9 * 16 / 1e9, "that is GB (10^9 bytes); the question asks for GiB (2^30 bytes)"),
               (34e9 * 12 / 2**30, "12 bytes per parameter is the recipe without the FP32 master copy; "
                                   "mixed precision with Adam keeps 16"),
@@ -34,7 +33,6 @@ q2 = Exercise(
     solution=("psi, n_d, k = 13e9, 32, 12\n"
               "per_device = 2 * psi + (2 + k) * psi / n_d   # bytes: whole BF16 weights + shards\n"
               "answer_2 = per_device / GB"),
-    wrong=(4 + 12 / 32) * 13e9 / 1e9,
     mistakes=[((4 + 12 / 32) * 13e9 / 1e9, "that is ZeRO-1 (only the optimizer state sharded); ZeRO-2 "
                                            "also shards the gradients"),
               (16 * 13e9 / 32 / 1e9, "that is ZeRO-3: it also shards the weights"),
@@ -50,7 +48,6 @@ q3 = Exercise(
     solution=("state = 70e9 * (2 + 2 + 4 + 4)                     # bytes: no FP32 master copy\n"
               "room = specs.chip('trn2').hbm_bytes * (1 - 0.35)   # bytes per chip kept for state\n"
               "answer_3 = math.ceil(state / room)"),
-    wrong=17,
     mistakes=[(17, "17 chips is the 16-byte recipe; without the master copy it is 12 bytes per parameter"),
               (9, "you divided by the whole HBM: the 35 % rule keeps a share of it for activations"),
               (12, "round up: 12 chips hold a little less than the state")],
@@ -65,7 +62,6 @@ q4 = Exercise(
               "inst = specs.system('trn2.48xlarge')                 # one instance\n"
               "instance_peak = inst.n_chips * inst.chip.dense_flops_per_s['bf16']   # FLOP/s\n"
               "answer_4 = flops / (instance_peak * 0.50) / day"),
-    wrong=lambda: run_solution(q4._solution) * (0.5 / 0.4) ** 2,
     mistakes=[(lambda: run_solution(q4._solution) * (0.5 / 0.4) ** 2,
                "you scaled the 40 % figure up; time falls as MFU rises: multiply by 0.4 / 0.5"),
               (lambda: run_solution(q4._solution) * 0.5 / 0.4, "that is the 40 % MFU figure"),
@@ -99,7 +95,6 @@ q6 = Exercise(
               "inst = specs.system('trn2.48xlarge')\n"
               "peak = inst.n_chips * inst.chip.dense_flops_per_s['bf16']   # one instance, FLOP/s\n"
               "answer_6 = model_flops_per_s / peak"),
-    wrong=lambda: 60_000 * 6 * 8e9 / (_chips("trn2.48xlarge") * _trn2("fp8")),
     mistakes=[(lambda: 60_000 * 6 * 8e9 / (_chips("trn2.48xlarge") * _trn2("fp8")),
                "that divides by the FP8 peak; the run computes in BF16"),
               (lambda: 60_000 * 2 * 8e9 / (_chips("trn2.48xlarge") * _trn2("bf16")),

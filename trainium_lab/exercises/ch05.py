@@ -20,7 +20,6 @@ q1 = Exercise(
               "slots_total = m + p - 1            # 25 slots of (t_f + t_b) each\n"
               "slots_busy = m                     # 20 of them do work on every stage\n"
               "answer_1 = (slots_total - slots_busy) / slots_busy   # (p - 1) / m"),
-    wrong=0.2,
     mistakes=[(0.2, "that is the bubble as a share of the whole step, (p − 1)/(m + p − 1); the question "
                     "asks for it relative to the busy time, (p − 1)/m"),
               (0.3, "the pipeline fills and drains in p − 1 slots, not p")],
@@ -36,7 +35,6 @@ q2 = Exercise(
               "gpipe = m              # all forwards first: every micro-batch is in flight at once\n"
               "one_f_one_b = min(p, m)  # for comparison: a backward frees one before the next forward\n"
               "answer_2 = gpipe"),
-    wrong=6,
     mistakes=[(6, "that is 1F1B, which starts freeing activations after p forwards; GPipe keeps all m "
                   "until the backwards begin"),
               (1, "stage 1 runs forwards back to back: several micro-batches wait for their backward")],
@@ -53,7 +51,6 @@ q3 = Exercise(
               "ring = 2 * (n - 1) / n * g                            # bytes sent per parameter\n"
               "backward = 4 / (mfu * c)                              # seconds per parameter per token\n"
               "answer_3 = ring / w / backward                        # tokens: (n-1)/n * g/2 * mfu * C/W"),
-    wrong=lambda: _c_over_w(),
     mistakes=[(lambda: _c_over_w(), "that is C/W itself, the rule for many replicas at peak; here n = 4 "
                                     "and the chips run at 50 % MFU"),
               (lambda: run_solution(q3._solution) * 4 / 3, "you left out the ring's (n − 1)/n: with 4 "
@@ -82,7 +79,6 @@ q4 = Exercise(
               "k, f = 3, 20_480                                               # SwiGLU: gate, up, down\n"
               "# all-reduce 2(Y-1)/Y * 2Bh/W = compute 2k*B*h*f/(Y*C)  =>  Y - 1 = k*f*W/(2C)\n"
               "answer_4 = 1 + k * f / (2 * c / w)"),
-    wrong=lambda: _tp_limit(2, "trn2-neuronlink-inter"),
     mistakes=[(lambda: _tp_limit(2, "trn2-neuronlink-inter"), "you counted two matrix multiplies (a GeLU "
                                                               "MLP); SwiGLU has three: gate, up and down"),
               (lambda: _tp_limit(3, "trn2-neuronlink-inter") - 1, "you dropped the + 1 of the ring factor "
@@ -109,7 +105,6 @@ q5 = Exercise(
               "bytes_per_param = 2 + 4 + 4 + 4 + 4      # BF16 weight, FP32 gradient, FP32 master, Adam m, v\n"
               "n_chips = 2 * specs.system('trn2-ultraserver').n_chips   # TP 16 chips x PP4 x DP2\n"
               "answer_5 = n_params * bytes_per_param / n_chips / GiB"),
-    wrong=lambda: 16 * 405e9 / 128 / (2**30),
     mistakes=[(lambda: 16 * 405e9 / 128 / (2**30), "that counts BF16 gradients (16 bytes per parameter); "
                                                    "the question counts FP32 gradients, 18"),
               (lambda: 18 * 405e9 / 128 / 1e9, "you divided by 10^9 (GB); the question asks for GiB (2^30)"),
@@ -133,7 +128,6 @@ q6 = Exercise(
               "layers = math.ceil(m.n_layers / p)                  # 32 layers on the first stage\n"
               "in_flight = min(p, n_micro)                         # 2: m < p\n"
               "answer_6 = in_flight * layers * per_layer_rank * ranks_per_chip / GiB"),
-    wrong=lambda: run_solution(q6._solution) * 2,
     mistakes=[(lambda: run_solution(q6._solution) * 2, "1F1B keeps min(p, m) micro-batches: with only m = 2 "
                                                        "there are never 4 in flight"),
               (lambda: run_solution(q6._solution) / 2, "stage 1 runs both forwards before the first backward "

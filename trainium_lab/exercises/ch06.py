@@ -27,7 +27,6 @@ q1 = Exercise(
               "state = n_params * bytes_per_param   # 112e9 bytes = 112 GB\n"
               "bandwidth = 12 * 125 * MB            # 12 TiB x 125 MB/s per TiB = 1.5 GB/s\n"
               "answer_1 = state / bandwidth         # seconds the synchronous write blocks"),
-    wrong=8e9 * 16 / 1.5e9,
     mistakes=[(8e9 * 16 / 1.5e9, "you counted the gradients: they are recomputed every step and "
                                  "not saved, so a checkpoint is 14 bytes per parameter, not 16"),
               (8e9 * 14 / (12 * 125 * 2**20), "you took MB as 2^20 bytes; the course reads "
@@ -46,7 +45,6 @@ q2 = Exercise(
               "write_and_rework = math.sqrt(2 * delta / mtbf)   # the two equal halves, 12.9 %\n"
               "restarts = restart / mtbf                        # one restart per failure, 2.5 %\n"
               "answer_2 = 100 * (write_and_rework + restarts)   # percent of wall time"),
-    wrong=100 * (2 * 240 / 28800) ** 0.5,
     mistakes=[(100 * (2 * 240 / 28800) ** 0.5, "you left out the restarts: each failure also "
                                                 "costs R, which is R / M of the wall time"),
               (100 * ((240 / (2 * 28800)) ** 0.5 + 720 / 28800),
@@ -65,7 +63,6 @@ q3 = Exercise(
               "# a blocking write of the same checkpoint at a fixed interval. The height is\n"
               "# bytes / bandwidth: 70e9 x 14 B / 12 GB/s = 82 s on top of a 12.9 s step.\n"
               "answer_3 = 'checkpoint write'"),
-    wrong="shape recompile",
     mistakes=[("shape recompile", "a new shape compiles once and the cache keeps it (chapter 07): "
                                   "it spikes the first time the shape appears, not every 592 "
                                   "steps for ever, and not always by the same 82 s"),
@@ -83,7 +80,6 @@ q4 = Exercise(
               "# finishes its compute, joins the all-reduce and blocks: a collective completes\n"
               "# only when every rank joins, so they wait until the timeout, and the job dies.\n"
               "answer_4 = 'device error'"),
-    wrong="mismatched collective",
     mistakes=[("mismatched collective", "with mismatched collectives every rank stays alive, "
                                         "blocked (one of them in a different collective); "
                                         "here rank 5 has exited with a device error"),
@@ -104,7 +100,6 @@ q5 = Exercise(
               "# start. The restarted processes compile every graph again: the compile cache\n"
               "# did not survive (per-node /var/tmp, lost with the container or the node).\n"
               "answer_5 = 'cold compile cache'"),
-    wrong="checkpoint load",
     mistakes=[("checkpoint load", "the log prints 'checkpoint loaded' 82 s after the job starts; "
                                   "the long flat part comes after that line"),
               ("deep health check", "a health check runs before the job starts again (between "
@@ -128,7 +123,6 @@ q6 = Exercise(
               "    tail -= math.exp(-mean_away) * mean_away**k / math.factorial(k)\n"
               "    k += 1\n"
               "answer_6 = k"),
-    wrong=2,
     mistakes=[(2, "two spares cover the average number away (T / M is about 1.5), but the pool "
                   "runs dry whenever failures bunch up: almost half of all failures would find none"),
               (5, "five spares leave about 2 % of failures without one; the question asks "
@@ -144,7 +138,6 @@ q7 = Exercise(
     solution=("mtbf = 12 * hour\n"
               "timeout, agent = 30 * minute, 1 * minute   # collective timeout vs health agent\n"
               "answer_7 = 100 * (timeout - agent) / mtbf  # each failure waits once: R / M"),
-    wrong=100 * 30 / 720,
     mistakes=[(100 * 30 / 720, "that is the whole timeout; with the agent the job still waits "
                                "1 minute, so the saving is 29 minutes per failure"),
               ((30 - 1) / 720, "that is the fraction; the answer is asked in percentage points")],

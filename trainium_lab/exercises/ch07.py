@@ -19,7 +19,6 @@ q1 = Exercise(
     solution=("real = 512 * 513 / 2             # tokens: 1 + 2 + ... + 512\n"
               "padded = 256 * 256 + 256 * 512   # lengths 1..256 -> 256, 257..512 -> 512\n"
               "answer_1 = 100 * (padded - real) / padded   # percent of computed tokens"),
-    wrong=49.9,
     mistakes=[(49.9, "that is one bucket of 512 (262,144 computed tokens); with two, the short "
                      "half is padded only to 256"),
               (0.332, "that is the fraction; the answer is asked in percent")],
@@ -33,7 +32,6 @@ q2 = Exercise(
     solution=("full, last = divmod(10_000, 64)          # 156 batches of 64 and one of 16\n"
               "shapes = {(64, 512)} | ({(last, 512)} if last else set())\n"
               "answer_2 = len(shapes)   # epochs 2 and 3 reuse both programs"),
-    wrong=6,
     mistakes=[(6, "epochs 2 and 3 trace the same two shapes: the in-memory cache already holds "
                   "them, so they do not compile again"),
               (1, "the last batch has 10,000 mod 64 = 16 samples: a different shape, so a "
@@ -49,7 +47,6 @@ q3 = Exercise(
               "# lazy graph there, compiles and runs the forward part, waits for it, and\n"
               "# records the rest as a second graph: two programs and a sync every step.\n"
               "answer_3 = 4"),
-    wrong=6,
     mistakes=[(6, "xm.optimizer_step is where the step is meant to end (it marks the step); "
                   "the unwanted cut is earlier"),
               (1, "the loader's short last batch recompiles once an epoch, not every step")],
@@ -64,7 +61,6 @@ q4 = Exercise(
               "ragged_step = steps_per_epoch - 1         # 15: the last batch, a new shape\n"
               "guard_step = 100 - 1                      # 99: the rank-0 branch, a new graph\n"
               "answer_4 = min(ragged_step, guard_step)   # both are beyond the 12-step trial"),
-    wrong=99,
     mistakes=[(99, "the spike guard at step 99 also compiles, but an earlier step meets a new "
                    "shape first: the short last batch of the first epoch"),
               (16, "steps are numbered from 0: the 16th step of the epoch is step 15"),
@@ -78,7 +74,6 @@ q5 = Exercise(
           "graphs × minutes per compile, then convert to hours."),
     solution=("n_nodes, n_graphs, compile_s = 16, 6, 15 * minute   # 15 min per graph: an assumption\n"
               "answer_5 = n_nodes * n_graphs * compile_s / hour     # node-hours spent compiling"),
-    wrong=1.5,
     mistakes=[(1.5, "that is one node's compiling; all 16 nodes compile the same six graphs"),
               (0.25, "that is the wall time of one parallel pre-compilation with six workers, "
                      "not the machine time of a cold start")],
@@ -95,7 +90,6 @@ q6 = Exercise(
               "    if compilation.padding_fraction(h.n_tokens, b, counts=h.n_sequences) < 0.10:\n"
               "        break\n"
               "answer_6 = k   # the fewest NEFFs that keep padding under 10 %"),
-    wrong=6,
     mistakes=[(6, "six optimal buckets still pad a little over 10 %; one more is needed")],
 )
 

@@ -23,7 +23,6 @@ q1 = Exercise(
               "c_writes = m * n\n"
               "answer_1 = 2 * (a_reads + b_reads + c_writes) / GiB   # BF16: 2 bytes each\n"
               "assert answer_1 == kernels.matmul_hbm_bytes(m, n, k, 128, 512, 'bfloat16') / GiB"),
-    wrong=lambda: roofline.matmul_bytes(8192, 1024, 4096, "bf16") / GiB,
     mistakes=[
         (lambda: roofline.matmul_bytes(8192, 1024, 4096, "bf16") / GiB,
          "that is the roofline's minimum, A and B read once; a tiled kernel re-reads them"),
@@ -73,7 +72,6 @@ q4 = Exercise(
               "one = kernels.pipeline_time_s(n, load, compute, store, 1)     # n·(3 + 2 + 1) µs\n"
               "three = kernels.pipeline_time_s(n, load, compute, store, 3)   # 6 + 7·3 µs\n"
               "answer_4 = (one / us, three / us)"),
-    wrong=(48.0, 24.0),
     mistakes=[((48.0, 24.0), "the pipeline still has to fill: add one pass through all three stages "
                              "and count (n − 1) periods, not n")],
 )
@@ -84,7 +82,6 @@ q5 = Exercise(
           "engine's passes (max, sum, divide) with the scalar engine's single exp."),
     solution=("run = kernels.softmax(np.zeros((512, 2048)), chip='trn2')\n"
               "answer_5 = run.binding_engine"),
-    wrong="scalar",
     mistakes=[("scalar", "exp is one pass on the scalar engine; the vector engine makes three"),
               ("tensor", "this softmax has no matmul")],
 )

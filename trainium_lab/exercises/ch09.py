@@ -30,7 +30,6 @@ q1 = Exercise(
               "head_dim = m.d_model // m.n_heads                      # model width over query heads\n"
               "per_token_bytes = 2 * m.n_layers * m.n_kv_heads * head_dim * 1   # FP8: 1 byte\n"
               "answer_1 = per_token_bytes / KiB"),
-    wrong=lambda: 2 * run_solution(q1._solution),
     mistakes=[(lambda: 2 * run_solution(q1._solution), "that is the BF16 size: FP8 stores one byte per "
                                                        "element, not two"),
               (lambda: 16 * run_solution(q1._solution), "you used the 128 query heads; keys and values "
@@ -50,7 +49,6 @@ q2 = Exercise(
               "kv = (1024 + 1) * r.kv_bytes_per_token                     # read 1,024 tokens, write 1\n"
               "bandwidth = r.hbm_bytes_per_s_active                       # the four ranks' share: the chip's\n"
               "answer_2 = (weights + kv) / bandwidth / ms                 # HBM-bound: compute is ~0.02 ms"),
-    wrong=lambda: _q2_compute_ms(),
     mistakes=[(lambda: _q2_compute_ms(), "that is the compute time (2 FLOPs per weight at the chip's peak); "
                                          "at batch 1 reading the weights from HBM takes far longer"),
               (lambda: 4 * run_solution(q2._solution), "you used one logical core's bandwidth: the four "
@@ -68,7 +66,6 @@ q3 = Exercise(
               "flops = serving.decode_flops_per_token(r.model, ctx)        # ≈ 2 FLOPs per weight\n"
               "per_seq_s = flops / r.peak_flops_per_s_active - (ctx + 1) * r.kv_bytes_per_token_stored / r.hbm_bytes_per_s_active\n"
               "answer_3 = r.weight_bytes / r.hbm_bytes_per_s_active / per_seq_s"),
-    wrong=lambda: roofline.ridge_point("trn2", "bf16"),
     mistakes=[(lambda: roofline.ridge_point("trn2", "bf16"),
                "that is the ridge point (peak FLOP/s ÷ HBM bytes/s): it is the answer with no "
                "context; the KV reads add bytes batching cannot share and push the batch higher"),
@@ -82,7 +79,6 @@ q4 = Exercise(
     hint="Equation (1) of Leviathan et al.: (1 − α^(k+1)) / (1 − α), with α = 0.7 and k = 4.",
     solution=("alpha, k = 0.7, 4\n"
               "answer_4 = (1 - alpha ** (k + 1)) / (1 - alpha)   # accepted drafts + the target's own token"),
-    wrong=1.7731,
     mistakes=[(1.7731, "that counts only the accepted draft tokens; every pass also yields one token "
                        "from the target itself"),
               (5.0, "that is the most a pass can give (k + 1), reached only if every draft is accepted")],
@@ -97,7 +93,6 @@ q5 = Exercise(
     solution=("alpha, c = 0.8, 0.1\n"
               "speedups = [(1 - alpha ** (k + 1)) / ((1 - alpha) * (k * c + 1)) for k in range(33)]\n"
               "answer_5 = int(np.argmax(speedups))"),
-    wrong=32,
     mistakes=[(32, "more drafted tokens always add expected tokens, but each costs c of a target step: "
                    "the speed-up peaks and then falls")],
 )
@@ -114,7 +109,6 @@ q6 = Exercise(
               "resident = r.weight_bytes_per_rank + 2 * serving.serving_fact('microcode_bytes_per_physical_core')\n"
               "per_seq = serving.paged_kv_blocks(8192, 32) * 32 * r.kv_bytes_per_token_per_rank   # 256 MiB\n"
               "answer_6 = int((budget - resident) // per_seq)"),
-    wrong=lambda: _q6_without_utilization(),
     mistakes=[(lambda: _q6_without_utilization(), "you used all the core's HBM; vLLM budgets only "
                                                   "gpu_memory_utilization of it"),
               (lambda: 4 * run_solution(q6._solution), "the KV of one sequence is split over the 4 "
@@ -129,7 +123,6 @@ q7 = Exercise(
     hint="Ranks = TP × PP; at LNC=1 every physical NeuronCore is a logical core (a rank): 8 per Trainium2.",
     solution=("ranks = 16 * 4\n"
               "answer_7 = ranks / cores.logical_cores_per_chip('trn2', 1)   # 64 ranks / 8 per chip"),
-    wrong=64,
     mistakes=[(64, "64 is the number of ranks; each Trainium2 chip runs 8 of them at LNC=1"),
               (16, "at LNC=1 a Trainium2 chip has 8 logical cores (4 is LNC=2)")],
 )

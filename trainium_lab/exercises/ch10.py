@@ -38,7 +38,6 @@ q1 = Exercise(
               "total = sizing.parameter_count(*args, **shape)                 # 46.7 B stored, as before\n"
               "active = sizing.parameter_count(*args, active=True, **shape)   # 3 of 8 experts + everything shared\n"
               "answer_1 = active / total                                      # a fraction"),
-    wrong=0.375,
     mistakes=[(0.375, "3 of 8 is the share of the *experts* a token uses; attention, embeddings, norms and "
                       "the router are used by every token, so the share is higher"),
               (lambda: sizing.preset("mixtral-8x7b").exact_active_params() / sizing.preset("mixtral-8x7b").exact_params(),
@@ -53,7 +52,6 @@ q2 = Exercise(
     solution=("e = moe.expert_memory('qwen3-235b-a22b', tp=8, ep=32, zero_stage=0)\n"
               "# experts: 16 B × 227 B params / 256 ranks; the rest: 16 B × 8 B params / 8 ranks\n"
               "answer_2 = e.state_bytes / GiB"),
-    wrong=lambda: _q2_without_ep(),
     mistakes=[(lambda: _q2_without_ep(), "that is EP 1: every rank would keep all 128 experts of its layers"),
               (lambda: _q2_without_ep() / 32, "EP splits only the experts; attention and embeddings stay "
                                               "split over the 8 TP ranks alone")],
@@ -67,7 +65,6 @@ q3 = Exercise(
     solution=("tokens, experts, k, c = 2048, 64, 6, 1.2\n"
               "balanced = tokens * k / experts        # 192 token copies per expert on average\n"
               "answer_3 = math.ceil(c * balanced)     # moe.expert_capacity_tokens(2048, 64, 6, 1.2)"),
-    wrong=39,
     mistakes=[(39, "each token goes to k = 6 experts: there are 6 × 2,048 token copies to spread"),
               (192, "that is the balanced load; the capacity factor adds 20 % of headroom")],
 )
@@ -80,7 +77,6 @@ q4 = Exercise(
     solution=("share = moe.expected_dropped_fraction(4096, 128, experts_per_token=8, capacity_factor=1.0)\n"
               "# mean load 256, σ = √(4096 × (1/16) × (15/16)) ≈ 15.5: σ/mean is twice the 8-expert case's\n"
               "answer_4 = 100 * share"),
-    wrong=0.0,
     mistakes=[(0.0, "a balanced router is balanced only on average: each expert's load scatters around "
                     "its mean and about half the experts overflow a capacity of exactly the mean"),
               (lambda: 100 * moe.expected_dropped_fraction(4096, 8, 2, 1.0),
@@ -95,7 +91,6 @@ q5 = Exercise(
           "course costs an all-to-all as a ring, (n − 1)/2 × S / B with B the per-chip NeuronLink figure."),
     solution=("size = moe.dispatch_bytes(8192, 4096, experts_per_token=2)   # 128 MiB per chip\n"
               "answer_5 = moe.all_to_all_s(size, 16, 'trn2-ultraserver') / ms   # (16 − 1)/2 × S / B"),
-    wrong=lambda: _q5_direct_ms(),
     mistakes=[(lambda: _q5_direct_ms(), "that is Trainium3's switched fabric (a direct exchange); on "
                                         "Trainium2's torus a message crosses several links"),
               (lambda: run_solution(q5._solution) / 2, "each token is sent to both of its experts: "
@@ -108,7 +103,6 @@ q6 = Exercise(
     hint="Narayanan et al. 2021 §2.2.2: the bubble is (p − 1)/(v·m) of the busy time with v virtual stages.",
     solution=("p, m, v = 8, 32, 4\n"
               "answer_6 = 100 * (p - 1) / (v * m)   # layouts.pipeline_bubble_fraction(8, 32, 4)"),
-    wrong=100 * 7 / 32,
     mistakes=[(100 * 7 / 32, "that is plain 1F1B's (p − 1)/m; interleaving divides it by v")],
 )
 
@@ -119,7 +113,6 @@ q7 = Exercise(
           "(an assumption: no Trainium failure rate is published) and divide by the chips."),
     solution=("chip_mtbf_s = reliability.llama3_summary().per_gpu_mtbf_s   # GPU-cluster proxy\n"
               "answer_7 = reliability.job_mtbf_s(chip_mtbf_s, 131_072) / minute"),
-    wrong=lambda: _q7_mtbf_min(32_768),
     mistakes=[(lambda: _q7_mtbf_min(32_768), "twice the chips fail twice as often: the MTBF halves, it does "
                                              "not double"),
               (lambda: reliability.llama3_summary().mean_time_between_interruptions_s / minute,

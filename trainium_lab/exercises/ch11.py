@@ -23,7 +23,6 @@ q1 = Exercise(
     solution=("flops = sizing.training_flops(8e9, 250e9)                 # 6ND = 1.2e22 FLOPs\n"
               "days = sizing.instance_days(flops, 0.40, 'trn2.48xlarge')  # ÷ (chips × peak × 0.4) ÷ 86,400\n"
               "answer_1 = days * 24                                       # instance-hours"),
-    wrong=lambda: sizing.instance_days(sizing.training_flops(8e9, 250e9), 0.40, "trn2.48xlarge"),
     mistakes=[(lambda: sizing.instance_days(sizing.training_flops(8e9, 250e9), 0.40, "trn2.48xlarge"),
                "that is in instance-days; the question asks for instance-hours (× 24)"),
               (lambda: run_solution(q1._solution) / 3, "training costs 6 FLOPs per parameter per token "
@@ -41,7 +40,6 @@ q2 = Exercise(
               "trn2 = 16 * specs.chip('trn2').dense_flops_per_s['bf16']\n"
               "answer_2 = ref.usd_per_hour * trn2 / b200                 # = planning.parity_usd_per_hour(\n"
               "                                                           #   'trn2.48xlarge', 'p6-b200.48xlarge')"),
-    wrong=lambda: planning.parity_usd_per_hour("trn2.48xlarge"),
     mistakes=[(lambda: planning.parity_usd_per_hour("trn2.48xlarge"),
                "that is the parity price against p5.48xlarge; the reference here is the B200 instance"),
               (lambda: run_solution(q2._solution) / 16, "that is per chip-hour: a trn2.48xlarge holds 16 chips"),
@@ -56,7 +54,6 @@ q3 = Exercise(
           "Adam's two moments (4 + 4 B) per parameter — not the gradients. Divide by 20 GB/s (10^9 bytes)."),
     solution=("ckpt = planning.checkpoint_bytes(70e9, 'bf16-adam')   # 70e9 × (2 + 4 + 4 + 4) B = 980 GB\n"
               "answer_3 = ckpt / (20 * GB)                          # seconds at 20 GB/s"),
-    wrong=70e9 * 16 / 20e9,
     mistakes=[(70e9 * 16 / 20e9, "you counted the gradients too: a checkpoint does not need them"),
               (70e9 * 14 / (20 * 2**30), "20 GB/s is 20 × 10^9 bytes/s, not GiB/s")],
 )
@@ -70,7 +67,6 @@ q4 = Exercise(
     solution=("c = planning.check_price_claim('trn2-price-performance', mfu_subject=0.35, mfu_baseline=0.45)\n"
               "parity = c.parity_usd_per_hour      # p5en's price × (trn2 peak × 0.35) / (p5en peak × 0.45)\n"
               "answer_4 = parity / c.claimed_low   # 30 % better work per dollar"),
-    wrong=lambda: _q4_equal_mfu(),
     mistakes=[(lambda: _q4_equal_mfu(), "that ignores the MFUs: Trn2 at 35 % against the GPU at 45 % buys less "
                                         "work per hour"),
               (lambda: run_solution(q4._solution) * 1.3 / 1.4, "that is the ceiling for the claim's 40 % end; "
@@ -95,7 +91,6 @@ q5 = Exercise(
               "                          usd_per_hour=74.24)           # the parity placeholder price\n"
               "usd_per_hour = s.n_instances * 74.24\n"
               "answer_5 = usd_per_hour / (4000 * 3600) * 1e6          # 4,000 tokens/s × 3,600 s per hour"),
-    wrong=lambda: _q5_at_capacity(),
     mistakes=[(lambda: _q5_at_capacity(), "that divides by the capacity of the replicas; the service only "
                                           "produces the 4,000 tokens/s it is asked for"),
               (lambda: run_solution(q5._solution) * 1e-6, "per million tokens: multiply the cost per token by 10^6")],

@@ -29,8 +29,7 @@ def core_counts_long(table: pd.DataFrame, lnc: int) -> pd.DataFrame:
     >>> sorted(set(long.what))
     ['chips', 'logical cores (LNC=2)', 'physical cores']
     """
-    table = instance("table", table, pd.DataFrame, "a DataFrame from cores.core_count_table").copy()
-    table.attrs.clear()  # a legacy table holds a DataFrame in attrs, which pandas cannot compare
+    table = instance("table", table, pd.DataFrame, "a DataFrame from cores.core_count_table")
     long = table.melt(id_vars="level", var_name="what", value_name="count")
     long["what"] = long["what"].map({"chips": "chips", "physical_cores": "physical cores",
                                      "logical_cores": f"logical cores (LNC={lnc})"})

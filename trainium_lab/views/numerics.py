@@ -14,16 +14,16 @@ def bit_formula(pattern) -> str:
     Parameters
     ----------
     pattern : trainium_lab.numerics.BitPattern
-        From :func:`trainium_lab.numerics.bit_pattern`.
+        From :func:`trainium_lab.numerics.bit_fields`.
 
     Examples
     --------
-    >>> bit_formula(numerics.bit_pattern(1.0, "bfloat16"))
+    >>> bit_formula(numerics.bit_fields(1.0, "bfloat16"))
     '(-1)^0 × 2^(127 - 127) × 1.0000000₂ = 1'
-    >>> bit_formula(numerics.bit_pattern(float("inf"), "float16"))
+    >>> bit_formula(numerics.bit_fields(float("inf"), "float16"))
     '+inf'
     """
-    b = instance("pattern", pattern, numerics.BitPattern, "a BitPattern from numerics.bit_pattern")
+    b = instance("pattern", pattern, numerics.BitPattern, "a BitPattern from numerics.bit_fields")
     f = numerics.format_info(b.format)
     if b.kind == "nan":
         return "NaN"

@@ -12,7 +12,7 @@ import pandas as pd
 
 from trainium_lab import cores, roofline, specs
 from trainium_lab.charts.hardware import roofline_chart
-from trainium_lab.units import format_flop_rate, format_seconds
+from trainium_lab.units import TFLOPS, format_flop_rate, format_seconds
 from trainium_lab.widgets.base import Explorer, benchmarked
 
 __all__ = ["roofline_explorer", "claims_explorer"]
@@ -47,14 +47,14 @@ def _roofline(chip: str, dtype: str, m: int, n: int, k: int) -> _RooflineView:
     high = max(1e4, 10 * b.ridge_flop_per_byte, 3 * min(limit, path.intensity.iloc[-1]))
     curves = roofline.roofline_curve(chip, dtype, low=0.5, high=high)
     label = f"{m}×{k} @ {k}×{n}"
-    rows = [{"intensity": b.intensity_flop_per_byte, "tflops": b.achieved_flops_per_s / 1e12,
+    rows = [{"intensity": b.intensity_flop_per_byte, "tflop_per_s": b.achieved_flops_per_s / TFLOPS,
              "bound": b.bound, "label": label, "kind": "roofline bound"}]
     if tiled is not None and array is not None:
         rows.append({"intensity": b.intensity_flop_per_byte,
-                     "tflops": tiled.achieved_flops_per_s / 1e12, "bound": tiled.bound,
+                     "tflop_per_s": tiled.achieved_flops_per_s / TFLOPS, "bound": tiled.bound,
                      "label": label, "kind": f"counting {array.rows}×{array.cols} tiles"})
     if m_star < m_max:  # where the path meets the ridge
-        rows.append({"intensity": b.ridge_flop_per_byte, "tflops": b.peak_flops_per_s / 1e12,
+        rows.append({"intensity": b.ridge_flop_per_byte, "tflop_per_s": b.peak_flops_per_s / TFLOPS,
                      "bound": "tensor engine", "label": f"m* = {m_star:,.1f}",
                      "kind": f"ridge crossed at m* = {m_star:,.1f}"})
     return _RooflineView(b, tiled, array, m_star, limit, curves, pd.DataFrame(rows), path)

@@ -13,7 +13,7 @@ import pandas as pd
 
 from trainium_lab import kernels, roofline
 from trainium_lab.charts.hardware import roofline_chart
-from trainium_lab.units import format_bytes, format_flop_rate, format_seconds
+from trainium_lab.units import TFLOPS, format_bytes, format_flop_rate, format_seconds
 from trainium_lab.widgets.base import Explorer, benchmarked
 
 __all__ = ["tile_explorer"]
@@ -49,7 +49,7 @@ def _tiles(chip: str, dtype: str, m: int, n: int, k: int, tile_m: int, tile_n: i
                         kernels.core_roofline(chip, dtype, high=high)], ignore_index=True)
     curves["device"] = [d if d.startswith("one ") else f"{d} chip (chapter 01)" for d in curves.device]
     point = pd.DataFrame([{"intensity": run.intensity_flop_per_byte,
-                           "tflops": run.achieved_flops_per_s / 1e12,
+                           "tflop_per_s": run.achieved_flops_per_s / TFLOPS,
                            "bound": "tensor engine" if run.binding_engine == "tensor" else "HBM",
                            "label": f"{plan.tile_m} × {plan.tile_n} tiles"}])
     return _TileView(plan, run, kernels.core_bound_s(m, n, k, dtype, chip), curves, point)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ipywidgets as W
 import pandas as pd
 
-from trainium_lab import numerics
+from trainium_lab import numerics, views
 from trainium_lab.charts import numerics as charts
 from trainium_lab.widgets.base import Explorer, benchmarked
 
@@ -30,10 +30,8 @@ def bits_explorer(value: float = 1.0, dtype: str = "bfloat16") -> Explorer:
     controls = {"value": W.FloatText(value=value, description="value"),
                 "dtype": _format_dropdown(dtype, _ALL)}
 
-    def describe(df: pd.DataFrame) -> str:
-        a = df.attrs
-        return (f"stored as <b>{a['stored']:.10g}</b> ({a['kind']}): "
-                f"<code>{a['formula']}</code>")
+    def describe(b: numerics.BitPattern) -> str:
+        return f"stored as <b>{b.stored:.10g}</b> ({b.kind}): <code>{views.bit_formula(b)}</code>"
 
     return Explorer(controls, numerics.bit_fields, charts.bits_chart, describe)
 
@@ -46,14 +44,13 @@ def rounding_explorer(value: float = 1.001, dtype: str = "bfloat16") -> Explorer
                 "n_draws": W.IntSlider(value=1000, min=10, max=10_000, step=10,
                                        description="draws")}
 
-    def compute(value: float, dtype: str, n_draws: int) -> pd.DataFrame:
+    def compute(value: float, dtype: str, n_draws: int) -> numerics.RoundingDraws:
         return numerics.rounding_draws(value, dtype, n_draws, seed=0)
 
-    def describe(df: pd.DataFrame) -> str:
-        a = df.attrs
-        return (f"{a['value']:.8g} → nearest <b>{a['nearest']:.8g}</b>; "
-                f"stochastic mean of {a['n_draws']:,} draws <b>{a['mean']:.8g}</b> "
-                f"(error {a['mean'] - a['value']:+.2g} against {a['nearest'] - a['value']:+.2g})")
+    def describe(r: numerics.RoundingDraws) -> str:
+        return (f"{r.value:.8g} → nearest <b>{r.nearest:.8g}</b>; "
+                f"stochastic mean of {r.n_draws:,} draws <b>{r.mean:.8g}</b> "
+                f"(error {r.mean - r.value:+.2g} against {r.nearest - r.value:+.2g})")
 
     return Explorer(controls, compute, charts.rounding_chart, describe)
 
@@ -96,14 +93,13 @@ def training_explorer(learning_rate: float = 0.03) -> Explorer:
         "dtype": _format_dropdown("bfloat16"),
     }
 
-    def compute(learning_rate: float, n_steps: int, dtype: str) -> pd.DataFrame:
+    def compute(learning_rate: float, n_steps: int, dtype: str) -> numerics.TrainingCurves:
         return numerics.train_linear_regression(learning_rate, n_steps, dtype, record_every=5)
 
-    def describe(df: pd.DataFrame) -> str:
-        last = df[df.step == df.step.max()]
+    def describe(run: numerics.TrainingCurves) -> str:
+        last = run.losses[run.losses.step == run.losses.step.max()]
         parts = [f"{r.label}: <b>{r.loss:.4f}</b>" for r in last.itertuples()]
-        return ("final loss: " + ", ".join(parts)
-                + f" (best possible {df.attrs['noise_floor']:.4f})")
+        return "final loss: " + ", ".join(parts) + f" (best possible {run.noise_floor:.4f})"
 
     return Explorer(controls, compute, charts.loss_curves_chart, describe)
 

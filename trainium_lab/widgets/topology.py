@@ -12,7 +12,7 @@ import ipywidgets as W
 import numpy as np
 import pandas as pd
 
-from trainium_lab import collectives, specs, topology
+from trainium_lab import collectives, specs, topology, views
 from trainium_lab.charts.topology import (dp_threshold_chart, placement_chart, ring_step_chart,
                                           size_sweep_chart)
 from trainium_lab.units import MB, format_bandwidth, format_bytes, format_seconds, us
@@ -143,7 +143,7 @@ def _place(system, lnc, tp, pp, dp, ep, ordering, colour_by, highlight, size_mb)
     costs = collectives.placement_costs(p, size)
     n_groups = p.cluster.n_ranks // p.degrees[colour_by]
     highlight = min(int(highlight), n_groups - 1) if highlight >= 0 else highlight
-    return _PlacementView(p, costs, p.chip_map(colour_by, highlight), colour_by, highlight, size)
+    return _PlacementView(p, costs, views.chip_map(p, colour_by, highlight), colour_by, highlight, size)
 
 
 def _render_placement(v: _PlacementView):
