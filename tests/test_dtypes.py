@@ -114,7 +114,11 @@ def _model_modules():
     skip = {"charts", "widgets", "exercises", "notebook", "cli", "views", "__main__", "jaxdemo"}
     for info in pkgutil.iter_modules(trainium_lab.__path__):
         if not info.name.startswith("_") and info.name not in skip:
-            yield importlib.import_module(f"trainium_lab.{info.name}")
+            module = importlib.import_module(f"trainium_lab.{info.name}")
+            yield module
+            if info.ispkg:   # a model package (layouts): its modules define the functions
+                for sub in pkgutil.iter_modules(module.__path__):
+                    yield importlib.import_module(f"{module.__name__}.{sub.name}")
 
 
 def test_dtype_defaults_are_canonical_names():

@@ -220,16 +220,27 @@ def _placeholder(value):
     return value
 
 
+def _modules(info):
+    """A model module, or each module of a model package (``layouts`` is split along its seams):
+    a function is walked where it is defined, so a re-export is not walked twice."""
+    module = importlib.import_module(f"trainium_lab.{info.name}")
+    if not info.ispkg:
+        return [module]
+    return [module] + [importlib.import_module(f"{module.__name__}.{sub.name}")
+                       for sub in pkgutil.iter_modules(module.__path__) if not sub.name.startswith("_")]
+
+
 def public_functions():
+    """Every public function, named by its public path (``layouts.plan``, not ``layouts.planner.plan``)."""
     out = []
     for info in pkgutil.iter_modules(trainium_lab.__path__):
         if info.name.startswith("_") or info.name in NOT_MODELS:
             continue
-        module = importlib.import_module(f"trainium_lab.{info.name}")
-        for name in getattr(module, "__all__", ()):
-            obj = getattr(module, name)
-            if inspect.isfunction(obj) and obj.__module__ == module.__name__:
-                out.append((f"{info.name}.{name}", obj))
+        for module in _modules(info):
+            for name in getattr(module, "__all__", ()):
+                obj = getattr(module, name)
+                if inspect.isfunction(obj) and obj.__module__ == module.__name__:
+                    out.append((f"{info.name}.{name}", obj))
     return out
 
 
@@ -258,6 +269,23 @@ def test_every_model_module_is_walked():
     modules = {q.split(".")[0] for q, _ in FUNCTIONS}
     assert {"collectives", "numerics", "sizing", "layouts", "reliability", "specs"} <= modules
     assert len(FUNCTIONS) > 100
+    names = [q for q, _ in FUNCTIONS]
+    assert len(names) == len(set(names)), "a function walked twice"
+
+
+def test_a_model_package_re_exports_what_its_modules_make_public():
+    """``layouts`` is a package: every public name of its modules is reachable as ``layouts.X``
+    (the path notebooks use), and each public function is walked once, where it is defined."""
+    from trainium_lab import layouts
+
+    for sub in pkgutil.iter_modules(layouts.__path__):
+        module = importlib.import_module(f"trainium_lab.layouts.{sub.name}")
+        for name in getattr(module, "__all__", ()):
+            assert name in layouts.__all__ and getattr(layouts, name) is getattr(module, name), name
+    walked = {q for q, fn in FUNCTIONS if fn.__module__.startswith("trainium_lab.layouts")}
+    assert walked == {f"layouts.{n}" for n in layouts.__all__
+                      if inspect.isfunction(getattr(layouts, n))
+                      and getattr(layouts, n).__module__.startswith("trainium_lab.layouts")}
 
 
 @pytest.mark.parametrize("qualname,fn", FUNCTIONS, ids=[q for q, _ in FUNCTIONS])

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trainium_lab import collectives, layouts, moe, sizing, specs, topology
+from trainium_lab import collectives, layouts, moe, sizing, specs, topology, views
 from trainium_lab.units import GiB
 
 # ----------------------------------------------------------------------------- worked example
@@ -200,7 +200,7 @@ def test_planner_405b_two_ultraservers_keeps_tp_in_instance():
     assert b.tp_level in ("chip", "instance")
     assert b.tp * b.pp * b.dp == p.cluster.n_ranks
     assert b.fits and b.headroom_gib >= 0.1 * b.hbm_gib
-    text = " ".join(p.explain())
+    text = " ".join(views.explain_plan(p))
     assert "Winner" in text and "binds" in text
 
 
@@ -222,7 +222,7 @@ def test_planner_rows_round_trip_through_evaluate():
 def test_planner_nothing_fits_is_explained():
     p = layouts.plan("llama3-405b", system="trn2.48xlarge", n_systems=1, lnc=2, global_batch=64)
     assert p.table.empty and p.best is None
-    assert "Nothing fits" in " ".join(p.explain())
+    assert "Nothing fits" in " ".join(views.explain_plan(p))
 
 
 @given(model=st.sampled_from(["llama3-8b", "llama3-70b", "llama3-405b"]),
@@ -503,12 +503,12 @@ def test_moe_planner_rows_are_consistent_and_round_trip(model, n_systems, batch)
 def test_explanation_names_where_ep_lands():
     p = layouts.plan("qwen3-235b-a22b", system="trn2-ultraserver", n_systems=4, lnc=2, global_batch=512)
     b = p.best
-    text = " ".join(p.explain())
+    text = " ".join(views.explain_plan(p))
     assert b.ep > 1 and f"EP groups ({b.ep} ranks" in text and f"land on the {b.ep_level} level" in text
     assert "Without expert parallelism the best is" in text
     off = layouts.plan("qwen3-235b-a22b", system="trn2-ultraserver", n_systems=4, lnc=2, global_batch=512,
                        ep_degrees=(1,))
-    assert (off.table.ep == 1).all() and "no EP" in " ".join(off.explain())
+    assert (off.table.ep == 1).all() and "no EP" in " ".join(views.explain_plan(off))
 
 
 def test_dense_plans_are_unchanged_by_the_new_degrees():
@@ -517,7 +517,7 @@ def test_dense_plans_are_unchanged_by_the_new_degrees():
     b = layouts.plan("llama3-405b", ep_degrees=(1,), virtual_stages=(1,), **kw)
     assert a.table.label.tolist() == b.table.label.tolist()
     assert (a.table.ep == 1).all() and (a.table.virtual_stages == 1).all() and (a.table.ep_comm_s == 0).all()
-    assert "EP" not in " ".join(a.explain())
+    assert "EP" not in " ".join(views.explain_plan(a))
     # interleaving can only add options: the best with v in (1, 2, 4) is at least as fast
     c = layouts.plan("llama3-405b", virtual_stages=(1, 2, 4), **kw)
     assert c.best.tokens_per_s >= a.best.tokens_per_s
@@ -538,3 +538,49 @@ def test_search_at_100k_chips_is_fast_and_fits(model, batch):
     assert p.cluster.n_chips == 98_304 and len(p.all) > 500
     assert p.best is not None and p.best.fits and p.best.headroom_gib >= 0.1 * p.best.hbm_gib
     assert elapsed_s < 3.0
+
+
+# ----------------------------------------------------------------------------- the layout's label (issue 13)
+
+
+def test_one_label_says_tp_in_ranks_and_chips():
+    """The planner's ``label`` column and ``Layout.label()`` are one text, made in one place, with
+    TP in ranks and in chips (chapters used to rewrite a ranks-only label with a regex)."""
+    p = layouts.plan("llama3-405b", system="trn2-ultraserver", n_systems=2, lnc=2, global_batch=512)
+    rpc = p.cluster.ranks_per_chip
+    for rank in (0, 1, 5):
+        row = p.table.iloc[rank]
+        assert p.layout(rank).label() == row.label
+        assert row.label.startswith(f"TP{row.tp} ranks = {row.tp / rpc:g} chip")
+    lay = layouts.layout("llama3-405b", tp=64, pp=4, dp=2, zero_stage=1, lnc=2, n_micro_batches=16)
+    assert lay.label() == "TP64 ranks = 16 chips × PP4×DP2 ZeRO-1 mb1×16 selective"
+    assert lay.label() in repr(lay) and lay.label() in lay._repr_markdown_()
+    assert views.tp_label(64, rpc) == "TP64 ranks = 16 chips" and lay.label().startswith(views.tp_label(64, rpc))
+    half = layouts.layout("llama3-8b", tp=2, pp=4, dp=8, system="trn2.48xlarge", lnc=2)
+    assert half.label().startswith("TP2 ranks = 0.5 chip × PP4")
+
+
+def test_moe_and_interleaved_labels():
+    q = layouts.plan("qwen3-235b-a22b", system="trn2-ultraserver", n_systems=4, lnc=2, global_batch=512,
+                     virtual_stages=(1, 2))
+    b = q.best
+    assert f"× EP{b.ep}×PP{b.pp}×DP{b.dp} " in b.label and q.layout(0).label() == b.label
+    v = q.table[q.table.virtual_stages > 1].iloc[0]
+    assert v.label.endswith(f" v{v.virtual_stages}")
+    assert views.explain_plan(q)[1].startswith(f"Winner: {b.label}.")
+
+
+def test_tp_label_rejects_bad_input():
+    with pytest.raises(ValueError, match="tp"):
+        views.tp_label(0, 4)
+    with pytest.raises(ValueError, match="ranks_per_chip"):
+        views.tp_label(64, "four")
+
+
+def test_plan_has_no_explain_method_and_charts_no_label_rewriting():
+    """Presentation lives in views: the plan's sentences come from ``views.explain_plan`` only, and
+    the charts draw the model's labels as they are."""
+    from trainium_lab.charts import layouts as charts_layouts
+
+    assert not hasattr(layouts.Plan, "explain")
+    assert not {"with_chip_counts", "with_chip_labels", "tp_label"} & set(dir(charts_layouts))

@@ -22,7 +22,9 @@ def package_files():
 
 
 def model_files():
-    return [p for p in sorted(ROOT.glob("*.py")) if p.stem not in NOT_MODELS]
+    """Model modules, and the modules of a model package (``layouts/``)."""
+    return [p for p in sorted(ROOT.glob("*.py")) + sorted(ROOT.glob("*/*.py"))
+            if p.stem not in NOT_MODELS and p.parent.name not in NOT_MODELS | {"data"}]
 
 
 def test_no_reference_to_internal_documents():
@@ -35,7 +37,7 @@ def test_no_reference_to_internal_documents():
 LITERAL_CONVERSION = re.compile(r"/\s*(3600|86400|60)(\.0*)?\b|/\s*2\s*\*\*\s*(20|30|40)\b|/\s*1024\s*\*\*")
 
 
-@pytest.mark.parametrize("path", model_files(), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", model_files(), ids=lambda p: str(p.relative_to(ROOT).with_suffix("")))
 def test_models_convert_with_units_constants(path):
     """``t / hour``, not ``t / 3600.0``; ``b / GiB``, not ``b / 2**30`` (STYLE.md: units)."""
     offenders = []

@@ -186,25 +186,41 @@ def custom_moe_model(name: str, *, n_layers: int, d_model: int, n_heads: int, n_
     >>> round(m.n_params / 1e9, 2), round(m.n_active_params / 1e9, 2)
     (7.05, 1.21)
     """
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"name must be a non-empty string, got {name!r}")
     integer("n_experts", n_experts, minimum=1, maximum=10**5)
     integer("expert_ffn_dim", expert_ffn_dim, minimum=1, maximum=10**8)
+    return _custom_preset(name, n_layers, d_model, n_heads, n_kv_heads, ffn_dim, vocab_size, seq_len,
+                          head_dim=head_dim, n_experts=n_experts, experts_per_token=experts_per_token,
+                          n_shared_experts=n_shared_experts, expert_ffn_dim=expert_ffn_dim,
+                          n_dense_layers=n_dense_layers)
+
+
+def _custom_preset(name: str, n_layers: int, d_model: int, n_heads: int, n_kv_heads: int | None,
+                   ffn_dim: int | None, vocab_size: int, seq_len: int, n_params: float | None = None,
+                   **shape) -> ModelPreset:
+    """A Llama-style model of your own from its shape: the one builder behind
+    :func:`custom_moe_model` (``shape`` holds the experts) and
+    :func:`trainium_lab.layouts.custom_model` (dense; ``n_params`` may replace the count).
+
+    Defaults: ``n_kv_heads = n_heads``, ``ffn_dim = 4 · d_model``; parameters counted by
+    :func:`trainium_lab.sizing.parameter_count` (total, and active for an MoE model).
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a non-empty string, got {name!r}")
     kv = n_heads if n_kv_heads is None else n_kv_heads
     f = 4 * integer("d_model", d_model, minimum=1, maximum=10**7) if ffn_dim is None else ffn_dim
-    shape = dict(head_dim=head_dim, n_experts=n_experts, experts_per_token=experts_per_token,
-                 n_shared_experts=n_shared_experts, expert_ffn_dim=expert_ffn_dim,
-                 n_dense_layers=n_dense_layers)
     total = parameter_count(n_layers, d_model, n_heads, kv, f, vocab_size, **shape)
-    active = parameter_count(n_layers, d_model, n_heads, kv, f, vocab_size, active=True, **shape)
     seq_len = integer("seq_len", seq_len, minimum=1, maximum=10**8)
-    return ModelPreset(key=name, name=name, n_params=float(total), n_layers=int(n_layers),
-                       d_model=int(d_model), n_heads=int(n_heads), n_kv_heads=int(kv), ffn_dim=int(f),
-                       vocab_size=int(vocab_size), seq_len=seq_len, sources=("custom",),
-                       n_experts=int(n_experts), experts_per_token=int(experts_per_token),
-                       n_shared_experts=int(n_shared_experts), expert_ffn_dim=int(expert_ffn_dim),
-                       n_dense_layers=int(n_dense_layers), head_dim=int(head_dim or 0),
-                       n_active_params=float(active))
+    n = float(total) if n_params is None else positive("n_params", n_params)
+    experts = {}
+    if shape:
+        active = parameter_count(n_layers, d_model, n_heads, kv, f, vocab_size, active=True, **shape)
+        experts = dict(n_experts=int(shape["n_experts"]), experts_per_token=int(shape["experts_per_token"]),
+                       n_shared_experts=int(shape["n_shared_experts"]),
+                       expert_ffn_dim=int(shape["expert_ffn_dim"]), n_dense_layers=int(shape["n_dense_layers"]),
+                       head_dim=int(shape["head_dim"] or 0), n_active_params=float(active))
+    return ModelPreset(key=name, name=name, n_params=n, n_layers=int(n_layers), d_model=int(d_model),
+                       n_heads=int(n_heads), n_kv_heads=int(kv), ffn_dim=int(f), vocab_size=int(vocab_size),
+                       seq_len=seq_len, sources=("custom",), **experts)
 
 
 def activation_ffn_dim(model, capacity_factor: float = 1.0) -> int:

@@ -855,7 +855,7 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
     >>> p = plan_run("llama3-405b", 1e12, system="trn2-ultraserver", n_systems=2, lnc=2,
     ...              usd_per_hour=40.0)
     >>> p.layout.label()
-    'TP64×PP2×DP4 (TP over 16 chips), ZeRO-3, mb 1×256, selective recompute'
+    'TP64 ranks = 16 chips × PP2×DP4 ZeRO-3 mb1×256 selective'
     >>> round(p.days), p.n_instances, f"{p.cost_usd:.3g}"
     (944, 8, '7.25e+06')
     """

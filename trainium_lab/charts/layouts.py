@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import functools
-import re
 
 import altair as alt
 import pandas as pd
@@ -13,8 +12,7 @@ from altair.utils.schemapi import debug_mode
 from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, DatasetTemplate
 
 __all__ = ["memory_chart", "step_time_chart", "plan_scatter_chart", "fully_sharded_chart",
-           "layout_panel_chart", "panel_bars_chart", "layout_dashboard", "tp_label", "with_chip_counts",
-           "with_chip_labels"]
+           "layout_panel_chart", "panel_bars_chart", "layout_dashboard"]
 
 _MEMORY = ["weights", "gradients", "optimizer", "activations"]
 _MEMORY_COLOURS = [PALETTE[0], PALETTE[3], PALETTE[1], PALETTE[4]]
@@ -234,45 +232,3 @@ def layout_dashboard(memory: pd.DataFrame, times: pd.DataFrame, placement: alt.T
         return panel.properties(padding=PAD)
     with debug_mode(False):
         return alt.vconcat(panel, placement, spacing=14, padding=PAD).resolve_scale(color="independent")
-
-
-# --------------------------------------------------------------------- TP degree in ranks and chips
-
-_TP_DEGREE = re.compile(r"\bTP(\d+)(?![\d.]*\s*ranks)(×?)")
-_TP_OVER = re.compile(r" \(TP over [\d.]+ chips?\)")
-
-
-def tp_label(tp: int, ranks_per_chip: int) -> str:
-    """A TP degree as ranks and chips: ``tp_label(64, 4)`` → ``"TP64 ranks = 16 chips"``.
-
-    The course counts degrees in ranks (logical NeuronCores); a reader sizing hardware thinks
-    in chips. Every label of chapter 05 says both.
-
-    >>> tp_label(64, 4), tp_label(2, 4), tp_label(8, 8)
-    ('TP64 ranks = 16 chips', 'TP2 ranks = 0.5 chip', 'TP8 ranks = 1 chip')
-    """
-    chips = tp / ranks_per_chip
-    return f"TP{tp} ranks = {chips:g} chip{'s' if chips > 1 else ''}"
-
-
-@functools.lru_cache(maxsize=8192)
-def with_chip_counts(text: str, ranks_per_chip: int) -> str:
-    """Rewrite every ``TP<n>`` of a planner label or sentence as ranks and chips.
-
-    ``Plan.table.label``, ``Plan.explain()`` and ``Layout.label()`` count TP in ranks only
-    (``TP64×PP2×DP4 …``); this makes them read ``TP64 ranks = 16 chips × PP2×DP4 …`` and drops
-    ``Layout.label``'s "(TP over 16 chips)", which the new form already says.
-
-    >>> with_chip_counts("TP64×PP4×DP2 (TP over 16 chips), ZeRO-1", 4)
-    'TP64 ranks = 16 chips × PP4×DP2, ZeRO-1'
-    >>> with_chip_counts("Winner: TP16×PP1×DP16 ZeRO-3 mb1×32 selective.", 4)
-    'Winner: TP16 ranks = 4 chips × PP1×DP16 ZeRO-3 mb1×32 selective.'
-    """
-    text = _TP_OVER.sub("", text)
-    return _TP_DEGREE.sub(lambda m: tp_label(int(m.group(1)), ranks_per_chip) + (" × " if m.group(2) else ""),
-                          text)
-
-
-def with_chip_labels(table: pd.DataFrame, ranks_per_chip: int) -> pd.DataFrame:
-    """A copy of a planner table whose ``label`` column says TP in ranks and chips."""
-    return table.assign(label=[with_chip_counts(s, ranks_per_chip) for s in table["label"]])

@@ -11,8 +11,8 @@ and the model modules; no altair, no ipywidgets.
 """
 
 from trainium_lab.views.hardware import core_counts_long, neuroncore_blocks
-from trainium_lab.views.layouts import explain_plan
+from trainium_lab.views.layouts import explain_plan, tp_label
 from trainium_lab.views.numerics import bit_formula
 from trainium_lab.views.topology import chip_map
 
-__all__ = ["core_counts_long", "neuroncore_blocks", "bit_formula", "chip_map", "explain_plan"]
+__all__ = ["core_counts_long", "neuroncore_blocks", "bit_formula", "chip_map", "explain_plan", "tp_label"]

@@ -1,11 +1,27 @@
-"""Chapter 05's views: the layout planner's result in sentences."""
+"""Chapter 05's views: the layout planner's result in sentences, and a TP degree in ranks and chips."""
 
 from __future__ import annotations
 
 from trainium_lab import layouts
-from trainium_lab._validate import instance
+from trainium_lab._validate import instance, integer
+from trainium_lab.layouts.estimate import _tp_text
 
-__all__ = ["explain_plan"]
+__all__ = ["explain_plan", "tp_label"]
+
+
+def tp_label(tp: int, ranks_per_chip: int) -> str:
+    """A TP degree as ranks and chips, as every layout label says it.
+
+    The course counts degrees in ranks (logical NeuronCores); a reader sizing hardware thinks
+    in chips. The text is the one :meth:`trainium_lab.layouts.Layout.label` and the planner's
+    ``label`` column start with.
+
+    Examples
+    --------
+    >>> tp_label(64, 4), tp_label(2, 4), tp_label(8, 8)
+    ('TP64 ranks = 16 chips', 'TP2 ranks = 0.5 chip', 'TP8 ranks = 1 chip')
+    """
+    return _tp_text(integer("tp", tp, minimum=1), integer("ranks_per_chip", ranks_per_chip, minimum=1))
 
 
 def explain_plan(plan) -> list[str]:
@@ -20,7 +36,8 @@ def explain_plan(plan) -> list[str]:
     Returns
     -------
     list of str
-        One sentence (or two) per line; every number is read from ``plan``.
+        One sentence (or two) per line; every number is read from ``plan``, every layout named
+        by its ``label`` (TP in ranks and in chips).
 
     Examples
     --------

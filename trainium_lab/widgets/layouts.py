@@ -1,7 +1,7 @@
 """Chapter 05's widgets: the layout explorer and the planner.
 
 Callbacks only call :mod:`trainium_lab.layouts` (and chapter 03's placement for the
-rank-to-chip map) and a chart from :mod:`trainium_lab.charts.layouts`."""
+rank-to-chip map), :mod:`trainium_lab.views` and a chart from :mod:`trainium_lab.charts.layouts`."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from dataclasses import dataclass
 import ipywidgets as W
 import pandas as pd
 
-from trainium_lab import layouts, sizing, topology
-from trainium_lab.charts.layouts import (layout_dashboard, plan_scatter_chart, tp_label, with_chip_counts,
-                                         with_chip_labels)
+from trainium_lab import layouts, sizing, topology, views
+from trainium_lab.charts.layouts import layout_dashboard, plan_scatter_chart
 from trainium_lab.charts.topology import placement_chart
+from trainium_lab.units import GiB
 from trainium_lab.widgets.base import Explorer, benchmarked, error_html
 
 __all__ = ["layout_explorer", "planner_explorer", "PlannerExplorer"]
@@ -40,7 +40,7 @@ def _evaluate(model, system, lnc, tp, pp, dp, zero_stage, micro_batch, n_micro_b
     chips = None
     if show_map:
         p = topology.place(tp, pp, dp, system=system, n_systems=lay.cluster.n_systems, lnc=lnc)
-        chips = p.chip_map("tp", 0)
+        chips = views.chip_map(p, "tp", 0)
     return _LayoutView(est, chips, bool(show_map))
 
 
@@ -59,14 +59,14 @@ def _describe_layout(v: _LayoutView) -> str:
     e = v.estimate
     lay = e.layout
     c = lay.cluster
-    gib = 2 ** 30
+    gib = GiB
     fit = ('<span style="color:#2e7d32">✓ fits</span>' if e.fits else
            '<span style="color:#a40000">✗ does not fit</span>')
     t = e.time_s
     exposed = t["dp_exposed"]
-    return (f"<b>{html.escape(with_chip_counts(lay.label(), c.ranks_per_chip))}</b><br>"
+    return (f"<b>{html.escape(lay.label())}</b><br>"
             f"{c.n_systems} × {c.system}: {c.n_chips} chips, {c.n_ranks} ranks (LNC={c.lnc}). "
-            f"{html.escape(tp_label(lay.tp, c.ranks_per_chip))} on <b>{e.levels['tp']}</b>, PP on <b>{e.levels['pp']}</b>, DP on <b>{e.levels['dp']}</b>.<br>"
+            f"{html.escape(views.tp_label(lay.tp, c.ranks_per_chip))} on <b>{e.levels['tp']}</b>, PP on <b>{e.levels['pp']}</b>, DP on <b>{e.levels['dp']}</b>.<br>"
             f"Memory per chip {e.total_bytes / gib:.1f} GiB of {e.hbm_bytes / gib:.0f} GiB "
             f"(state {e.state_bytes / gib:.1f}, activations {e.memory_bytes['activations'] / gib:.1f}); "
             f"{e.headroom_bytes / gib:.1f} GiB left, margin {e.min_headroom_fraction:.0%}: {fit}.<br>"
@@ -167,7 +167,7 @@ class PlannerExplorer(Explorer):
         frac = float(min_headroom_pct) / 100
         if not 0 <= frac < 1:
             raise ValueError("min_headroom_pct must be in [0, 100)")
-        keep = with_chip_labels(self.plan.fitting(frac), self.plan.cluster.ranks_per_chip)
+        keep = self.plan.fitting(frac)
         return _PlanView(self.plan, keep, colour, int(top_n))
 
     @staticmethod

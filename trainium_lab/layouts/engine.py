@@ -1,0 +1,244 @@
+"""The vectorised engine behind :func:`~trainium_lab.layouts.evaluate` and
+:func:`~trainium_lab.layouts.plan`: every formula of chapter 05 on numpy arrays (one element
+per layout), and the communication coefficients of chapter 03 in closed form.
+
+Private to the package: :mod:`trainium_lab.layouts.estimate` calls it for one layout,
+:mod:`trainium_lab.layouts.planner` for thousands at once, so both give the same numbers.
+
+References
+----------
+See :mod:`trainium_lab.layouts` (Shoeybi et al. 2019; Narayanan et al. 2021; Korthikanti et
+al. 2022; Rajbhandari et al. 2020; Lepikhin et al. 2020) and each formula's comment.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from trainium_lab import collectives, moe, specs, topology
+from trainium_lab.sizing import (RECOMPUTE_MODES, ModelPreset, _activation_per_layer_array,
+                                 activation_coefficients, activation_options, recipe)
+
+__all__: list[str] = []   # nothing public: the estimate and the planner are the interface
+
+_RECOMPUTE_INDEX = {m: i for i, m in enumerate(RECOMPUTE_MODES)}
+
+
+# --------------------------------------------------------------------- communication coefficients
+
+
+@dataclass(frozen=True)
+class _Comm:
+    """Affine costs ``a + b·size`` from chapter 03, for one (cluster, tp, pp, dp, ep).
+
+    ``ep_a2a`` is per byte a rank sends (all the chip's ranks send at once); the ``ep_*``
+    all-reduce pieces are for the dense gradients' reduction inside the EP group.
+    """
+
+    levels: dict[str, str]
+    tp_ar: tuple[float, float]
+    dp_ar: tuple[float, float]
+    dp_ag: tuple[float, float]
+    dp_rs: tuple[float, float]
+    pp_bytes_per_s: float | None
+    pp_latency_s: float
+    ep_level: str = "none"
+    ep_chips: int = 1
+    ep_a2a: tuple[float, float] = (0.0, 0.0)
+    ep_ag: tuple[float, float] = (0.0, 0.0)
+    ep_rs: tuple[float, float] = (0.0, 0.0)
+
+
+#: rank orderings (innermost first): EP right after TP, so it lands in the fastest domain holding tp·ep
+_ORDER = topology.parse_ordering("tp-pp-dp")
+_ORDER_EP = topology.parse_ordering("tp-ep-pp-dp")
+
+
+@functools.lru_cache(maxsize=65536)
+def _comm(system: str, n_systems: int, lnc: int, tp: int, pp: int, dp: int, ep: int = 1) -> _Comm:
+    c = topology.cluster(system, n_systems, lnc)
+    order = _ORDER if ep == 1 else _ORDER_EP
+    degrees = {"tp": tp, "pp": pp, "dp": dp, "ep": ep}
+    # the same levels, chip counts and sharing as topology.place(...).slowest(kind), in closed form
+    spans = topology._spans(c.system, c.n_systems, c.lnc, tuple(degrees[k] for k in order), order)
+
+    def slowest(kind: str):
+        index, n_chips, _, _, sharing = spans[kind]
+        return c.level(topology.LEVEL_NAMES[index]), n_chips, sharing
+
+    def affine(kind: str, coll: str) -> tuple[float, float]:
+        # collectives.level_collective_s's arithmetic, without re-validating known-good arguments
+        lv, n, sh = slowest(kind)
+        a = collectives._level_cost(lv, n, sh, 0.0, coll, None)
+        ref = 1e9  # a large reference size keeps the slope exact to ~1e-15
+        return a, (collectives._level_cost(lv, n, sh, ref, coll, None) - a) / ref
+
+    lv_pp, n_pp, _ = slowest("pp")
+    pp_bw = None if (lv_pp.bytes_per_s is None or n_pp == 1) else lv_pp.bytes_per_s
+    levels = {k: (slowest(k)[0].name if degrees[k] > 1 else "none") for k in ("tp", "pp", "dp")}
+    extra = {}
+    if ep > 1:
+        lv_ep, n_ep, _ = slowest("ep")
+        _, _, n_inst, n_sys, _ = spans["ep"]
+        # the EP group's shape (chips per instance, instances per system, systems) for the
+        # hierarchical all-to-all; every rank of a chip dispatches its own tokens at once
+        shape = (-(-n_ep // n_inst), -(-n_inst // n_sys), n_sys)
+        a = moe._a2a_group(c, shape, 0.0)
+        b = (moe._a2a_group(c, shape, 1e9 * c.ranks_per_chip) - a) / 1e9
+        extra = dict(ep_level=lv_ep.name, ep_chips=n_ep, ep_a2a=(a, b), ep_ag=affine("ep", "all_gather"),
+                     ep_rs=affine("ep", "reduce_scatter"))
+    return _Comm(levels=levels, tp_ar=affine("tp", "all_reduce"), dp_ar=affine("dp", "all_reduce"),
+                 dp_ag=affine("dp", "all_gather"), dp_rs=affine("dp", "reduce_scatter"),
+                 pp_bytes_per_s=pp_bw, pp_latency_s=(lv_pp.latency_s or 0.0) if pp_bw else 0.0, **extra)
+
+
+# --------------------------------------------------------------------- the vectorised core
+
+
+def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, dtype: str,
+          sequence_parallel: bool, mfu: float, dp_overlap: float, tp_overlap: float,
+          grad_bytes_per_param: float | None,
+          tp: np.ndarray, pp: np.ndarray, dp: np.ndarray, zero: np.ndarray, mb: np.ndarray,
+          nmb: np.ndarray, mode: np.ndarray, comm: list[_Comm], comm_idx: np.ndarray, *,
+          ep: np.ndarray | None = None, v: np.ndarray | None = None,
+          capacity_factor: float = 1.0) -> dict[str, np.ndarray]:
+    """Every formula of the chapter, on arrays (one element per layout).
+
+    ``ep`` (expert parallelism, MoE models) and ``v`` (interleaved virtual stages) default
+    to 1 everywhere; a dense model with ``ep = v = 1`` gives exactly the chapter-05 numbers.
+    """
+    r = recipe(recipe_name, grad_bytes_per_param)
+    chip = specs.chip(c.chip)
+    rpc = c.ranks_per_chip
+    n_params = float(m.n_params)
+    L, h, s = m.n_layers, float(m.d_model), float(seq_len)
+    tpf, ppf, dpf = tp.astype(float), pp.astype(float), dp.astype(float)
+    mbf, mf = mb.astype(float), nmb.astype(float)
+    epf = np.ones_like(tpf) if ep is None else ep.astype(float)
+    vf = np.ones_like(tpf) if v is None else v.astype(float)
+    # dense: (n_params, 0, n_params, 0); MoE: experts split from the rest, active < total
+    non_expert, routed, n_active, routed_active = moe._split(m)
+
+    # ---- memory per rank, then per chip (rank memory × ranks per chip)
+    weights, grads, optim, per_dense, per_expert = moe._state_per_rank(non_expert, routed, tpf, ppf, dpf,
+                                                                       epf, zero, r)
+    layers_first = np.ceil(L / ppf)
+    in_flight = np.minimum(ppf, mf)  # 1F1B: stage 1 stashes up to p micro-batches
+    # one activation model for the package (sizing): the preset's Llama-style layer, with an
+    # MoE layer's MLP as wide as the experts a token visits (moe.activation_ffn_dim)
+    act_model = moe._activation_model(m, capacity_factor)
+    coeffs = activation_coefficients(act_model.n_heads, act_model.d_model, **activation_options(act_model))
+    act_layer = _activation_per_layer_array(seq_len, mbf, m.d_model, m.n_heads, tp, sequence_parallel,
+                                            mode, coeffs)
+    # interleaving keeps more micro-batches in flight (Korthikanti et al. §4.2.3)
+    acts = in_flight * layers_first * act_layer * np.where(vf > 1, 1.0 + (ppf - 1.0) / (ppf * vf), 1.0)
+    # full recompute rebuilds one layer's whole activations during its backward pass
+    peak_extra = np.where(mode == 2, _activation_per_layer_array(seq_len, mbf, m.d_model, m.n_heads, tp,
+                                                                 sequence_parallel, np.zeros_like(mode),
+                                                                 coeffs), 0.0)
+    acts = acts + peak_extra
+    hbm = float(chip.hbm_bytes)
+    out = {"weights": weights * rpc, "gradients": grads * rpc, "optimizer": optim * rpc,
+           "activations": acts * rpc}
+    out["state"] = out["weights"] + out["gradients"] + out["optimizer"]
+    out["memory"] = out["state"] + out["activations"]
+    out["headroom"] = hbm - out["memory"]
+
+    # ---- compute: FLOPs per micro-batch per stage, at `mfu` of the chips' peak
+    tokens_mb = mbf * s
+    attn = 6.0 * L * s * h  # per token, causal count (sizing.training_flops, attention="causal")
+    model_flops_mb = (6.0 * n_active + attn) * tokens_mb
+    # padded expert slots (capacity factor) are computed too, but are not model FLOPs
+    padding_mb = 6.0 * (capacity_factor - 1.0) * routed_active * tokens_mb
+    recompute_flops_mb = np.choose(mode, [0.0 * tokens_mb, attn / 3.0 * tokens_mb,
+                                          (2.0 * n_active + attn / 3.0) * tokens_mb])
+    chips_per_stage_replica = c.n_chips / (ppf * dpf * epf)
+    rate = chips_per_stage_replica * chip.dense_flops_per_s[dtype] * mfu
+    fwd = (model_flops_mb + padding_mb) / 3.0 / ppf / rate
+    bwd = ((model_flops_mb + padding_mb) * 2.0 / 3.0 + recompute_flops_mb) / ppf / rate
+
+    # ---- per-layout communication coefficients (from chapter 03)
+    def coef(name: str, i: int) -> np.ndarray:
+        return np.array([getattr(x, name)[i] for x in comm])[comm_idx]
+
+    # TP: 2 all-reduces forward, 2 backward (+2 with full recompute) per layer, of mb·s·h·2 bytes
+    tp_bytes = 2.0 * mbf * s * h  # BF16 activations
+    t_ar = coef("tp_ar", 0) + coef("tp_ar", 1) * tp_bytes
+    layers_stage = L / ppf
+    # the share tp_overlap of it runs behind compute; the rest is on the critical path
+    tp_fwd = (1.0 - tp_overlap) * 2.0 * layers_stage * t_ar
+    tp_bwd = (1.0 - tp_overlap) * np.where(mode == 2, 4.0, 2.0) * layers_stage * t_ar
+    # PP: one activation send forward and one gradient send backward per micro-batch and
+    # chunk (v of them when interleaved); with sequence parallelism (or Megatron's
+    # scatter/gather) each rank sends 1/t of it
+    pp_bw = np.array([x.pp_bytes_per_s or 0.0 for x in comm])[comm_idx]
+    pp_lat = np.array([x.pp_latency_s for x in comm])[comm_idx]
+    send_rank = tp_bytes / tpf
+    send = np.where(pp_bw > 0, send_rank * rpc / np.where(pp_bw > 0, pp_bw, 1.0) + pp_lat, 0.0)
+    pp_mb = 2.0 * send * vf
+    # EP: dispatch and combine all-to-alls in every MoE layer, forward and backward (and
+    # again when full recomputation reruns the forward); each rank sends its 1/t of the
+    # micro-batch's tokens, k copies each (GShard §2.2)
+    if m.is_moe:
+        moe_layers_stage = (L - m.n_dense_layers) / ppf
+        a2a_bytes = mbf * s / tpf * m.experts_per_token * h * 2.0 * capacity_factor
+        t_a2a = coef("ep_a2a", 0) + coef("ep_a2a", 1) * a2a_bytes
+        ep_fwd = 2.0 * moe_layers_stage * t_a2a
+        ep_bwd = np.where(mode == 2, 4.0, 2.0) * moe_layers_stage * t_a2a
+    else:
+        ep_fwd = ep_bwd = np.zeros_like(tpf)
+    slot = fwd + bwd + tp_fwd + tp_bwd + pp_mb + (ep_fwd + ep_bwd)  # one micro-batch on one stage
+    out["compute"] = mf * (fwd + bwd)
+    out["tp_comm"] = mf * (tp_fwd + tp_bwd)
+    out["pp_comm"] = mf * pp_mb
+    out["ep_comm"] = mf * (ep_fwd + ep_bwd)
+    out["bubble"] = (ppf - 1.0) / vf * slot
+
+    # DP: stages 0/1 reduce gradients once per step (ZeRO-1 as reduce-scatter + all-gather,
+    # the same volume); the last micro-batch's backward can hide it. ZeRO-2 reduce-scatters
+    # every micro-batch (gradients are sharded) and gathers weights once; ZeRO-3 also
+    # gathers weights forward and backward every micro-batch (Rajbhandari et al. §7).
+    # With EP the non-expert gradients are reduced over dp·ep ranks, done as a reduce-
+    # scatter inside the EP group, the DP reduction of its 1/ep shard, and an all-gather
+    # back; the experts' over dp only.
+    g_bytes = r.gradients * per_dense
+    w_bytes = r.weights * per_dense
+    ar = coef("dp_ar", 0) + coef("dp_ar", 1) * (g_bytes / epf)
+    rs = coef("dp_rs", 0) + coef("dp_rs", 1) * (g_bytes / epf)
+    ag = coef("dp_ag", 0) + coef("dp_ag", 1) * (w_bytes / epf)
+    if m.is_moe:
+        ep_rs = coef("ep_rs", 0) + coef("ep_rs", 1) * g_bytes
+        ep_ag_g = coef("ep_ag", 0) + coef("ep_ag", 1) * g_bytes
+        ep_ag_w = coef("ep_ag", 0) + coef("ep_ag", 1) * w_bytes
+        ge, we = r.gradients * per_expert, r.weights * per_expert
+        # with ep = 1 experts and the rest share one DP group: one collective, one latency
+        own = np.where(epf > 1, 1.0, 0.0)
+        ar = ar + ep_rs + ep_ag_g + own * coef("dp_ar", 0) + coef("dp_ar", 1) * ge
+        rs = rs + ep_rs + own * coef("dp_rs", 0) + coef("dp_rs", 1) * ge
+        ag = ag + ep_ag_w + own * coef("dp_ag", 0) + coef("dp_ag", 1) * we
+    dp_total = np.choose(zero, [ar, ar, mf * rs + ag, mf * (rs + 2.0 * ag)])
+    window = np.choose(zero, [bwd + tp_bwd, bwd + tp_bwd, mf * (bwd + tp_bwd), mf * slot])
+    out["dp_comm_total"] = dp_total
+    out["dp_exposed"] = np.maximum(0.0, dp_total - dp_overlap * window)
+    out["step"] = (out["compute"] + out["tp_comm"] + out["pp_comm"] + out["bubble"] + out["dp_exposed"]
+                   + out["ep_comm"])
+    tokens_step = dpf * epf * mbf * mf * s
+    out["tokens_per_s"] = tokens_step / out["step"]
+    out["model_flops_step"] = dpf * epf * mf * model_flops_mb
+    peak = c.n_chips * chip.dense_flops_per_s[dtype]
+    out["mfu_effective"] = out["model_flops_step"] / out["step"] / peak
+    out["hbm"] = np.full_like(out["step"], hbm)
+    out["slot"] = slot
+    out["bwd_window"] = window
+    return out
+
+
+# --------------------------------------------------------------------- the one rule for "fits"
+
+
+def _fits(headroom, hbm, min_headroom_fraction: float):
+    """The one rule for "fits": headroom of at least ``min_headroom_fraction`` of HBM (same units)."""
+    return headroom >= min_headroom_fraction * hbm
