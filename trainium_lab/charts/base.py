@@ -41,6 +41,22 @@ def base(data, *, title: str | None = None, width: int = WIDTH, height: int = HE
     return alt.Chart(data, **kwargs)
 
 
+
+def stacked_bars(records: list[dict], *, n_bars: int, bar: str, value: str, value_title: str,
+                 colour: str, domain: list[str], colours: list[str], colour_title: str | None,
+                 tooltip: list, title: str | None, width: int = WIDTH, bar_px: int = 34,
+                 label_limit: int = 320, colour_sort: list[str] | None = None,
+                 value_axis: alt.Axis | None = None) -> alt.Chart:
+    """Horizontal bars of ``value`` stacked by ``colour`` (in the order of an ``order`` field),
+    one bar per ``bar``, ``bar_px`` pixels each: the shape of every "where does it go" chart."""
+    x = alt.X(f"{value}:Q", stack="zero", title=value_title,
+              **({} if value_axis is None else {"axis": value_axis}))
+    color = alt.Color(f"{colour}:N", scale=alt.Scale(domain=domain, range=colours), title=colour_title,
+                      **({} if colour_sort is None else {"sort": colour_sort}))
+    return alt.Chart(records, title=title, width=width, height=bar_px * n_bars + 10).mark_bar().encode(
+        x=x, y=alt.Y(f"{bar}:N", sort=None, title=None, axis=alt.Axis(labelLimit=label_limit)),
+        color=color, order=alt.Order("order:Q"), tooltip=tooltip)
+
 #: significant digits kept of every float in a chart spec (far below what a chart can show)
 SPEC_SIGNIFICANT_DIGITS = 6
 #: decimals of a pixel kept in drawn SVG coordinates

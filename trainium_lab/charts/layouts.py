@@ -9,7 +9,7 @@ import altair as alt
 import pandas as pd
 from altair.utils.schemapi import debug_mode
 
-from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, DatasetTemplate
+from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, DatasetTemplate, stacked_bars
 
 __all__ = ["memory_chart", "step_time_chart", "plan_scatter_chart", "fully_sharded_chart",
            "layout_panel_chart", "panel_bars_chart", "layout_dashboard"]
@@ -86,14 +86,11 @@ def step_time_chart(df: pd.DataFrame, *, title: str = "Where a step's time goes"
     total = d.groupby("layout", sort=False)["seconds"].transform("sum")
     d["share"] = d["seconds"] / total
     labels = [names[p] for p in order_of]
-    n = d["layout"].nunique()
     with debug_mode(False):
-        return alt.Chart(_records(d), title=title, width=width, height=34 * n + 10).mark_bar().encode(
-            x=alt.X("seconds:Q", stack="zero", title="seconds per step"),
-            y=alt.Y("layout:N", sort=None, title=None, axis=alt.Axis(labelLimit=320)),
-            color=alt.Color("what:N", scale=alt.Scale(domain=labels, range=colours or _TIME_COLOURS),
-                            title="time", sort=labels),
-            order=alt.Order("order:Q"),
+        return stacked_bars(
+            _records(d), n_bars=d["layout"].nunique(), bar="layout", value="seconds",
+            value_title="seconds per step", colour="what", domain=labels, colours=colours or _TIME_COLOURS,
+            colour_title="time", colour_sort=labels, title=title, width=width,
             tooltip=[alt.Tooltip("layout:N"), alt.Tooltip("what:N", title="part"),
                      alt.Tooltip("seconds:Q", format=",.3f", title="s"),
                      alt.Tooltip("share:Q", format=".1%", title="share of step")],

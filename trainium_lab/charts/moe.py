@@ -7,7 +7,7 @@ import altair as alt
 import pandas as pd
 from altair.utils.schemapi import debug_mode
 
-from trainium_lab.charts.base import PALETTE, WIDTH
+from trainium_lab.charts.base import PALETTE, WIDTH, stacked_bars
 from trainium_lab.charts.layouts import _records, step_time_chart
 
 __all__ = ["parameter_chart", "all_to_all_chart", "expert_load_chart", "moe_step_chart", "level_time_chart"]
@@ -38,17 +38,13 @@ def parameter_chart(df: pd.DataFrame, *, title: str = "Stored (total) against co
     d["order"] = [_PARTS.index(p) for p in d["part"]]
     d["billions"] = d["billions"].round(3)
     labels = [_PART_LABELS[p] for p in _PARTS]
-    n = d["bar"].nunique()
     with debug_mode(False):
-        return alt.Chart(_records(d), title=title, width=width, height=26 * n + 10).mark_bar().encode(
-            x=alt.X("billions:Q", stack="zero", title="parameters (billions)"),
-            y=alt.Y("bar:N", sort=None, title=None, axis=alt.Axis(labelLimit=320)),
-            color=alt.Color("what:N", scale=alt.Scale(domain=labels, range=_PART_COLOURS), title="part",
-                            sort=labels),
-            order=alt.Order("order:Q"),
+        return stacked_bars(
+            _records(d), n_bars=d["bar"].nunique(), bar="bar", value="billions",
+            value_title="parameters (billions)", colour="what", domain=labels, colours=_PART_COLOURS,
+            colour_title="part", colour_sort=labels, title=title, width=width, bar_px=26,
             tooltip=[alt.Tooltip("bar:N", title="model"), alt.Tooltip("what:N", title="part"),
-                     alt.Tooltip("billions:Q", format=",.2f", title="billions")],
-        )
+                     alt.Tooltip("billions:Q", format=",.2f", title="billions")])
 
 
 def all_to_all_chart(df: pd.DataFrame, *, title: str = "One MoE layer: all-to-alls against expert compute",
@@ -61,7 +57,7 @@ def all_to_all_chart(df: pd.DataFrame, *, title: str = "One MoE layer: all-to-al
     """
     rows = []
     for r in df.itertuples():
-        group = f"{r.system}: EP over {r.ep_chips} chips ({r.phases})"
+        group = f"{r.system}: EP over {r.ep_chips} chips|{r.phases}"  # "|": header line break
         rows.append({"group": group, "what": "4 all-to-alls", "ms": round(r.layer_all_to_all_s * 1e3, 4)})
         rows.append({"group": group, "what": "expert compute", "ms": round(r.layer_expert_compute_s * 1e3, 4)})
     d = pd.DataFrame(rows)
@@ -70,10 +66,11 @@ def all_to_all_chart(df: pd.DataFrame, *, title: str = "One MoE layer: all-to-al
             x=alt.X("ms:Q", title="milliseconds per MoE layer (forward + backward)"),
             y=alt.Y("what:N", title=None, axis=None),
             row=alt.Row("group:N", sort=list(dict.fromkeys(d["group"])), title=None,
-                        header=alt.Header(labelAngle=0, labelAlign="left", labelLimit=420)),
+                        header=alt.Header(labelAngle=0, labelAlign="left", labelLimit=WIDTH,
+                                          labelExpr="split(datum.value, '|')")),
             color=alt.Color("what:N", scale=alt.Scale(domain=["4 all-to-alls", "expert compute"],
                                                       range=[PALETTE[5], "#1f3b5c"]), title=None),
-            tooltip=[alt.Tooltip("group:N"), alt.Tooltip("what:N"), alt.Tooltip("ms:Q", format=",.3f")],
+            tooltip=[alt.Tooltip("group:N", title="EP group"), alt.Tooltip("what:N"), alt.Tooltip("ms:Q", format=",.3f")],
         ).properties(spacing=2)
 
 
@@ -149,13 +146,10 @@ def level_time_chart(df: pd.DataFrame, *, title: str = "Where a step goes, by le
     d["order"] = [_TIME.index(p) for p in d["part"]]
     d["share"] = d["share"].round(4)
     with debug_mode(False):
-        return alt.Chart(_records(d), title=title, width=width, height=34 * d["job"].nunique() + 10).mark_bar(
-        ).encode(
-            x=alt.X("share:Q", stack="zero", title="share of the step", axis=alt.Axis(format="%")),
-            y=alt.Y("job:N", sort=None, title=None, axis=alt.Axis(labelLimit=360)),
-            color=alt.Color("level:N", scale=alt.Scale(domain=_LEVELS, range=_LEVEL_COLOURS),
-                            title="where"),
-            order=alt.Order("order:Q"),
+        return stacked_bars(
+            _records(d), n_bars=d["job"].nunique(), bar="job", value="share",
+            value_title="share of the step", value_axis=alt.Axis(format="%"), colour="level",
+            domain=_LEVELS, colours=_LEVEL_COLOURS, colour_title="where", label_limit=360,
+            title=title, width=width,
             tooltip=[alt.Tooltip("job:N"), alt.Tooltip("what:N", title="part"),
-                     alt.Tooltip("share:Q", format=".1%")],
-        )
+                     alt.Tooltip("share:Q", format=".1%")])
