@@ -62,8 +62,9 @@ def test_70b_on_2t_tokens_on_trn2():
 
 
 def test_zero_paper_7_5b_on_64_devices():
-    # Rajbhandari et al. 2020 (arXiv:1910.02054), Figure 1: Psi = 7.5B, N_d = 64, K = 12:
-    # 120 GB / 31.4 GB / 16.6 GB / 1.88 GB (decimal GB, three significant figures).
+    # Rajbhandari et al. 2020 (arXiv:1910.02054), Table 1, N_d = 64 column: Psi = 7.5B, K = 12:
+    # 120 GB / 31.4 GB / 16.6 GB / 1.88 GB (decimal GB, three significant figures; Figure 1
+    # shows the same case with stage 3 rounded to 1.9 GB).
     got = [sizing.zero_bytes_per_device(7.5e9, 64, s) / GB for s in range(4)]
     assert got == pytest.approx([120, 31.4, 16.6, 1.88], rel=0.005)
 
