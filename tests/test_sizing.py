@@ -231,6 +231,23 @@ def test_deepspeed_zero_estimators_documented_example():
         assert abs(got - printed) <= 0.005, (stage, kw)
 
 
+def test_deepspeed_zero3_documented_t5_large_cases():
+    """DeepSpeed documentation, "Memory Requirements" (docs/code-docs/source/memory.rst),
+    Discussion, ZeRO-3 GPU RAM example: t5-large, "total params: 737.67M", "largest layer
+    params: 32.90M", 4 GPUs, printed with ``>>20`` (whole MiB, floored): largest layer memory
+    125MB, case 1 (nothing offloaded) 3291MB, case 2 (params and optimizer offloaded) 125MB,
+    case 3 (optimizer offloaded) 477MB. The counts are printed to 0.01M, which moves none of
+    these by a whole MiB."""
+    psi, largest = 737.67e6, 32.90e6
+    mib = lambda b: int(b) >> 20  # noqa: E731  (the documentation's integer shift)
+    cases = [({}, 3291), ({"offload_optimizer": True, "offload_params": True}, 125),
+             ({"offload_optimizer": True}, 477)]
+    for kw, printed in cases:
+        got = sizing.deepspeed_zero_model_states_bytes(psi, 4, 3, largest_layer_params=largest, **kw)
+        assert mib(got) == printed, kw
+    assert mib(4 * largest) == 125
+
+
 def test_deepspeed_against_the_course_differs_by_named_terms():
     # ZeRO-2: DeepSpeed keeps a replicated 16-bit gradient buffer (2 B/param) and FP32 gradients
     # (4 B/param, sharded); with the peers' 4-byte gradients only the replicated buffer is left.
