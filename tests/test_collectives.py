@@ -24,9 +24,11 @@ bws = st.floats(min_value=1e6, max_value=1e14, allow_nan=False)
 lats = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 
 
-# --- published worked numbers ------------------------------------------------------
+# --- worked numbers from the course's background notes ------------------------------
 # Seed 004 ("Trainium 2 + UltraServers, in depth"), "What collectives cost at each level",
-# listed in ../shared/reference/published_cases.md with their unrounded values.
+# listed in ../shared/reference/published_cases.md with their unrounded values. The seed is a
+# background document, not a public source: these pin the formula's arithmetic on AWS's link
+# figures. The public checks are the nccom-test runs (AWS user guide) further down.
 
 def test_link_figures_are_the_ones_the_seed_uses():
     # Trn2 architecture page / collectives doc: 1,024, 256 and 25 GB/s per chip
@@ -296,3 +298,55 @@ def test_dp_table_bad_dtype_and_system():
         c.dp_comm_bound_table(["trn2-ultraserver"], "mxfp8")  # Trainium2 has no MX rate
     with pytest.raises(ValueError, match="system"):
         c.dp_comm_bound_table(["h100"])
+
+
+# --- small groups in the torus (chapter 03 audit: the 1,024 GB/s is per device) ----------
+
+
+def test_torus_group_links_on_trn2_grid():
+    """AWS Neuron docs, "Collective communication: System Connectivity": each Trn2 chip links to
+    4 neighbours in a 4x4 2D torus. With row-major numbering, 2 chips share 1 link, a row of 4 is
+    a ring (2 links each, with the wrap-around), two rows give 3, the whole torus 4."""
+    side = topology.cluster("trn2-ultraserver", lnc=2).grid_side
+    assert [c.torus_group_links(n, side) for n in (1, 2, 4, 8, 16)] == [0, 1, 2, 3, 4]
+    assert c.torus_group_links(2, 2) == 1 and c.torus_group_links(4, 2) == 2  # repeated neighbours count once
+
+
+@given(st.integers(min_value=1, max_value=12), st.data())
+@settings(max_examples=60, deadline=None)
+def test_torus_group_links_bounds(side, data):
+    n = data.draw(st.integers(min_value=1, max_value=side * side))
+    links = c.torus_group_links(n, side)
+    full = c.torus_group_links(side * side, side)
+    assert 0 <= links <= full <= 4
+    assert (links == 0) == (n == 1)
+    if side >= 3:   # every chip of a full torus has 4 distinct neighbours
+        assert full == 4
+
+
+def test_torus_group_bandwidth_is_a_share_of_the_device_figure():
+    """The whole instance gets the per-device figure the course uses everywhere; smaller groups
+    get their links' share of it (equal links: an assumption, AWS gives no per-link figure)."""
+    assert c.torus_group_bytes_per_s(16) == INTRA
+    assert [c.torus_group_bytes_per_s(n) / INTRA for n in (1, 2, 4, 8)] == [0.0, 0.25, 0.5, 0.75]
+    # the course's model charges small groups the whole figure, so it is never slower
+    for n in (2, 4, 8):
+        assert c.level_collective_s(ACT, n, "instance") < c.ring_allreduce_s(ACT, n, c.torus_group_bytes_per_s(n))
+    assert c.torus_group_bytes_per_s(4, "trn1.32xlarge") == specs.link("trn1-neuronlink").bytes_per_s / 2
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(n_chips=0), "n_chips"), (dict(n_chips=17), "n_chips"), (dict(n_chips=2.5), "n_chips"),
+    (dict(n_chips=None), "n_chips"), (dict(n_chips=4, system="trn3-gen1-ultraserver"), "system"),
+    (dict(n_chips=4, system=None), "system"), (dict(n_chips=4, system="h100"), "system"),
+])
+def test_torus_group_bytes_per_s_bad_input(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        c.torus_group_bytes_per_s(**kwargs)
+
+
+@pytest.mark.parametrize("n, side, name", [(0, 4, "n_chips"), (17, 4, "n_chips"), (2, 0, "grid_side"),
+                                           (2, float("nan"), "grid_side"), (10**30, 4, "n_chips")])
+def test_torus_group_links_bad_input(n, side, name):
+    with pytest.raises(ValueError, match=name):
+        c.torus_group_links(n, side)

@@ -88,6 +88,8 @@ OVERRIDES = {
     "collectives.hierarchical_allreduce_s": {"levels": [(4, 1e11), (4, 1e10, 1e-5)]},
     "collectives.group_collective_s": {"placement": "PLACEMENT", "kind": "tp"},
     "collectives.placement_costs": {"placement": "PLACEMENT", "size_bytes": 1e8},
+    "collectives.torus_group_links": {"n_chips": 4, "grid_side": 4},
+    "collectives.torus_group_bytes_per_s": {"n_chips": 4, "system": "trn2-ultraserver"},
     # the claim checks moved to their own module (issue 13), re-exported by cores
     "claim_checks.check_figure": {"entity": "trn2", "field": "hbm_bytes", "claimed": 96.0,
                                   "unit": "GiB"},

@@ -772,3 +772,102 @@ def dp_comm_bound_table(systems: Sequence[str] = ("trn2-ultraserver", "trn3-gen1
 
 
 __all__ += ["dp_comm_bound_tokens_per_chip", "dp_comm_bound_table"]
+
+
+# --------------------------------------------------------------------- small groups in the torus
+# Chapter 03 audit: the per-device NeuronLink figure is what a chip has towards all four of its
+# torus neighbours; a group of fewer chips reaches its own members over fewer of those links.
+
+
+def torus_group_links(n_chips: int, grid_side: int) -> int:
+    """Torus links a chip has to other members of its group, for the worst-placed chip.
+
+    The group is chips ``0 … n_chips−1`` of a ``grid_side × grid_side`` 2D torus numbered
+    row-major, as :func:`trainium_lab.topology.place` packs consecutive ranks (chip ``c`` at
+    row ``c // grid_side``, column ``c % grid_side``; AWS does not publish the device
+    numbering, so this layout is the course's assumption). Each chip links to its left,
+    right, upper and lower neighbours with wrap-around; a neighbour that appears twice (a
+    side of 2) counts once. On a 4 × 4 torus a group of 2, 4, 8 or 16 chips reaches its
+    members over 1, 2, 3 or 4 links per chip.
+
+    Parameters
+    ----------
+    n_chips : int
+        Chips in the group, 1 to ``grid_side**2``.
+    grid_side : int
+        Chips along one side of the torus (>= 1).
+
+    Returns
+    -------
+    int
+        The fewest links any member has to other members (0 for one chip).
+
+    References
+    ----------
+    AWS Neuron docs, "Collective communication: System Connectivity" (each Trn2 chip is
+    connected to 4 neighbours in a 2D torus) and "Intra-node Collective Communications"
+    (rings run on mutually exclusive wires; 2 non-overlapping Hamiltonian cycles when all
+    16 devices take part).
+
+    Examples
+    --------
+    >>> [torus_group_links(n, 4) for n in (1, 2, 4, 8, 16)]
+    [0, 1, 2, 3, 4]
+    """
+    side = integer("grid_side", grid_side, minimum=1, maximum=1024)
+    n = integer("n_chips", n_chips, minimum=1, maximum=side * side)
+    fewest = None
+    for c in range(n):
+        r, col = divmod(c, side)
+        neighbours = {((r + dr) % side) * side + (col + dc) % side
+                      for dr, dc in ((0, 1), (0, -1), (1, 0), (-1, 0))} - {c}
+        links = sum(1 for m in neighbours if m < n)
+        fewest = links if fewest is None else min(fewest, links)
+    return fewest
+
+
+def torus_group_bytes_per_s(n_chips: int, system: str = "trn2-ultraserver") -> float:
+    """Per-chip bandwidth of a group of ``n_chips`` inside one instance's torus, counting
+    only the links that join the group's own chips.
+
+    AWS gives the torus bandwidth per device (1,024 GB/s on Trn2), with no per-link figure
+    and no direction. The course's cost model (:func:`group_collective_s`) charges every
+    group inside an instance that whole figure, which a 16-chip group can use (the runtime
+    runs rings on disjoint links). A smaller group has fewer links between its own members
+    (:func:`torus_group_links`); if the chip's torus links are equal (an **assumption**: AWS
+    does not say), it gets that share of the figure. Routing through other chips could add
+    more, but their links carry their own groups' traffic when all groups run at once.
+
+    Parameters
+    ----------
+    n_chips : int
+        Chips in the group, 1 to the chips of one instance.
+    system : str
+        A system whose instance level is a 2D torus (``"trn2.48xlarge"``,
+        ``"trn2-ultraserver"``, ``"trn1.32xlarge"``).
+
+    Returns
+    -------
+    float
+        bytes/s per chip (0 for one chip: traffic inside a chip is not modelled).
+
+    Examples
+    --------
+    >>> [torus_group_bytes_per_s(n) / 1e9 for n in (2, 4, 8, 16)]   # of Trn2's 1,024 GB/s
+    [256.0, 512.0, 768.0, 1024.0]
+    """
+    from trainium_lab.topology import cluster  # topology does not import this module
+
+    if not isinstance(system, str):
+        raise ValueError(f"system must be a system name such as 'trn2-ultraserver', got {system!r}")
+    c = cluster(system, 1, lnc=1)  # bandwidth does not depend on LNC; 1 is valid on every chip
+    level = c.level("instance")
+    if level.switched or c.grid_side * c.grid_side != c.chips_per_instance:
+        raise ValueError(f"system must have a square 2D torus inside each instance; "
+                         f"{c.system} does not")
+    n = integer("n_chips", n_chips, minimum=1, maximum=c.chips_per_instance)
+    return level.bytes_per_s * torus_group_links(n, c.grid_side) / torus_group_links(
+        c.chips_per_instance, c.grid_side)
+
+
+__all__ += ["torus_group_links", "torus_group_bytes_per_s"]
