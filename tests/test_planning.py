@@ -375,6 +375,22 @@ def test_launch_environment_follows_the_plan(p405):
     assert "NEURON_RT_ROOT_COMM_ID" not in env_sr.index
 
 
+def test_fp8_flags_carry_the_compilers_fp32_only_caveat():
+    """Neuron Compiler CLI reference (neuronx-cc, v2.32.0): ``--auto-cast`` "controls how the compiler
+    makes tradeoffs ... for FP32 operations" and ``--auto-cast-type fp8_e4m3`` casts "the FP32
+    operations selected via the --auto-cast option": a model whose matmuls are already BF16 is not
+    cast, so the FP8 plan's flags must say so."""
+    fp8 = planning.plan_run("llama3-8b", 1e11, n_systems=1, usd_per_hour=40.0, dtype="fp8",
+                            recipe_name="fp8-gemm-adam")
+    env = planning.launch_environment(fp8).set_index("name")
+    assert env.value["NEURON_CC_FLAGS"].split() == ["--logical-nc-config=2", "--auto-cast=matmult",
+                                                    "--auto-cast-type=fp8_e4m3"]
+    assert "FP32 operations only" in env.note["NEURON_CC_FLAGS"]
+    bf16 = planning.plan_run("llama3-8b", 1e11, n_systems=1, usd_per_hour=40.0)
+    env16 = planning.launch_environment(bf16).set_index("name")
+    assert "auto-cast" not in env16.value["NEURON_CC_FLAGS"] + env16.note["NEURON_CC_FLAGS"]
+
+
 def test_preflight_expects_chapter_03s_bus_bandwidth(p405):
     c = planning.preflight_checks(p405).set_index("step")
     tp = c.loc["collective benchmark: tp (instance level)"]
