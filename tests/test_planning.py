@@ -489,6 +489,21 @@ def test_cli_plan_rejects_bad_input_in_one_line(args, word, capsys):
     assert word in err
 
 
+def test_cli_plan_fp8_recipe_runs_at_the_fp8_peak(capsys):
+    """An FP8 recipe on the command line plans FP8 matmuls (the FP8 peak and the FP8 compiler flags),
+    as ``plan_run(..., dtype="fp8")`` does; ``--dtype`` overrides it."""
+    from trainium_lab import cli
+
+    base = ["plan", "--model", "llama3-8b", "--tokens", "100B", "--systems", "1", "--price", "40", "--json"]
+    assert cli.main([*base, "--recipe", "fp8-gemm-adam"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    p = planning.plan_run("llama3-8b", 1e11, n_systems=1, usd_per_hour=40.0, recipe_name="fp8-gemm-adam",
+                          dtype="fp8")
+    assert out["inputs"]["dtype"] == "fp8" and out["results"]["cost_usd"] == pytest.approx(p.cost_usd, rel=1e-12)
+    assert cli.main([*base, "--recipe", "fp8-gemm-adam", "--dtype", "bf16"]) == 0
+    assert json.loads(capsys.readouterr().out)["inputs"]["dtype"] == "bf16"
+
+
 def test_cli_plan_unknown_model_one_line():
     proc = run("plan", "--model", "gpt-5", "--tokens", "1T", "--price", "40")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "model" in proc.stderr
