@@ -375,6 +375,22 @@ def test_launch_environment_follows_the_plan(p405):
     assert "NEURON_RT_ROOT_COMM_ID" not in env_sr.index
 
 
+def test_fp8_flags_carry_the_compilers_fp32_only_caveat():
+    """Neuron Compiler CLI reference (neuronx-cc, v2.32.0): ``--auto-cast`` "controls how the compiler
+    makes tradeoffs ... for FP32 operations" and ``--auto-cast-type fp8_e4m3`` casts "the FP32
+    operations selected via the --auto-cast option": a model whose matmuls are already BF16 is not
+    cast, so the FP8 plan's flags must say so."""
+    fp8 = planning.plan_run("llama3-8b", 1e11, n_systems=1, usd_per_hour=40.0, dtype="fp8",
+                            recipe_name="fp8-gemm-adam")
+    env = planning.launch_environment(fp8).set_index("name")
+    assert env.value["NEURON_CC_FLAGS"].split() == ["--logical-nc-config=2", "--auto-cast=matmult",
+                                                    "--auto-cast-type=fp8_e4m3"]
+    assert "FP32 operations only" in env.note["NEURON_CC_FLAGS"]
+    bf16 = planning.plan_run("llama3-8b", 1e11, n_systems=1, usd_per_hour=40.0)
+    env16 = planning.launch_environment(bf16).set_index("name")
+    assert "auto-cast" not in env16.value["NEURON_CC_FLAGS"] + env16.note["NEURON_CC_FLAGS"]
+
+
 def test_preflight_expects_chapter_03s_bus_bandwidth(p405):
     c = planning.preflight_checks(p405).set_index("step")
     tp = c.loc["collective benchmark: tp (instance level)"]
@@ -471,6 +487,21 @@ def test_cli_plan_rejects_bad_input_in_one_line(args, word, capsys):
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and err.startswith("error:")
     assert word in err
+
+
+def test_cli_plan_fp8_recipe_runs_at_the_fp8_peak(capsys):
+    """An FP8 recipe on the command line plans FP8 matmuls (the FP8 peak and the FP8 compiler flags),
+    as ``plan_run(..., dtype="fp8")`` does; ``--dtype`` overrides it."""
+    from trainium_lab import cli
+
+    base = ["plan", "--model", "llama3-8b", "--tokens", "100B", "--systems", "1", "--price", "40", "--json"]
+    assert cli.main([*base, "--recipe", "fp8-gemm-adam"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    p = planning.plan_run("llama3-8b", 1e11, n_systems=1, usd_per_hour=40.0, recipe_name="fp8-gemm-adam",
+                          dtype="fp8")
+    assert out["inputs"]["dtype"] == "fp8" and out["results"]["cost_usd"] == pytest.approx(p.cost_usd, rel=1e-12)
+    assert cli.main([*base, "--recipe", "fp8-gemm-adam", "--dtype", "bf16"]) == 0
+    assert json.loads(capsys.readouterr().out)["inputs"]["dtype"] == "bf16"
 
 
 def test_cli_plan_unknown_model_one_line():

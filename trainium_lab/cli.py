@@ -265,7 +265,9 @@ def _cmd_plan(args: argparse.Namespace) -> None:
         checkpoint_write_bytes_per_s=parse_rate(args.checkpoint_bandwidth, "--checkpoint-bandwidth"),
         restart_s=parse_seconds(args.restart, "--restart"), compile_s=parse_seconds(args.compile, "--compile"),
         n_graphs=_integer(args.graphs, "--graphs"), cache=args.cache,
-        global_batch=_integer(args.global_batch, "--global-batch"), recipe_name=args.recipe)
+        global_batch=_integer(args.global_batch, "--global-batch"), recipe_name=args.recipe,
+        # an FP8 recipe's matmuls run at the FP8 peak unless --dtype says otherwise
+        dtype=args.dtype or ("fp8" if str(args.recipe).startswith("fp8") else "bfloat16"))
     if args.systems is not None:
         kwargs["n_systems"] = _integer(args.systems, "--systems")
     if args.deadline is not None:
@@ -482,6 +484,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compile cache (default %(default)s)")
     p.add_argument("--global-batch", default="1024", help="sequences per step (default %(default)s)")
     p.add_argument("--recipe", default="bf16-adam", help="precision recipe (default %(default)s)")
+    p.add_argument("--dtype", help="number format of the matmuls, bf16 or fp8 (default: fp8 for an "
+                                   "fp8-... recipe, else bf16)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true",
                      help="print JSON in base units (bytes, s, FLOPs, bytes/s, USD) instead of a table")

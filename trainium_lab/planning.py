@@ -1512,7 +1512,9 @@ def launch_environment(plan: RunPlan) -> pd.DataFrame:
     -------
     pandas.DataFrame
         ``name, value, kind, sets, source, note``: ``NEURON_LOGICAL_NC_CONFIG`` and the matching
-        ``--logical-nc-config`` in ``NEURON_CC_FLAGS``; ``NEURON_COMPILE_CACHE_URL`` (shared or
+        ``--logical-nc-config`` in ``NEURON_CC_FLAGS`` (plus ``--auto-cast=matmult
+        --auto-cast-type=fp8_e4m3`` for FP8 matmuls: the compiler casts only FP32 operations, so
+        the note says the model must leave its matmuls in FP32 for them to act); ``NEURON_COMPILE_CACHE_URL`` (shared or
         per-instance, as the plan's cache); ``NEURON_RT_STOCHASTIC_ROUNDING_EN`` (on when the
         recipe keeps no FP32 master copy); processes per instance (one per logical NeuronCore);
         ``NEURON_RT_NUM_CORES`` / ``NEURON_RT_VISIBLE_CORES`` (left to the framework);
@@ -1537,7 +1539,10 @@ def launch_environment(plan: RunPlan) -> pd.DataFrame:
     has_lnc = bool(cores.lnc_options(chip.key))
     r = sizing.recipe(p.inputs["recipe_name"])
     flags = [f"--logical-nc-config={p.lnc}"] if has_lnc else []
-    if dtypes.rate_key(p.inputs["dtype"]) == "fp8":  # any spelling of an 8-bit float matmul
+    fp8 = dtypes.rate_key(p.inputs["dtype"]) == "fp8"  # any spelling of an 8-bit float matmul
+    if fp8:
+        # the CLI reference: --auto-cast acts on FP32 operations only, so these flags give FP8
+        # matmuls only where the graph's matmuls are still FP32 (no BF16 autocast in the model)
         flags += ["--auto-cast=matmult", "--auto-cast-type=fp8_e4m3"]
     facts = compilation.compiler_facts("neuron cache").set_index("fact").value
     shared = p.inputs["cache"] != "local"
@@ -1558,11 +1563,15 @@ def launch_environment(plan: RunPlan) -> pd.DataFrame:
     for name, value in rows:
         key = "NEURON_LOGICAL_NC_CONFIG" if name == "processes per instance" else name
         n = names.loc[key]
+        note = n.note if name != "processes per instance" else ""
+        if name == "NEURON_CC_FLAGS" and fp8:
+            cast = names.loc["--auto-cast"]
+            note = f"{note}; --auto-cast: {cast.note}" if note else f"--auto-cast: {cast.note}"
         out.append({"name": name, "value": value, "kind": n.kind if name != "processes per instance"
                     else "launcher (torchrun --nproc_per_node)",
                     "sets": n.sets if name != "processes per instance"
                     else "worker processes per instance: one per logical NeuronCore",
-                    "source": n.source, "note": n.note if name != "processes per instance" else ""})
+                    "source": n.source, "note": note})
     return pd.DataFrame(out)
 
 
@@ -1637,8 +1646,10 @@ def preflight_checks(plan: RunPlan, *, benchmark_bytes: float = GiB) -> pd.DataF
         busbw = collectives.busbw_bytes_per_s(size, t, n_chips, "all_reduce" if kind != "ep" else "all_to_all")
         rows.append({"step": f"collective benchmark: {kind} ({level.name} level)", "tool": "nccom-test",
                      "command": _nccom(degree, nodes, size, "allr" if kind != "ep" else "alltoall"),
-                     "expect": f"busbw ≈ {busbw / GB:,.1f} GB/s (printed as {busbw / GiB:,.1f} by nccom-test) "
-                               f"over {n_chips} chips; much less means a link or placement problem",
+                     "expect": f"busbw up to ≈ {busbw / GB:,.1f} GB/s (printed as {busbw / GiB:,.1f} by nccom-test) "
+                               f"over {n_chips} chips: chapter 03's bound from AWS's per-chip figure, whose "
+                               "direction AWS does not state; plan with what you measure, and look for a link "
+                               "or placement problem only far below it",
                      "value": busbw, "unit": "bytes/s"})
     per_instance = cores.core_counts(p.system, p.lnc).logical_cores_per_instance
     rows.append({"step": "compile test on one instance", "tool": "neuron_parallel_compile",

@@ -42,15 +42,16 @@ class PlanningWorksheet(Explorer):
         self.button = W.Button(description="Plan layout", button_style="primary")
         self.status = W.HTML()
         self.base_plan = self._search(tokens_b * 1e9, usd_per_hour)
+        D = planning.DEFAULTS  # one home for the assumed inputs
         controls = {
             "tokens_b": W.FloatText(value=tokens_b, description="tokens (B)", step=10.0),
-            "mfu_pct": W.FloatSlider(value=40.0, min=5.0, max=100.0, step=1.0, description="MFU %"),
+            "mfu_pct": W.FloatSlider(value=100 * D["mfu"], min=5.0, max=100.0, step=1.0, description="MFU %"),
             "usd_per_hour": W.FloatText(value=usd_per_hour, description="USD/inst-h", step=1.0),
-            "ckpt_gb_per_s": W.FloatText(value=10.0, description="ckpt GB/s", step=1.0),
+            "ckpt_gb_per_s": W.FloatText(value=D["checkpoint_write_bytes_per_s"] / GB, description="ckpt GB/s", step=1.0),
             "chip_mtbf_days": W.FloatText(value=round(planning._proxy_chip_mtbf_s() / day),
                                           description="chip MTBF (d)", step=100.0),
-            "restart_min": W.FloatText(value=10.0, description="restart (min)", step=5.0),
-            "compile_min": W.FloatText(value=20.0, description="compile (min)", step=5.0),
+            "restart_min": W.FloatText(value=D["restart_s"] / minute, description="restart (min)", step=5.0),
+            "compile_min": W.FloatText(value=D["compile_s"] / minute, description="compile (min)", step=5.0),
             "cache": W.Dropdown(options=list(planning.CACHE_MODES), value="precompiled",
                                 description="cache"),
         }
