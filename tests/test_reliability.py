@@ -107,7 +107,7 @@ def test_exact_optimum_minimises_lost_fraction(delta_s, mtbf_s):
     grid = np.geomspace(tau / 4, tau * 4, 4001)
     lost = rel.lost_fraction(grid, delta_s, mtbf_s, 600)
     assert grid[np.argmin(lost)] == pytest.approx(tau, rel=1e-3)
-    # Daly sits on the optimum; Young a little above it (by about delta), and the curve is so
+    # Daly sits on the optimum; Young a little above it (by about 2 delta / 3), and the curve is so
     # flat there that Young's interval costs well under 1 % more lost time than the best one
     assert rel.daly_interval_s(delta_s, mtbf_s) == pytest.approx(tau, rel=1e-3)
     young = rel.young_interval_s(delta_s, mtbf_s)
@@ -115,6 +115,18 @@ def test_exact_optimum_minimises_lost_fraction(delta_s, mtbf_s):
     best = rel.lost_fraction(tau, delta_s, mtbf_s, 600)
     assert best <= lost.min() + 1e-12
     assert rel.lost_fraction(young, delta_s, mtbf_s, 600) < best * 1.01
+
+
+@pytest.mark.parametrize("ratio", [1e-5, 1e-4, 1e-3])
+def test_young_overshoots_the_optimum_by_two_thirds_of_the_checkpoint(ratio):
+    # Daly 2006 eq. 37: tau = sqrt(2 delta M) [1 + sqrt(delta / 2M) / 3 + ...] - delta, and
+    # sqrt(2 delta M) * sqrt(delta / 2M) / 3 = delta / 3, so Young - optimum -> 2 delta / 3 as
+    # delta / M -> 0 (the notebook's 90 s, 24 h case: 65.7 - 64.7 min = 60 s)
+    m = 24 * hour
+    delta = ratio * m
+    young = rel.young_interval_s(delta, m)
+    assert (young - rel.optimal_interval_s(delta, m)) / delta == pytest.approx(2 / 3, abs=0.01)
+    assert (young - rel.daly_interval_s(delta, m)) / delta == pytest.approx(2 / 3, abs=0.01)
 
 
 def test_lost_time_breakdown_adds_up():

@@ -268,8 +268,9 @@ def young_interval_s(checkpoint_s: float, mtbf_s: float) -> float:
     Minimises the first-order lost fraction δ/τ + τ/(2M) (checkpoint overhead
     plus, on average, half an interval of rework per failure). Valid for
     checkpoint costs much smaller than the MTBF (δ << M); it ignores failures
-    during checkpoints and restarts, and overestimates the interval as δ/M grows
-    (by about δ when δ << M).
+    during checkpoints and restarts, and overestimates the interval: by about
+    2δ/3 when δ << M (Daly's series, :func:`daly_interval_s`, adds δ/3 and takes
+    δ off), by more as δ/M grows.
 
     Parameters
     ----------
