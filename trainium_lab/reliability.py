@@ -777,6 +777,9 @@ class Llama3Summary:
         whatever its cause (GPU, host, network, software), so this is the
         per-accelerator MTBF that reproduces the job's interruption rate through
         ``job_mtbf_s``, not a measured failure rate of one GPU or of a Trainium chip.
+        The GPU count is the course's reading: the paper trains on "up to 16K" GPUs
+        (its Table 4 lists 8,192- and 16,384-GPU stages) and gives no count for the
+        54-day window; this figure scales with it.
         """
         return self.period_s * self.n_gpus / self.n_interruptions
 
