@@ -369,10 +369,16 @@ def test_fsx_lustre_published_tiers_and_hyperpod_maximum():
     # FSx for Lustre User Guide, "Managing provisioned throughput capacity": Persistent-2 SSD is
     # 125, 250, 500 or 1000 MB/s per TiB of storage; FSxLustreConfig: at most 100,800 GiB
     assert rel.fsx_throughput_options_mb_per_s_per_tib() == (125.0, 250.0, 500.0, 1000.0)
-    assert rel.fsx_lustre_bytes_per_s(1 * TiB, 125) == 125 * MB
+    # AWS's "TiB" of FSx storage is 1,000 GiB: its sizes are 1,200 and 2,400 GiB ("1.2 TiB",
+    # "2.4 TiB"), and the FSx API Reference (CreateFileSystemLustreConfiguration,
+    # PerUnitStorageThroughput) works "a 2.4-TiB file system at 50 MB/s/TiB yields 120 MB/s";
+    # 50 is a Persistent-1 tier, so check the same arithmetic at Persistent-2's 125
+    assert rel.fsx_lustre_bytes_per_s(2400 * GiB, 125) == pytest.approx(2.4 * 125 * MB)
+    assert rel.fsx_lustre_bytes_per_s(1000 * GiB, 125) == pytest.approx(125 * MB)
+    assert rel.fsx_lustre_bytes_per_s(1 * TiB, 125) != pytest.approx(125 * MB)
     smallest, largest = rel.hyperpod_fsx_size_range_bytes()
     assert (smallest, largest) == (1200 * GiB, 100_800 * GiB)
-    assert rel.fsx_lustre_bytes_per_s(largest, 1000) / GB == pytest.approx(98.4375)
+    assert rel.fsx_lustre_bytes_per_s(largest, 1000) / GB == pytest.approx(100.8)
     with pytest.raises(ValueError, match="mb_per_s_per_tib"):
         rel.fsx_lustre_bytes_per_s(1 * TiB, 300)
     with pytest.raises(ValueError, match="storage_bytes"):
