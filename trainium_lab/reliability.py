@@ -268,8 +268,9 @@ def young_interval_s(checkpoint_s: float, mtbf_s: float) -> float:
     Minimises the first-order lost fraction δ/τ + τ/(2M) (checkpoint overhead
     plus, on average, half an interval of rework per failure). Valid for
     checkpoint costs much smaller than the MTBF (δ << M); it ignores failures
-    during checkpoints and restarts, and overestimates the interval as δ/M grows
-    (by about δ when δ << M).
+    during checkpoints and restarts, and overestimates the interval: by about
+    2δ/3 when δ << M (Daly's series, :func:`daly_interval_s`, adds δ/3 and takes
+    δ off), by more as δ/M grows.
 
     Parameters
     ----------
@@ -776,6 +777,9 @@ class Llama3Summary:
         whatever its cause (GPU, host, network, software), so this is the
         per-accelerator MTBF that reproduces the job's interruption rate through
         ``job_mtbf_s``, not a measured failure rate of one GPU or of a Trainium chip.
+        The GPU count is the course's reading: the paper trains on "up to 16K" GPUs
+        (its Table 4 lists 8,192- and 16,384-GPU stages) and gives no count for the
+        54-day window; this figure scales with it.
         """
         return self.period_s * self.n_gpus / self.n_interruptions
 
@@ -1088,10 +1092,17 @@ def checkpoint_bytes(n_params: float, recipe: str = "bf16-adam") -> float:
 def fsx_lustre_bytes_per_s(storage_bytes: float, mb_per_s_per_tib: float) -> float:
     """Throughput of an FSx for Lustre Persistent-2 SSD file system: capacity × throughput per TiB.
 
+    AWS sizes these file systems in GiB (1,200 GiB, 2,400 GiB, then multiples of
+    2,400 GiB) and calls those sizes "1.2 TiB" and "2.4 TiB": in this formula AWS's
+    "TiB" of storage is 1,000 GiB. Its own example: a 2.4-TiB file system at
+    50 MB/s/TiB yields 120 MB/s (2,400 GiB / 1,000 × 50). So the throughput is
+    capacity in GiB / 1,000 × the tier.
+
     Parameters
     ----------
     storage_bytes : float
-        Storage capacity in bytes (> 0; 1 TiB = 2**40 bytes).
+        Storage capacity in bytes (> 0), e.g. ``24_000 * GiB`` for what the console
+        calls 24 TiB.
     mb_per_s_per_tib : float
         The throughput tier, one of :func:`fsx_throughput_options_mb_per_s_per_tib`
         (MB/s per TiB, MB taken as 10**6 bytes).
@@ -1104,20 +1115,23 @@ def fsx_lustre_bytes_per_s(storage_bytes: float, mb_per_s_per_tib: float) -> flo
     References
     ----------
     Amazon FSx for Lustre User Guide, "Managing provisioned throughput capacity": file
-    system throughput = storage capacity (TiB) × throughput per unit of storage.
+    system throughput = storage capacity (TiB) × throughput per unit of storage; Amazon
+    FSx API Reference, ``CreateFileSystemLustreConfiguration``, ``PerUnitStorageThroughput``
+    (the 2.4-TiB, 50 MB/s/TiB, 120 MB/s example) and ``CreateFileSystem``,
+    ``StorageCapacity`` (1200 GiB, 2400 GiB and multiples of 2400 GiB).
 
     Examples
     --------
-    >>> from trainium_lab.units import GB, TiB
-    >>> fsx_lustre_bytes_per_s(48 * TiB, 1000) / GB
+    >>> from trainium_lab.units import GB, GiB
+    >>> fsx_lustre_bytes_per_s(48_000 * GiB, 1000) / GB
     48.0
     """
-    from trainium_lab.units import MB, TiB
+    from trainium_lab.units import MB, GiB
 
     storage_bytes = in_range("storage_bytes", storage_bytes, 0.0, 1e21, low_open=True)
     mb_per_s_per_tib = choice("mb_per_s_per_tib", finite_number("mb_per_s_per_tib", mb_per_s_per_tib),
                               fsx_throughput_options_mb_per_s_per_tib())
-    return storage_bytes / TiB * mb_per_s_per_tib * MB
+    return storage_bytes / (1000 * GiB) * mb_per_s_per_tib * MB
 
 
 def checkpoint_write_s(state_bytes: float, bandwidth_bytes_per_s: float) -> float:

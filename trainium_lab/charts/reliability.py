@@ -132,14 +132,16 @@ def interruptions_chart(df: pd.DataFrame) -> alt.Chart:
 
     ``df``: :func:`trainium_lab.reliability.llama3_interruptions` output.
     """
-    return base(df, height=320, title="Llama 3 405B: 419 unexpected interruptions in 54 days"
-                ).mark_bar().encode(
+    total = int(df["interruptions"].sum())
+    days = float(df["period_days"].iloc[0])
+    title = f"Llama 3 405B: {total} unexpected interruptions in {days:g} days"
+    return base(df, height=320, title=title).mark_bar().encode(
         x=alt.X("interruptions:Q", title="interruptions"),
         y=alt.Y("component:N", title=None, sort="-x"),
         color=alt.Color("category:N", title="category", scale=alt.Scale(range=PALETTE)),
         tooltip=[alt.Tooltip("component:N"), alt.Tooltip("category:N"),
                  alt.Tooltip("interruptions:Q"),
-                 alt.Tooltip("share:Q", format=".1%", title="share of 419 (from counts)"),
+                 alt.Tooltip("share:Q", format=".1%", title=f"share of {total} (from counts)"),
                  alt.Tooltip("printed_percent:Q", title="% printed in the paper")],
     )
 

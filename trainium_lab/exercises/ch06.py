@@ -21,18 +21,22 @@ q1 = Exercise(
     unit="s",
     hint=("A checkpoint holds the BF16 weights, the FP32 master copy and Adam's two moments "
           "(bytes per parameter?), not the gradients. The file system writes 125 MB/s for each "
-          "TiB of storage it has."),
+          "TiB of storage it has, and AWS counts 1,000 GiB as one TiB here (its 2.4 TiB is "
+          "2,400 GiB)."),
     solution=("n_params = 8e9                       # Llama 3 8B\n"
               "bytes_per_param = 2 + 4 + 4 + 4      # weights, master, Adam m, v; no gradients\n"
               "state = n_params * bytes_per_param   # 112e9 bytes = 112 GB\n"
-              "bandwidth = 12 * 125 * MB            # 12 TiB x 125 MB/s per TiB = 1.5 GB/s\n"
+              "bandwidth = 12_000 / 1000 * 125 * MB # 12,000 GiB = AWS's 12 TiB, x 125 MB/s per TiB = 1.5 GB/s\n"
               "answer_1 = state / bandwidth         # seconds the synchronous write blocks"),
     mistakes=[(8e9 * 16 / 1.5e9, "you counted the gradients: they are recomputed every step and "
                                  "not saved, so a checkpoint is 14 bytes per parameter, not 16"),
               (8e9 * 14 / (12 * 125 * 2**20), "you took MB as 2^20 bytes; the course reads "
                                               "AWS's MB/s per TiB as 10^6 bytes per second"),
-              (8e9 * 14 / 125e6, "125 MB/s is per TiB of storage: a 12 TiB file system "
-                                 "writes 12 times as fast")],
+              (8e9 * 14 / 125e6, "125 MB/s is per TiB of storage: a 12,000 GiB (AWS's 12 TiB) file "
+                                 "system writes 12 times as fast"),
+              (8e9 * 14 / (12_000 / 1024 * 125e6), "AWS's TiB of FSx storage is 1,000 GiB (it "
+                                                   "calls 2,400 GiB 2.4 TiB): 12,000 GiB is 12 "
+                                                   "of them, not 11.7")],
 )
 
 q2 = Exercise(

@@ -112,11 +112,11 @@ RESUME_DEFAULT_MINUTES = {"manual_detect_min": 60.0, "auto_detect_min": 5.0, "sw
                           "provision_min": 30.0, "restart_compile_min": 0.0}
 
 
-def _resume_inputs(model: str, n_params_b: float, fsx_tier: float, storage_tib: float) -> dict:
-    from trainium_lab.units import TiB
+def _resume_inputs(model: str, n_params_b: float, fsx_tier: float, storage_gib: float) -> dict:
+    from trainium_lab.units import GiB
 
     state = rel.checkpoint_bytes(n_params_b * 1e9)
-    bandwidth = rel.fsx_lustre_bytes_per_s(storage_tib * TiB, fsx_tier)
+    bandwidth = rel.fsx_lustre_bytes_per_s(storage_gib * GiB, fsx_tier)
     return {"state_bytes": state, "bandwidth": bandwidth,
             "write_s": rel.checkpoint_write_s(state, bandwidth)}
 
@@ -147,7 +147,8 @@ def resume_explorer(model: str = "llama3-70b", n_spares: int = 2) -> Explorer:
                             description="model"),
         "fsx_tier": W.Dropdown(options=[(f"{t:g} MB/s per TiB", t) for t in tiers],
                                value=tiers[2], description="FSx tier"),
-        "storage_tib": W.FloatText(value=24.0, description="FSx (TiB)", step=12.0),
+        # FSx sizes: 1,200 GiB, then multiples of 2,400 GiB (24,000 GiB is the console's "24 TiB")
+        "storage_gib": W.FloatText(value=24_000.0, description="FSx (GiB)", step=2400.0),
         "chip_mtbf_days": W.FloatText(value=float(proxy_days), description="chip MTBF (d)",
                                       step=100.0),
         "n_spares": W.IntSlider(value=n_spares, min=0, max=16, description="spare nodes"),
@@ -164,10 +165,10 @@ def resume_explorer(model: str = "llama3-70b", n_spares: int = 2) -> Explorer:
                                            description="compile (min)", step=5.0),
     }
 
-    def compute(model, fsx_tier, storage_tib, chip_mtbf_days, n_spares, deep_check,
+    def compute(model, fsx_tier, storage_gib, chip_mtbf_days, n_spares, deep_check,
                 manual_detect_min, auto_detect_min, provision_min, swap_min, restart_compile_min):
         preset = presets[model]
-        io = _resume_inputs(model, preset.n_params / 1e9, fsx_tier, storage_tib)
+        io = _resume_inputs(model, preset.n_params / 1e9, fsx_tier, storage_gib)
         df = rel.goodput_vs_job_size(
             chip_mtbf_days * day, io["write_s"], manual_detect_s=manual_detect_min * minute,
             auto_detect_s=auto_detect_min * minute, swap_s=swap_min * minute,
