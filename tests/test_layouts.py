@@ -666,3 +666,17 @@ def test_compute_flops_match_narayanan_formula():
     p = layouts.plan("llama3-8b", system="trn2.48xlarge", lnc=2, global_batch=64, attention="full")
     assert p.settings["attention"] == "full"
     assert layouts.evaluate(p.layout(0), attention="full").step_s == pytest.approx(p.best.step_s, rel=1e-12)
+
+
+def test_zero3_state_matches_deepspeed_estimator():
+    """DeepSpeed deepspeed/runtime/zero/stage3.py, estimate_zero3_model_states_mem_needs without
+    offload: ``largest_layer_memory + 18·total_params/total_gpus`` bytes per GPU: 18 bytes per
+    parameter (FP32 gradients), all sharded. Its ``4·largest_layer_params`` (the gathered layer)
+    is in layouts.IGNORED ("ZeRO-3's gathered-weight buffers")."""
+    for model, tp, pp, dp in (("llama3-70b", 16, 2, 8), ("llama3-8b", 4, 1, 64), ("llama3-405b", 64, 4, 2)):
+        lay = layouts.layout(model, tp=tp, pp=pp, dp=dp, zero_stage=3, lnc=2, grad_bytes_per_param=4,
+                             n_systems=tp * pp * dp // 256, system="trn2-ultraserver")
+        est = layouts.evaluate(lay)
+        per_rank = est.state_bytes / lay.cluster.ranks_per_chip
+        assert per_rank == pytest.approx(18 * lay.model.n_params / lay.cluster.n_ranks, rel=1e-12)
+    assert any("gathered-weight" in item for item in layouts.IGNORED)
