@@ -130,6 +130,23 @@ def test_capacity_formula_switch_and_gshard():
     assert moe.expert_capacity_tokens(1000, 3, 1, 1.0) == 334   # rounded up
 
 
+def _megatron_get_capacity(num_tokens, num_experts, capacity_factor, min_capacity=None):
+    """Megatron-Core's formula, restated (NVIDIA/Megatron-LM,
+    megatron/core/transformer/moe/moe_utils.py, ``get_capacity``)."""
+    capacity = math.ceil((num_tokens / num_experts) * capacity_factor)
+    return capacity if min_capacity is None or capacity >= min_capacity else min_capacity
+
+
+@pytest.mark.parametrize("t, e, k, c", [(4096, 8, 2, 1.25), (4096, 8, 2, 1.1), (2048, 64, 6, 1.2),
+                                        (4096, 128, 8, 1.15), (8192, 128, 8, 1.0), (1000, 3, 1, 1.0),
+                                        (4096, 8, 1, 1.5), (512, 16, 4, 2.0)])
+def test_capacity_agrees_with_megatron_core(t, e, k, c):
+    """Peer tool: Megatron-Core's topk_softmax_with_capacity calls
+    ``get_capacity(num_tokens=num_tokens * topk, num_experts, capacity_factor)``, i.e.
+    ceil((T·k / E) · c) (NVIDIA/Megatron-LM, megatron/core/transformer/moe/moe_utils.py)."""
+    assert moe.expert_capacity_tokens(t, e, k, c) == _megatron_get_capacity(t * k, e, c)
+
+
 def test_router_popularity_profile():
     for e, imb in [(8, 1.0), (8, 3.0), (128, 2.0), (128, 20.0)]:
         p = moe.router_popularity(e, imb)

@@ -62,8 +62,9 @@ def test_70b_on_2t_tokens_on_trn2():
 
 
 def test_zero_paper_7_5b_on_64_devices():
-    # Rajbhandari et al. 2020 (arXiv:1910.02054), Figure 1: Psi = 7.5B, N_d = 64, K = 12:
-    # 120 GB / 31.4 GB / 16.6 GB / 1.88 GB (decimal GB, three significant figures).
+    # Rajbhandari et al. 2020 (arXiv:1910.02054), Table 1, N_d = 64 column: Psi = 7.5B, K = 12:
+    # 120 GB / 31.4 GB / 16.6 GB / 1.88 GB (decimal GB, three significant figures; Figure 1
+    # shows the same case with stage 3 rounded to 1.9 GB).
     got = [sizing.zero_bytes_per_device(7.5e9, 64, s) / GB for s in range(4)]
     assert got == pytest.approx([120, 31.4, 16.6, 1.88], rel=0.005)
 
@@ -228,6 +229,23 @@ def test_deepspeed_zero_estimators_documented_example():
     for stage, kw, printed in cases:
         got = sizing.deepspeed_zero_model_states_bytes(psi, 8, stage, **kw) / GiB
         assert abs(got - printed) <= 0.005, (stage, kw)
+
+
+def test_deepspeed_zero3_documented_t5_large_cases():
+    """DeepSpeed documentation, "Memory Requirements" (docs/code-docs/source/memory.rst),
+    Discussion, ZeRO-3 GPU RAM example: t5-large, "total params: 737.67M", "largest layer
+    params: 32.90M", 4 GPUs, printed with ``>>20`` (whole MiB, floored): largest layer memory
+    125MB, case 1 (nothing offloaded) 3291MB, case 2 (params and optimizer offloaded) 125MB,
+    case 3 (optimizer offloaded) 477MB. The counts are printed to 0.01M, which moves none of
+    these by a whole MiB."""
+    psi, largest = 737.67e6, 32.90e6
+    mib = lambda b: int(b) >> 20  # noqa: E731  (the documentation's integer shift)
+    cases = [({}, 3291), ({"offload_optimizer": True, "offload_params": True}, 125),
+             ({"offload_optimizer": True}, 477)]
+    for kw, printed in cases:
+        got = sizing.deepspeed_zero_model_states_bytes(psi, 4, 3, largest_layer_params=largest, **kw)
+        assert mib(got) == printed, kw
+    assert mib(4 * largest) == 125
 
 
 def test_deepspeed_against_the_course_differs_by_named_terms():

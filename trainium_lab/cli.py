@@ -136,7 +136,7 @@ def _cmd_sizing(args: argparse.Namespace) -> None:
         rows.append((f"days on {instances} instance{'s' if instances != 1 else ''}",
                      f"{days:,.2f}"))
     if job.activation_bytes_per_chip is not None:
-        rows.append(("activations (1 micro-batch, no TP/PP)",
+        rows.append(("activations (1 micro-batch, no TP/PP, no recompute)",
                      units.format_bytes(job.activation_bytes_per_chip, digits=1)))
     data = {
         "inputs": {"n_params": n_params, "n_tokens": n_tokens, "system": job.system,

@@ -395,7 +395,10 @@ def expert_capacity_tokens(n_tokens: int, n_experts: int, experts_per_token: int
     ----------
     Fedus et al. 2022 (Switch Transformers), §2.2, eq. (3): expert capacity =
     (tokens per batch / number of experts) × capacity factor (top-1); Lepikhin et al.
-    2020 (GShard), §2.2: capacity 2N/E for top-2.
+    2020 (GShard), §2.2: capacity 2N/E for top-2; Megatron-Core
+    (NVIDIA/Megatron-LM, ``megatron/core/transformer/moe/moe_utils.py``): ``get_capacity``
+    called with ``num_tokens × topk``, the same ``⌈c · T · k / E⌉``. Without a capacity
+    factor Megatron-Core is *dropless*: no buffer, nothing dropped.
 
     Examples
     --------
@@ -766,7 +769,9 @@ def all_to_all_s(size_bytes: float, n_chips: int, system: str = "trn2-ultraserve
     between the instances of a system, then between systems, each phase moving the whole
     buffer once. On a NeuronLink ring or torus (Trainium2) a phase is a ring all-to-all
     (:func:`trainium_lab.collectives.ring_all_to_all_s`, ``(n−1)/2 · S/B``, messages cross
-    several links; pessimistic for a 2D torus); through Trainium3's NeuronSwitch (one phase
+    several links; an upper bound for a 2D torus: on Trn2's 4×4 torus the 15 peers are 32/15
+    hops away on average, about ``2 · S/B`` if the per-chip figure splits evenly over four
+    links, which AWS does not state); through Trainium3's NeuronSwitch (one phase
     for the whole switched domain) and over EFA (a switched network) a direct exchange
     (:func:`trainium_lab.collectives.direct_all_to_all_s`, ``(n−1)/n · S/B``). ``B`` is each
     level's per-chip bandwidth, the latency its published one (EFA only).

@@ -378,7 +378,8 @@ def zero_bytes_per_device(n_params: float, dp: int, stage: int,
 
     Examples
     --------
-    The paper's Figure 1 example, Ψ = 7.5B, N_d = 64 (its GB are 10^9 bytes):
+    The paper's example, Ψ = 7.5B, N_d = 64 (its GB are 10^9 bytes): Table 1 prints
+    120 / 31.4 / 16.6 / 1.88 GB, Figure 1 the same with stage 3 rounded to 1.9 GB:
 
     >>> [round(zero_bytes_per_device(7.5e9, 64, s) / 1e9, 2) for s in range(4)]
     [120.0, 31.41, 16.64, 1.88]
@@ -1072,9 +1073,12 @@ def deepspeed_zero_model_states_bytes(n_params: float, n_ranks: int, stage: int 
     ======================================  =====================================
 
     with L = ``largest_layer_params`` (its BF16 weights and gradients gathered on one GPU).
-    Their bytes per parameter: 2 (16-bit weights) and, under ZeRO-2, 2 more for the 16-bit
-    gradients every GPU keeps before the reduce-scatter, replicated; 16 sharded = 4 (FP32
-    gradients) + 4 (FP32 master) + 8 (Adam); ZeRO-3 shards all 18.
+    Their bytes per parameter: 16 sharded = 4 (FP32 gradients) + 4 (FP32 master) + 8 (Adam),
+    as the documentation breaks it down; ZeRO-3 shards 18 (those 16 + 2 for the 16-bit
+    weights). ZeRO-2 keeps 4 on every GPU; the documentation does not split them, and the
+    course reads them as 2 for the 16-bit weights and 2 for the 16-bit gradients each GPU
+    holds before the reduce-scatter (its note: gradients are stored in fp16 and converted to
+    FP32 for the update).
 
     Parameters
     ----------
