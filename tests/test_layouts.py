@@ -679,4 +679,7 @@ def test_zero3_state_matches_deepspeed_estimator():
         est = layouts.evaluate(lay)
         per_rank = est.state_bytes / lay.cluster.ranks_per_chip
         assert per_rank == pytest.approx(18 * lay.model.n_params / lay.cluster.n_ranks, rel=1e-12)
+        # the same as chapter 04's copy of the estimator, without the gathered layer
+        assert per_rank == pytest.approx(sizing.deepspeed_zero_model_states_bytes(
+            lay.model.n_params, lay.cluster.n_ranks, 3, largest_layer_params=0.0), rel=1e-9)
     assert any("gathered-weight" in item for item in layouts.IGNORED)
