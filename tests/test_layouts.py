@@ -584,3 +584,102 @@ def test_plan_has_no_explain_method_and_charts_no_label_rewriting():
 
     assert not hasattr(layouts.Plan, "explain")
     assert not {"with_chip_counts", "with_chip_labels", "tp_label"} & set(dir(charts_layouts))
+
+
+# ----------------------------------------------------------------------------- peer tools and papers
+
+
+def test_state_bytes_per_parameter_match_megatron_theoretical_memory():
+    """NVIDIA/Megatron-LM megatron/training/theoretical_memory_usage.py,
+    compute_weight_and_optimizer_memory: ``num_bytes_per_parameter = 18`` without the
+    distributed optimizer, ``6 + 12/dp`` with it, on the params of one (tp, pp) shard. Megatron
+    keeps FP32 gradients (``grad_bytes_per_param=4``); its distributed optimizer is ZeRO-1. The
+    embeddings Megatron adds to the first stage are in layouts.IGNORED ("uneven stages")."""
+    n = 405e9
+    m = layouts.custom_model("405", n_layers=126, d_model=16384, n_heads=128, n_kv_heads=8, ffn_dim=53248,
+                             n_params=n)
+    for tp, pp, dp in ((64, 4, 2), (32, 2, 8), (16, 8, 4)):
+        shard = n / (tp * pp)
+        for zero, megatron_bytes in ((0, 18.0), (1, 6.0 + 12.0 / dp)):
+            est = layouts.evaluate(layouts.layout(m, tp=tp, pp=pp, dp=dp, zero_stage=zero, lnc=2,
+                                                  grad_bytes_per_param=4))
+            per_rank = est.state_bytes / est.layout.cluster.ranks_per_chip
+            assert per_rank == pytest.approx(megatron_bytes * shard, rel=1e-12)
+
+
+def test_activations_against_megatron_theoretical_memory():
+    """Megatron-LM's compute_activation_memory (sequence parallelism + selective recompute):
+    ``s·b·h·(18 + 4f/h)`` per layer, times all L layers times ``min(1, m/p)`` on the first stage,
+    over tp. That is Korthikanti et al.'s GPT layer (dropout, GeLU, MHA) generalised in f only.
+    The package counts the preset's Llama layer (sizing.activation_coefficients): no dropout
+    masks (−2), K and V g = kv/a as wide (−4(1 − g)), SwiGLU's stored gate, up and product
+    (+2f/h over GeLU's 4f/h). The in-flight rule is the same: min(p, m)·L/p layers = min(1, m/p)·L."""
+    s, b, h, L, a, kv, f = 8192, 1, 16384, 128, 128, 8, 53248
+    m = layouts.custom_model("405-like", n_layers=L, d_model=h, n_heads=a, n_kv_heads=kv, ffn_dim=f,
+                             n_params=405e9)
+    g = kv / a
+    for pp, n_mb in ((4, 16), (8, 4), (4, 2)):
+        tp = 64
+        est = layouts.evaluate(layouts.layout(m, tp=tp, pp=pp, dp=512 // (tp * pp), zero_stage=1, lnc=2,
+                                              micro_batch=b, n_micro_batches=n_mb, recompute="selective"))
+        per_rank = est.memory_bytes["activations"] / est.layout.cluster.ranks_per_chip
+        megatron = s * b * h * (18 + 4 * f / h) * L * min(1, n_mb / pp) / tp
+        ours_minus_megatron = s * b * h * (-2 - 4 * (1 - g) + 2 * f / h) * L * min(1, n_mb / pp) / tp
+        assert per_rank == pytest.approx(megatron + ours_minus_megatron, rel=1e-12)
+
+
+def test_zero_table_1_through_evaluate():
+    """Rajbhandari et al. 2020 (arXiv:1910.02054) Table 1 / section 5: Ψ = 7.5e9, Nd = 64, K = 12:
+    120 / 31.4 / 16.6 / 1.88 GB per device (GB = 1e9 B) for baseline and ZeRO-1/2/3. Here through
+    the layout model: 64 data-parallel ranks (one trn2.48xlarge at LNC=2), no TP or PP."""
+    m = layouts.custom_model("7.5B", n_layers=32, d_model=4096, n_heads=32, n_params=7.5e9)
+    published = {0: 120, 1: 31.4, 2: 16.6, 3: 1.88}
+    for zero, gb in published.items():
+        est = layouts.evaluate(layouts.layout(m, tp=1, pp=1, dp=64, zero_stage=zero, lnc=2,
+                                              system="trn2.48xlarge"))
+        per_rank_gb = est.state_bytes / est.layout.cluster.ranks_per_chip / 1e9
+        assert per_rank_gb == pytest.approx(gb, rel=5e-3)
+
+
+def test_compute_flops_match_narayanan_formula():
+    """Narayanan et al. 2021 (arXiv:2104.04473), Appendix (FLOPs per iteration): with full activation
+    recomputation an iteration costs ``96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h))`` FLOPs. The layout
+    model with ``attention="full"`` (their count) and full recompute gives the same FLOPs without
+    the logits term (layouts.IGNORED: "loss and logits computation"), for a GPT layer of
+    N = 12·l·h² parameters; the default causal count has half the attention term."""
+    l, h, a, s, B = 32, 4096, 32, 2048, 64
+    m = layouts.custom_model("gpt-12lh2", n_layers=l, d_model=h, n_heads=a, ffn_dim=4 * h, seq_len=s,
+                             n_params=12 * l * h * h)
+    lay = layouts.layout(m, tp=1, pp=1, dp=64, zero_stage=1, micro_batch=1, n_micro_batches=1,
+                         recompute="full", system="trn2.48xlarge", lnc=2)
+    rate = specs.chip("trn2").dense_flops_per_s["bfloat16"] / lay.cluster.ranks_per_chip * 0.4
+    full = layouts.evaluate(lay, attention="full")
+    causal = layouts.evaluate(lay)
+    narayanan = 96 * B * s * l * h**2 * (1 + s / (6 * h))  # without the V/(16lh) logits term
+    # every chip computes its ranks' share at mfu·peak: FLOPs = compute time × rate × ranks
+    assert full.time_s["compute"] * rate * 64 == pytest.approx(narayanan, rel=1e-9)
+    attention_term = 96 * B * s * l * h**2 * s / (6 * h)
+    assert (full.time_s["compute"] - causal.time_s["compute"]) * rate * 64 == pytest.approx(
+        attention_term / 2, rel=1e-9)
+    with pytest.raises(ValueError, match="attention"):
+        layouts.evaluate(lay, attention="flash")
+    p = layouts.plan("llama3-8b", system="trn2.48xlarge", lnc=2, global_batch=64, attention="full")
+    assert p.settings["attention"] == "full"
+    assert layouts.evaluate(p.layout(0), attention="full").step_s == pytest.approx(p.best.step_s, rel=1e-12)
+
+
+def test_zero3_state_matches_deepspeed_estimator():
+    """DeepSpeed deepspeed/runtime/zero/stage3.py, estimate_zero3_model_states_mem_needs without
+    offload: ``largest_layer_memory + 18·total_params/total_gpus`` bytes per GPU: 18 bytes per
+    parameter (FP32 gradients), all sharded. Its ``4·largest_layer_params`` (the gathered layer)
+    is in layouts.IGNORED ("ZeRO-3's gathered-weight buffers")."""
+    for model, tp, pp, dp in (("llama3-70b", 16, 2, 8), ("llama3-8b", 4, 1, 64), ("llama3-405b", 64, 4, 2)):
+        lay = layouts.layout(model, tp=tp, pp=pp, dp=dp, zero_stage=3, lnc=2, grad_bytes_per_param=4,
+                             n_systems=tp * pp * dp // 256, system="trn2-ultraserver")
+        est = layouts.evaluate(lay)
+        per_rank = est.state_bytes / lay.cluster.ranks_per_chip
+        assert per_rank == pytest.approx(18 * lay.model.n_params / lay.cluster.n_ranks, rel=1e-12)
+        # the same as chapter 04's copy of the estimator, without the gathered layer
+        assert per_rank == pytest.approx(sizing.deepspeed_zero_model_states_bytes(
+            lay.model.n_params, lay.cluster.n_ranks, 3, largest_layer_params=0.0), rel=1e-9)
+    assert any("gathered-weight" in item for item in layouts.IGNORED)

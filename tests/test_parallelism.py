@@ -214,3 +214,53 @@ def test_repr_markdown():
 def test_bad_input_names_the_parameter(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def _text_boxes(scene, out=None):
+    """(x0, y0, x1, y1, text) of every text item in a Vega scenegraph, sized with the chart font."""
+    from trainium_lab.charts.parallelism import _text_px
+
+    out = [] if out is None else out
+    if isinstance(scene, dict):
+        if scene.get("marktype") == "text" and scene.get("role") == "mark":
+            for it in scene.get("items", []):
+                size = it.get("fontSize", 11)
+                bold = it.get("fontWeight") == "bold"
+                text = it["text"]
+                lines = text.split("\n")
+                w = _text_px(text, size, bold=bold)
+                h = it.get("lineHeight", size) * (len(lines) - 1) + size
+                x0 = {"center": it["x"] - w / 2, "left": it["x"], "right": it["x"] - w}[it.get("align", "center")]
+                y0 = it["y"] if it.get("baseline") == "top" else it["y"] - h / 2
+                out.append((x0, y0, x0 + w, y0 + h, text))
+        for value in scene.values():
+            _text_boxes(value, out)
+    elif isinstance(scene, list):
+        for value in scene:
+            _text_boxes(value, out)
+    return out
+
+
+@pytest.mark.parametrize("block", ["mlp", "attention"])
+@pytest.mark.parametrize("tp", [1, 2, 4, 8])
+def test_tp_split_chart_texts_do_not_overlap(block, tp):
+    """The captions, operators and the all-reduce labels of the static split picture (laid out
+    by vl-convert with the course font, as the stored SVG is) leave each other room, and stay
+    inside the plot, at the default width."""
+    import vl_convert as vlc
+
+    from trainium_lab.charts import base
+    from trainium_lab.charts.parallelism import tp_split_chart
+
+    base.register_fonts()
+    chart = tp_split_chart(block, tp=tp)
+    spec = base.with_course_config(chart.to_dict(validate=False))
+    boxes = _text_boxes(vlc.vegalite_to_scenegraph(spec)["scenegraph"]["items"][0]["items"])
+    plot = [b for b in boxes if b[4].count("\n") or b[4] in ("·", "=", "→", "all-reduce", "(sum)")]
+    assert len(plot) >= 10
+    width = spec["layer"][0]["width"] if "width" in spec["layer"][0] else spec["width"]
+    for i, a in enumerate(plot):
+        assert -1 <= a[0] and a[2] <= width + 1, a
+        for b in plot[i + 1:]:
+            apart = a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
+            assert apart, (a, b)

@@ -8,12 +8,14 @@ the threshold charts only encode what :mod:`trainium_lab.parallelism` computed.
 from __future__ import annotations
 
 import functools
+import struct
+from pathlib import Path
 
 import altair as alt
 import pandas as pd
 from altair.utils.schemapi import debug_mode
 
-from trainium_lab.charts.base import PALETTE, WIDTH, DatasetTemplate
+from trainium_lab.charts.base import FONT_DIR, PALETTE, WIDTH, DatasetTemplate
 from trainium_lab.charts.layouts import PAD
 
 __all__ = ["TP_BLOCKS", "tp_split_chart", "pipeline_schedule_chart", "level_ratio_chart",
@@ -34,8 +36,8 @@ _PHASE_COLOURS = [PALETTE[0], PALETTE[1], "#e6e6e6"]
 def _block_specs(block: str, tp: int) -> tuple[list[dict], str, str]:
     """Shapes (drawing units), in order, for one block: width, height, how it is split, caption."""
     h, f, b = 1.0, 2.4, 0.55   # hidden size, MLP width (schematic: Llama's is 3.5h) and tokens
-    x_in = dict(w=h, hgt=b, split=None, cap="X  (B × h)\ncopied on every rank")
-    partial_sums = dict(w=h, hgt=b, split="stack", cap="partial sums Z_r (B × h)\none per rank")
+    x_in = dict(w=h, hgt=b, split=None, cap="X  (B × h)\ncopied on\nevery rank")
+    partial_sums = dict(w=h, hgt=b, split="stack", cap="partial sums Z_r\n(B × h),\none per rank")
     z_out = dict(w=h, hgt=b, split=None, cap="Z = Σ Z_r  (B × h)\non every rank")
 
     def column_then_row(*column_parallel: dict, w_rows: dict) -> list[dict]:
@@ -48,7 +50,7 @@ def _block_specs(block: str, tp: int) -> tuple[list[dict], str, str]:
         shapes = column_then_row(
             dict(w=f, hgt=h, split="cols", cap="W₁  (h × f)\nsplit by columns:\ncolumn-parallel"),
             dict(op="="),
-            dict(w=f, hgt=b, split="cols", cap="GeLU(X W₁)  (B × f)\nrank r computes its f/t\ncolumns: no communication"),
+            dict(w=f, hgt=b, split="cols", cap="GeLU(X W₁)  (B × f)\nrank r computes its\nf/t columns: no\ncommunication"),
             w_rows=dict(w=h, hgt=f, split="rows", cap="W₂  (f × h)\nsplit by rows:\nrow-parallel"))
         title = f"Tensor-parallel MLP over t = {tp} ranks: column- then row-parallel, one all-reduce"
         sub = ("Forward: one all-reduce of B × h at the end (Megatron's g); backward: one at the "
@@ -57,14 +59,117 @@ def _block_specs(block: str, tp: int) -> tuple[list[dict], str, str]:
         shapes = column_then_row(
             dict(w=2.2, hgt=h, split="cols", cap="W_Q, W_K, W_V\nsplit by heads:\ncolumn-parallel"),
             dict(op="="),
-            dict(w=2.2, hgt=b, split="cols", cap="Q, K, V of a/t heads\nattention per head:\nno communication"),
+            dict(w=2.2, hgt=b, split="cols", cap="Q, K, V: a/t heads\nper rank; attention\nper head: no\ncommunication"),
             dict(op="→"),
-            dict(w=h, hgt=b, split="cols", cap="heads' outputs (B × h)\nrank r holds h/t of it"),
+            dict(w=h, hgt=b, split="cols", cap="heads' outputs\n(B × h): rank r\nholds h/t of it"),
             w_rows=dict(w=h, hgt=h, split="rows", cap="W_O  (h × h)\nsplit by rows:\nrow-parallel"))
         title = f"Tensor-parallel attention over t = {tp} ranks: heads split, one all-reduce"
         sub = ("Each rank owns a/t query heads (and their K/V heads; with GQA a KV head is shared "
                "or replicated). Not to scale.")
     return shapes, title, sub
+
+
+def _font_advances(path: str) -> tuple[float, dict[int, int]]:
+    """(units per em, {code point: advance width}) of a TrueType font, read with the stdlib
+    (tables ``head``, ``hhea``, ``hmtx`` and a format-4 ``cmap``: the Basic Multilingual Plane)."""
+    data = Path(path).read_bytes()
+    u16 = lambda at: struct.unpack_from(">H", data, at)[0]  # noqa: E731
+    tables = {data[12 + 16 * i:16 + 16 * i].decode("latin-1"): struct.unpack_from(">I", data, 20 + 16 * i)[0]
+              for i in range(u16(4))}
+    units_per_em, n_metrics = u16(tables["head"] + 18), u16(tables["hhea"] + 34)
+    advances = [u16(tables["hmtx"] + 4 * g) for g in range(n_metrics)]
+    cmap = tables["cmap"]
+    sub = next(cmap + struct.unpack_from(">I", data, cmap + 8 + 8 * i)[0] for i in range(u16(cmap + 2))
+               if (u16(cmap + 4 + 8 * i), u16(cmap + 6 + 8 * i)) in ((3, 1), (0, 3))
+               and u16(cmap + struct.unpack_from(">I", data, cmap + 8 + 8 * i)[0]) == 4)
+    seg = u16(sub + 6) // 2
+    ends, starts = sub + 14, sub + 16 + 2 * seg
+    deltas, offsets = starts + 2 * seg, starts + 4 * seg
+    glyph_width = {}
+    for i in range(seg):
+        start, end = u16(starts + 2 * i), u16(ends + 2 * i)
+        delta, offset = u16(deltas + 2 * i), u16(offsets + 2 * i)
+        for c in range(start, min(end, 0xFFFE) + 1):
+            g = c if offset == 0 else u16(offsets + 2 * i + offset + 2 * (c - start))
+            if offset == 0 or g:
+                g = (g + delta) & 0xFFFF
+            glyph_width[c] = advances[min(g, n_metrics - 1)]
+    return float(units_per_em), glyph_width
+
+
+@functools.lru_cache(maxsize=2)
+def _advances(bold: bool) -> tuple[float, dict[int, int]]:
+    return _font_advances(str(FONT_DIR / ("DejaVuSans-Bold.ttf" if bold else "DejaVuSans.ttf")))
+
+
+def _text_px(text: str, font_size: float, bold: bool = False) -> float:
+    """Width in px of the widest line of ``text`` in the course's chart font (DejaVu Sans, the
+    font vl-convert lays static charts out with; kerning ignored, a pixel or two)."""
+    units_per_em, width = _advances(bold)
+    fallback = width.get(ord("M"), units_per_em)
+    return max(sum(width.get(ord(ch), fallback) for ch in line) for line in text.split("\n")) \
+        * font_size / units_per_em
+
+
+_CAPTION_PX, _OP_PX, _ALLREDUCE_PX = 10, 18, 11
+#: px kept free between two neighbouring captions
+_CAPTION_GAP_PX = 10
+
+
+def _split_layout(shapes: list[dict], width: float) -> tuple[list[dict], float]:
+    """Place the drawings along x, in px of the plot, so that no two captions overlap.
+
+    Left to right, each drawing or operator starts ``gap`` drawing units after the previous
+    one; a drawing moves further right if its caption (centred under it, measured in the chart
+    font) would otherwise touch the previous caption. Operators sit midway between their
+    neighbours. The drawing scale ``k`` (px per drawing unit) is the largest that fits
+    ``width`` (bisection: the total grows with ``k``). Returns one dict per shape (``x0``,
+    ``x1``: the drawn extent in px) and ``k``.
+    """
+    gap, fan = 0.28, 0.09
+
+    def body_px(s: dict, k: float) -> float:
+        if "op" not in s:
+            return (s["w"] + (fan * (_TP_FOR_LAYOUT - 1) if s["split"] == "stack" else 0.0)) * k
+        if s["op"] == "all-reduce":
+            return max(1.2 * k, _text_px("all-reduce", _ALLREDUCE_PX, bold=True) + 8)
+        return max(0.4 * k, _text_px(s["op"], _OP_PX, bold=True) + 8)
+
+    def place(k: float) -> list[dict]:
+        out, x, last_cap_right = [], 0.0, 0.0
+        for s in shapes:
+            w = body_px(s, k)
+            if "op" not in s:
+                half_cap = _text_px(s["cap"], _CAPTION_PX) / 2
+                centre = max(x + w / 2, last_cap_right + _CAPTION_GAP_PX + half_cap, half_cap)
+                x = centre - w / 2
+                last_cap_right = centre + half_cap
+            out.append({"shape": s, "x0": x, "x1": x + w})
+            x += w + gap * k
+        for i, slot in enumerate(out):  # operators midway between their neighbours
+            if "op" in slot["shape"] and 0 < i < len(out) - 1:
+                w = slot["x1"] - slot["x0"]
+                mid = (out[i - 1]["x1"] + out[i + 1]["x0"]) / 2
+                slot["x0"], slot["x1"] = mid - w / 2, mid + w / 2
+        return out
+
+    def right(k: float) -> float:
+        slots = place(k)
+        last = slots[-1]
+        half_cap = _text_px(last["shape"].get("cap", ""), _CAPTION_PX) / 2
+        return max(last["x1"], (last["x0"] + last["x1"]) / 2 + half_cap)
+
+    lo, hi = 1.0, 400.0
+    if right(lo) > width:
+        raise ValueError(f"width must leave room for the captions; got {width!r}")
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if right(mid) <= width else (lo, mid)
+    return place(lo), lo
+
+
+#: the fan of partial sums is drawn for this many ranks at most (the chart's tp range)
+_TP_FOR_LAYOUT = 8
 
 
 def tp_split_chart(block: str = "mlp", tp: int = 4, *, width: int = 700) -> alt.LayerChart:
@@ -73,30 +178,35 @@ def tp_split_chart(block: str = "mlp", tp: int = 4, *, width: int = 700) -> alt.
     ``block`` is ``"mlp"`` (first weight split by columns, second by rows, one all-reduce of
     the partial sums) or ``"attention"`` (Q/K/V projections split by heads, attention local
     to each head, output projection split by rows, one all-reduce). Shards are coloured by
-    rank; grey is replicated; the red arrow is the only communication of the pass.
+    rank; grey is replicated; the red arrow is the only communication of the pass. Each
+    drawing gets a slot at least as wide as its caption (measured in the chart font), so no
+    two captions overlap.
 
     References: Shoeybi et al. 2019, arXiv:1909.08053, Figure 3.
     """
     if block not in TP_BLOCKS:
         raise ValueError(f"block must be one of {TP_BLOCKS}; got {block!r}")
-    if isinstance(tp, bool) or not isinstance(tp, int) or not 1 <= tp <= 8:
-        raise ValueError(f"tp must be an integer in [1, 8] for the drawing; got {tp!r}")
+    if isinstance(tp, bool) or not isinstance(tp, int) or not 1 <= tp <= _TP_FOR_LAYOUT:
+        raise ValueError(f"tp must be an integer in [1, {_TP_FOR_LAYOUT}] for the drawing; got {tp!r}")
+    if isinstance(width, bool) or not isinstance(width, int) or not 500 <= width <= 4000:
+        raise ValueError(f"width must be an integer number of px in [500, 4000]; got {width!r}")
     shapes, title, subtitle = _block_specs(block, tp)
+    laid_out, k = _split_layout(shapes, width)
     rects, texts, arrows = [], [], []
-    x, gap = 0.0, 0.28
     ranks = [f"rank {r}" for r in range(tp)]
-    for s in shapes:
+    for slot in laid_out:
+        s, mid = slot["shape"], (slot["x0"] + slot["x1"]) / 2
         if "op" in s:
             if s["op"] == "all-reduce":
-                arrows.append({"x": x + 0.05, "x2": x + 1.15, "y": 0.0})
-                texts.append({"x": x + 0.6, "y": 0.42, "text": "all-reduce", "kind": "allreduce"})
-                texts.append({"x": x + 0.6, "y": -0.42, "text": "(sum)", "kind": "allreduce"})
-                x += 1.2 + gap
+                arrows.append({"x": slot["x0"] + 0.05 * k, "x2": slot["x1"] - 0.05 * k, "y": 0.0})
+                texts.append({"x": mid, "y": 0.42, "text": "all-reduce", "kind": "allreduce"})
+                texts.append({"x": mid, "y": -0.42, "text": "(sum)", "kind": "allreduce"})
             else:
-                texts.append({"x": x + 0.2, "y": 0.0, "text": s["op"], "kind": "op"})
-                x += 0.4 + gap
+                texts.append({"x": mid, "y": 0.0, "text": s["op"], "kind": "op"})
             continue
-        w, hgt, split = s["w"], s["hgt"], s["split"]
+        hgt, split = s["hgt"], s["split"]
+        w = s["w"] * k
+        x = slot["x0"]
         top, bottom = hgt / 2, -hgt / 2
         if split is None:
             rects.append({"x": x, "x2": x + w, "y": bottom, "y2": top, "who": "replicated"})
@@ -108,18 +218,21 @@ def tp_split_chart(block: str = "mlp", tp: int = 4, *, width: int = 700) -> alt.
             for r in range(tp):
                 rects.append({"x": x, "x2": x + w, "y": top - hgt * (r + 1) / tp, "y2": top - hgt * r / tp,
                               "who": ranks[r]})
-        else:  # one full-size partial result per rank, fanned out
+        else:  # one full-size partial result per rank, fanned out (centred for tp ranks)
             step = 0.09
+            x += step * k * (_TP_FOR_LAYOUT - tp) / 2
             for r in reversed(range(tp)):
-                dx, dy = step * r, -step * r
+                dx, dy = step * k * r, -step * r
                 rects.append({"x": x + dx, "x2": x + w + dx, "y": bottom + dy, "y2": top + dy,
                               "who": ranks[r]})
-            w += step * (tp - 1)
-        texts.append({"x": x + w / 2, "y": -1.32, "text": s["cap"], "kind": "caption"})
-        x += w + gap
+        texts.append({"x": mid, "y": -1.32, "text": s["cap"], "kind": "caption"})
+    for item in rects + arrows + texts:  # the spec carries px rounded to what a chart shows
+        for key in ("x", "x2"):
+            if key in item:
+                item[key] = round(item[key], 2)
     domain = ["replicated"] + ranks
     colours = [_REPLICATED] + [PALETTE[r % len(PALETTE)] for r in range(tp)]
-    xs = alt.Scale(domain=[-0.6, x + 0.1], nice=False, zero=False)  # room for the captions
+    xs = alt.Scale(domain=[0, width], nice=False, zero=False)  # x in px of the plot
     ys = alt.Scale(domain=[-2.2, 1.35], nice=False, zero=False)
     none = dict(axis=None)
     with debug_mode(False):

@@ -104,7 +104,7 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
           tp: np.ndarray, pp: np.ndarray, dp: np.ndarray, zero: np.ndarray, mb: np.ndarray,
           nmb: np.ndarray, mode: np.ndarray, comm: list[_Comm], comm_idx: np.ndarray, *,
           ep: np.ndarray | None = None, v: np.ndarray | None = None,
-          capacity_factor: float = 1.0) -> dict[str, np.ndarray]:
+          capacity_factor: float = 1.0, attention: str = "causal") -> dict[str, np.ndarray]:
     """Every formula of the chapter, on arrays (one element per layout).
 
     ``ep`` (expert parallelism, MoE models) and ``v`` (interleaved virtual stages) default
@@ -149,7 +149,10 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
 
     # ---- compute: FLOPs per micro-batch per stage, at `mfu` of the chips' peak
     tokens_mb = mbf * s
-    attn = 6.0 * L * s * h  # per token, causal count (sizing.training_flops, attention="causal")
+    # attention scores per token: 6·L·s·h counting only the causal half of the score matrix
+    # (Megatron-LM's num_floating_point_operations today), 12·L·s·h counting all of it
+    # (Narayanan et al. 2021's and Korthikanti et al. 2022's model FLOPs); sizing.training_flops
+    attn = (6.0 if attention == "causal" else 12.0) * L * s * h
     model_flops_mb = (6.0 * n_active + attn) * tokens_mb
     # padded expert slots (capacity factor) are computed too, but are not model FLOPs
     padding_mb = 6.0 * (capacity_factor - 1.0) * routed_active * tokens_mb

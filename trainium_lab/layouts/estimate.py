@@ -19,7 +19,7 @@ import pandas as pd
 from trainium_lab import moe, specs, topology
 from trainium_lab._validate import choice, in_range, integer
 from trainium_lab.layouts.engine import _RECOMPUTE_INDEX, _comm, _core, _fits
-from trainium_lab.sizing import RECOMPUTE_MODES, ModelPreset, recipe, resolve_model
+from trainium_lab.sizing import ATTENTION_COUNTS, RECOMPUTE_MODES, ModelPreset, recipe, resolve_model
 from trainium_lab.units import GiB, format_bytes, format_seconds
 
 __all__ = ["Layout", "LayoutEstimate", "IGNORED", "MEMORY_PARTS", "TIME_PARTS", "MOE_TIME_PARTS",
@@ -445,7 +445,7 @@ class LayoutEstimate:
 
 
 def evaluate(lay: Layout, *, mfu: float = 0.4, dp_overlap: float = 1.0, tp_overlap: float = 0.0,
-             min_headroom_fraction: float = 0.10) -> LayoutEstimate:
+             min_headroom_fraction: float = 0.10, attention: str = "causal") -> LayoutEstimate:
     """Memory per chip and a first-order step time for a layout.
 
     Memory per rank (Ψ parameters, recipe bytes ``w, g, K``; Rajbhandari et al.):
@@ -486,6 +486,13 @@ def evaluate(lay: Layout, *, mfu: float = 0.4, dp_overlap: float = 1.0, tp_overl
         share your framework hides, once you have measured it.
     min_headroom_fraction : float
         Share of HBM to keep free for the runtime, buffers and fragmentation, in [0, 1).
+    attention : {"causal", "full"}
+        How the attention-score FLOPs are counted, in the compute time and in the effective
+        MFU (:func:`trainium_lab.sizing.training_flops`): ``"causal"`` (default) counts the
+        unmasked half of the score matrix, ``6·L·s·h`` per token, as Megatron-LM's
+        ``num_floating_point_operations`` does; ``"full"`` counts all of it, ``12·L·s·h``, as
+        Narayanan et al. 2021 (their FLOPs formula) and Korthikanti et al. 2022 (model FLOPs)
+        do. Compare an MFU only with one counted the same way.
 
     Returns
     -------
@@ -508,6 +515,7 @@ def evaluate(lay: Layout, *, mfu: float = 0.4, dp_overlap: float = 1.0, tp_overl
     dp_overlap = in_range("dp_overlap", dp_overlap, 0.0, 1.0)
     tp_overlap = in_range("tp_overlap", tp_overlap, 0.0, 1.0)
     min_headroom_fraction = in_range("min_headroom_fraction", min_headroom_fraction, 0.0, 1.0, high_open=True)
+    attention = choice("attention", attention, ATTENTION_COUNTS)
     c = lay.cluster
     cm = _comm(c.system, c.n_systems, c.lnc, lay.tp, lay.pp, lay.dp, lay.ep)
     one = lambda v: np.array([v])  # noqa: E731
@@ -515,7 +523,8 @@ def evaluate(lay: Layout, *, mfu: float = 0.4, dp_overlap: float = 1.0, tp_overl
                 tp_overlap, lay.grad_bytes_per_param,
                 one(lay.tp), one(lay.pp), one(lay.dp), one(lay.zero_stage), one(lay.micro_batch),
                 one(lay.n_micro_batches), one(_RECOMPUTE_INDEX[lay.recompute]), [cm], one(0),
-                ep=one(lay.ep), v=one(lay.virtual_stages), capacity_factor=lay.capacity_factor)
+                ep=one(lay.ep), v=one(lay.virtual_stages), capacity_factor=lay.capacity_factor,
+                attention=attention)
     f = {k: float(v[0]) for k, v in out.items()}
     levels = dict(cm.levels)
     if lay.model.is_moe:

@@ -22,8 +22,8 @@ from trainium_lab._validate import choice, in_range, integer, positive, sequence
 from trainium_lab.layouts.engine import _RECOMPUTE_INDEX, _comm, _core, _fits
 from trainium_lab.layouts.estimate import (MEMORY_PARTS, TIME_PARTS, Layout, _labels, _time_parts,
                                            evaluate, layout)
-from trainium_lab.sizing import (RECOMPUTE_MODES, ModelPreset, preset, recipe, resolve_model,
-                                 sharded_state_table, training_state_bytes)
+from trainium_lab.sizing import (ATTENTION_COUNTS, RECOMPUTE_MODES, ModelPreset, preset, recipe,
+                                 resolve_model, sharded_state_table, training_state_bytes)
 from trainium_lab.units import GiB, day
 
 __all__ = ["Plan", "plan", "candidate_degrees", "fully_sharded_table", "worked_example"]
@@ -191,7 +191,8 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
          min_headroom_fraction: float = 0.10, seq_len: int | None = None, recipe_name: str = "bf16-adam",
          dtype: str = "bfloat16", n_tokens: float | None = None, tp_overlap: float = 0.0,
          grad_bytes_per_param: float | None = None, ep_degrees: tuple[int, ...] | None = None,
-         virtual_stages: tuple[int, ...] = (1,), capacity_factor: float = 1.0) -> Plan:
+         virtual_stages: tuple[int, ...] = (1,), capacity_factor: float = 1.0,
+         attention: str = "causal") -> Plan:
     """Evaluate every valid layout of ``model`` on a cluster; keep those that fit; rank by tokens/s.
 
     Enumerates every ``(tp, ep, pp, dp)`` with ``tp·ep·pp·dp`` = ranks, ``tp`` dividing
@@ -231,6 +232,8 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
         Virtual stages per device to search; default ``(1,)`` (plain 1F1B).
     capacity_factor : float
         MoE expert buffers relative to a balanced load, in [1, 16].
+    attention : {"causal", "full"}
+        How attention-score FLOPs are counted, as in :func:`evaluate`.
 
     Returns
     -------
@@ -263,6 +266,7 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     dp_overlap = in_range("dp_overlap", dp_overlap, 0.0, 1.0)
     tp_overlap = in_range("tp_overlap", tp_overlap, 0.0, 1.0)
     min_headroom_fraction = in_range("min_headroom_fraction", min_headroom_fraction, 0.0, 1.0, high_open=True)
+    attention = choice("attention", attention, ATTENTION_COUNTS)
     mbs = sorted(set(sequence("micro_batches", micro_batches, integer)))
     zs = sorted(set(sequence("zero_stages", zero_stages,
                              lambda name, x: integer(name, x, minimum=0, maximum=3))))
@@ -336,7 +340,8 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
                          "parallel degree divides it together with the micro-batch sizes")
     z, mb, mode, v, tp, ep, pp, dp, nmb, idx = (x[keep] for x in (z, mb, mode, v, tp, ep, pp, dp, nmb, idx))
     out = _core(m, c, seq_len, recipe_name, dtype, sequence_parallel, mfu, dp_overlap, tp_overlap, grads,
-                tp, pp, dp, z, mb, nmb, mode, comms, idx, ep=ep, v=v, capacity_factor=capacity_factor)
+                tp, pp, dp, z, mb, nmb, mode, comms, idx, ep=ep, v=v, capacity_factor=capacity_factor,
+                attention=attention)
     levels = {k: np.array([x.levels[k] for x in comms])[idx] for k in ("tp", "pp", "dp")}
     modes_arr = np.array(RECOMPUTE_MODES)[mode]
     hbm = out["hbm"]
@@ -364,7 +369,7 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     fitting.insert(0, "rank", np.arange(1, len(fitting) + 1))
     settings = dict(sequence_parallel=sequence_parallel, seq_len=seq_len, recipe_name=recipe_name,
                     dtype=dtype, mfu=mfu, dp_overlap=dp_overlap, tp_overlap=tp_overlap,
-                    grad_bytes_per_param=grads, capacity_factor=capacity_factor)
+                    grad_bytes_per_param=grads, capacity_factor=capacity_factor, attention=attention)
     return Plan(fitting, df, m, c, global_batch, min_headroom_fraction, settings)
 
 
