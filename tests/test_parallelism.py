@@ -218,7 +218,7 @@ def test_bad_input_names_the_parameter(call, name):
 
 def _text_boxes(scene, out=None):
     """(x0, y0, x1, y1, text) of every text item in a Vega scenegraph, sized with the chart font."""
-    from trainium_lab.charts.parallelism import _text_px
+    from trainium_lab.charts.base import text_width_px as _text_px
 
     out = [] if out is None else out
     if isinstance(scene, dict):

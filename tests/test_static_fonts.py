@@ -186,3 +186,12 @@ def test_registering_twice_is_harmless():
     base.register_fonts()
     base.register_fonts()
     assert measured_width_px("Cold start") == pytest.approx(advance_width_px(REGULAR, "Cold start", 200), abs=1)
+
+
+def test_the_packages_text_width_is_the_fonts_advance_width():
+    """``charts.base.text_width_px`` (used by drawings that place their own captions) agrees with
+    this file's independent reading of the shipped font's advance widths."""
+    for text in ("Cold start", "W_O  (h × h)", "mmmm 0123456789"):
+        assert base.text_width_px(text, 10) == pytest.approx(advance_width_px(REGULAR, text, 10), abs=0.01)
+    assert base.text_width_px("a\nlonger line", 10) == pytest.approx(advance_width_px(REGULAR, "longer line", 10),
+                                                                      abs=0.01)

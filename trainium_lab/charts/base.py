@@ -19,8 +19,10 @@ DejaVu Sans draws exactly what was measured.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +126,53 @@ THEME = "trainium-lab"
 STATIC_PADDING = 8
 
 _fonts_registered = False
+
+
+def _font_advances(path: str) -> tuple[float, dict[int, int]]:
+    """(units per em, {code point: advance width}) of a TrueType font, read with the stdlib
+    (tables ``head``, ``hhea``, ``hmtx`` and a format-4 ``cmap``: the Basic Multilingual Plane)."""
+    data = Path(path).read_bytes()
+    u16 = lambda at: struct.unpack_from(">H", data, at)[0]  # noqa: E731
+    tables = {data[12 + 16 * i:16 + 16 * i].decode("latin-1"): struct.unpack_from(">I", data, 20 + 16 * i)[0]
+              for i in range(u16(4))}
+    units_per_em, n_metrics = u16(tables["head"] + 18), u16(tables["hhea"] + 34)
+    advances = [u16(tables["hmtx"] + 4 * g) for g in range(n_metrics)]
+    cmap = tables["cmap"]
+    sub = next(cmap + struct.unpack_from(">I", data, cmap + 8 + 8 * i)[0] for i in range(u16(cmap + 2))
+               if (u16(cmap + 4 + 8 * i), u16(cmap + 6 + 8 * i)) in ((3, 1), (0, 3))
+               and u16(cmap + struct.unpack_from(">I", data, cmap + 8 + 8 * i)[0]) == 4)
+    seg = u16(sub + 6) // 2
+    ends, starts = sub + 14, sub + 16 + 2 * seg
+    deltas, offsets = starts + 2 * seg, starts + 4 * seg
+    glyph_width = {}
+    for i in range(seg):
+        start, end = u16(starts + 2 * i), u16(ends + 2 * i)
+        delta, offset = u16(deltas + 2 * i), u16(offsets + 2 * i)
+        for c in range(start, min(end, 0xFFFE) + 1):
+            g = c if offset == 0 else u16(offsets + 2 * i + offset + 2 * (c - start))
+            if offset == 0 or g:
+                g = (g + delta) & 0xFFFF
+            glyph_width[c] = advances[min(g, n_metrics - 1)]
+    return float(units_per_em), glyph_width
+
+
+@functools.lru_cache(maxsize=2)
+def _advances(bold: bool) -> tuple[float, dict[int, int]]:
+    return _font_advances(str(FONT_DIR / ("DejaVuSans-Bold.ttf" if bold else "DejaVuSans.ttf")))
+
+
+def text_width_px(text: str, font_size: float, bold: bool = False) -> float:
+    """Width in px of the widest line of ``text`` in the course's chart font (DejaVu Sans, the
+    font vl-convert lays static charts out with; kerning ignored, a pixel or two), for drawings
+    that place text themselves.
+
+    >>> round(text_width_px("Cold start", 10), 1)
+    48.7
+    """
+    units_per_em, width = _advances(bold)
+    fallback = width.get(ord("M"), units_per_em)
+    return max(sum(width.get(ord(ch), fallback) for ch in line) for line in text.split("\n")) \
+        * font_size / units_per_em
 
 
 def register_fonts() -> None:

@@ -8,14 +8,12 @@ the threshold charts only encode what :mod:`trainium_lab.parallelism` computed.
 from __future__ import annotations
 
 import functools
-import struct
-from pathlib import Path
 
 import altair as alt
 import pandas as pd
 from altair.utils.schemapi import debug_mode
 
-from trainium_lab.charts.base import FONT_DIR, PALETTE, WIDTH, DatasetTemplate
+from trainium_lab.charts.base import PALETTE, WIDTH, DatasetTemplate, text_width_px
 from trainium_lab.charts.layouts import PAD
 
 __all__ = ["TP_BLOCKS", "tp_split_chart", "pipeline_schedule_chart", "level_ratio_chart",
@@ -69,48 +67,6 @@ def _block_specs(block: str, tp: int) -> tuple[list[dict], str, str]:
     return shapes, title, sub
 
 
-def _font_advances(path: str) -> tuple[float, dict[int, int]]:
-    """(units per em, {code point: advance width}) of a TrueType font, read with the stdlib
-    (tables ``head``, ``hhea``, ``hmtx`` and a format-4 ``cmap``: the Basic Multilingual Plane)."""
-    data = Path(path).read_bytes()
-    u16 = lambda at: struct.unpack_from(">H", data, at)[0]  # noqa: E731
-    tables = {data[12 + 16 * i:16 + 16 * i].decode("latin-1"): struct.unpack_from(">I", data, 20 + 16 * i)[0]
-              for i in range(u16(4))}
-    units_per_em, n_metrics = u16(tables["head"] + 18), u16(tables["hhea"] + 34)
-    advances = [u16(tables["hmtx"] + 4 * g) for g in range(n_metrics)]
-    cmap = tables["cmap"]
-    sub = next(cmap + struct.unpack_from(">I", data, cmap + 8 + 8 * i)[0] for i in range(u16(cmap + 2))
-               if (u16(cmap + 4 + 8 * i), u16(cmap + 6 + 8 * i)) in ((3, 1), (0, 3))
-               and u16(cmap + struct.unpack_from(">I", data, cmap + 8 + 8 * i)[0]) == 4)
-    seg = u16(sub + 6) // 2
-    ends, starts = sub + 14, sub + 16 + 2 * seg
-    deltas, offsets = starts + 2 * seg, starts + 4 * seg
-    glyph_width = {}
-    for i in range(seg):
-        start, end = u16(starts + 2 * i), u16(ends + 2 * i)
-        delta, offset = u16(deltas + 2 * i), u16(offsets + 2 * i)
-        for c in range(start, min(end, 0xFFFE) + 1):
-            g = c if offset == 0 else u16(offsets + 2 * i + offset + 2 * (c - start))
-            if offset == 0 or g:
-                g = (g + delta) & 0xFFFF
-            glyph_width[c] = advances[min(g, n_metrics - 1)]
-    return float(units_per_em), glyph_width
-
-
-@functools.lru_cache(maxsize=2)
-def _advances(bold: bool) -> tuple[float, dict[int, int]]:
-    return _font_advances(str(FONT_DIR / ("DejaVuSans-Bold.ttf" if bold else "DejaVuSans.ttf")))
-
-
-def _text_px(text: str, font_size: float, bold: bool = False) -> float:
-    """Width in px of the widest line of ``text`` in the course's chart font (DejaVu Sans, the
-    font vl-convert lays static charts out with; kerning ignored, a pixel or two)."""
-    units_per_em, width = _advances(bold)
-    fallback = width.get(ord("M"), units_per_em)
-    return max(sum(width.get(ord(ch), fallback) for ch in line) for line in text.split("\n")) \
-        * font_size / units_per_em
-
-
 _CAPTION_PX, _OP_PX, _ALLREDUCE_PX = 10, 18, 11
 #: px kept free between two neighbouring captions
 _CAPTION_GAP_PX = 10
@@ -132,15 +88,15 @@ def _split_layout(shapes: list[dict], width: float) -> tuple[list[dict], float]:
         if "op" not in s:
             return (s["w"] + (fan * (_TP_FOR_LAYOUT - 1) if s["split"] == "stack" else 0.0)) * k
         if s["op"] == "all-reduce":
-            return max(1.2 * k, _text_px("all-reduce", _ALLREDUCE_PX, bold=True) + 8)
-        return max(0.4 * k, _text_px(s["op"], _OP_PX, bold=True) + 8)
+            return max(1.2 * k, text_width_px("all-reduce", _ALLREDUCE_PX, bold=True) + 8)
+        return max(0.4 * k, text_width_px(s["op"], _OP_PX, bold=True) + 8)
 
     def place(k: float) -> list[dict]:
         out, x, last_cap_right = [], 0.0, 0.0
         for s in shapes:
             w = body_px(s, k)
             if "op" not in s:
-                half_cap = _text_px(s["cap"], _CAPTION_PX) / 2
+                half_cap = text_width_px(s["cap"], _CAPTION_PX) / 2
                 centre = max(x + w / 2, last_cap_right + _CAPTION_GAP_PX + half_cap, half_cap)
                 x = centre - w / 2
                 last_cap_right = centre + half_cap
@@ -156,7 +112,7 @@ def _split_layout(shapes: list[dict], width: float) -> tuple[list[dict], float]:
     def right(k: float) -> float:
         slots = place(k)
         last = slots[-1]
-        half_cap = _text_px(last["shape"].get("cap", ""), _CAPTION_PX) / 2
+        half_cap = text_width_px(last["shape"].get("cap", ""), _CAPTION_PX) / 2
         return max(last["x1"], (last["x0"] + last["x1"]) / 2 + half_cap)
 
     lo, hi = 1.0, 400.0
