@@ -7,7 +7,8 @@
 For each notebook: regenerate navigation (tools/navigation.py), run every cell
 top to bottom in a new kernel started in ``notebooks/`` with a per-cell timeout,
 retry once if the client stalls (nbclient issue 312), then store text outputs,
-drop saved widget state and heavy HTML payloads, strip volatile metadata, and
+drop saved widget state and heavy HTML payloads, join a stream's pieces into one
+output, strip volatile metadata, and
 check that code cells ran in order 1..n. The result is what nbval strict mode
 compares against in the test suite.
 """
@@ -52,6 +53,11 @@ def clean(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
                         del data[mime]
                 if not data:
                     continue
+            previous = kept[-1] if kept else None
+            if (out.output_type == "stream" and previous is not None and previous.output_type == "stream"
+                    and previous.name == out.name):
+                previous.text += out.text  # a busy kernel may flush one print in pieces
+                continue
             kept.append(out)
         cell.outputs = kept
     return nb
