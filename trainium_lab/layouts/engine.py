@@ -109,6 +109,24 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
 
     ``ep`` (expert parallelism, MoE models) and ``v`` (interleaved virtual stages) default
     to 1 everywhere; a dense model with ``ep = v = 1`` gives exactly the chapter-05 numbers.
+
+    Time is costed on the busiest pipeline stage: a pipeline runs at the pace of its slowest
+    stage (Narayanan et al. 2021, §2.2), and when ``pp`` does not divide the ``L`` layers
+    some stage holds ``⌈L/pp⌉`` of them. So a stage's compute and recompute are the share
+    ``⌈L/pp⌉/L`` of the model's FLOPs (not ``1/pp``), its TP all-reduces come from
+    ``⌈L/pp⌉`` layers, and its MoE all-to-alls from ``⌈(L − L_dense)/pp⌉`` MoE layers: the
+    MoE layers are taken as split as evenly as they can be, the ``L_dense`` leading dense
+    layers (DeepSeek-style) filling the lighter stages' places (every MoE preset in
+    ``data/model_presets.csv`` has ``L_dense = 0``, where the two rules agree). ``model_flops_step``
+    stays the model's true FLOPs, so ``mfu_effective`` falls for uneven stages. Megatron-LM
+    requires ``L`` divisible by ``pp`` unless the first/last stages' layers are given
+    (``--decoder-first-pipeline-num-layers``, ``--decoder-last-pipeline-num-layers``, in
+    Megatron-Core's ``get_num_layers_to_build``); this is the cost of the best split of
+    the other layouts. Interleaved (``v > 1``): :func:`~trainium_lab.layouts.layout`
+    only asks ``pp·v <= L`` (every chunk holds a layer), so the ``p·v`` chunks hold
+    ``⌊L/(p·v)⌋`` or ``⌈L/(p·v)⌉`` layers; dealing the larger chunks round the stages, the
+    busiest stage holds ``v·⌊L/(p·v)⌋ + ⌈r/p⌉ = ⌈L/p⌉`` layers (``r = L mod p·v``), the
+    same rule. When ``pp`` divides ``L`` every number is bit-identical to the even split.
     """
     r = recipe(recipe_name, grad_bytes_per_param)
     chip = specs.chip(c.chip)
@@ -160,8 +178,12 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
                                           (2.0 * n_active + attn / 3.0) * tokens_mb])
     chips_per_stage_replica = c.n_chips / (ppf * dpf * epf)
     rate = chips_per_stage_replica * chip.dense_flops_per_s[dtype] * mfu
-    fwd = (model_flops_mb + padding_mb) / 3.0 / ppf / rate
-    bwd = ((model_flops_mb + padding_mb) * 2.0 / 3.0 + recompute_flops_mb) / ppf / rate
+    # the busiest stage holds ⌈L/p⌉ layers (also with v > 1: see the docstring), the share
+    # ⌈L/p⌉/L of the FLOPs; written as (1/p)·busiest so that it is exactly 1/p when p | L
+    layers_stage = np.ceil(L / ppf)
+    busiest = layers_stage * ppf / L  # 1.0 exactly when p divides L
+    fwd = (model_flops_mb + padding_mb) / 3.0 / ppf / rate * busiest
+    bwd = ((model_flops_mb + padding_mb) * 2.0 / 3.0 + recompute_flops_mb) / ppf / rate * busiest
 
     # ---- per-layout communication coefficients (from chapter 03)
     def coef(name: str, i: int) -> np.ndarray:
@@ -170,7 +192,6 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
     # TP: 2 all-reduces forward, 2 backward (+2 with full recompute) per layer, of mb·s·h·2 bytes
     tp_bytes = 2.0 * mbf * s * h  # BF16 activations
     t_ar = coef("tp_ar", 0) + coef("tp_ar", 1) * tp_bytes
-    layers_stage = L / ppf
     # the share tp_overlap of it runs behind compute; the rest is on the critical path
     tp_fwd = (1.0 - tp_overlap) * 2.0 * layers_stage * t_ar
     tp_bwd = (1.0 - tp_overlap) * np.where(mode == 2, 4.0, 2.0) * layers_stage * t_ar
@@ -186,7 +207,8 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
     # again when full recomputation reruns the forward); each rank sends its 1/t of the
     # micro-batch's tokens, k copies each (GShard §2.2)
     if m.is_moe:
-        moe_layers_stage = (L - m.n_dense_layers) / ppf
+        # the busiest stage's MoE layers: ⌈(L − L_dense)/p⌉ (dense layers on the lighter stages)
+        moe_layers_stage = np.ceil((L - m.n_dense_layers) / ppf)
         a2a_bytes = mbf * s / tpf * m.experts_per_token * h * 2.0 * capacity_factor
         t_a2a = coef("ep_a2a", 0) + coef("ep_a2a", 1) * a2a_bytes
         ep_fwd = 2.0 * moe_layers_stage * t_a2a
