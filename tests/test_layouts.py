@@ -101,7 +101,8 @@ def test_tp_comm_is_layers_times_allreduces():
     est = layouts.evaluate(lay)
     link = specs.link("trn2-neuronlink-intra")
     one = collectives.ring_allreduce_s(2 * 2 * 8192 * 16384, 16, link.bytes_per_s)
-    assert est.time_s["tp_comm"] == pytest.approx(8 * 126 / 4 * 4 * one, rel=1e-9)
+    # 126 layers over 4 stages: the busiest stage holds ⌈126/4⌉ = 32 of them
+    assert est.time_s["tp_comm"] == pytest.approx(8 * 32 * 4 * one, rel=1e-9)
 
 
 @pytest.mark.parametrize("recompute", ["none", "selective", "full"])
@@ -458,7 +459,8 @@ def test_ep_all_to_all_is_the_moe_module_cost_at_the_level_it_lands_on():
     m = lay.model
     per_rank = 1 * m.seq_len / 4 * m.experts_per_token * m.d_model * 2
     one = moe.all_to_all_s(per_rank * lay.cluster.ranks_per_chip, 16, "trn2-ultraserver")
-    assert est.time_s["ep_comm"] == pytest.approx(4 * 4 * (m.n_layers / 4) * one, rel=1e-9)
+    # 94 MoE layers over 4 stages: the busiest stage holds ⌈94/4⌉ = 24 of them
+    assert est.time_s["ep_comm"] == pytest.approx(4 * 4 * math.ceil(m.n_layers / 4) * one, rel=1e-9)
 
 
 def test_moe_zero3_state_is_sixteen_bytes_per_parameter_over_all_chips():
@@ -683,3 +685,112 @@ def test_zero3_state_matches_deepspeed_estimator():
         assert per_rank == pytest.approx(sizing.deepspeed_zero_model_states_bytes(
             lay.model.n_params, lay.cluster.n_ranks, 3, largest_layer_params=0.0), rel=1e-9)
     assert any("gathered-weight" in item for item in layouts.IGNORED)
+
+
+# --------------------------------------------------------------------- uneven pipeline stages
+
+
+def test_busiest_stage_sets_the_compute_of_uneven_stages():
+    """126 layers over 19 stages: the busiest stage holds ⌈126/19⌉ = 7, not 126/19 = 6.63
+    (Narayanan et al. 2021, §2.2: a pipeline runs at its slowest stage's pace). Identity:
+    compute per step = m · (model FLOPs per micro-batch) · 7/126 / (the stage's FLOP/s)."""
+    lay = layouts.layout("llama3-405b", tp=4, pp=19, dp=16, system="trn2.48xlarge", n_systems=19, lnc=2,
+                         n_micro_batches=38, recompute="none")
+    est = layouts.evaluate(lay, mfu=0.4)
+    m = lay.model
+    chip = specs.chip(lay.cluster.chip)
+    stage_rate = lay.cluster.n_chips / (lay.pp * lay.dp) * chip.dense_flops_per_s["bfloat16"] * 0.4
+    # 6·N + 6·L·s·h per token (causal attention scores, sizing.training_flops), s tokens per micro-batch
+    flops_mb = (6.0 * m.n_params + 6.0 * m.n_layers * lay.seq_len * m.d_model) * lay.seq_len
+    assert est.time_s["compute"] == pytest.approx(38 * flops_mb * 7 / 126 / stage_rate, rel=1e-12)
+    # 7 / 6.63: 5.6 % more than the even split
+    assert est.time_s["compute"] / (38 * flops_mb / 19 / stage_rate) == pytest.approx(7 * 19 / 126, rel=1e-12)
+    # the effective MFU still counts the model's true FLOPs, once
+    peak = lay.cluster.n_chips * chip.dense_flops_per_s["bfloat16"]
+    assert est.mfu_effective == pytest.approx(lay.dp * 38 * flops_mb / est.step_s / peak, rel=1e-12)
+
+
+def test_uneven_stages_scale_the_per_layer_parts_and_nothing_else():
+    """33 layers over 8 stages: the busiest holds 5 (4.125 on average). Against 32 layers (4 each):
+    TP all-reduces ×5/4, compute ×(5/33)/(4/32) of a model one layer larger, pipeline sends and
+    the DP traffic unchanged; the bubble is (p − 1) of the longer slots."""
+    def est(n_layers):
+        m = layouts.custom_model(f"toy-{n_layers}", n_layers=n_layers, d_model=4096, n_heads=32, n_kv_heads=8,
+                                 ffn_dim=14336, n_params=8e9)   # same parameters: only the split differs
+        return layouts.evaluate(layouts.layout(m, tp=8, pp=8, dp=2, system="trn2.48xlarge", lnc=2,
+                                               n_micro_batches=16, recompute="none"))
+    even, uneven = est(32), est(33)
+    assert uneven.time_s["tp_comm"] / even.time_s["tp_comm"] == pytest.approx(5 / 4, rel=1e-12)
+    assert uneven.time_s["pp_comm"] == even.time_s["pp_comm"]
+    assert uneven.dp_comm_s == even.dp_comm_s
+    s, h = 8192, 4096
+    flops = lambda n_layers: 6.0 * 8e9 + 6.0 * n_layers * s * h  # noqa: E731 (per token)
+    assert uneven.time_s["compute"] / even.time_s["compute"] == pytest.approx(
+        flops(33) * 5 / 33 / (flops(32) * 4 / 32), rel=1e-12)
+    slot = lambda e: (e.time_s["compute"] + e.time_s["tp_comm"] + e.time_s["pp_comm"]) / 16  # noqa: E731
+    assert uneven.time_s["bubble"] == pytest.approx(7 * slot(uneven), rel=1e-12)
+
+
+#: recorded from main before the busiest-stage rule (float.hex of time_s and mfu_effective)
+_EVEN_SPLIT_CASES = [
+    (dict(model="llama3-405b", tp=64, pp=2, dp=4, n_micro_batches=16, lnc=2, virtual_stages=3, recompute="full"),
+     {'compute': '0x1.9e8c6d37ebf65p+5', 'tp_comm': '0x1.7c81dbb7cc34ap+1', 'pp_comm': '0x1.9c511dc3a41e0p-8', 'bubble': '0x1.2440f3a839e47p+0', 'dp_exposed': '0x0.0p+0'},
+     '0x1.1c92252c59687p-2'),
+    (dict(model="llama3-70b", tp=8, pp=8, dp=4, n_micro_batches=32, zero_stage=3, lnc=2),
+     {'compute': '0x1.c6dee0602bd13p+4', 'tp_comm': '0x1.5798ee2308c3ap-3', 'pp_comm': '0x1.12e0be826d695p-8', 'bubble': '0x1.906b583f4ec85p+2', 'dp_exposed': '0x0.0p+0'},
+     '0x1.4650348b8c8ebp-2'),
+    (dict(model="llama3-8b", tp=4, pp=1, dp=128, n_micro_batches=4, lnc=1, recompute="none"),
+     {'compute': '0x1.abf05adb57334p+3', 'tp_comm': '0x0.0p+0', 'pp_comm': '0x0.0p+0', 'bubble': '0x0.0p+0', 'dp_exposed': '0x0.0p+0'},
+     '0x1.999999999999ap-2'),
+    (dict(model="mixtral-8x7b", tp=4, pp=4, dp=4, ep=8, n_micro_batches=16, lnc=1, capacity_factor=1.25),
+     {'compute': '0x1.f9350f2321584p+6', 'tp_comm': '0x0.0p+0', 'ep_comm': '0x1.01b2b29a4692bp+0', 'pp_comm': '0x1.12e0be826d695p-6', 'bubble': '0x1.7df9c5fb15f30p+4', 'dp_exposed': '0x0.0p+0'},
+     '0x1.12474c261fc79p-2'),
+    (dict(model="qwen3-235b-a22b", tp=4, pp=2, dp=2, ep=16, n_micro_batches=8, lnc=2, recompute="full"),
+     {'compute': '0x1.75826825bef98p+3', 'tp_comm': '0x0.0p+0', 'ep_comm': '0x1.1bded8bdf1bd9p+2', 'pp_comm': '0x1.12e0be826d695p-9', 'bubble': '0x1.01c181484fff9p+1', 'dp_exposed': '0x0.0p+0'},
+     '0x1.8bb22c4b7c298p-3'),
+]
+
+
+@pytest.mark.parametrize("kw, times, mfu_hex", _EVEN_SPLIT_CASES)
+def test_divisible_stages_are_bit_identical_to_the_even_split(kw, times, mfu_hex):
+    """When pp divides the layers (dense, MoE, interleaved, full recomputation, ZeRO-3, pp = 1)
+    the busiest-stage rule changes nothing, not even a bit."""
+    kw = dict(kw)
+    est = layouts.evaluate(layouts.layout(kw.pop("model"), **kw))
+    assert {k: v.hex() for k, v in est.time_s.items()} == times
+    assert est.mfu_effective.hex() == mfu_hex
+
+
+def test_moe_layers_on_the_busiest_stage():
+    """A toy MoE with 4 leading dense layers and 6 MoE layers over pp=4: the busiest stage computes
+    ⌈10/4⌉ = 3 layers' share and runs the all-to-alls of ⌈6/4⌉ = 2 MoE layers (1.5 on average)."""
+    m = moe.custom_moe_model("toy-dense-first", n_layers=10, d_model=2048, n_heads=16, n_experts=8,
+                             experts_per_token=2, expert_ffn_dim=4096, n_dense_layers=4, ffn_dim=8192)
+    kw = dict(tp=4, ep=4, system="trn2.48xlarge", lnc=2, n_micro_batches=4, recompute="selective")
+    est = layouts.evaluate(layouts.layout(m, pp=4, dp=1, **kw))
+    per_rank = 1 * m.seq_len / 4 * m.experts_per_token * m.d_model * 2
+    one = moe.all_to_all_s(per_rank * 4, 4, "trn2.48xlarge")   # 4 ranks per chip; EP over 4 chips
+    assert est.time_s["ep_comm"] == pytest.approx(4 * 4 * 2 * one, rel=1e-9)
+    # pp=2 divides 10 (5 layers per stage); pp·dp is 4 in both, so a stage has the same FLOP/s:
+    # per micro-batch, 3 layers' share against 5 (the even split would say 2.5 against 5)
+    even = layouts.evaluate(layouts.layout(m, pp=2, dp=2, **kw))
+    assert est.time_s["compute"] / even.time_s["compute"] == pytest.approx(3 / 5, rel=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n_layers=st.integers(2, 40), pp=st.integers(2, 8), v=st.integers(1, 4))
+def test_interleaved_busiest_stage_matches_dealing_the_chunks(n_layers, pp, v):
+    """Interleaved: the p·v chunks hold ⌊L/(p·v)⌋ or ⌈L/(p·v)⌉ layers (each at least one, as
+    layout() checks); dealt round the stages, the busiest stage holds ⌈L/p⌉ layers. The model's
+    compute relative to pp = 1 (same chips per stage) is that stage's share of the layers."""
+    if pp * v > n_layers:
+        return
+    q, r = divmod(n_layers, pp * v)
+    stage_layers = [v * q + sum(1 for c in range(r) if c % pp == s) for s in range(pp)]
+    assert sum(stage_layers) == n_layers and min(stage_layers) >= v
+    m = layouts.custom_model(f"toy-{n_layers}", n_layers=n_layers, d_model=1024, n_heads=8)
+    kw = dict(tp=8, dp=8, system="trn2.48xlarge", lnc=2, recompute="none", n_micro_batches=8 * pp)
+    est = layouts.evaluate(layouts.layout(m, pp=pp, n_systems=pp, virtual_stages=v, **kw))
+    one = layouts.evaluate(layouts.layout(m, pp=1, n_systems=1, **kw))
+    assert est.time_s["compute"] / one.time_s["compute"] == pytest.approx(max(stage_layers) / n_layers,
+                                                                          rel=1e-12)

@@ -40,8 +40,10 @@ IGNORED: tuple[str, ...] = (
     "contention between groups beyond the per-chip sharing chapter 03 models",
     "traffic between logical cores of one chip (no published figure: costs 0)",
     "the optimizer step, gradient clipping, loss and logits computation, and data loading",
-    "uneven stages: parameters and compute are split evenly over pipeline stages, although "
-    "the first and last stages also hold the embeddings (launchers rebalance with fewer layers)",
+    "uneven stages, in part: when pp does not divide the layers the busiest stage's ⌈L/pp⌉ layers "
+    "set the pace (compute, TP and MoE traffic, activations), but parameters and optimizer state are "
+    "still split evenly, and the embeddings and output layer on the first and last stages are left "
+    "out (launchers rebalance with fewer layers there)",
     "KV-head replication when tp exceeds the number of KV heads; activations of the embeddings, "
     "the output layer and the loss, and attention kernels' temporary buffers (a fused, "
     "FlashAttention-style kernel stores no scores: model it with selective recomputation)",
@@ -54,8 +56,9 @@ IGNORED: tuple[str, ...] = (
     "the topology of each level for all-to-alls: they run level by level (hierarchical), each "
     "NeuronLink ring or torus phase costed as a one-way ring (pessimistic for Trainium2's 2D torus), "
     "switched and EFA phases as a direct exchange",
-    "interleaved schedules' finer points: the layers are split into p·v equal chunks (remainders "
-    "ignored) and the number of micro-batches must be a multiple of p (Megatron-LM's rule)",
+    "interleaved schedules' finer points: the p·v chunks hold ⌊L/(p·v)⌋ or ⌈L/(p·v)⌉ layers, the "
+    "busiest stage ⌈L/p⌉ of them, and the bubble is (p − 1)/v of that stage's slot (a larger chunk "
+    "is not charged extra); the number of micro-batches must be a multiple of p (Megatron-LM's rule)",
     "expert tensor parallelism: each expert is split over the TP ranks too (Megatron-Core's default); "
     "splitting small experts that finely lowers kernel efficiency, which one MFU for all cannot show",
 )
@@ -460,10 +463,18 @@ def evaluate(lay: Layout, *, mfu: float = 0.4, dp_overlap: float = 1.0, tp_overl
     Step time: ``m`` micro-batch slots of compute, the exposed part of the TP
     all-reduces (all of it unless ``tp_overlap`` says otherwise) and pipeline sends,
     plus the bubble ``(p − 1)`` slots (Narayanan et al. §2.2.1), plus the
-    data-parallel traffic that the backward pass does not hide. Interleaved with ``v``
+    data-parallel traffic that the backward pass does not hide. A slot is the busiest
+    stage's: the pipeline runs at the pace of its slowest stage (§2.2), so when ``p`` does
+    not divide the ``L`` layers a stage computes ``⌈L/p⌉/L`` of the model's FLOPs and runs
+    the TP all-reduces (and MoE all-to-alls) of ``⌈L/p⌉`` layers (``⌈L_MoE/p⌉`` MoE ones),
+    while the effective MFU still counts the model's true FLOPs. Megatron-LM refuses such
+    a split unless told the first and last stages' layers
+    (``--decoder-first-pipeline-num-layers``, ``--decoder-last-pipeline-num-layers``);
+    this is the pace of the best such split. Interleaved with ``v``
     virtual stages: a bubble of ``(p − 1)/v`` slots, ``v`` times the pipeline sends and
     ``1 + (p − 1)/(p·v)`` times the first stage's activations (§2.2.2; Korthikanti et al.
-    §4.2.3). MoE models (:mod:`trainium_lab.moe`): experts over ``tp·pp·ep`` ranks, the
+    §4.2.3); the ``p·v`` chunks hold ``⌊L/(p·v)⌋`` or ``⌈L/(p·v)⌉`` layers (each at least
+    one, as :func:`layout` checks), so the busiest stage again holds ``⌈L/p⌉``. MoE models (:mod:`trainium_lab.moe`): experts over ``tp·pp·ep`` ranks, the
     rest over ``tp·pp``; compute of the active parameters; four all-to-alls per MoE
     layer (dispatch and combine, forward and backward) at the level the EP group lands on.
 
