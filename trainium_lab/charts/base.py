@@ -261,6 +261,10 @@ class DatasetTemplate:
                                    context=context)
         return {**spec, "datasets": self._kwds["datasets"]}
 
+    def __repr__(self) -> str:  # what a notebook's text output shows: the Altair class, as usual
+        altair_class = next(c for c in type(self).__mro__ if c.__module__.startswith("altair"))
+        return f"alt.{altair_class.__name__}(...)"
+
     def freeze(self):
         """Convert the spec once (without datasets) and keep it; returns the chart."""
         spec = super().to_dict(validate=False)

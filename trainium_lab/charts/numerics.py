@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+import math
 
 import altair as alt
 import pandas as pd
@@ -93,45 +94,61 @@ def rounding_chart(draws: numerics.RoundingDraws) -> alt.Chart:
     return bars
 
 
+@functools.lru_cache(maxsize=1)
+def _repeated_updates_template() -> "_DatasetChart":
+    modes = ["nearest", "stochastic", "exact sum"]
+    return _DatasetChart(alt.NamedData("rows"), width=WIDTH, height=HEIGHT, datasets={"rows": []},
+                         title="Adding the same small update again and again").mark_line().encode(
+        x=alt.X("step:Q", title="step"),
+        y=alt.Y("mean:Q", title="mean weight", scale=alt.Scale(zero=False)),
+        color=alt.Color("mode:N", title=None, scale=alt.Scale(domain=modes,
+                                                              range=["#e15759", "#4e79a7", "#000000"])),
+        strokeDash=alt.StrokeDash("mode:N", title=None, scale=alt.Scale(
+            domain=modes, range=[[1, 0], [1, 0], [4, 4]])),
+        tooltip=["mode:N", "step:Q", alt.Tooltip("mean:Q", format=".6f")],
+    ).freeze()
+
+
 def repeated_updates_chart(df: pd.DataFrame) -> alt.Chart:
     """Mean weight against step per rounding mode, with the exact sum dashed.
 
     ``df`` is one or more :func:`trainium_lab.numerics.repeated_updates` outputs
-    stacked. One layer, so a widget redraws it quickly.
+    stacked. Built from a cached template, so a widget update only swaps the data.
     """
-    exact = df.drop_duplicates("step")[["step", "exact"]].rename(columns={"exact": "mean"})
-    exact["mode"] = "exact sum"
-    data = pd.concat([df[["step", "mean", "mode"]], exact], ignore_index=True)
-    return base(data, title="Adding the same small update again and again").mark_line().encode(
-        x=alt.X("step:Q", title="step"),
-        y=alt.Y("mean:Q", title="mean weight", scale=alt.Scale(zero=False)),
-        color=alt.Color("mode:N", title=None, scale=alt.Scale(
-            domain=["nearest", "stochastic", "exact sum"], range=["#e15759", "#4e79a7", "#000000"])),
-        strokeDash=alt.StrokeDash("mode:N", title=None, scale=alt.Scale(
-            domain=["nearest", "stochastic", "exact sum"], range=[[1, 0], [1, 0], [4, 4]])),
-        tooltip=["mode:N", "step:Q", alt.Tooltip("mean:Q", format=".6f")],
-    )
+    exact = df.drop_duplicates("step")
+    rows = ([{"step": int(t), "mean": float(m), "mode": str(o)} for t, m, o in zip(df["step"], df["mean"], df["mode"])]
+            + [{"step": int(t), "mean": float(e), "mode": "exact sum"} for t, e in zip(exact["step"], exact["exact"])])
+    return _repeated_updates_template().with_datasets({"rows": rows})
 
 
-def loss_curves_chart(curves: numerics.TrainingCurves) -> alt.Chart:
-    """Training loss against step, one line per way of keeping the weights (log y).
-
-    ``curves`` is :func:`trainium_lab.numerics.train_linear_regression` output. One layer,
-    so a widget redraws it quickly; the least-squares loss is in the title.
-    """
-    curves = instance("curves", curves, numerics.TrainingCurves,
-                      "a TrainingCurves from numerics.train_linear_regression")
-    data = curves.losses[["step", "label", "loss"]]
-    title = (f"Loss curves, learning rate {curves.learning_rate:g} "
-             f"(best possible {curves.noise_floor:.3f})")
-    return base(data, title=title).mark_line().encode(
+@functools.lru_cache(maxsize=16)
+def _loss_curves_template(title: str) -> "_DatasetChart":
+    return _DatasetChart(alt.NamedData("rows"), width=WIDTH, height=HEIGHT, datasets={"rows": []},
+                         title=title).mark_line().encode(
         x=alt.X("step:Q", title="step"),
         y=alt.Y("loss:Q", scale=alt.Scale(type="log"), title="loss (log scale)"),
         color=alt.Color("label:N", title=None, sort=None, scale=alt.Scale(range=PALETTE)),
         strokeDash=alt.StrokeDash("label:N", sort=None, title=None,
                                   scale=alt.Scale(range=[[1, 0], [1, 0], [6, 3], [2, 2]])),
         tooltip=["label:N", "step:Q", alt.Tooltip("loss:Q", format=".4f")],
-    )
+    ).freeze()
+
+
+def loss_curves_chart(curves: numerics.TrainingCurves) -> alt.Chart:
+    """Training loss against step, one line per way of keeping the weights (log y).
+
+    ``curves`` is :func:`trainium_lab.numerics.train_linear_regression` output; the
+    least-squares loss is in the title. Built from a cached template, so a widget update
+    only swaps the data.
+    """
+    curves = instance("curves", curves, numerics.TrainingCurves,
+                      "a TrainingCurves from numerics.train_linear_regression")
+    d = curves.losses
+    rows = [{"step": int(t), "label": str(lab), "loss": float(v) if math.isfinite(v) else None}  # JSON has no inf
+            for t, lab, v in zip(d["step"], d["label"], d["loss"])]
+    title = (f"Loss curves, learning rate {curves.learning_rate:g} "
+             f"(best possible {curves.noise_floor:.3f})")
+    return _loss_curves_template(title).with_datasets({"rows": rows})
 
 
 def memory_chart(saving: numerics.MasterWeightsSaving) -> alt.Chart:
