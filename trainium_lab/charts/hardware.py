@@ -88,13 +88,13 @@ def _roofline_layers(curves, point, title, labels, path=None, path_label=""):
     )
     if not labels:
         return alt.layer(lines, dot)
-    # a memory-bound point sits on the rising roof: its label goes up and to the left, into the
-    # empty corner, so neighbours along the slope don't collide; the others' go up and right
+    # a memory-bound point sits on the rising roof: its label goes below and to the right, under
+    # the slope, so neighbours along it don't collide (nor the y axis); the others' go up and right
     sides = []
-    for on_slope, align, dx in ((True, "right", -9), (False, "left", 9)):
+    for on_slope, dy in ((True, 14), (False, -9)):
         rows = point[(point["bound"] == "HBM").to_numpy() == on_slope]
         if not rows.empty:
-            sides.append(alt.Chart(_records(rows[cols])).mark_text(align=align, dx=dx, dy=-9, fontSize=11).encode(
+            sides.append(alt.Chart(_records(rows[cols])).mark_text(align="left", dx=9, dy=dy, fontSize=11).encode(
                 x=alt.X("intensity:Q"), y=alt.Y("tflop_per_s:Q"), text=alt.Text("label:N")))
     return alt.layer(lines, dot, *sides)
 
