@@ -871,3 +871,72 @@ def torus_group_bytes_per_s(n_chips: int, system: str = "trn2-ultraserver") -> f
 
 
 __all__ += ["torus_group_links", "torus_group_bytes_per_s"]
+
+
+def torus_average_hops(n_chips: int, grid_side: int) -> float:
+    """Mean number of torus links a message crosses between two members of a group.
+
+    The group is chips ``0 … n_chips−1`` of a ``grid_side × grid_side`` 2D torus numbered
+    row-major (as :func:`torus_group_links`); a message takes a shortest path over links
+    that join members of the group (breadth-first search), and the mean is over every
+    ordered pair of distinct members. For the whole torus it is the closed form
+    ``2 · side · Σ_d ring(d) / (side² − 1)`` with ``ring(d) = min(d, side − d)``: on a
+    4 × 4 torus each dimension contributes 0 + 1 + 2 + 1 = 4 per row, so the 15 peers of a
+    chip are 2·4·4/15 = 32/15 hops away on average.
+
+    An all-to-all where each of ``n`` members holds ``S`` bytes, ``S/n`` for each peer, puts
+    ``(n−1)/n · h̄ · S`` bytes on each chip's links (``h̄`` this function); spread evenly over
+    the group's links of total bandwidth ``B`` per chip (exact for the whole torus by
+    symmetry, an assumption for a smaller group), it takes ``(n−1)/n · h̄ · S/B``: ``2 · S/B``
+    on 16 chips, against ``(n−1)/2 · S/B = 7.5 · S/B`` for a one-way ring
+    (:func:`ring_all_to_all_s`).
+
+    Parameters
+    ----------
+    n_chips : int
+        Chips in the group, 1 to ``grid_side**2``.
+    grid_side : int
+        Chips along one side of the torus, 1 to 16 (Trainium instances have 4).
+
+    Returns
+    -------
+    float
+        Mean hops (0 for one chip).
+
+    References
+    ----------
+    W. J. Dally, B. Towles, *Principles and Practices of Interconnection Networks*, 2004,
+    §3.2 (average hop count of a k-ary n-cube: n·k/4 for even k, here taken over distinct
+    pairs) and §3.3.1 (channel load of uniform traffic). AWS Neuron docs, "Collective
+    communication: System Connectivity" (Trn2: 4 × 4 2D torus inside an instance).
+
+    Examples
+    --------
+    >>> torus_average_hops(16, 4) == 32 / 15
+    True
+    >>> [round(torus_average_hops(n, 4), 4) for n in (1, 2, 4, 8)]
+    [0.0, 1.0, 1.3333, 1.7143]
+    """
+    side = integer("grid_side", grid_side, minimum=1, maximum=16)
+    n = integer("n_chips", n_chips, minimum=1, maximum=side * side)
+    if n == 1:
+        return 0.0
+    total = 0
+    for start in range(n):
+        dist = {start: 0}
+        frontier = [start]
+        while frontier:
+            nxt = []
+            for c in frontier:
+                r, col = divmod(c, side)
+                for dr, dc in ((0, 1), (0, -1), (1, 0), (-1, 0)):
+                    m = ((r + dr) % side) * side + (col + dc) % side
+                    if m < n and m not in dist:
+                        dist[m] = dist[c] + 1
+                        nxt.append(m)
+            frontier = nxt
+        total += sum(dist.values())
+    return total / (n * (n - 1))
+
+
+__all__ += ["torus_average_hops"]
