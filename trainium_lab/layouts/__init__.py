@@ -84,7 +84,7 @@ ZeRO-1. State alone is 58.9 GiB per chip:
 
 from __future__ import annotations
 
-from trainium_lab.layouts.engine import _comm  # noqa: F401  (tests and benchmarks clear its cache)
+from trainium_lab.layouts.engine import TORUS_LINK_MODELS, _comm  # noqa: F401  (_comm: tests and benchmarks clear its cache)
 from trainium_lab.layouts.estimate import (IGNORED, MEMORY_PARTS, MOE_TIME_PARTS, TIME_PARTS, Layout,
                                            LayoutEstimate, custom_model, evaluate, layout)
 from trainium_lab.layouts.formulas import (interleaved_activation_factor, pipeline_bubble_fraction,
@@ -97,4 +97,5 @@ __all__ = [
     "layout", "evaluate", "plan", "custom_model", "resolve_model",
     "pipeline_bubble_fraction", "tp_allreduces_per_layer", "fully_sharded_table",
     "worked_example", "candidate_degrees", "interleaved_activation_factor", "MOE_TIME_PARTS",
+    "TORUS_LINK_MODELS",
 ]

@@ -14,7 +14,7 @@ al. 2022; Rajbhandari et al. 2020; Lepikhin et al. 2020) and each formula's comm
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -52,13 +52,47 @@ class _Comm:
     ep_rs: tuple[float, float] = (0.0, 0.0)
 
 
+#: how a group inside one instance's 2D torus is charged (the ``torus=`` option of evaluate / plan):
+#: "per-device" the chip's whole published figure for any group (the course's default);
+#: "own-links" only the links joining the group's chips (collectives.torus_group_bytes_per_s),
+#: and an all-to-all over shortest torus paths (collectives.torus_average_hops)
+TORUS_LINK_MODELS = ("per-device", "own-links")
+
+
+def _torus_level(c: topology.Cluster, level: topology.Level) -> bool:
+    """Whether ``level`` is the square 2D torus inside an instance (Trn1, Trn2; not Trn3's switch)."""
+    return (level.name == "instance" and not level.switched and level.bytes_per_s is not None
+            and c.chips_per_instance > 1 and c.grid_side * c.grid_side == c.chips_per_instance)
+
+
+def _own_links(c: topology.Cluster, level: topology.Level, n_chips: int) -> topology.Level:
+    """The level with the bandwidth of a group of ``n_chips``' own torus links."""
+    return replace(level, bytes_per_s=collectives.torus_group_bytes_per_s(n_chips, c.system))
+
+
+def _a2a_group(c: topology.Cluster, shape: tuple[int, int, int], size: float, torus: str) -> float:
+    """moe's hierarchical all-to-all; with ``torus="own-links"`` the phase inside a 2D torus
+    instance is ``(n−1)/n · h̄ · S/B`` over the group's own links (collectives.torus_average_hops)."""
+    if torus == "per-device":
+        return moe._a2a_group(c, shape, size)
+    total = 0.0
+    for level, n in moe._phases(c, *shape):
+        if _torus_level(c, level):
+            bw = collectives.torus_group_bytes_per_s(n, c.system)
+            total += (n - 1) / n * collectives.torus_average_hops(n, c.grid_side) * size / bw
+        else:
+            total += moe._a2a(level, n, size)
+    return total
+
+
 #: rank orderings (innermost first): EP right after TP, so it lands in the fastest domain holding tp·ep
 _ORDER = topology.parse_ordering("tp-pp-dp")
 _ORDER_EP = topology.parse_ordering("tp-ep-pp-dp")
 
 
 @functools.lru_cache(maxsize=65536)
-def _comm(system: str, n_systems: int, lnc: int, tp: int, pp: int, dp: int, ep: int = 1) -> _Comm:
+def _comm(system: str, n_systems: int, lnc: int, tp: int, pp: int, dp: int, ep: int = 1,
+          torus: str = "per-device") -> _Comm:
     c = topology.cluster(system, n_systems, lnc)
     order = _ORDER if ep == 1 else _ORDER_EP
     degrees = {"tp": tp, "pp": pp, "dp": dp, "ep": ep}
@@ -72,6 +106,8 @@ def _comm(system: str, n_systems: int, lnc: int, tp: int, pp: int, dp: int, ep: 
     def affine(kind: str, coll: str) -> tuple[float, float]:
         # collectives.level_collective_s's arithmetic, without re-validating known-good arguments
         lv, n, sh = slowest(kind)
+        if torus == "own-links" and n > 1 and _torus_level(c, lv):
+            lv = _own_links(c, lv, n)
         a = collectives._level_cost(lv, n, sh, 0.0, coll, None)
         ref = 1e9  # a large reference size keeps the slope exact to ~1e-15
         return a, (collectives._level_cost(lv, n, sh, ref, coll, None) - a) / ref
@@ -86,8 +122,8 @@ def _comm(system: str, n_systems: int, lnc: int, tp: int, pp: int, dp: int, ep: 
         # the EP group's shape (chips per instance, instances per system, systems) for the
         # hierarchical all-to-all; every rank of a chip dispatches its own tokens at once
         shape = (-(-n_ep // n_inst), -(-n_inst // n_sys), n_sys)
-        a = moe._a2a_group(c, shape, 0.0)
-        b = (moe._a2a_group(c, shape, 1e9 * c.ranks_per_chip) - a) / 1e9
+        a = _a2a_group(c, shape, 0.0, torus)
+        b = (_a2a_group(c, shape, 1e9 * c.ranks_per_chip, torus) - a) / 1e9
         extra = dict(ep_level=lv_ep.name, ep_chips=n_ep, ep_a2a=(a, b), ep_ag=affine("ep", "all_gather"),
                      ep_rs=affine("ep", "reduce_scatter"))
     return _Comm(levels=levels, tp_ar=affine("tp", "all_reduce"), dp_ar=affine("dp", "all_reduce"),

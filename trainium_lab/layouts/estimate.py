@@ -18,7 +18,7 @@ import pandas as pd
 
 from trainium_lab import moe, specs, topology
 from trainium_lab._validate import choice, in_range, integer
-from trainium_lab.layouts.engine import _RECOMPUTE_INDEX, _comm, _core, _fits
+from trainium_lab.layouts.engine import _RECOMPUTE_INDEX, TORUS_LINK_MODELS, _comm, _core, _fits
 from trainium_lab.sizing import ATTENTION_COUNTS, RECOMPUTE_MODES, ModelPreset, recipe, resolve_model
 from trainium_lab.units import GiB, format_bytes, format_seconds
 
@@ -448,7 +448,8 @@ class LayoutEstimate:
 
 
 def evaluate(lay: Layout, *, mfu: float = 0.4, dp_overlap: float = 1.0, tp_overlap: float = 0.0,
-             min_headroom_fraction: float = 0.10, attention: str = "causal") -> LayoutEstimate:
+             min_headroom_fraction: float = 0.10, attention: str = "causal",
+             torus: str = "per-device") -> LayoutEstimate:
     """Memory per chip and a first-order step time for a layout.
 
     Memory per rank (Ψ parameters, recipe bytes ``w, g, K``; Rajbhandari et al.):
@@ -504,10 +505,21 @@ def evaluate(lay: Layout, *, mfu: float = 0.4, dp_overlap: float = 1.0, tp_overl
         ``num_floating_point_operations`` does; ``"full"`` counts all of it, ``12·L·s·h``, as
         Narayanan et al. 2021 (their FLOPs formula) and Korthikanti et al. 2022 (model FLOPs)
         do. Compare an MFU only with one counted the same way.
-
-    Returns
-    -------
-    LayoutEstimate
+    torus : {"per-device", "own-links"}
+        How a group inside one instance's 2D torus (Trn1, Trn2) is charged. AWS gives the
+        torus bandwidth per device (1,024 GB/s on Trn2), with no per-link figure and no
+        direction. ``"per-device"`` (default): every TP, DP and EP collective gets that whole
+        figure, and an all-to-all inside the instance is a one-way ring, ``(n−1)/2 · S/B``
+        (:func:`trainium_lab.collectives.ring_all_to_all_s`). ``"own-links"``: a group of
+        ``n`` chips gets only the links joining its members,
+        :func:`trainium_lab.collectives.torus_group_bytes_per_s` (a quarter of the figure for
+        2 chips, all of it for 16; the links assumed equal), and an all-to-all inside the
+        instance takes ``(n−1)/n · h̄ · S/B`` over shortest torus paths
+        (:func:`trainium_lab.collectives.torus_average_hops`; ``h̄ = 32/15`` on 16 chips, so
+        ``2 · S/B`` instead of ``7.5 · S/B``). The first is optimistic for small groups, the
+        second's ring pessimistic for the all-to-all; chapter 03 discusses both. Pipeline
+        sends, levels that are not a 2D torus (Trn2 UltraServer's ring of instances, EFA) and
+        Trainium3's switch are costed the same either way.
 
     Examples
     --------
@@ -527,8 +539,9 @@ def evaluate(lay: Layout, *, mfu: float = 0.4, dp_overlap: float = 1.0, tp_overl
     tp_overlap = in_range("tp_overlap", tp_overlap, 0.0, 1.0)
     min_headroom_fraction = in_range("min_headroom_fraction", min_headroom_fraction, 0.0, 1.0, high_open=True)
     attention = choice("attention", attention, ATTENTION_COUNTS)
+    torus = choice("torus", torus, TORUS_LINK_MODELS)
     c = lay.cluster
-    cm = _comm(c.system, c.n_systems, c.lnc, lay.tp, lay.pp, lay.dp, lay.ep)
+    cm = _comm(c.system, c.n_systems, c.lnc, lay.tp, lay.pp, lay.dp, lay.ep, torus)
     one = lambda v: np.array([v])  # noqa: E731
     out = _core(lay.model, c, lay.seq_len, lay.recipe, lay.dtype, lay.sequence_parallel, mfu, dp_overlap,
                 tp_overlap, lay.grad_bytes_per_param,

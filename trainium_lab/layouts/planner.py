@@ -19,7 +19,7 @@ import pandas as pd
 
 from trainium_lab import specs, topology
 from trainium_lab._validate import choice, in_range, integer, positive, sequence
-from trainium_lab.layouts.engine import _RECOMPUTE_INDEX, _comm, _core, _fits
+from trainium_lab.layouts.engine import _RECOMPUTE_INDEX, TORUS_LINK_MODELS, _comm, _core, _fits
 from trainium_lab.layouts.estimate import (MEMORY_PARTS, TIME_PARTS, Layout, _labels, _time_parts,
                                            evaluate, layout)
 from trainium_lab.sizing import (ATTENTION_COUNTS, RECOMPUTE_MODES, ModelPreset, preset, recipe,
@@ -192,7 +192,7 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
          dtype: str = "bfloat16", n_tokens: float | None = None, tp_overlap: float = 0.0,
          grad_bytes_per_param: float | None = None, ep_degrees: tuple[int, ...] | None = None,
          virtual_stages: tuple[int, ...] = (1,), capacity_factor: float = 1.0,
-         attention: str = "causal") -> Plan:
+         attention: str = "causal", torus: str = "per-device") -> Plan:
     """Evaluate every valid layout of ``model`` on a cluster; keep those that fit; rank by tokens/s.
 
     Enumerates every ``(tp, ep, pp, dp)`` with ``tp·ep·pp·dp`` = ranks, ``tp`` dividing
@@ -234,6 +234,9 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
         MoE expert buffers relative to a balanced load, in [1, 16].
     attention : {"causal", "full"}
         How attention-score FLOPs are counted, as in :func:`evaluate`.
+    torus : {"per-device", "own-links"}
+        How groups inside one instance's 2D torus are charged, as in :func:`evaluate`
+        (``"per-device"``, the default, is the course's model; Trainium3 is unaffected).
 
     Returns
     -------
@@ -267,6 +270,7 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     tp_overlap = in_range("tp_overlap", tp_overlap, 0.0, 1.0)
     min_headroom_fraction = in_range("min_headroom_fraction", min_headroom_fraction, 0.0, 1.0, high_open=True)
     attention = choice("attention", attention, ATTENTION_COUNTS)
+    torus = choice("torus", torus, TORUS_LINK_MODELS)
     mbs = sorted(set(sequence("micro_batches", micro_batches, integer)))
     zs = sorted(set(sequence("zero_stages", zero_stages,
                              lambda name, x: integer(name, x, minimum=0, maximum=3))))
@@ -310,7 +314,7 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     if len(T) == 0:
         raise ValueError(f"global_batch ({global_batch}) admits no layout on {n_ranks} ranks: no data-"
                          "parallel degree divides it together with the micro-batch sizes")
-    comms = [_comm(c.system, c.n_systems, c.lnc, int(a), int(b), int(d), int(e))
+    comms = [_comm(c.system, c.n_systems, c.lnc, int(a), int(b), int(d), int(e), torus)
              for a, e, b, d in zip(T.tolist(), E.tolist(), P.tolist(), D.tolist())]
 
     # ---- the options grid (ZeRO × micro-batch × recompute × v), degree-major as before
@@ -369,7 +373,8 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     fitting.insert(0, "rank", np.arange(1, len(fitting) + 1))
     settings = dict(sequence_parallel=sequence_parallel, seq_len=seq_len, recipe_name=recipe_name,
                     dtype=dtype, mfu=mfu, dp_overlap=dp_overlap, tp_overlap=tp_overlap,
-                    grad_bytes_per_param=grads, capacity_factor=capacity_factor, attention=attention)
+                    grad_bytes_per_param=grads, capacity_factor=capacity_factor, attention=attention,
+                    torus=torus)
     return Plan(fitting, df, m, c, global_batch, min_headroom_fraction, settings)
 
 
