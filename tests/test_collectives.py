@@ -350,3 +350,39 @@ def test_torus_group_bytes_per_s_bad_input(kwargs, name):
 def test_torus_group_links_bad_input(n, side, name):
     with pytest.raises(ValueError, match=name):
         c.torus_group_links(n, side)
+
+
+# --------------------------------------------------------------------- torus_average_hops
+
+
+def test_torus_average_hops_whole_4x4_torus_is_32_over_15():
+    """4 × 4 torus, 16 chips: per dimension a chip's ring distances are 0, 1, 2, 1 (sum 4), so the
+    15 peers sit 2·4·4/15 = 32/15 hops away on average (Dally & Towles 2004, §3.2: k/4 per
+    dimension over all k nodes, 2·4/4 = 2 = 32/16 including the chip itself)."""
+    assert c.torus_average_hops(16, 4) == 32 / 15
+    assert c.torus_average_hops(16, 4) * 15 / 16 == pytest.approx(2.0, rel=1e-15)
+
+
+@settings(max_examples=30, deadline=None)
+@given(side=st.integers(1, 8))
+def test_torus_average_hops_closed_form_for_the_whole_torus(side):
+    """The breadth-first mean equals the k-ary 2-cube's closed form 2·k·Σ_d min(d, k−d)/(k²−1)."""
+    n = side * side
+    if n == 1:
+        assert c.torus_average_hops(1, side) == 0.0
+        return
+    ring = sum(min(d, side - d) for d in range(side))
+    assert c.torus_average_hops(n, side) == pytest.approx(2 * side * ring / (n - 1), rel=1e-12)
+
+
+def test_torus_average_hops_small_groups_and_bad_input():
+    """One chip 0; two neighbours 1; a row of 4 wrapped into a ring: 1, 2, 1 → 4/3."""
+    assert c.torus_average_hops(1, 4) == 0.0
+    assert c.torus_average_hops(2, 4) == 1.0
+    assert c.torus_average_hops(4, 4) == pytest.approx(4 / 3, rel=1e-15)
+    with pytest.raises(ValueError, match="n_chips"):
+        c.torus_average_hops(17, 4)
+    with pytest.raises(ValueError, match="grid_side"):
+        c.torus_average_hops(4, 10**30)
+    with pytest.raises(ValueError, match="n_chips"):
+        c.torus_average_hops("4", 4)

@@ -90,6 +90,7 @@ OVERRIDES = {
     "collectives.placement_costs": {"placement": "PLACEMENT", "size_bytes": 1e8},
     "collectives.torus_group_links": {"n_chips": 4, "grid_side": 4},
     "collectives.torus_group_bytes_per_s": {"n_chips": 4, "system": "trn2-ultraserver"},
+    "collectives.torus_average_hops": {"n_chips": 4, "grid_side": 4},
     # the claim checks moved to their own module (issue 13), re-exported by cores
     "claim_checks.check_figure": {"entity": "trn2", "field": "hbm_bytes", "claimed": 96.0,
                                   "unit": "GiB"},

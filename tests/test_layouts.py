@@ -794,3 +794,89 @@ def test_interleaved_busiest_stage_matches_dealing_the_chunks(n_layers, pp, v):
     one = layouts.evaluate(layouts.layout(m, pp=1, n_systems=1, **kw))
     assert est.time_s["compute"] / one.time_s["compute"] == pytest.approx(max(stage_layers) / n_layers,
                                                                           rel=1e-12)
+
+
+# --------------------------------------------------------------------- torus= link model
+
+
+_TORUS_CASES = {
+    "405b-worked": dict(model="llama3-405b", tp=64, pp=4, dp=2, zero_stage=1, system="trn2-ultraserver", lnc=2,
+                        micro_batch=1, n_micro_batches=16, recompute="selective"),
+    "8b-tp2chips": dict(model="llama3-8b", tp=8, pp=1, dp=8, zero_stage=1, system="trn2.48xlarge", lnc=2,
+                        micro_batch=1, n_micro_batches=8),
+    "mixtral-ep8": dict(model="mixtral-8x7b", tp=4, ep=8, pp=1, dp=2, zero_stage=1, system="trn2.48xlarge",
+                        lnc=2, micro_batch=1, n_micro_batches=8),
+}
+#: step_s recorded from main before the torus= option existed
+_TORUS_MAIN_STEP_S = {"405b-worked": 24.952804223628256, "8b-tp2chips": 7.017404878657631,
+                      "mixtral-ep8": 111.56554970173116}
+
+
+def _torus_est(case: str, **kw):
+    c = dict(_TORUS_CASES[case])
+    return layouts.evaluate(layouts.layout(c.pop("model"), **c), **kw)
+
+
+@pytest.mark.parametrize("case", sorted(_TORUS_CASES))
+def test_torus_default_is_bit_identical_to_main(case):
+    """torus="per-device" (the default) is the model as it was: step times recorded from main."""
+    assert _torus_est(case).step_s == _TORUS_MAIN_STEP_S[case]
+    assert _torus_est(case, torus="per-device").step_s == _TORUS_MAIN_STEP_S[case]
+
+
+def test_torus_default_plan_bit_identical_to_main():
+    """The planner's whole table under the default: the sum of step times and the winner from main."""
+    p = layouts.plan("llama3-8b", system="trn2.48xlarge", lnc=2, global_batch=64)
+    assert float(p.all[p.all.fits].step_s.sum()) == 3921.0551134031753
+    assert p.best.label == "TP16 ranks = 4 chips × PP1×DP4 ZeRO-3 mb1×16 none"
+    assert p.settings["torus"] == "per-device"
+    assert layouts.plan("llama3-8b", system="trn2.48xlarge", lnc=2, global_batch=64,
+                        torus="own-links").settings["torus"] == "own-links"
+
+
+def test_torus_own_links_tp_on_two_chips_is_4x_slower():
+    """TP8 ranks at LNC=2 is 2 chips: they share 1 of each chip's 4 torus links
+    (collectives.torus_group_links), so the all-reduce runs at 1,024/4 GB/s: 4× the time."""
+    per, own = _torus_est("8b-tp2chips"), _torus_est("8b-tp2chips", torus="own-links")
+    assert own.time_s["tp_comm"] == pytest.approx(4 * per.time_s["tp_comm"], rel=1e-12)
+    assert own.time_s["compute"] == per.time_s["compute"]
+
+
+def test_torus_own_links_16_chip_tp_unchanged():
+    """TP over all 16 chips of an instance owns all 4 links: the same as per-device."""
+    per, own = _torus_est("405b-worked"), _torus_est("405b-worked", torus="own-links")
+    assert own.time_s["tp_comm"] == per.time_s["tp_comm"]
+    assert own.step_s == per.step_s   # PP over the UltraServer ring and DP over EFA are not torus levels
+
+
+def test_torus_own_links_all_to_all_on_16_chips():
+    """EP over the 16 chips of a Trn2 instance: a one-way ring costs (n−1)/2 · S/B = 7.5 · S/B; over
+    shortest torus paths (n−1)/n · h̄ · S/B with h̄ = 32/15 it is 2 · S/B, cheaper by 15/4. On 4 chips
+    (a row, 2 own links) it is 2 · S/B against the ring's 1.5 · S/B: dearer."""
+    m = "mixtral-8x7b"
+    # LNC=1: 8 ranks a chip, so EP8 × TP4 = 32 ranks is an EP group of 4 chips
+    kw = dict(tp=4, ep=8, pp=1, zero_stage=1, system="trn2.48xlarge", lnc=1, micro_batch=1, n_micro_batches=4)
+    per = layouts.evaluate(layouts.layout(m, dp=4, **kw))
+    own = layouts.evaluate(layouts.layout(m, dp=4, **kw), torus="own-links")
+    assert per.levels["ep"] == "instance"
+    # 4 chips: ring 3/2 · S/B; own links (2 of 4): (3/4) · (4/3) · S/(B/2) = 2 · S/B → ratio 4/3
+    assert per.time_s["ep_comm"] / own.time_s["ep_comm"] == pytest.approx(1.5 / 2.0, rel=1e-12)
+    n = 16
+    ring = (n - 1) / 2
+    torus = (n - 1) / n * collectives.torus_average_hops(n, 4)
+    assert ring / torus == pytest.approx(15 / 4, rel=1e-12)
+    c = topology.cluster("trn2.48xlarge", 1, 1)
+    a = layouts._comm(c.system, 1, 1, 8, 1, 1, 16)   # TP8 = 1 chip at LNC=1, EP over all 16 chips
+    b = layouts._comm(c.system, 1, 1, 8, 1, 1, 16, "own-links")
+    assert a.ep_chips == b.ep_chips == 16
+    assert a.ep_a2a[1] / b.ep_a2a[1] == pytest.approx(15 / 4, rel=1e-12)
+
+
+def test_torus_own_links_trn3_unchanged_and_bad_value():
+    """Trainium3's NeuronSwitch is not a torus: the option changes nothing there. A bad value raises."""
+    lay = layouts.layout("llama3-8b", tp=8, pp=1, dp=32, system="trn3-gen1-ultraserver", lnc=2)
+    assert layouts.evaluate(lay, torus="own-links").step_s == layouts.evaluate(lay).step_s
+    with pytest.raises(ValueError, match="torus.*per-device.*own-links"):
+        layouts.evaluate(lay, torus="per-link")
+    with pytest.raises(ValueError, match="torus"):
+        layouts.plan("llama3-8b", system="trn2.48xlarge", global_batch=16, torus=None)
