@@ -69,29 +69,33 @@ def spacing_chart(df: pd.DataFrame, *, x_min: float | None = None,
     )
 
 
-def rounding_chart(draws: numerics.RoundingDraws) -> alt.Chart:
-    """Stochastic rounding of one value: probability and observed share per neighbour.
-
-    ``draws`` is :func:`trainium_lab.numerics.rounding_draws` output: grouped bars, theory
-    beside the share of the draws, the round-to-nearest result marked in its label.
-    """
-    draws = instance("draws", draws, numerics.RoundingDraws,
-                     "a RoundingDraws from numerics.rounding_draws")
-    long = draws.table.melt(id_vars=["result", "nearest"], value_vars=["probability", "frequency"],
-                   var_name="what", value_name="share")
-    long["what"] = long["what"].map({"probability": "probability (theory)",
-                                     "frequency": "share of draws"})
-    long["result_text"] = [f"{r:.8g}" + (" (nearest)" if n else "")
-                           for r, n in zip(long.result, long.nearest)]
-    bars = base(long, title=f"Rounding {draws.value:.8g} to {draws.format}",
-                height=160).mark_bar().encode(
+@functools.lru_cache(maxsize=64)
+def _rounding_template(title: str) -> "_DatasetChart":
+    return _DatasetChart(alt.NamedData("rows"), width=WIDTH, height=160, datasets={"rows": []},
+                         title=title).mark_bar().encode(
         x=alt.X("result_text:N", title="rounded value", sort=None, axis=alt.Axis(labelAngle=0)),
         xOffset="what:N",
         y=alt.Y("share:Q", title="probability", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("what:N", title=None, scale=alt.Scale(range=["#4e79a7", "#f28e2b"])),
         tooltip=["result_text:N", "what:N", alt.Tooltip("share:Q", format=".4f")],
-    )
-    return bars
+    ).freeze()
+
+
+def rounding_chart(draws: numerics.RoundingDraws) -> alt.Chart:
+    """Stochastic rounding of one value: probability and observed share per neighbour.
+
+    ``draws`` is :func:`trainium_lab.numerics.rounding_draws` output: grouped bars, theory
+    beside the share of the draws, the round-to-nearest result marked in its label. Built
+    from a template cached by title, so a widget update only swaps the data.
+    """
+    draws = instance("draws", draws, numerics.RoundingDraws,
+                     "a RoundingDraws from numerics.rounding_draws")
+    t = draws.table
+    rows = []
+    for what, column in (("probability (theory)", "probability"), ("share of draws", "frequency")):
+        rows += [{"result_text": f"{r:.8g}" + (" (nearest)" if n else ""), "what": what, "share": float(v)}
+                 for r, n, v in zip(t["result"], t["nearest"], t[column])]
+    return _rounding_template(f"Rounding {draws.value:.8g} to {draws.format}").with_datasets({"rows": rows})
 
 
 @functools.lru_cache(maxsize=1)
