@@ -133,7 +133,8 @@ def placement_chart(df: pd.DataFrame, *, kind: str = "tp", highlight: int = 0, c
     ``row``, ``col``, ``colour`` ("group g" or "mixed"), ``first_rank``, ``last_rank``,
     ``n_groups``, ``highlighted``. Chips running a rank of group ``highlight`` are
     outlined in black; each cell shows the chip's first rank. Instances are laid out
-    ``columns`` to a row (one chart, no facets, so widget updates stay fast).
+    ``columns`` to a row (one chart, no facets), from a template cached by its layout, so a
+    widget update only swaps the data.
     """
     side = int(df["col"].max()) + 1
     n_rows = int(df["row"].max()) + 1
@@ -158,25 +159,35 @@ def placement_chart(df: pd.DataFrame, *, kind: str = "tp", highlight: int = 0, c
     colours = [PALETTE[i % len(PALETTE)] for i in range(len(domain))]
     if "mixed" in set(d["colour"]):
         domain, colours = domain + ["mixed"], colours + ["#d9d9d9"]
+    chart = _placement_template(kind, tuple(title) if isinstance(title, list) else title, tuple(domain),
+                                tuple(colours), width_cells, height_cells)
+    return chart.with_datasets({"cells": list(_records(d).values), "heads": list(_records(heads).values)})
+
+
+@functools.lru_cache(maxsize=64)
+def _placement_template(kind: str, title, domain: tuple, colours: tuple, width_cells: int,
+                        height_cells: int) -> "_DatasetLayerChart":
     x = alt.X("x:O", axis=None, scale=alt.Scale(domain=list(range(width_cells))))
     y = alt.Y("y:O", axis=None, scale=alt.Scale(domain=list(range(height_cells))))
     with debug_mode(False):
-        cell = alt.Chart().mark_rect(strokeWidth=2).encode(
+        cell = alt.Chart(alt.NamedData("cells")).mark_rect(strokeWidth=2).encode(
             x=x, y=y,
             color=alt.Color("colour:N", title=f"{kind.upper()} group",
-                            scale=alt.Scale(domain=domain, range=colours),
+                            scale=alt.Scale(domain=list(domain), range=list(colours)),
                             legend=alt.Legend(columns=2, symbolLimit=34)),
             stroke=alt.Stroke("outline:N", scale=None),
             tooltip=[alt.Tooltip("label:N", title="instance"), alt.Tooltip("ranks:N", title="ranks"),
                      alt.Tooltip("colour:N", title=f"{kind} group"),
                      alt.Tooltip("n_groups:Q", title=f"{kind} groups on chip")],
         )
-        text = alt.Chart().mark_text(fontSize=8, color="black").encode(
+        text = alt.Chart(alt.NamedData("cells")).mark_text(fontSize=8, color="black").encode(
             x=x, y=y, text=alt.Text("first_rank:Q"))
-        head = alt.Chart(_records(heads)).mark_text(fontSize=10, align="left", dx=-8, fontWeight="bold").encode(
+        head = alt.Chart(alt.NamedData("heads")).mark_text(fontSize=10, align="left", dx=-8,
+                                                           fontWeight="bold").encode(
             x=x, y=y, text=alt.Text("label:N"))
-        return alt.layer(cell, text, head, data=_records(d), title=title,
-                         width=18 * width_cells, height=18 * height_cells)
+        return _DatasetLayerChart(layer=[cell, text, head], title=list(title) if isinstance(title, tuple) else title,
+                                  width=18 * width_cells, height=18 * height_cells,
+                                  datasets={"cells": [], "heads": []}).freeze()
 
 
 class _DatasetLayerChart(DatasetTemplate, alt.LayerChart):
