@@ -826,6 +826,11 @@ def torus_group_links(n_chips: int, grid_side: int) -> int:
     return fewest
 
 
+def _square_torus(c) -> bool:
+    """Whether a cluster's instance level is a square 2D torus (Trn1, Trn2; not Trn3's switch)."""
+    return not c.level("instance").switched and c.grid_side * c.grid_side == c.chips_per_instance
+
+
 def torus_group_bytes_per_s(n_chips: int, system: str = "trn2-ultraserver") -> float:
     """Per-chip bandwidth of a group of ``n_chips`` inside one instance's torus, counting
     only the links that join the group's own chips.
@@ -862,7 +867,7 @@ def torus_group_bytes_per_s(n_chips: int, system: str = "trn2-ultraserver") -> f
         raise ValueError(f"system must be a system name such as 'trn2-ultraserver', got {system!r}")
     c = cluster(system, 1, lnc=1)  # bandwidth does not depend on LNC; 1 is valid on every chip
     level = c.level("instance")
-    if level.switched or c.grid_side * c.grid_side != c.chips_per_instance:
+    if not _square_torus(c):
         raise ValueError(f"system must have a square 2D torus inside each instance; "
                          f"{c.system} does not")
     n = integer("n_chips", n_chips, minimum=1, maximum=c.chips_per_instance)

@@ -749,15 +749,17 @@ def _packed_shape(c: topology.Cluster, n_chips: int) -> tuple[int, int, int]:
     return per_instance, instances, systems
 
 
-def _a2a_group(c: topology.Cluster, shape: tuple[int, int, int], size: float, hierarchical: bool = True) -> float:
-    """Seconds for one all-to-all of ``size`` bytes per chip over a group of the given shape."""
+def _a2a_group(c: topology.Cluster, shape: tuple[int, int, int], size: float, hierarchical: bool = True,
+               phase=_a2a) -> float:
+    """Seconds for one all-to-all of ``size`` bytes per chip over a group of the given shape;
+    ``phase(level, n_chips, size)`` costs one phase (the layout planner swaps in its torus model)."""
     phases = _phases(c, *shape)
     if not phases:
         return 0.0
     if not hierarchical:  # chapter 03's model: one ring (or exchange) over all chips at the slowest level
         n = shape[0] * shape[1] * shape[2]
-        return _a2a(phases[-1][0], n, size)
-    return sum(_a2a(level, n, size) for level, n in phases)
+        return phase(phases[-1][0], n, size)
+    return sum(phase(level, n, size) for level, n in phases)
 
 
 def all_to_all_s(size_bytes: float, n_chips: int, system: str = "trn2-ultraserver", *,

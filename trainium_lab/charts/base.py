@@ -125,7 +125,6 @@ THEME = "trainium-lab"
 #: only absorbs a fallback font a few per cent wider (a browser without DejaVu Sans)
 STATIC_PADDING = 8
 
-_fonts_registered = False
 
 
 def _font_advances(path: str) -> tuple[float, dict[int, int]]:
@@ -175,19 +174,13 @@ def text_width_px(text: str, font_size: float, bold: bool = False) -> float:
         * font_size / units_per_em
 
 
+@functools.cache
 def register_fonts() -> None:
-    """Let vl-convert measure and draw the fonts in ``FONT_DIR`` (once per process).
-
-    vl-convert's font registry is global to the process; registering the folder again
-    would only rebuild it.
-    """
-    global _fonts_registered
-    if _fonts_registered:
-        return
+    """Let vl-convert measure and draw the fonts in ``FONT_DIR`` (once per process: its font
+    registry is global, and registering the folder again would only rebuild it)."""
     import vl_convert as vlc
 
     vlc.register_font_directory(str(FONT_DIR))
-    _fonts_registered = True
 
 
 def _defaults_under(defaults: dict, given: dict) -> dict:

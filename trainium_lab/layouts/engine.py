@@ -61,13 +61,7 @@ TORUS_LINK_MODELS = ("per-device", "own-links")
 
 def _torus_level(c: topology.Cluster, level: topology.Level) -> bool:
     """Whether ``level`` is the square 2D torus inside an instance (Trn1, Trn2; not Trn3's switch)."""
-    return (level.name == "instance" and not level.switched and level.bytes_per_s is not None
-            and c.chips_per_instance > 1 and c.grid_side * c.grid_side == c.chips_per_instance)
-
-
-def _own_links(c: topology.Cluster, level: topology.Level, n_chips: int) -> topology.Level:
-    """The level with the bandwidth of a group of ``n_chips``' own torus links."""
-    return replace(level, bytes_per_s=collectives.torus_group_bytes_per_s(n_chips, c.system))
+    return level.name == "instance" and collectives._square_torus(c)
 
 
 def _a2a_group(c: topology.Cluster, shape: tuple[int, int, int], size: float, torus: str) -> float:
@@ -75,14 +69,14 @@ def _a2a_group(c: topology.Cluster, shape: tuple[int, int, int], size: float, to
     instance is ``(n−1)/n · h̄ · S/B`` over the group's own links (collectives.torus_average_hops)."""
     if torus == "per-device":
         return moe._a2a_group(c, shape, size)
-    total = 0.0
-    for level, n in moe._phases(c, *shape):
-        if _torus_level(c, level):
-            bw = collectives.torus_group_bytes_per_s(n, c.system)
-            total += (n - 1) / n * collectives.torus_average_hops(n, c.grid_side) * size / bw
-        else:
-            total += moe._a2a(level, n, size)
-    return total
+
+    def phase(level: topology.Level, n: int, size: float) -> float:
+        if not _torus_level(c, level):
+            return moe._a2a(level, n, size)
+        bw = collectives.torus_group_bytes_per_s(n, c.system)
+        return (n - 1) / n * collectives.torus_average_hops(n, c.grid_side) * size / bw
+
+    return moe._a2a_group(c, shape, size, phase=phase)
 
 
 #: rank orderings (innermost first): EP right after TP, so it lands in the fastest domain holding tp·ep
@@ -107,7 +101,7 @@ def _comm(system: str, n_systems: int, lnc: int, tp: int, pp: int, dp: int, ep: 
         # collectives.level_collective_s's arithmetic, without re-validating known-good arguments
         lv, n, sh = slowest(kind)
         if torus == "own-links" and n > 1 and _torus_level(c, lv):
-            lv = _own_links(c, lv, n)
+            lv = replace(lv, bytes_per_s=collectives.torus_group_bytes_per_s(n, c.system))
         a = collectives._level_cost(lv, n, sh, 0.0, coll, None)
         ref = 1e9  # a large reference size keeps the slope exact to ~1e-15
         return a, (collectives._level_cost(lv, n, sh, ref, coll, None) - a) / ref
@@ -179,7 +173,7 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
     # ---- memory per rank, then per chip (rank memory × ranks per chip)
     weights, grads, optim, per_dense, per_expert = moe._state_per_rank(non_expert, routed, tpf, ppf, dpf,
                                                                        epf, zero, r)
-    layers_first = np.ceil(L / ppf)
+    layers_stage = np.ceil(L / ppf)  # the first (and busiest) stage's layers
     in_flight = np.minimum(ppf, mf)  # 1F1B: stage 1 stashes up to p micro-batches
     # one activation model for the package (sizing): the preset's Llama-style layer, with an
     # MoE layer's MLP as wide as the experts a token visits (moe.activation_ffn_dim)
@@ -188,7 +182,7 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
     act_layer = _activation_per_layer_array(seq_len, mbf, m.d_model, m.n_heads, tp, sequence_parallel,
                                             mode, coeffs)
     # interleaving keeps more micro-batches in flight (Korthikanti et al. §4.2.3)
-    acts = in_flight * layers_first * act_layer * np.where(vf > 1, 1.0 + (ppf - 1.0) / (ppf * vf), 1.0)
+    acts = in_flight * layers_stage * act_layer * np.where(vf > 1, 1.0 + (ppf - 1.0) / (ppf * vf), 1.0)
     # full recompute rebuilds one layer's whole activations during its backward pass
     peak_extra = np.where(mode == 2, _activation_per_layer_array(seq_len, mbf, m.d_model, m.n_heads, tp,
                                                                  sequence_parallel, np.zeros_like(mode),
@@ -216,7 +210,6 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
     rate = chips_per_stage_replica * chip.dense_flops_per_s[dtype] * mfu
     # the busiest stage holds ⌈L/p⌉ layers (also with v > 1: see the docstring), the share
     # ⌈L/p⌉/L of the FLOPs; written as (1/p)·busiest so that it is exactly 1/p when p | L
-    layers_stage = np.ceil(L / ppf)
     busiest = layers_stage * ppf / L  # 1.0 exactly when p divides L
     fwd = (model_flops_mb + padding_mb) / 3.0 / ppf / rate * busiest
     bwd = ((model_flops_mb + padding_mb) * 2.0 / 3.0 + recompute_flops_mb) / ppf / rate * busiest
