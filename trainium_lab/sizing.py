@@ -54,7 +54,7 @@ from trainium_lab.units import GB, GiB, MiB, day, format_bytes, format_count, fo
 
 __all__ = [
     "StateRecipe", "RECIPES", "DEFAULT_GRAD_BYTES_PER_PARAM", "PEER_GRAD_BYTES_PER_PARAM",
-    "recipe", "OPTIMIZER_MOMENT_BYTES", "bf16_recipe", "training_state_bytes", "state_breakdown",
+    "recipe", "recipe_split", "OPTIMIZER_MOMENT_BYTES", "bf16_recipe", "training_state_bytes", "state_breakdown",
     "zero_bytes_per_device", "zero_table", "ZERO_STAGES",
     "RECOMPUTE_MODES", "MLP_KINDS", "ActivationCoefficients", "activation_coefficients",
     "activation_options", "activation_bytes_per_layer", "activation_bytes", "activation_table",
@@ -149,7 +149,42 @@ RECIPES: dict[str, StateRecipe] = {r.key: r for r in (
                 "weights, master copy and optimizer state stay in higher precision"),
     StateRecipe("fp8-sr-bf16-moments", "FP8 matmuls, SR weights, BF16 moments", 2, 2, 0, 2, 2,
                 "combination of the two above: no master copy, moments in BF16"),
+    # the training frameworks' own conventions (data/frameworks.csv, trainium_lab.frameworks)
+    StateRecipe("nxd-standard-mixed-precision", "NxD Standard Mixed Precision (legacy NxD, ZeRO-1)",
+                2, 4, 4, 4, 4,
+                "AWS Neuron docs, libraries/neuronx-distributed/standard_mixed_precision.rst: FP32 "
+                "master weights and optimizer states for ZeRO-1, FP32 local gradient accumulation, "
+                "stochastic rounding off: 2 + 4 + 12 bytes"),
+    StateRecipe("fp32-params-amp-adam", "PyTorch autocast (AMP): FP32 parameters + Adam", 4, 4, 0, 4, 4,
+                "PyTorch torch.amp docs (autocast keeps parameters FP32); the TorchNeuron FAQ: "
+                "torch.autocast(device_type='neuron') follows PyTorch CUDA conventions: 4 + 4 + 8 bytes"),
 )}
+
+
+def recipe_split(name: str, zero_stage: int, grad_bytes_per_param: float | None = None) -> tuple[float, float]:
+    """Bytes per parameter a ZeRO stage shards over data parallelism, and bytes it leaves whole.
+
+    Stage 1 shards the master copy and the optimizer moments, stage 2 the gradients too,
+    stage 3 the weights too (Rajbhandari et al. 2020, Figure 1); the rest is kept on every
+    data-parallel rank.
+
+    Returns
+    -------
+    (sharded, unsharded) : tuple of float
+        Bytes per parameter; they add up to ``recipe(name).bytes_per_param``.
+
+    Examples
+    --------
+    >>> recipe_split("nxd-standard-mixed-precision", 1)   # 12 sharded; BF16 weights + FP32 grads whole
+    (12.0, 6.0)
+    >>> recipe_split("bf16-adam", 3)
+    (16.0, 0.0)
+    """
+    r = recipe(name, grad_bytes_per_param)
+    stage = integer("zero_stage", zero_stage, minimum=0, maximum=3)
+    k = r.optimizer_bytes_per_param
+    sharded = {0: 0.0, 1: k, 2: k + r.gradients, 3: k + r.gradients + r.weights}[stage]
+    return float(sharded), float(r.bytes_per_param - sharded)
 
 
 #: largest shape values accepted (far beyond any model; keeps every product finite)

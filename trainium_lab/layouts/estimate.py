@@ -11,6 +11,7 @@ Shoeybi et al., arXiv:1909.08053 (2019), §3; "DeepSpeed-MoE", arXiv:2201.05596 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +24,7 @@ from trainium_lab.sizing import ATTENTION_COUNTS, RECOMPUTE_MODES, ModelPreset, 
 from trainium_lab.units import GiB, format_bytes, format_seconds
 
 __all__ = ["Layout", "LayoutEstimate", "IGNORED", "MEMORY_PARTS", "TIME_PARTS", "MOE_TIME_PARTS",
-           "layout", "evaluate", "custom_model"]
+           "layout", "evaluate", "custom_model", "OverlapDefault", "overlap_default", "resolve_dp_overlap"]
 
 #: memory components per chip, in stacking order
 MEMORY_PARTS: tuple[str, ...] = ("weights", "gradients", "optimizer", "activations")
@@ -447,7 +448,57 @@ class LayoutEstimate:
                 f"{self.mfu_effective:.1%} at {self.mfu:.0%} while computing")
 
 
-def evaluate(lay: Layout, *, mfu: float = 0.4, dp_overlap: float = 1.0, tp_overlap: float = 0.0,
+@dataclass(frozen=True)
+class OverlapDefault:
+    """A labelled default of an overlap input (``data/overlap.csv``).
+
+    Attributes
+    ----------
+    parameter : str
+    default, low, high : float
+        The default and the plausible range the planner reports its winner across.
+    basis : str
+        ``"assumption"`` (no measurement gives it) or ``"measured"``.
+    source_id, note : str
+    """
+
+    parameter: str
+    default: float
+    low: float
+    high: float
+    basis: str
+    source_id: str
+    note: str
+
+    def __repr__(self) -> str:
+        return (f"OverlapDefault({self.parameter}={self.default:g}, range [{self.low:g}, {self.high:g}], "
+                f"{self.basis})")
+
+
+@functools.cache
+def overlap_default(parameter: str = "dp_overlap") -> OverlapDefault:
+    """The labelled default and plausible range of an overlap input (``data/overlap.csv``).
+
+    Examples
+    --------
+    >>> overlap_default()
+    OverlapDefault(dp_overlap=1, range [0.5, 1], assumption)
+    """
+    df = specs.read_data_csv("overlap.csv")
+    parameter = choice("parameter", parameter, tuple(df.parameter))
+    r = df[df.parameter == parameter].iloc[0]
+    return OverlapDefault(parameter, float(r["default"]), float(r.low), float(r.high), str(r.basis),
+                          str(r.source_id), str(r.note))
+
+
+def resolve_dp_overlap(dp_overlap: float | None) -> float:
+    """``dp_overlap`` checked to lie in [0, 1]; ``None`` is the labelled default (:func:`overlap_default`)."""
+    if dp_overlap is None:
+        return overlap_default("dp_overlap").default
+    return in_range("dp_overlap", dp_overlap, 0.0, 1.0)
+
+
+def evaluate(lay: Layout, *, mfu: float = 0.4, dp_overlap: float | None = None, tp_overlap: float = 0.0,
              min_headroom_fraction: float = 0.10, attention: str = "causal",
              torus: str = "per-device") -> LayoutEstimate:
     """Memory per chip and a first-order step time for a layout.
@@ -486,9 +537,11 @@ def evaluate(lay: Layout, *, mfu: float = 0.4, dp_overlap: float = 1.0, tp_overl
     mfu : float
         Share of peak FLOP/s reached *while computing*, in (0, 1]; bubble and
         exposed communication come on top, so the step's effective MFU is lower.
-    dp_overlap : float
-        Share of the backward window that can hide DP traffic, in [0, 1] (1 = bucketed,
-        perfectly overlapped reductions; 0 = none).
+    dp_overlap : float, optional
+        Share of the backward window that can hide DP traffic (and, under ZeRO-3, the weight
+        gathers), in [0, 1] (1 = bucketed, perfectly overlapped reductions; 0 = none).
+        Default: the labelled assumption of ``data/overlap.csv`` (:func:`overlap_default`: 1.0,
+        plausible range 0.5–1.0; no Trainium measurement gives it).
     tp_overlap : float
         Share of the tensor-parallel collective time hidden behind computation, in [0, 1].
         0 (the default) puts every TP all-reduce on the critical path: in Megatron-LM's
@@ -535,7 +588,7 @@ def evaluate(lay: Layout, *, mfu: float = 0.4, dp_overlap: float = 1.0, tp_overl
     if not isinstance(lay, Layout):
         raise ValueError(f"lay must be a Layout (build it with layouts.layout); got {type(lay).__name__}")
     mfu = in_range("mfu", mfu, 0.0, 1.0, low_open=True)
-    dp_overlap = in_range("dp_overlap", dp_overlap, 0.0, 1.0)
+    dp_overlap = resolve_dp_overlap(dp_overlap)
     tp_overlap = in_range("tp_overlap", tp_overlap, 0.0, 1.0)
     min_headroom_fraction = in_range("min_headroom_fraction", min_headroom_fraction, 0.0, 1.0, high_open=True)
     attention = choice("attention", attention, ATTENTION_COUNTS)

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from trainium_lab import specs, topology
+from trainium_lab import frameworks, specs, topology
 from trainium_lab._validate import choice, in_range, integer, positive, sequence
 from trainium_lab.layouts.engine import _RECOMPUTE_INDEX, TORUS_LINK_MODELS, _comm, _core, _fits
 from trainium_lab.layouts.estimate import (MEMORY_PARTS, TIME_PARTS, Layout, _labels, _time_parts,
-                                           evaluate, layout)
+                                           evaluate, layout, overlap_default, resolve_dp_overlap)
 from trainium_lab.sizing import (ATTENTION_COUNTS, RECOMPUTE_MODES, ModelPreset, preset, recipe,
                                  resolve_model, sharded_state_table, training_state_bytes)
 from trainium_lab.units import GiB, day
@@ -75,7 +75,8 @@ class Plan:
     global_batch : int
     min_headroom_fraction : float
     settings : dict
-        The search's other inputs (recompute options, dtype, MFU...), to rebuild a layout.
+        The search's other inputs (recompute options, dtype, MFU, ``framework``...), to rebuild
+        a layout.
     """
 
     table: pd.DataFrame
@@ -90,6 +91,68 @@ class Plan:
     def best(self) -> pd.Series | None:
         """The top row, or ``None`` when nothing fits."""
         return None if self.table.empty else self.table.iloc[0]
+
+    @property
+    def framework(self) -> str | None:
+        """The framework the search was limited to (a key of ``data/frameworks.csv``), or ``None``."""
+        return self.settings.get("framework")
+
+    def runnable_by(self, rank: int = 0) -> tuple[str, ...]:
+        """The frameworks that can run row ``rank`` of :attr:`table` (:func:`trainium_lab.frameworks.runnable_by`).
+
+        Examples
+        --------
+        >>> p = plan("llama3-8b", system="trn2.48xlarge", global_batch=64, framework="nxd")
+        >>> "nxd" in p.runnable_by()
+        True
+        """
+        rank = integer("rank", rank, minimum=0, maximum=max(len(self.table) - 1, 0))
+        if self.table.empty:
+            return ()
+        r = self.table.iloc[rank]
+        return frameworks.runnable_by(int(r.tp), int(r.pp), int(r.dp), int(r.ep), zero_stage=int(r.zero_stage),
+                                      virtual_stages=int(r.virtual_stages), n_layers=self.model.n_layers)
+
+    def overlap_sensitivity(self, values: tuple[float, ...] | None = None) -> pd.DataFrame:
+        """The winner at other data-parallel overlaps (memory does not depend on it).
+
+        Every fitting layout's step is re-costed with ``dp_exposed = max(0, total − o·window)``
+        (the engine's rule) at each overlap ``o``; the default values span the plausible range
+        of ``data/overlap.csv`` (:func:`trainium_lab.layouts.overlap_default`) and the plan's own.
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``dp_overlap, label, tokens_per_s, step_s, same_winner`` (whether it is the plan's
+            own winner), one row per overlap, highest first.
+
+        Examples
+        --------
+        >>> p = plan("llama3-405b", system="trn2-ultraserver", n_systems=2, lnc=2, global_batch=512)
+        >>> s = p.overlap_sensitivity()
+        >>> s.dp_overlap.tolist(), bool(s.same_winner.iloc[0])
+        ([1.0, 0.9, 0.8, 0.7, 0.6, 0.5], True)
+        """
+        d = overlap_default("dp_overlap")
+        if values is None:
+            grid = np.round(np.linspace(d.high, d.low, 6), 6).tolist()
+            own = float(self.settings.get("dp_overlap", d.default))
+            values = tuple(sorted(set(grid) | {own}, reverse=True))
+        vals = [in_range("values", v, 0.0, 1.0) for v in sequence("values", values, lambda _n, x: x)]
+        t = self.table
+        rows = []
+        if t.empty:
+            return pd.DataFrame(columns=["dp_overlap", "label", "tokens_per_s", "step_s", "same_winner"])
+        base = t.step_s.to_numpy() - t.dp_exposed_s.to_numpy()
+        total, window = t.dp_comm_total_s.to_numpy(), t.dp_window_s.to_numpy()
+        tokens = t.tokens_per_s.to_numpy() * t.step_s.to_numpy()
+        for o in vals:
+            step = base + np.maximum(0.0, total - o * window)
+            tps = tokens / step
+            i = int(np.argmax(tps))
+            rows.append({"dp_overlap": float(o), "label": t.label.iloc[i], "tokens_per_s": float(tps[i]),
+                         "step_s": float(step[i]), "same_winner": bool(i == 0 or t.label.iloc[i] == t.label.iloc[0])})
+        return pd.DataFrame(rows)
 
     @property
     def time_parts(self) -> tuple[str, ...]:
@@ -187,12 +250,12 @@ def _divisors(n: int) -> list[int]:
 def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_systems: int = 1,
          lnc: int | None = None, global_batch: int = 1024, micro_batches: tuple[int, ...] = (1, 2, 4),
          zero_stages: tuple[int, ...] = (0, 1, 2, 3), recompute: tuple[str, ...] = RECOMPUTE_MODES,
-         sequence_parallel: bool = True, mfu: float = 0.4, dp_overlap: float = 1.0,
-         min_headroom_fraction: float = 0.10, seq_len: int | None = None, recipe_name: str = "bf16-adam",
+         sequence_parallel: bool = True, mfu: float = 0.4, dp_overlap: float | None = None,
+         min_headroom_fraction: float = 0.10, seq_len: int | None = None, recipe_name: str | None = None,
          dtype: str = "bfloat16", n_tokens: float | None = None, tp_overlap: float = 0.0,
          grad_bytes_per_param: float | None = None, ep_degrees: tuple[int, ...] | None = None,
          virtual_stages: tuple[int, ...] = (1,), capacity_factor: float = 1.0,
-         attention: str = "causal", torus: str = "per-device") -> Plan:
+         attention: str = "causal", torus: str = "per-device", framework: str | None = None) -> Plan:
     """Evaluate every valid layout of ``model`` on a cluster; keep those that fit; rank by tokens/s.
 
     Enumerates every ``(tp, ep, pp, dp)`` with ``tp·ep·pp·dp`` = ranks, ``tp`` dividing
@@ -237,6 +300,15 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     torus : {"per-device", "own-links"}
         How groups inside one instance's 2D torus are charged, as in :func:`evaluate`
         (``"per-device"``, the default, is the course's model; Trainium3 is unaffected).
+    framework : {"torchneuron", "nxd", "jax"}, optional
+        Search only what that framework can run (``data/frameworks.csv``,
+        :func:`trainium_lab.frameworks.runnable_mask`): its ZeRO stages, no PP or EP where it
+        has none, interleaving only where it has that schedule (NxD: ``pp × v = L``); and use
+        its precision recipe unless ``recipe_name`` is given. ``None``: every layout the
+        model allows (:meth:`Plan.runnable_by` then says which frameworks can run the winner).
+    recipe_name : str, optional
+        A key of :data:`trainium_lab.sizing.RECIPES`; default the framework's recipe, else
+        ``"bf16-adam"``.
 
     Returns
     -------
@@ -264,9 +336,12 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     """
     m = resolve_model(model)
     c = topology.cluster(system, n_systems, lnc)
+    fw = frameworks.resolve_framework(framework)
+    if recipe_name is None:
+        recipe_name = fw.recipe if (fw is not None and fw.recipe) else "bf16-adam"
     global_batch = integer("global_batch", global_batch, minimum=1)
     mfu = in_range("mfu", mfu, 0.0, 1.0, low_open=True)
-    dp_overlap = in_range("dp_overlap", dp_overlap, 0.0, 1.0)
+    dp_overlap = resolve_dp_overlap(dp_overlap)
     tp_overlap = in_range("tp_overlap", tp_overlap, 0.0, 1.0)
     min_headroom_fraction = in_range("min_headroom_fraction", min_headroom_fraction, 0.0, 1.0, high_open=True)
     attention = choice("attention", attention, ATTENTION_COUNTS)
@@ -277,6 +352,11 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     modes = sequence("recompute", recompute, lambda name, x: choice(name, x, RECOMPUTE_MODES))
     if not mbs or not zs or not modes:
         raise ValueError("micro_batches, zero_stages and recompute must each list at least one option")
+    if fw is not None:
+        # search only what the framework can run (the final mask below enforces every rule)
+        if not set(zs) & set(fw.zero_stages):
+            raise ValueError(f"zero_stages: {fw.name} offers ZeRO stages {list(fw.zero_stages)}; got {zs}")
+        zs = [z for z in zs if z in fw.zero_stages]
     vs = sorted(set(sequence("virtual_stages", virtual_stages,
                              lambda name, x: integer(name, x, minimum=1, maximum=m.n_layers))))
     capacity_factor = in_range("capacity_factor", capacity_factor, 1.0, 16.0)
@@ -304,6 +384,10 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     tps = [d for d in divs if not (m.n_heads % d or (m.n_kv_heads % d and d % m.n_kv_heads))]
     pps = [d for d in divs if d <= m.n_layers]
     eps = [e for e in eps if n_ranks % e == 0]
+    if fw is not None:
+        pps = pps if fw.has_pp else [1]
+        eps = eps if "ep" in fw.parallelisms else [e for e in eps if e == 1]
+        tps = tps if "tp" in fw.parallelisms else [1]
     T, E, P = (g.ravel() for g in np.meshgrid(np.array(tps, dtype=np.int64), np.array(eps or [1], dtype=np.int64),
                                               np.array(pps, dtype=np.int64), indexing="ij"))
     prod = T * E * P
@@ -339,7 +423,13 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     keep = per_replica % mb == 0
     nmb = per_replica // mb
     keep &= (v == 1) | ((pp >= 2) & (nmb % pp == 0) & (pp * v <= m.n_layers))
+    if fw is not None:
+        keep &= frameworks.runnable_mask(fw, tp, pp, dp, ep, z, v, m.n_layers)
     if not keep.any():
+        if fw is not None:
+            raise ValueError(f"framework: {fw.name} can run no layout of {m.name} on {n_ranks} ranks with "
+                             f"global_batch {global_batch} (its ZeRO stages {list(fw.zero_stages)}, pipeline "
+                             f"schedules {list(fw.pipeline_schedules) or 'none'})")
         raise ValueError(f"global_batch ({global_batch}) admits no layout on {n_ranks} ranks: no data-"
                          "parallel degree divides it together with the micro-batch sizes")
     z, mb, mode, v, tp, ep, pp, dp, nmb, idx = (x[keep] for x in (z, mb, mode, v, tp, ep, pp, dp, nmb, idx))
@@ -357,7 +447,7 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
         "memory_gib": out["memory"] / GiB, "hbm_gib": hbm / GiB, "headroom_gib": out["headroom"] / GiB,
         "fits": _fits(out["headroom"], hbm, min_headroom_fraction),
         **{f"{p}_s": out[p] for p in TIME_PARTS},
-        "dp_comm_total_s": out["dp_comm_total"], "step_s": out["step"],
+        "dp_comm_total_s": out["dp_comm_total"], "dp_window_s": out["bwd_window"], "step_s": out["step"],
         "tokens_per_s": out["tokens_per_s"], "mfu_effective": out["mfu_effective"],
         "ep": ep, "virtual_stages": v,
         "ep_level": np.array([x.ep_level for x in comms])[idx],
@@ -374,7 +464,7 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     settings = dict(sequence_parallel=sequence_parallel, seq_len=seq_len, recipe_name=recipe_name,
                     dtype=dtype, mfu=mfu, dp_overlap=dp_overlap, tp_overlap=tp_overlap,
                     grad_bytes_per_param=grads, capacity_factor=capacity_factor, attention=attention,
-                    torus=torus)
+                    torus=torus, framework=None if fw is None else fw.key)
     return Plan(fitting, df, m, c, global_batch, min_headroom_fraction, settings)
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from trainium_lab import layouts
+import numpy as np
+
+from trainium_lab import frameworks, layouts
 from trainium_lab._validate import instance, integer
 from trainium_lab.layouts.estimate import _tp_text
 
@@ -60,6 +62,7 @@ def explain_plan(plan) -> list[str]:
                      "more (ZeRO-3), recompute more or shrink the micro-batch.")
         return lines
     b = plan.table.iloc[0]
+    lines.append(_framework_sentence(plan))
     time_parts = plan.time_parts
     parts = {p: float(b[f"{p}_s"]) for p in time_parts}
     overhead = {p: v for p, v in parts.items() if p != "compute"}
@@ -115,4 +118,55 @@ def explain_plan(plan) -> list[str]:
                          f"{1 - n.tokens_per_s / b.tokens_per_s:.1%} slower.")
         elif b.ep > 1:
             lines.append("No layout without expert parallelism fits: EP is what makes the experts fit.")
+    lines.append(_overlap_sentence(plan))
     return lines
+
+
+def _fw_names(keys) -> str:
+    return ", ".join(frameworks.framework(k).name for k in keys)
+
+
+def _framework_sentence(plan) -> str:
+    """Which framework the search was limited to, or which frameworks can run the winner."""
+    b = plan.table.iloc[0]
+    fw = frameworks.resolve_framework(plan.framework)
+    recipe = plan.settings.get("recipe_name", "bf16-adam")
+    if fw is not None:
+        rel = f" (release {fw.status_release})" if fw.status_release else ""
+        return (f"Framework: {fw.name}, {fw.status}{rel}. The search kept only what it runs (ZeRO stages "
+                f"{', '.join(map(str, fw.zero_stages))}; pipeline schedules "
+                f"{', '.join(fw.pipeline_schedules) or 'none'}) and sized memory with recipe `{recipe}`.")
+    who = plan.runnable_by()
+    if who:
+        return f"No framework named: {_fw_names(who)} can run the winner (memory sized with recipe `{recipe}`)."
+    t = plan.table
+    args = [t[c].to_numpy() for c in ("tp", "pp", "dp", "ep", "zero_stage", "virtual_stages")]
+    masks = {f.key: frameworks.runnable_mask(f, *args, plan.model.n_layers) for f in frameworks.frameworks()}
+    anyone = np.logical_or.reduce(list(masks.values()))
+    text = (f"No framework named, and no Neuron training framework can run the winner (ZeRO-{int(b.zero_stage)}"
+            f"{' with pipeline parallelism' if b.pp > 1 else ''}{' with interleaving' if b.virtual_stages > 1 else ''}).")
+    if anyone.any():
+        i = int(np.argmax(anyone))
+        o = t.iloc[i]
+        who = [k for k, mk in masks.items() if mk[i]]
+        text += (f" The best layout one can run is {o.label} ({_fw_names(who)}), "
+                 f"{1 - o.tokens_per_s / b.tokens_per_s:.1%} slower; name a framework (framework=...) to search "
+                 "only what it runs.")
+    return text
+
+
+def _overlap_sentence(plan) -> str:
+    """The data-parallel overlap the plan assumed, and whether its winner holds across the range."""
+    d = layouts.overlap_default("dp_overlap")
+    own = float(plan.settings.get("dp_overlap", d.default))
+    s = plan.overlap_sensitivity()
+    label = "the labelled default, an assumption" if own == d.default else "your input"
+    head = (f"Data-parallel overlap is an input: dp_overlap = {own:.2f} ({label}; plausible range "
+            f"{d.low:.1f}–{d.high:.1f}).")
+    changed = s[~s.same_winner]
+    if changed.empty:
+        return head + f" The winner holds across that range (its step at {d.low:.1f}: {s.step_s.iloc[-1]:.2f} s)."
+    first = changed.sort_values("dp_overlap", ascending=False).iloc[0]
+    low = s.iloc[-1]
+    return (head + f" The winner depends on it: at dp_overlap = {first.dp_overlap:.2f} the best is {first.label}; "
+            f"at {low.dp_overlap:.2f}, {low.label} ({low.tokens_per_s:,.0f} tokens/s, {low.step_s:.2f} s per step).")

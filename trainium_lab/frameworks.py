@@ -1,0 +1,273 @@
+"""Training frameworks on Neuron, as data: what each can run, and its memory and checkpoint defaults.
+
+A layout is only a plan if some framework can run it. ``data/frameworks.csv`` records, for
+TorchNeuron (native PyTorch), the legacy NxD Training / NxD Core stack and JAX on Neuron, which
+parallelisms and ZeRO stages each offers, its pipeline schedules and their constraints, its
+precision recipe (a key of :data:`trainium_lab.sizing.RECIPES`), what its checkpoints hold and how
+they load, and its status — each fact with its source. This module reads that table and answers:
+
+* :func:`framework`, :func:`frameworks` — the records (:class:`Framework`);
+* :func:`runnable_mask` — which layouts of a grid a framework can run (the planner's filter);
+* :func:`runnable_by` — which frameworks can run one layout;
+* :func:`checkpoint_bytes_per_param` — bytes per parameter a framework's checkpoint writes.
+
+References
+----------
+AWS Neuron docs: TorchNeuron overview (``frameworks/torch/pytorch-native-overview.rst``); the
+NxDT end-of-support announcement (2026-02-26); the archived NxD Training features page; NxD's
+Standard Mixed Precision and pipeline-parallelism guides; JAX Neuron (beta). PyTorch's FSDP,
+AMP and Distributed Checkpoint documentation. Rajbhandari et al. 2020 (ZeRO), arXiv:1910.02054.
+
+Examples
+--------
+>>> framework("nxd").zero_stages, framework("torchneuron").pipeline_schedules
+((0, 1), ())
+>>> runnable_by(tp=64, pp=2, dp=4, zero_stage=3, n_layers=126)   # chapter 05's old 405B winner
+()
+>>> runnable_by(tp=64, pp=8, dp=1, zero_stage=0, n_layers=126)
+('nxd',)
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from trainium_lab import sizing, specs
+from trainium_lab._validate import choice, integer
+
+__all__ = ["Framework", "FRAMEWORK_KEYS", "PARALLELISMS", "framework", "frameworks", "frameworks_table",
+           "runnable_mask", "runnable_by", "checkpoint_bytes_per_param", "resolve_framework"]
+
+#: the frameworks of ``data/frameworks.csv``, in table order
+FRAMEWORK_KEYS: tuple[str, ...] = ("torchneuron", "nxd", "jax")
+#: parallelism names used in ``data/frameworks.csv``
+PARALLELISMS: tuple[str, ...] = ("dp", "tp", "sp", "pp", "ep", "cp")
+
+
+@dataclass(frozen=True)
+class Framework:
+    """One training framework's record (``data/frameworks.csv``).
+
+    Attributes
+    ----------
+    key, name, status : str
+        ``status`` is ``"beta"``, ``"current"`` or ``"end-of-support"``.
+    status_release : str
+        The Neuron release the status dates from (``"2.28"``: NxD's last), or ``""``.
+    parallelisms : tuple of str
+        Of :data:`PARALLELISMS`.
+    zero_stages : tuple of int
+        ZeRO / FSDP stages it offers (0 = plain data parallelism).
+    pipeline_schedules : tuple of str
+        ``"1f1b"``, ``"interleaved"``; empty when it has no pipeline parallelism.
+    interleaved_rule : str
+        ``"pp*v=L"`` when interleaving needs ``pp × virtual stages = layers``; else ``""``.
+    recipe : str
+        Its precision recipe (a key of :data:`trainium_lab.sizing.RECIPES`), or ``""`` if none
+        is documented.
+    stochastic_rounding : str
+        Its default (``"off"``).
+    checkpoint_components : tuple of str
+        The recipe components a checkpoint holds (of ``StateRecipe.COMPONENTS``); empty if
+        not documented.
+    checkpoint_load : str
+        ``"one-dp-rank-broadcast"``, ``"every-rank-own-shard"`` or ``""`` (not documented).
+    sources : dict
+        ``{field: source_id}``; ``notes`` likewise ``{field: note}``.
+    """
+
+    key: str
+    name: str
+    status: str
+    status_release: str
+    parallelisms: tuple[str, ...]
+    zero_stages: tuple[int, ...]
+    pipeline_schedules: tuple[str, ...]
+    interleaved_rule: str
+    recipe: str
+    stochastic_rounding: str
+    checkpoint_components: tuple[str, ...]
+    checkpoint_load: str
+    sources: dict
+    notes: dict
+
+    @property
+    def has_pp(self) -> bool:
+        """Whether it runs pipeline parallelism at all."""
+        return "pp" in self.parallelisms and bool(self.pipeline_schedules)
+
+    def __repr__(self) -> str:
+        return (f"Framework({self.key!r}: {self.status}; ZeRO {list(self.zero_stages)}; "
+                f"PP {'/'.join(self.pipeline_schedules) or 'none'})")
+
+    def _repr_markdown_(self) -> str:
+        rel = f" (release {self.status_release})" if self.status_release else ""
+        return (f"**{self.name}**: {self.status}{rel}; parallelisms {', '.join(self.parallelisms)}; "
+                f"ZeRO stages {', '.join(map(str, self.zero_stages))}; pipeline schedules "
+                f"{', '.join(self.pipeline_schedules) or 'none'}; recipe `{self.recipe or 'none documented'}`")
+
+
+def _list(text: str) -> tuple[str, ...]:
+    return tuple(x for x in str(text).split(";") if x)
+
+
+@functools.cache
+def _records() -> dict[str, Framework]:
+    df = specs.read_data_csv("frameworks.csv")
+    out = {}
+    for key in FRAMEWORK_KEYS:
+        rows = df[df.framework == key]
+        f = dict(zip(rows.field, rows.value))
+        recipe_key = f.get("recipe", "")
+        if recipe_key:
+            sizing.recipe(recipe_key)  # the table names a known recipe
+        comps = _list(f.get("checkpoint_components", ""))
+        unknown = set(comps) - set(sizing.StateRecipe.COMPONENTS)
+        pars = _list(f["parallelisms"])
+        if unknown or set(pars) - set(PARALLELISMS):
+            raise ValueError(f"frameworks.csv: unknown names for {key}: {sorted(unknown | (set(pars) - set(PARALLELISMS)))}")
+        out[key] = Framework(
+            key=key, name=f["name"], status=f["status"], status_release=str(f.get("status_release", "")),
+            parallelisms=pars, zero_stages=tuple(int(z) for z in _list(f["zero_stages"])),
+            pipeline_schedules=_list(f.get("pipeline_schedules", "")),
+            interleaved_rule=f.get("interleaved_rule", ""), recipe=recipe_key,
+            stochastic_rounding=f.get("stochastic_rounding", ""), checkpoint_components=comps,
+            checkpoint_load=f.get("checkpoint_load", ""),
+            sources=dict(zip(rows.field, rows.source_id)), notes=dict(zip(rows.field, rows.note)))
+    return out
+
+
+def framework(name: str | Framework) -> Framework:
+    """The record of one framework: ``"torchneuron"``, ``"nxd"`` or ``"jax"``.
+
+    Examples
+    --------
+    >>> framework("nxd").status, framework("nxd").status_release
+    ('end-of-support', '2.28')
+    """
+    if isinstance(name, Framework):
+        return name
+    return _records()[choice("framework", name, FRAMEWORK_KEYS)]
+
+
+def resolve_framework(name: str | Framework | None) -> Framework | None:
+    """``None`` stays ``None`` (no framework named); anything else is :func:`framework`."""
+    return None if name is None else framework(name)
+
+
+def frameworks() -> tuple[Framework, ...]:
+    """Every framework of ``data/frameworks.csv``, in table order."""
+    return tuple(_records().values())
+
+
+def frameworks_table():
+    """One row per framework, for a chapter's table: ``framework, name, status, status_release,
+    parallelisms, zero_stages, pipeline_schedules, interleaved_rule, recipe, recipe_bytes_per_param,
+    checkpoint_bytes_per_param, checkpoint_load``.
+
+    Examples
+    --------
+    >>> frameworks_table().set_index("framework").recipe_bytes_per_param.to_dict()
+    {'torchneuron': 16.0, 'nxd': 18.0, 'jax': nan}
+    """
+    import pandas as pd
+
+    rows = []
+    for f in frameworks():
+        rows.append({
+            "framework": f.key, "name": f.name, "status": f.status, "status_release": f.status_release,
+            "parallelisms": ", ".join(f.parallelisms), "zero_stages": ", ".join(map(str, f.zero_stages)),
+            "pipeline_schedules": ", ".join(f.pipeline_schedules) or "none",
+            "interleaved_rule": f.interleaved_rule or "",
+            "recipe": f.recipe or "none documented",
+            "recipe_bytes_per_param": float(sizing.recipe(f.recipe).bytes_per_param) if f.recipe else float("nan"),
+            "checkpoint_bytes_per_param": (checkpoint_bytes_per_param(f.key) if f.checkpoint_components
+                                           else float("nan")),
+            "checkpoint_load": f.checkpoint_load or "not documented"})
+    return pd.DataFrame(rows)
+
+
+def runnable_mask(fw: str | Framework, tp, pp, dp, ep, zero_stage, virtual_stages, n_layers: int) -> np.ndarray:
+    """Which layouts of a grid ``fw`` can run (arrays of equal length; ``n_layers`` an int).
+
+    A layout is runnable when every degree above 1 is a parallelism the framework lists
+    (``tp`` → TP, ``pp`` → PP with a schedule, ``ep`` → EP, ``dp`` → DP), its ZeRO stage is
+    one the framework offers (stage 0 always, when there is no data-parallel replica to
+    shard over: ``dp·ep = 1``), and its pipeline schedule exists there: ``v > 1`` needs the
+    interleaved schedule and, where the framework says so, ``pp × v = L``.
+
+    Examples
+    --------
+    >>> runnable_mask("nxd", [8, 8], [4, 4], [2, 2], [1, 1], [1, 3], [1, 1], 32).tolist()
+    [True, False]
+    >>> runnable_mask("nxd", [8, 8], [4, 4], [2, 2], [1, 1], [1, 1], [2, 8], 32).tolist()  # pp·v = 32
+    [False, True]
+    """
+    f = framework(fw)
+    n_layers = integer("n_layers", n_layers, minimum=1)
+    tp, pp, dp, ep, z, v = (np.asarray(x, dtype=np.int64) for x in (tp, pp, dp, ep, zero_stage, virtual_stages))
+    ok = np.ones(tp.shape, dtype=bool)
+    if "tp" not in f.parallelisms:
+        ok &= tp == 1
+    if "dp" not in f.parallelisms:
+        ok &= dp == 1
+    if "ep" not in f.parallelisms:
+        ok &= ep == 1
+    if not f.has_pp:
+        ok &= pp == 1
+    ok &= np.isin(z, np.array(f.zero_stages, dtype=np.int64)) | ((dp * ep == 1) & (z == 0))
+    interleaved = v > 1
+    if "interleaved" not in f.pipeline_schedules:
+        ok &= ~interleaved
+    elif f.interleaved_rule == "pp*v=L":
+        ok &= ~interleaved | (pp * v == n_layers)
+    return ok
+
+
+def runnable_by(tp: int, pp: int = 1, dp: int = 1, ep: int = 1, *, zero_stage: int = 0,
+                virtual_stages: int = 1, n_layers: int) -> tuple[str, ...]:
+    """The frameworks (keys) that can run one layout; ``()`` when none can.
+
+    Examples
+    --------
+    >>> runnable_by(tp=64, pp=1, dp=4, zero_stage=3, n_layers=126)
+    ('torchneuron', 'jax')
+    """
+    args = [integer(n, x, minimum=1) for n, x in (("tp", tp), ("pp", pp), ("dp", dp), ("ep", ep),
+                                                  ("virtual_stages", virtual_stages))]
+    z = integer("zero_stage", zero_stage, minimum=0, maximum=3)
+    t, p, d, e, v = args
+    return tuple(f.key for f in frameworks()
+                 if bool(runnable_mask(f, [t], [p], [d], [e], [z], [v], n_layers)[0]))
+
+
+def checkpoint_bytes_per_param(fw: str | Framework, *, master_weights: bool | None = None) -> float:
+    """Bytes per parameter one full checkpoint of ``fw`` writes, by its default.
+
+    The components its checkpoints hold (``data/frameworks.csv``) priced at its recipe's
+    bytes (:func:`trainium_lab.sizing.recipe`). ``master_weights=True`` adds the master copy
+    (NxD's ``use_master_weights_in_ckpt``); ``False`` drops it.
+
+    Examples
+    --------
+    >>> checkpoint_bytes_per_param("nxd"), checkpoint_bytes_per_param("nxd", master_weights=True)
+    (10.0, 14.0)
+    >>> checkpoint_bytes_per_param("torchneuron")
+    12.0
+    """
+    f = framework(fw)
+    if not f.recipe or not f.checkpoint_components:
+        raise ValueError(f"framework: {f.name} documents no checkpoint contents or recipe; give "
+                         "checkpoint bytes yourself (sizing.recipe(...) components)")
+    if master_weights is not None and not isinstance(master_weights, (bool, np.bool_)):
+        raise ValueError(f"master_weights must be True, False or None, got {master_weights!r}")
+    r = sizing.recipe(f.recipe)
+    comps = set(f.checkpoint_components)
+    if master_weights is True:
+        comps.add("master")
+    elif master_weights is False:
+        comps.discard("master")
+    return float(sum(getattr(r, c) for c in comps))
