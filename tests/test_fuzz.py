@@ -81,6 +81,8 @@ VALUES = {
     "compile_at_steps": (1,), "detect_s": 3.0, "replace_s": 0.0, "restart_compile_s": 0.0,
     # parallelism (chapter 05)
     "tp_chips": 4, "schedule": "1f1b",
+    # training frameworks (issue 26)
+    "fw": "nxd", "framework": "nxd", "parameter": "dp_overlap", "master_weights": None,
 }
 
 #: per-function baselines where the vocabulary's value does not fit
@@ -98,6 +100,9 @@ OVERRIDES = {
                                 "phrase": "NeuronCore-v3"},
     "claim_checks.claim": {"claim_id": "FIRST_CLAIM"},
     "claim_checks.check_claim": {"claim": "96 GiB of HBM per Trainium2 chip"},
+    "frameworks.framework": {"name": "nxd"},
+    "frameworks.resolve_framework": {"name": "nxd"},
+    "sizing.recipe_split": {"name": "nxd-standard-mixed-precision"},
     "cores.core_counts": {"system": "trn2.48xlarge"},
     "cores.core_count_table": {"system": "trn2.48xlarge"},
     "layouts.layout": {"tp": 8, "pp": 4, "dp": 2, "system": "trn2.48xlarge"},

@@ -253,6 +253,20 @@ def _cmd_specs(args: argparse.Namespace) -> None:
     print(_table(f"{args.entity}: sourced facts (data/, read by trainium_lab.specs)", rows))
 
 
+def _framework_row(plan) -> str:
+    """The framework the plan was made for, or those that can run its layout."""
+    from trainium_lab import frameworks
+
+    key = plan.inputs.get("framework")
+    if key:
+        f = frameworks.framework(key)
+        return f"{f.name} ({f.status})"
+    lay = plan.layout
+    who = frameworks.runnable_by(lay.tp, lay.pp, lay.dp, lay.ep, zero_stage=lay.zero_stage,
+                                 virtual_stages=lay.virtual_stages, n_layers=lay.model.n_layers)
+    return ("none named; runnable by " + ", ".join(who)) if who else "none named; no Neuron framework runs it"
+
+
 def _cmd_plan(args: argparse.Namespace) -> None:
     from trainium_lab import planning
 
@@ -267,7 +281,8 @@ def _cmd_plan(args: argparse.Namespace) -> None:
         n_graphs=_integer(args.graphs, "--graphs"), cache=args.cache,
         global_batch=_integer(args.global_batch, "--global-batch"), recipe_name=args.recipe,
         # an FP8 recipe's matmuls run at the FP8 peak unless --dtype says otherwise
-        dtype=args.dtype or ("fp8" if str(args.recipe).startswith("fp8") else "bfloat16"))
+        dtype=args.dtype or ("fp8" if str(args.recipe).startswith("fp8") else "bfloat16"),
+        framework=args.framework)
     if args.systems is not None:
         kwargs["n_systems"] = _integer(args.systems, "--systems")
     if args.deadline is not None:
@@ -299,6 +314,7 @@ def _cmd_plan(args: argparse.Namespace) -> None:
         ("cluster", f"{plan.n_systems} × {plan.system} = {plan.n_chips} chips, {plan.n_instances} "
                     f"instance{'s' if plan.n_instances != 1 else ''} of {plan.instance_type}, LNC={plan.lnc}"),
         ("layout", plan.layout.label()),
+        ("framework", _framework_row(plan)),
         ("memory per chip", f"{units.format_bytes(est.total_bytes)} of {units.format_bytes(est.hbm_bytes)}"),
         ("step", f"{units.format_seconds(est.step_s)}, {est.tokens_per_s:,.0f} tokens/s "
                  f"(effective MFU {est.mfu_effective:.1%})"),
@@ -483,7 +499,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", default="precompiled", choices=["precompiled", "shared", "local"],
                    help="compile cache (default %(default)s)")
     p.add_argument("--global-batch", default="1024", help="sequences per step (default %(default)s)")
-    p.add_argument("--recipe", default="bf16-adam", help="precision recipe (default %(default)s)")
+    p.add_argument("--recipe", help="precision recipe (default: the --framework's, else bf16-adam)")
+    p.add_argument("--framework", choices=["torchneuron", "nxd", "jax"],
+                   help="plan only what this training framework can run, with its recipe and checkpoints "
+                        "(default: any layout; the plan says which frameworks can run it)")
     p.add_argument("--dtype", help="number format of the matmuls, bf16 or fp8 (default: fp8 for an "
                                    "fp8-... recipe, else bf16)")
     out = p.add_mutually_exclusive_group()

@@ -190,6 +190,20 @@ def frameworks_table():
     return pd.DataFrame(rows)
 
 
+def _int_array(name: str, values) -> np.ndarray:
+    """``values`` as an int64 array of whole numbers >= 0 (1 <= each degree < 2^31)."""
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be whole numbers (an int or an array of ints); got {values!r}") from None
+    low = 0 if name == "zero_stage" else 1
+    high = 3 if name == "zero_stage" else 2**31 - 1
+    if arr.size and (not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)) or arr.min() < low
+                     or arr.max() > high):
+        raise ValueError(f"{name} must hold whole numbers in [{low}, {high}]; got {values!r}")
+    return arr.astype(np.int64)
+
+
 def runnable_mask(fw: str | Framework, tp, pp, dp, ep, zero_stage, virtual_stages, n_layers: int) -> np.ndarray:
     """Which layouts of a grid ``fw`` can run (arrays of equal length; ``n_layers`` an int).
 
@@ -208,7 +222,13 @@ def runnable_mask(fw: str | Framework, tp, pp, dp, ep, zero_stage, virtual_stage
     """
     f = framework(fw)
     n_layers = integer("n_layers", n_layers, minimum=1)
-    tp, pp, dp, ep, z, v = (np.asarray(x, dtype=np.int64) for x in (tp, pp, dp, ep, zero_stage, virtual_stages))
+    tp, pp, dp, ep, z, v = (_int_array(n, x) for n, x in (("tp", tp), ("pp", pp), ("dp", dp), ("ep", ep),
+                                                           ("zero_stage", zero_stage),
+                                                           ("virtual_stages", virtual_stages)))
+    try:
+        tp, pp, dp, ep, z, v = np.broadcast_arrays(tp, pp, dp, ep, z, v)
+    except ValueError:
+        raise ValueError("tp, pp, dp, ep, zero_stage and virtual_stages must have the same length") from None
     ok = np.ones(tp.shape, dtype=bool)
     if "tp" not in f.parallelisms:
         ok &= tp == 1

@@ -69,8 +69,8 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from trainium_lab import (compilation, collectives, cores, dtypes, layouts, reliability, serving,
-                          sizing, specs)
+from trainium_lab import (compilation, collectives, cores, dtypes, frameworks, layouts, reliability,
+                          serving, sizing, specs)
 from trainium_lab import topology
 from trainium_lab._validate import (choice, in_range, instance, integer,
                                     positive, sequence)
@@ -348,12 +348,17 @@ def _peak(accelerator: str, dtype: str) -> float:
 # --------------------------------------------------------------------------- the run plan
 
 
-def checkpoint_bytes(n_params: float, recipe_name: str = "bf16-adam") -> float:
+def checkpoint_bytes(n_params: float, recipe_name: str = "bf16-adam", *, framework: str | None = None) -> float:
     """Bytes one full checkpoint writes: the weights and the optimizer state, not the gradients.
 
     ``n_params × (weights + master copy + Adam moments)`` bytes per parameter of the recipe
     (chapter 04's :data:`trainium_lab.sizing.RECIPES`): what a restart needs to continue the
-    optimisation; gradients are recomputed by the next step.
+    optimisation; gradients are recomputed by the next step. With ``framework``, what that
+    framework's checkpoints hold by default (:func:`trainium_lab.frameworks.checkpoint_bytes_per_param`:
+    NxD leaves the FP32 master copy out, 10 bytes per parameter), when it documents them.
+
+    >>> checkpoint_bytes(8e9, framework="nxd") / 8e9
+    10.0
 
     References
     ----------
@@ -367,6 +372,9 @@ def checkpoint_bytes(n_params: float, recipe_name: str = "bf16-adam") -> float:
     112.0
     """
     n_params = positive("n_params", n_params)
+    fw = frameworks.resolve_framework(framework)
+    if fw is not None and fw.checkpoint_components:
+        return n_params * frameworks.checkpoint_bytes_per_param(fw)
     r = sizing.recipe(recipe_name)
     return n_params * (r.bytes_per_param - r.gradients)
 
@@ -375,13 +383,13 @@ def checkpoint_bytes(n_params: float, recipe_name: str = "bf16-adam") -> float:
 def _search(model: ModelPreset, system: str, n_systems: int, lnc: int | None, global_batch: int,
             mfu: float, dp_overlap: float, min_headroom_fraction: float, recipe_name: str, dtype: str,
             micro_batches: tuple[int, ...], zero_stages: tuple[int, ...], recompute: tuple[str, ...],
-            sequence_parallel: bool) -> layouts.Plan:
+            sequence_parallel: bool, framework: str | None = None) -> layouts.Plan:
     """Chapter 05's planner, cached: the same arguments give the same search."""
     return layouts.plan(model, system=system, n_systems=n_systems, lnc=lnc, global_batch=global_batch,
                         micro_batches=micro_batches, zero_stages=zero_stages, recompute=recompute,
                         sequence_parallel=sequence_parallel, mfu=mfu, dp_overlap=dp_overlap,
                         min_headroom_fraction=min_headroom_fraction, recipe_name=recipe_name,
-                        dtype=dtype)
+                        dtype=dtype, framework=framework)
 
 
 def _active_params(m: ModelPreset) -> float:
@@ -457,6 +465,7 @@ class _Inputs:
     n_graphs: int
     cache: str
     precompile_workers: int
+    framework: str | None = None
 
     def replace(self, **kw) -> "_Inputs":
         from dataclasses import replace as _replace
@@ -470,7 +479,7 @@ def _economics(est: layouts.LayoutEstimate, x: _Inputs, detail: bool = True) -> 
     ``detail=False`` skips the breakdown of the lost time (the sensitivity table needs only
     wall time and cost)."""
     compute_s = x.n_tokens / est.tokens_per_s
-    ckpt = checkpoint_bytes(x.n_params, x.recipe_name)
+    ckpt = checkpoint_bytes(x.n_params, x.recipe_name, framework=x.framework)
     write_s = ckpt / x.checkpoint_write_bytes_per_s
     reload_s = ckpt / x.checkpoint_read_bytes_per_s
     delta = reliability.checkpoint_cost_s(write_s, mode=x.checkpoint_mode, snapshot_s=x.snapshot_s)
@@ -678,6 +687,14 @@ class RunPlan:
         ]
         if x.get("instance_mtbf_s") is not None:
             rows.append(("instance MTBF", x["instance_mtbf_s"], "s", "assumption"))
+        if x.get("dp_overlap") is not None:
+            d = layouts.overlap_default("dp_overlap")
+            rows.append(("data-parallel overlap", x["dp_overlap"], "fraction",
+                         f"{d.basis} (labelled default {d.default:g}, plausible {d.low:g}–{d.high:g})"
+                         if x["dp_overlap"] == d.default else "chosen"))
+        if x.get("framework"):
+            f = frameworks.framework(x["framework"])
+            rows.append(("training framework", f.name, "", f"chosen ({f.status})"))
         if self.deadline_s is not None:
             rows.append(("deadline", self.deadline_s, "s", "requirement"))
         return pd.DataFrame(rows, columns=["input", "value", "unit", "basis"])
@@ -755,11 +772,12 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
              instance_mtbf_s: float | None = None, restart_s: float = DEFAULTS["restart_s"],
              compile_s: float = DEFAULTS["compile_s"], n_graphs: int = DEFAULTS["n_graphs"],
              cache: str = "precompiled", precompile_workers: int = DEFAULTS["precompile_workers"],
-             global_batch: int = DEFAULTS["global_batch"], recipe_name: str = "bf16-adam",
-             dtype: str = "bfloat16", min_headroom_fraction: float = 0.10, dp_overlap: float = 1.0,
+             global_batch: int = DEFAULTS["global_batch"], recipe_name: str | None = None,
+             dtype: str = "bfloat16", min_headroom_fraction: float = 0.10, dp_overlap: float | None = None,
              micro_batches: Sequence[int] = (1, 2, 4), zero_stages: Sequence[int] = (0, 1, 2, 3),
              recompute: Sequence[str] = sizing.RECOMPUTE_MODES, sequence_parallel: bool = True,
-             max_systems: int = 1024, layout: layouts.Layout | None = None) -> RunPlan:
+             max_systems: int = 1024, layout: layouts.Layout | None = None,
+             framework: str | None = None) -> RunPlan:
     """Plan a training run: layout, memory, step time, days with losses, instance-hours, cost.
 
     1. **Layout** (chapter 05): :func:`trainium_lab.layouts.plan` on ``n_systems`` systems with
@@ -830,6 +848,10 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
         As in :func:`trainium_lab.layouts.plan`.
     max_systems : int
         Largest count the search for ``n_systems`` tries.
+    framework : {"torchneuron", "nxd", "jax"}, optional
+        Plan only what that framework can run (:func:`trainium_lab.layouts.plan`), with its
+        precision recipe (unless ``recipe_name`` is given) and its checkpoint contents
+        (:func:`checkpoint_bytes`); recorded in ``inputs`` and named in the export.
     layout : trainium_lab.layouts.Layout, optional
         Evaluate this layout instead of searching (its model and cluster are used).
 
@@ -884,12 +906,16 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
     cache = choice("cache", cache, CACHE_MODES)
     precompile_workers = integer("precompile_workers", precompile_workers, minimum=1, maximum=10_000)
     global_batch = integer("global_batch", global_batch, minimum=1, maximum=10**7)
+    fw = frameworks.resolve_framework(framework)
+    fw_key = None if fw is None else fw.key
+    if recipe_name is None:
+        recipe_name = fw.recipe if (fw is not None and fw.recipe) else "bf16-adam"
     sizing.recipe(recipe_name)
     if not isinstance(dtype, str):
         raise ValueError(f"dtype must be a number format such as 'bf16', got {dtype!r}")
     min_headroom_fraction = in_range("min_headroom_fraction", min_headroom_fraction, 0.0, 1.0,
                                      high_open=True)
-    dp_overlap = in_range("dp_overlap", dp_overlap, 0.0, 1.0)
+    dp_overlap = layouts.estimate.resolve_dp_overlap(dp_overlap)
     mbs = tuple(sorted(set(_as_tuple("micro_batches", micro_batches, integer))))
     zs = tuple(sorted(set(_as_tuple("zero_stages", zero_stages,
                                     lambda n, v: integer(n, v, minimum=0, maximum=3)))))
@@ -909,12 +935,17 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
         if n_systems is not None and integer("n_systems", n_systems, minimum=1) != c.n_systems:
             raise ValueError(f"n_systems must match the layout's cluster ({c.n_systems}); got {n_systems}")
         system_key, n_sys, lnc_used, search, tried = c.system, c.n_systems, c.lnc, None, ()
+        if fw is not None and not frameworks.runnable_mask(fw, [lay.tp], [lay.pp], [lay.dp], [lay.ep],
+                                                           [lay.zero_stage], [lay.virtual_stages],
+                                                           m.n_layers)[0]:
+            raise ValueError(f"layout: {fw.name} cannot run {lay.label()} (ZeRO stages "
+                             f"{list(fw.zero_stages)}, pipeline schedules {list(fw.pipeline_schedules) or 'none'})")
     else:
         m = layouts.resolve_model(model)
         base = topology.cluster(system, 1, lnc)
         system_key, lnc_used = base.system, base.lnc
         args = (system_key, lnc_used, global_batch, mfu, dp_overlap, min_headroom_fraction,
-                recipe_name, dtype, mbs, zs, modes, bool(sequence_parallel))
+                recipe_name, dtype, mbs, zs, modes, bool(sequence_parallel), fw_key)
 
         def search_at(n: int) -> layouts.Plan | None:
             return _try_search(m, args[0], n, *args[1:])
@@ -953,7 +984,7 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
                                   usd_per_hour, purchase_option, ckpt_w, ckpt_r, checkpoint_mode, snapshot_s,
                                   chip_mtbf, proxy, inst_mtbf, restart_s, compile_s, n_graphs, cache,
                                   precompile_workers, global_batch, recipe_name, dtype, deadline, (),
-                                  sensitivity=False)
+                                  sensitivity=False, framework=fw_key)
                 return trial.results["wall_s"] <= deadline
 
             found, tried_dl = _smallest(meets, low_t, max_systems)
@@ -968,13 +999,13 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
     return _assemble(m, lay, search, x_tokens, mfu, dp_overlap, min_headroom_fraction, usd_per_hour,
                      purchase_option, ckpt_w, ckpt_r, checkpoint_mode, snapshot_s, chip_mtbf, proxy,
                      inst_mtbf, restart_s, compile_s, n_graphs, cache, precompile_workers, global_batch,
-                     recipe_name, dtype, deadline, tuple(tried))
+                     recipe_name, dtype, deadline, tuple(tried), framework=fw_key)
 
 
 def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, usd_per_hour,
               purchase_option, ckpt_w, ckpt_r, checkpoint_mode, snapshot_s, chip_mtbf, proxy, inst_mtbf,
               restart_s, compile_s, n_graphs, cache, precompile_workers, global_batch, recipe_name,
-              dtype, deadline, tried, sensitivity: bool = True) -> RunPlan:
+              dtype, deadline, tried, sensitivity: bool = True, framework: str | None = None) -> RunPlan:
     c = lay.cluster
     s = specs.system(c.system)
     inst_type, per_system = billed_instance(c.system)
@@ -996,7 +1027,7 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
                 checkpoint_write_bytes_per_s=ckpt_w, checkpoint_read_bytes_per_s=ckpt_r,
                 checkpoint_mode=checkpoint_mode, snapshot_s=snapshot_s, chip_mtbf_s=chip_mtbf,
                 instance_mtbf_s=inst_mtbf, restart_s=restart_s, compile_s=compile_s, n_graphs=n_graphs,
-                cache=cache, precompile_workers=precompile_workers)
+                cache=cache, precompile_workers=precompile_workers, framework=framework)
     est = layouts.evaluate(lay, mfu=mfu, dp_overlap=dp_overlap, min_headroom_fraction=min_headroom_fraction)
     results = _economics(est, x)
     size = sizing.size_job(m.n_params, n_tokens, system=s.key, recipe_name=recipe_name, mfu=mfu, dtype=dtype)
@@ -1009,7 +1040,7 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
               "compile_s": compile_s, "n_graphs": n_graphs, "cache": cache,
               "precompile_workers": precompile_workers, "global_batch": global_batch,
               "recipe_name": recipe_name, "dtype": dtype, "min_headroom_fraction": min_headroom_fraction,
-              "dp_overlap": dp_overlap}
+              "dp_overlap": dp_overlap, "framework": framework}
     assumptions = ("mfu", "checkpoint_write_bytes_per_s", "restart_s", "compile_s", "n_graphs") \
         + (("usd_per_hour",) if usd_per_hour is not None else ()) \
         + (() if proxy else ("chip_mtbf_s",)) + (("instance_mtbf_s",) if inst_mtbf is not None else ())

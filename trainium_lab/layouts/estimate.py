@@ -476,6 +476,13 @@ class OverlapDefault:
 
 
 @functools.cache
+def _overlap_rows() -> dict[str, OverlapDefault]:
+    df = specs.read_data_csv("overlap.csv")
+    return {str(r.parameter): OverlapDefault(str(r.parameter), float(r["default"]), float(r.low), float(r.high),
+                                             str(r.basis), str(r.source_id), str(r.note))
+            for _, r in df.iterrows()}
+
+
 def overlap_default(parameter: str = "dp_overlap") -> OverlapDefault:
     """The labelled default and plausible range of an overlap input (``data/overlap.csv``).
 
@@ -484,11 +491,8 @@ def overlap_default(parameter: str = "dp_overlap") -> OverlapDefault:
     >>> overlap_default()
     OverlapDefault(dp_overlap=1, range [0.5, 1], assumption)
     """
-    df = specs.read_data_csv("overlap.csv")
-    parameter = choice("parameter", parameter, tuple(df.parameter))
-    r = df[df.parameter == parameter].iloc[0]
-    return OverlapDefault(parameter, float(r["default"]), float(r.low), float(r.high), str(r.basis),
-                          str(r.source_id), str(r.note))
+    rows = _overlap_rows()
+    return rows[choice("parameter", parameter, tuple(rows))]
 
 
 def resolve_dp_overlap(dp_overlap: float | None) -> float:

@@ -25,7 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from trainium_lab import layouts, planning, specs, topology
+from trainium_lab import frameworks, layouts, planning, specs, topology
 from trainium_lab._validate import instance
 from trainium_lab.units import GB, GiB, format_bytes, format_seconds
 
@@ -137,6 +137,24 @@ def _table(df: pd.DataFrame) -> pd.DataFrame:
     return df.reset_index(drop=True)
 
 
+def _framework_text(p: planning.RunPlan) -> str:
+    """Which training framework runs the layout: the one chosen, or those that can."""
+    lay = p.layout
+    key = p.inputs.get("framework")
+    if key:
+        f = frameworks.framework(key)
+        rel = f" (release {f.status_release})" if f.status_release else ""
+        return (f"Training framework: **{f.name}**, {f.status}{rel}; the layout was searched among what it "
+                f"runs, with recipe `{p.inputs['recipe_name']}`.")
+    who = frameworks.runnable_by(lay.tp, lay.pp, lay.dp, lay.ep, zero_stage=lay.zero_stage,
+                                 virtual_stages=lay.virtual_stages, n_layers=lay.model.n_layers)
+    if who:
+        return ("No training framework was named; this layout can be run by "
+                + ", ".join(f"**{frameworks.framework(k).name}**" for k in who) + ".")
+    return ("No training framework was named, and **no Neuron training framework can run this layout** "
+            "(data/frameworks.csv): plan again with a framework.")
+
+
 def blocks(plan: planning.RunPlan) -> list[tuple[str, Any]]:
     """The document as blocks: ``("h1" | "h2" | "p" | "table" | "code" | "list" | "olist", content)``."""
     p = _plan(plan)
@@ -181,6 +199,7 @@ def blocks(plan: planning.RunPlan) -> list[tuple[str, Any]]:
          f"instance{'s' if p.n_instances != 1 else ''} of "
          f"{p.instance_type}), LNC={p.lnc}: {lay.cluster.n_ranks} ranks. Degrees count ranks (logical "
          f"NeuronCores), {lay.cluster.ranks_per_chip} per chip.")
+    para(_framework_text(p))
     placed = topology.place(lay.tp, lay.pp, lay.dp, lay.ep, system=lay.cluster.system,
                             n_systems=lay.cluster.n_systems, lnc=lay.cluster.lnc,
                             ordering="tp-ep-pp-dp" if lay.ep > 1 else "tp-pp-dp")
