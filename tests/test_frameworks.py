@@ -137,7 +137,7 @@ def test_no_framework_says_which_can_run_the_winner():
     p = layouts.plan("llama3-8b", system="trn2.48xlarge", global_batch=64)
     lines = explain_plan(p)
     who = p.runnable_by()
-    text = lines[1]
+    text = lines[2]
     if who:
         assert all(frameworks.framework(k).name in text for k in who)
     else:
@@ -147,12 +147,12 @@ def test_no_framework_says_which_can_run_the_winner():
 def test_405b_default_winner_is_not_runnable_and_the_explanation_says_so():
     p = layouts.plan("llama3-405b", system="trn2-ultraserver", n_systems=2, lnc=2, global_batch=512)
     assert p.runnable_by() == ()
-    assert "no Neuron training framework can run the winner" in explain_plan(p)[1]
+    assert "no Neuron training framework can run the winner" in explain_plan(p)[2]
 
 
 def test_named_framework_appears_in_explanation_and_export():
     p = layouts.plan("llama3-8b", system="trn2.48xlarge", global_batch=64, framework="nxd")
-    assert "NxD Training" in explain_plan(p)[1]
+    assert "NxD Training" in explain_plan(p)[2]
     run = planning.plan_run("llama3-8b", 1e11, system="trn2.48xlarge", n_systems=1, usd_per_hour=40.0,
                             framework="nxd")
     assert run.inputs["framework"] == "nxd"

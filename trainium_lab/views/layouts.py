@@ -62,7 +62,6 @@ def explain_plan(plan) -> list[str]:
                      "more (ZeRO-3), recompute more or shrink the micro-batch.")
         return lines
     b = plan.table.iloc[0]
-    lines.append(_framework_sentence(plan))
     time_parts = plan.time_parts
     parts = {p: float(b[f"{p}_s"]) for p in time_parts}
     overhead = {p: v for p, v in parts.items() if p != "compute"}
@@ -79,6 +78,7 @@ def explain_plan(plan) -> list[str]:
     lines.append(f"Winner: {b.label}. {b.tokens_per_s:,.0f} tokens/s, {b.step_s:.2f} s per step, "
                  f"effective MFU {b.mfu_effective:.1%}; {b.memory_gib:.1f} GiB of {b.hbm_gib:.0f} GiB "
                  f"per chip ({b.headroom_gib:.1f} GiB free). {where}.")
+    lines.append(_framework_sentence(plan))
     if b.virtual_stages > 1:
         lines.append(f"It interleaves {b.virtual_stages} virtual stages per device: the bubble is "
                      f"(p − 1)/(v·m) = {layouts.pipeline_bubble_fraction(int(b.pp), int(b.n_micro_batches), int(b.virtual_stages)):.1%} "
