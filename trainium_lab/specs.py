@@ -29,7 +29,7 @@ from trainium_lab._validate import UnknownNameError
 
 __all__ = [
     "DATA_DIR", "Fact", "DtypeTable", "Chip", "NeuronCore", "System", "Link", "Accelerator",
-    "chip", "chips", "core", "system", "systems", "link", "links", "accelerator",
+    "chip", "chips", "core", "system", "systems", "system_readings", "link", "links", "accelerator",
     "accelerators", "fact", "facts", "all_facts", "alternatives", "source", "read_data_csv",
     "lookup",
 ]
@@ -252,6 +252,9 @@ class System:
     efa_bytes_per_s_total: float
     topology: str
     on_demand_usd_per_hour: float | None = None
+    #: for a second reading of another system's published figures (Trn3 Gen2's PCIe fabric):
+    #: that system's key; its hardware facts are that system's, only the links differ (topology)
+    reading_of: str = ""
 
     @property
     def chip(self) -> Chip:
@@ -424,7 +427,10 @@ def _cores() -> dict[str, NeuronCore]:
 @functools.cache
 def _systems() -> dict[str, System]:
     out = {}
-    for key, f in _used("system").items():
+    used = _used("system")
+    for key, own in used.items():
+        base = used.get(_get(own, "reading_of") or "", {})
+        f = {**base, **own}  # a reading shares every hardware fact of the system it reads
         out[key] = System(
             key=key, name=_get(f, "display_name"), chip_key=_get(f, "chip"), kind=_get(f, "kind"),
             n_chips=int(_get(f, "n_chips")), n_instances=int(_get(f, "n_instances")),
@@ -434,6 +440,7 @@ def _systems() -> dict[str, System]:
             dense_flops_per_s_total=_table(key, "dense_flops_per_s_total", f, "dense_flops_per_s_total"),
             efa_bytes_per_s_total=_get(f, "efa_bytes_per_s_total"), topology=_get(f, "topology"),
             on_demand_usd_per_hour=_get(f, "on_demand_usd_per_hour"),
+            reading_of=_get(own, "reading_of") or "",
         )
     return out
 
@@ -531,8 +538,20 @@ def system(name: str) -> System:
 
 
 def systems() -> tuple[System, ...]:
-    """All systems in data order."""
-    return tuple(_systems().values())
+    """All systems in data order (not the second readings of a system: see :func:`system_readings`)."""
+    return tuple(s for s in _systems().values() if not s.reading_of)
+
+
+def system_readings(name: str) -> tuple[System, ...]:
+    """A system and every other reading of its published figures (Trn3 Gen2: NeuronLink-v4 per
+    device, or the PCIe switch fabric per level).
+
+    >>> [s.key for s in system_readings("trn3-gen2-ultraserver")]
+    ['trn3-gen2-ultraserver', 'trn3-gen2-ultraserver-pcie', 'trn3-gen2-ultraserver-pcie-inter-rack']
+    """
+    s = system(name)
+    base = s.reading_of or s.key
+    return tuple(x for x in _systems().values() if x.key == base or x.reading_of == base)
 
 
 def link(name: str) -> Link:

@@ -100,6 +100,7 @@ from trainium_lab.units import GB, format_bandwidth
 
 __all__ = [
     "Level", "Cluster", "Placement", "KINDS", "LATENCY_CRITICAL", "LEVEL_NAMES", "SYSTEMS", "ORDERINGS",
+    "FABRIC_READINGS",
     "cluster", "place", "levels_table", "alternative_links_table", "ranks_per_chip",
     "ranks_per_system", "check_degrees",
     "parse_ordering", "all_orderings", "group_spans",
@@ -125,6 +126,20 @@ _LEVEL_LINKS: dict[str, dict[str, str | None]] = {
                               "efa": "trn3-efa"},
     "trn3-gen2-ultraserver": {"instance": "trn3-neuronlink", "ultraserver": "trn3-neuronlink",
                               "efa": "trn3-efa"},
+    # the same UltraServer under the page's PCIe-fabric section (data/systems.csv ``reading_of``):
+    # 256 GB/s per chip inside a 4-chip server; across servers 320 GB/s inside a rack, or the
+    # 128 GB/s of the direct inter-rack links (how many servers a rack holds is not published)
+    "trn3-gen2-ultraserver-pcie": {"instance": "trn3-gen2-pcie-intra-server",
+                                   "ultraserver": "trn3-gen2-pcie-inter-server", "efa": "trn3-efa"},
+    "trn3-gen2-ultraserver-pcie-inter-rack": {"instance": "trn3-gen2-pcie-intra-server",
+                                              "ultraserver": "trn3-gen2-pcie-inter-rack", "efa": "trn3-efa"},
+}
+#: the readings of one system's published interconnect figures, by name: Trn3 Gen2's page gives
+#: NeuronLink-v4 per device and, in a later section, a PCIe switch fabric per level
+FABRIC_READINGS: dict[str, dict[str, str]] = {
+    "trn3-gen2-ultraserver": {"neuronlink-v4": "trn3-gen2-ultraserver",
+                              "pcie": "trn3-gen2-ultraserver-pcie",
+                              "pcie-inter-rack": "trn3-gen2-ultraserver-pcie-inter-rack"},
 }
 #: Sourced figures for the same level that the model does *not* use: a different fabric the
 #: source describes without reconciling it with the figure used (shown to the learner).
@@ -144,6 +159,12 @@ _LEVEL_NOTES: dict[tuple[str, str], str] = {
     ("trn3-gen1-ultraserver", "ultraserver"): _SWITCH_ASSUMPTION,
     ("trn3-gen2-ultraserver", "instance"): f"{_SWITCH_ASSUMPTION}; {_GEN2_UNKNOWN}",
     ("trn3-gen2-ultraserver", "ultraserver"): f"{_SWITCH_ASSUMPTION}; {_GEN2_UNKNOWN}",
+    ("trn3-gen2-ultraserver-pcie", "ultraserver"): (
+        "PCIe reading: a group across servers is taken to stay inside one rack (inter-server switches); "
+        "the page does not say how many servers a rack holds"),
+    ("trn3-gen2-ultraserver-pcie-inter-rack", "ultraserver"): (
+        "PCIe reading: a group across servers is taken to cross racks (direct inter-rack links, the "
+        "slowest level); the page does not say how many servers a rack holds"),
 }
 #: systems this module can lay out
 SYSTEMS: tuple[str, ...] = tuple(_LEVEL_LINKS)

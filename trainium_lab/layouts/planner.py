@@ -395,6 +395,12 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     D = np.where(ok, n_ranks // np.maximum(prod, 1), 0)
     ok &= (D > 0) & (global_batch % np.maximum(D * E, 1) == 0)
     T, E, P, D = T[ok], E[ok], P[ok], D[ok]
+    if len(T) == 0 and fw is not None:
+        raise ValueError(f"framework: {fw.name} can run no layout of {m.name} on {n_ranks} ranks with "
+                         f"global_batch {global_batch} (without pipeline parallelism every rank outside TP "
+                         "is data-parallel, and no such degree divides the batch)" if not fw.has_pp else
+                         f"framework: {fw.name} can run no layout of {m.name} on {n_ranks} ranks with "
+                         f"global_batch {global_batch}")
     if len(T) == 0:
         raise ValueError(f"global_batch ({global_batch}) admits no layout on {n_ranks} ranks: no data-"
                          "parallel degree divides it together with the micro-batch sizes")
