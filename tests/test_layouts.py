@@ -329,15 +329,12 @@ def test_any_tp_either_valid_or_named(tp):
         assert 64 % lay.tp == 0 and lay.tp * lay.dp == 256
 
 
-def test_planner_widget_asks_for_lnc_on_trainium3():
-    # No AWS page states Trainium3's default LNC: the widget says so inline, then plans once chosen.
+def test_planner_widget_plans_trainium3_at_its_inferred_lnc():
+    # Trainium3's LNC default is the inferred 2 (data/chips.csv, issue 26): the widget plans at once.
     from trainium_lab.widgets.layouts import planner_explorer
 
     w = planner_explorer()
     w.inputs["system"].value = "trn3-gen1-ultraserver"
-    w.run()
-    assert "lnc must be given for Trainium3" in w.status.value
-    w.inputs["lnc"].value = 2
     w.run()
     assert w.status.value.startswith("searched") and w.plan.cluster.lnc == 2
 

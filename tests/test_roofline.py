@@ -217,9 +217,9 @@ def test_count_identities(system, lnc, n_systems):
     assert (table.physical_cores == table.logical_cores * lnc).all()
 
 
-def test_trainium3_needs_an_explicit_lnc():
-    with pytest.raises(ValueError, match="lnc"):
-        cores.core_counts("trn3-gen1-ultraserver")
+def test_trainium3_defaults_to_the_inferred_lnc_2():
+    # issue 26: "TRN2 and TRN3 provide two physical cores per logical NeuronCore" (NxDI MoE deep dive)
+    assert cores.core_counts("trn3-gen1-ultraserver").lnc == 2
     assert cores.core_counts("trn3-gen1-ultraserver", lnc=2).logical_cores == 64 * 4
 
 

@@ -90,7 +90,7 @@ def test_neuronlink_levels_add_up():
 def test_lnc():
     assert specs.chip("trn2").lnc_options == (1, 2) and specs.chip("trn2").lnc_default == 2
     assert specs.chip("trn1").lnc_options == () and specs.chip("trn1").lnc_default is None
-    assert specs.chip("trn3").lnc_default is None
+    assert specs.chip("trn3").lnc_default == 2  # inferred (issue 26): "TRN2 and TRN3 provide two physical cores per logical NeuronCore"
 
 
 def test_cores():

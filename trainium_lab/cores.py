@@ -65,17 +65,18 @@ def resolve_lnc(chip: str, lnc: int | None = None) -> int:
     ------
     ValueError
         Naming ``lnc``: a value the chip does not accept (any value but 1 on Trainium1,
-        which has no setting), or ``None`` on a chip whose default no source states
-        (Trainium3).
+        which has no setting), or ``None`` on a chip whose default no source states.
+
+    Notes
+    -----
+    Trainium3's default (2) is inferred and labelled so in ``data/chips.csv``: the NxD
+    Inference MoE deep dive says Trn2 and Trn3 provide two physical cores per logical core;
+    no page calls it the default in so many words.
 
     Examples
     --------
-    >>> resolve_lnc("trn2"), resolve_lnc("trn2", 1), resolve_lnc("trn1")
-    (2, 1, 1)
-    >>> resolve_lnc("trn3")
-    Traceback (most recent call last):
-    ...
-    ValueError: lnc must be given for Trainium3 (one of 1, 2): no AWS page states its default
+    >>> resolve_lnc("trn2"), resolve_lnc("trn2", 1), resolve_lnc("trn1"), resolve_lnc("trn3")
+    (2, 1, 1, 2)
     """
     c = specs.chip(chip)
     if not c.lnc_options:
@@ -97,10 +98,11 @@ def resolve_lnc(chip: str, lnc: int | None = None) -> int:
 
 def any_lnc(chip: str) -> int | None:
     """A valid LNC for counting whole chips, where the setting does not matter: the chip's
-    default, else its first option (Trainium3), else ``None`` (Trainium1 has no setting).
+    default (Trainium2; Trainium3's inferred 2), else its first option, else ``None``
+    (Trainium1 has no setting).
 
     >>> any_lnc("trn2"), any_lnc("trn3"), any_lnc("trn1")
-    (2, 1, None)
+    (2, 2, None)
     """
     c = specs.chip(chip)
     if c.lnc_default is not None:
