@@ -107,7 +107,10 @@ class DtypeTable(Mapping[str, float]):
     def key(self, dtype: str) -> str:
         """The table's key for ``dtype`` (``"bfloat16"`` → ``"bf16"``; :func:`dtypes.rate_key`)."""
         try:
-            canonical = dtypes.rate_key(dtype)
+            # a format with a rate of its own on this chip (Trainium2's E3M4 runs at the BF16 rate,
+            # not the FP8 one) is looked up by its canonical name first, then by its rate key
+            own = dtypes.canonical(dtype)
+            canonical = own if own in self._values else dtypes.rate_key(dtype)
         except ValueError:
             canonical = None
         if canonical is None or canonical not in self._values:
