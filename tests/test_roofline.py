@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trainium_lab import cores, roofline, specs, views
+from trainium_lab import claim_checks, cores, roofline, specs, views
 from trainium_lab.charts import hardware as charts
 from trainium_lab.exercises import ch01
 from trainium_lab.units import GiB, Gbps, MiB, TB, TFLOPS
@@ -263,54 +263,54 @@ def test_other_bad_input():
     with pytest.raises(ValueError, match="system"):
         cores.core_counts("trn2.96xlarge")
     with pytest.raises(ValueError, match="unit"):
-        cores.check_figure("trn2", "hbm_bytes", 96, "gigs")
+        claim_checks.check_figure("trn2", "hbm_bytes", 96, "gigs")
     with pytest.raises(ValueError, match="unit"):
-        cores.check_figure("trn2", "hbm_bytes", 96, "TFLOPS")
+        claim_checks.check_figure("trn2", "hbm_bytes", 96, "TFLOPS")
     with pytest.raises(ValueError, match="claimed"):
-        cores.check_figure("trn2", "hbm_bytes", -1, "GiB")
+        claim_checks.check_figure("trn2", "hbm_bytes", -1, "GiB")
     with pytest.raises(ValueError, match="claim"):
-        cores.check_claim("Trainium2 is made of cheese")
+        claim_checks.check_claim("Trainium2 is made of cheese")
 
 
 # --------------------------------------------------------------------------- claims and tables
 
 def test_the_three_claims_of_the_chapter():
     # claims_audit.md section 2.1, rows 2, 25 and 14
-    flops = cores.check_claim("1,300 TFLOPS BF16 per Trainium2 chip")
+    flops = claim_checks.check_claim("1,300 TFLOPS BF16 per Trainium2 chip")
     assert flops.verdict == "contradicted" and "dense_flops_per_s.fp8" in flops.evidence
-    sram = cores.check_claim("24 MB SRAM per core (Trainium2)")
+    sram = claim_checks.check_claim("24 MB SRAM per core (Trainium2)")
     assert sram.verdict == "contradicted" and "NeuronCore-v2 sbuf_bytes" in sram.evidence
-    fabric = cores.check_claim("a non-blocking all-to-all UltraServer (Trn2)")
+    fabric = claim_checks.check_claim("a non-blocking all-to-all UltraServer (Trn2)")
     assert fabric.verdict == "contradicted" and "trn3-gen2-ultraserver" in fabric.evidence
 
 
 def test_other_verdicts():
-    assert cores.check_claim("2.6 PFLOPS FP8 per Trainium2 chip").evidence.count("sparse") >= 1
-    assert cores.check_claim("6.1 TB of HBM in a Trn2 UltraServer").verdict == "unit mix-up"
-    assert cores.check_claim("3 TB/s of HBM bandwidth per Trainium2 chip").verdict == "disputed"
-    assert cores.check_claim("Trainium2 is built from NeuronCore-v2").verdict == "contradicted"
-    assert cores.check_text("trn3-gen1-ultraserver", "topology", "all-to-all").verdict == "supported"
-    t = cores.claims_table()
-    assert list(t.claim) == [c.claim for c in cores.claims()]
+    assert claim_checks.check_claim("2.6 PFLOPS FP8 per Trainium2 chip").evidence.count("sparse") >= 1
+    assert claim_checks.check_claim("6.1 TB of HBM in a Trn2 UltraServer").verdict == "unit mix-up"
+    assert claim_checks.check_claim("3 TB/s of HBM bandwidth per Trainium2 chip").verdict == "disputed"
+    assert claim_checks.check_claim("Trainium2 is built from NeuronCore-v2").verdict == "contradicted"
+    assert claim_checks.check_text("trn3-gen1-ultraserver", "topology", "all-to-all").verdict == "supported"
+    t = claim_checks.claims_table()
+    assert list(t.claim) == [c.claim for c in claim_checks.claims()]
     # every claim names who made it, as a title a learner can read (no internal document names)
     assert t.said_by.str.len().min() > 0
     assert not t.said_by.str.contains("background|shared/", case=False).any()
     # seed 002's "roughly 3.4 petaflops" per trn1.32xlarge: audit section 2.3 row 1, 3,040 TFLOPS
-    assert cores.claim("trn1-instance-bf16").run().verdict == "contradicted"
-    assert set(t.verdict) <= set(cores.VERDICTS)
+    assert claim_checks.claim("trn1-instance-bf16").run().verdict == "contradicted"
+    assert set(t.verdict) <= set(claim_checks.VERDICTS)
 
 
 def test_recorded_verdicts_agree_with_the_checks():
     # claims.csv records each claim's verdict (claims_audit.md, section 2.1 for seed 001); for the
     # checks computed from data/ the computed verdict must be the recorded one
-    for c in cores.claims():
+    for c in claim_checks.claims():
         assert c.run().verdict == c.verdict, c.claim_id
 
 
 def test_seed_001_claims_are_mostly_wrong_and_each_says_who():
     # claims_audit.md section 2.1: about thirty checkable figures of seed 001, most of them wrong;
     # its H100 and TPU v6e figures (rows 31, 33) are right, and chapter 01 shows both kinds
-    t = cores.claims_table(said_by="seed-001")
+    t = claim_checks.claims_table(said_by="seed-001")
     assert len(t) >= 35
     trainium = t[~t.claim_id.str.startswith(("h100", "tpu"))]
     assert (trainium.verdict != "supported").sum() >= 0.75 * len(trainium)
@@ -319,28 +319,28 @@ def test_seed_001_claims_are_mostly_wrong_and_each_says_who():
               "rainier-100k", "rainier-65ef", "trn2-cost-40-50", "trn2-tf32-650", "trn2-int8",
               "trn2-vector-160", "trn2-gpsimd-one"}
     assert wanted <= set(t.claim_id)
-    assert cores.claims_table("rainier").source.str.contains("PPC Land|Tom's Hardware").all()
-    assert len(cores.claims_table(verdict="unverified")) == 1
+    assert claim_checks.claims_table("rainier").source.str.contains("PPC Land|Tom's Hardware").all()
+    assert len(claim_checks.claims_table(verdict="unverified")) == 1
     with pytest.raises(ValueError, match="verdict"):
-        cores.claims_table(verdict="maybe")
+        claim_checks.claims_table(verdict="maybe")
     with pytest.raises(ValueError, match="said_by"):
-        cores.claims_table(said_by="seed-999")
+        claim_checks.claims_table(said_by="seed-999")
 
 
 def test_a_binary_figure_in_thousands_is_read_that_way():
     # claims_audit.md section 2.1 row 16: "6.1 TB" for 6,144 GiB is neither 6.6 TB (decimal) nor
     # 6.0 TiB: it is 6.1 thousand GiB; the evidence shows the decimal value
-    r = cores.check_claim("6.1 TB of HBM in a Trn2 UltraServer")
+    r = claim_checks.check_claim("6.1 TB of HBM in a Trn2 UltraServer")
     assert r.verdict == "unit mix-up"
     assert "6.60 TB" in r.evidence and "6.00 TiB" in r.evidence and "thousand GiB" in r.evidence
     assert "read as TiB" not in r.evidence
     # "1.5 TB" for 1,536 GiB is exactly 1.5 TiB: the prefix read the other way
-    assert "read as TiB" in cores.check_figure("trn2.48xlarge", "hbm_bytes_total", 1.5, "TB").evidence
+    assert "read as TiB" in claim_checks.check_figure("trn2.48xlarge", "hbm_bytes_total", 1.5, "TB").evidence
 
 
 @given(factor=st.floats(min_value=0.985, max_value=1.015))
 def test_a_figure_within_rounding_is_supported(factor):
-    assert cores.check_figure("trn2", "dense_flops_per_s.bf16", 667 * factor, "TFLOPS").verdict == "supported"
+    assert claim_checks.check_figure("trn2", "dense_flops_per_s.bf16", 667 * factor, "TFLOPS").verdict == "supported"
 
 
 def test_generations_table_shows_tiers_and_disagreements():
@@ -467,7 +467,7 @@ def test_contraction_rows_follow_the_nki_guides():
 
 def test_claims_explorer_filters_and_shows_who_said_it():
     w = widgets.claims_explorer()
-    n = len(cores.claims_table())
+    n = len(claim_checks.claims_table())
     assert f"{n} of {n} claims" in w.summary.value and "said by" in w.summary.value
     w.controls["verdict"].value = "unit mix-up"
     assert w.result.verdict.eq("unit mix-up").all() and len(w.result) >= 3

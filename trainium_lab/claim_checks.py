@@ -4,7 +4,7 @@ A published figure or phrase is tested against the sourced facts and gets a verd
 evidence, computed from the data rather than typed: *supported*, *contradicted*, a *unit
 mix-up* (decimal and binary prefixes confused), *disputed* (matches a value another AWS page
 gives) or, for claims only a cited source can settle, *unverified*. The claims themselves are
-``data/claims.csv``. Re-exported by :mod:`trainium_lab.cores`, where chapter 01 met it.
+``data/claims.csv``. The one home of these names (chapter 01 calls them as ``claim_checks.X``).
 
 References
 ----------
@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from trainium_lab import specs
+from trainium_lab.cores import core_counts
 from trainium_lab import units as u
 from trainium_lab._validate import choice, in_range
 
@@ -215,8 +216,6 @@ def check_text(entity: str, field: str, phrase: str, *, claim: str | None = None
 
 
 def _lnc_claim(claimed: float, claim: str, system: str) -> ClaimCheck:
-    from trainium_lab.cores import core_counts  # cores re-exports this module: import on use
-
     cc = core_counts(system)
     verdict = "supported" if cc.logical_cores == claimed else "contradicted"
     lnc = specs.fact(specs.system(system).chip_key, "lnc_default")

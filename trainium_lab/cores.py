@@ -8,7 +8,7 @@
 - Comparing: the three generations and the comparison accelerators side by side
   (:mod:`trainium_lab.generations`, re-exported here).
 - Checking: a published figure or phrase tested against ``data/``
-  (:mod:`trainium_lab.claim_checks`, re-exported here).
+  (:mod:`trainium_lab.claim_checks`, their one home).
 
 Every name chapter 01 uses as ``cores.X`` keeps working.
 
@@ -32,8 +32,7 @@ from trainium_lab._validate import integer
 
 __all__ = [
     "lnc_options", "resolve_lnc", "any_lnc", "logical_cores_per_chip", "CoreCounts", "core_counts",
-    "core_count_table", "generations_table", "disagreements", "neuroncore_table", "ClaimCheck",
-    "Claim", "check_figure", "check_text", "claims", "claim", "check_claim", "claims_table", "VERDICTS",
+    "core_count_table", "generations_table", "disagreements", "neuroncore_table",
 ]
 
 
@@ -246,9 +245,7 @@ def core_count_table(system: str, lnc: int | None = None, n_systems: int = 1) ->
 
 
 # --------------------------------------------------------------------------- re-exports
-# Comparing generations and checking claims live in their own modules; chapter 01's notebook,
-# charts and widgets reach them as cores.X. Imported last: claim_checks imports cores on use.
-from trainium_lab.claim_checks import (VERDICTS, Claim, ClaimCheck, check_claim,  # noqa: E402
-                                       check_figure, check_text, claim, claims, claims_table)
+# Comparing generations lives in its own module (it imports only specs); chapter 01's notebook,
+# charts and widgets reach it as cores.X. Checking claims is trainium_lab.claim_checks, its one home.
 from trainium_lab.generations import (disagreements, generations_table,  # noqa: E402
                                       neuroncore_table)

@@ -915,7 +915,7 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
         raise ValueError(f"dtype must be a number format such as 'bf16', got {dtype!r}")
     min_headroom_fraction = in_range("min_headroom_fraction", min_headroom_fraction, 0.0, 1.0,
                                      high_open=True)
-    dp_overlap = layouts.estimate.resolve_dp_overlap(dp_overlap)
+    dp_overlap = layouts.resolve_dp_overlap(dp_overlap)
     mbs = tuple(sorted(set(_as_tuple("micro_batches", micro_batches, integer))))
     zs = tuple(sorted(set(_as_tuple("zero_stages", zero_stages,
                                     lambda n, v: integer(n, v, minimum=0, maximum=3)))))

@@ -16,13 +16,13 @@ def _per_call_s(fn, calls: int, rounds: int = 3) -> float:
 
 
 def run() -> list[dict]:
-    from trainium_lab import cores, roofline
+    from trainium_lab import claim_checks, cores, roofline
 
     bound_s = _per_call_s(lambda: roofline.matmul_bound(260, 8192, 8192, "bf16", "trn2", tiled=True), 2000)
     curve_s = _per_call_s(lambda: roofline.roofline_curve("trn2", "bf16"), 200)
     sweep_s = _per_call_s(lambda: roofline.utilisation_curve(range(1, 521)), 5)
     counts_s = _per_call_s(lambda: cores.core_count_table("trn2-ultraserver", 2, 4), 200)
-    claims_s = _per_call_s(cores.claims_table, 5)
+    claims_s = _per_call_s(claim_checks.claims_table, 5)
     return [
         {"name": "roofline matmul_bound (tiled)", "value": bound_s * 1e6, "unit": "µs",
          "target": "< 100 µs"},

@@ -8,7 +8,7 @@ BF16 array where FP8's doubled contraction applies, ranks counted at the wrong L
 
 from __future__ import annotations
 
-from trainium_lab import cores
+from trainium_lab import claim_checks, cores
 from trainium_lab.exercises import Exercise, run_solution
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "q7", "ALL"]
@@ -134,10 +134,10 @@ def _check_verdict(answer, expected):
 
 q6 = Exercise(
     "Q6 check the claim about Trainium2's dense FP8 rate",
-    hint="Use cores.check_figure(entity, field, claimed, unit) with entity 'trn2' and field "
+    hint="Use claim_checks.check_figure(entity, field, claimed, unit) with entity 'trn2' and field "
          "'dense_flops_per_s.fp8', then read .verdict.",
-    solution=("c = cores.claim('trn2-fp8-aws')\n"
-              "answer_6 = cores.check_figure(c.entity, c.field, c.claimed_value, c.claimed_unit).verdict"),
+    solution=("c = claim_checks.claim('trn2-fp8-aws')\n"
+              "answer_6 = claim_checks.check_figure(c.entity, c.field, c.claimed_value, c.claimed_unit).verdict"),
     wrong="contradicted",
     checker=_check_verdict,
 )

@@ -87,7 +87,7 @@ from __future__ import annotations
 from trainium_lab.layouts.engine import TORUS_LINK_MODELS, _comm  # noqa: F401  (_comm: tests and benchmarks clear its cache)
 from trainium_lab.layouts.estimate import (IGNORED, MEMORY_PARTS, MOE_TIME_PARTS, TIME_PARTS, Layout,
                                            LayoutEstimate, OverlapDefault, custom_model, evaluate, layout,
-                                           overlap_default)
+                                           overlap_default, resolve_dp_overlap)
 from trainium_lab.layouts.formulas import (interleaved_activation_factor, pipeline_bubble_fraction,
                                            tp_allreduces_per_layer)
 from trainium_lab.layouts.planner import Plan, candidate_degrees, fully_sharded_table, plan, worked_example
@@ -98,5 +98,5 @@ __all__ = [
     "layout", "evaluate", "plan", "custom_model", "resolve_model",
     "pipeline_bubble_fraction", "tp_allreduces_per_layer", "fully_sharded_table",
     "worked_example", "candidate_degrees", "interleaved_activation_factor", "MOE_TIME_PARTS",
-    "TORUS_LINK_MODELS", "OverlapDefault", "overlap_default",
+    "TORUS_LINK_MODELS", "OverlapDefault", "overlap_default", "resolve_dp_overlap",
 ]

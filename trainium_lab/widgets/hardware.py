@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import ipywidgets as W
 import pandas as pd
 
-from trainium_lab import cores, roofline, specs
+from trainium_lab import claim_checks, roofline, specs
 from trainium_lab.charts.hardware import roofline_chart
 from trainium_lab.units import TFLOPS, format_flop_rate, format_seconds
 from trainium_lab.widgets.base import Explorer, benchmarked
@@ -122,12 +122,12 @@ def _claims_html(df: pd.DataFrame) -> str:
 
 @benchmarked(("query", "hbm"), ("verdict", "contradicted"))
 def claims_explorer(query: str = "") -> Explorer:
-    """Every checked claim, filtered by words, verdict and who made it (``cores.claims_table``)."""
-    every = cores.claims_table()
+    """Every checked claim, filtered by words, verdict and who made it (``claim_checks.claims_table``)."""
+    every = claim_checks.claims_table()
     said = list(dict.fromkeys(every.said_by))
     controls = {
         "query": W.Text(value=query, description="search", placeholder="e.g. HBM, NeuronLink, H100"),
-        "verdict": W.Dropdown(options=[("any", "")] + [(v, v) for v in cores.VERDICTS], value="",
+        "verdict": W.Dropdown(options=[("any", "")] + [(v, v) for v in claim_checks.VERDICTS], value="",
                               description="verdict"),
         "said_by": W.Dropdown(options=[("anyone", "")] + [(s[:60] + ("…" if len(s) > 60 else ""), s)
                                                           for s in said],
@@ -135,7 +135,7 @@ def claims_explorer(query: str = "") -> Explorer:
     }
 
     def compute(query: str, verdict: str, said_by: str) -> pd.DataFrame:
-        return cores.claims_table(query, verdict=verdict or None, said_by=said_by or None)
+        return claim_checks.claims_table(query, verdict=verdict or None, said_by=said_by or None)
 
     return Explorer(controls, compute, lambda df: None,
                     lambda df: f"{len(df)} of {len(every)} claims<br>{_claims_html(df)}", columns=3)
