@@ -130,6 +130,7 @@ OVERRIDES = {
     "specs.source": {"entity": "trn2", "field_name": "hbm_bytes"},
     "specs.core": {"name": "neuroncore-v3"},
     "specs.system": {"name": "trn2.48xlarge"},
+    "specs.system_readings": {"name": "trn3-gen2-ultraserver"},
     "specs.link": {"name": "trn2-efa"},
     "specs.accelerator": {"name": "h100"},
     "specs.links": {"system_name": "trn2.48xlarge"},
