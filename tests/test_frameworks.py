@@ -202,3 +202,40 @@ def test_overlap_sensitivity_matches_a_replan():
     low = p.overlap_sensitivity((0.5,)).iloc[0]
     assert low.label == q.best.label
     assert low.tokens_per_s == pytest.approx(float(q.best.tokens_per_s), rel=1e-12)
+
+
+# ---------------------------------------------------------------- the auto-cast default, everywhere
+
+
+def _course_texts():
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    for nb in sorted((root / "notebooks").glob("*.ipynb")):
+        cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+        text = "\n".join("".join(c["source"]) for c in cells)
+        outs = "\n".join("".join(o.get("text", "")) for c in cells for o in c.get("outputs", ()))
+        yield nb.name, " ".join((text + "\n" + outs).split())
+    for path in [*(root / "docs").rglob("*.md"), root / "README.md", *(root / "trainium_lab").rglob("*.py"),
+                 *(root / "trainium_lab" / "data").glob("*.md")]:
+        yield path.name, " ".join(path.read_text(encoding="utf-8").split())
+
+
+def test_auto_cast_default_agrees_everywhere_it_appears():
+    # neuronx-cc CLI reference (v2.32.0): --auto-cast "(Default: none)"; release notes 2.27.0: the default
+    # changed from matmul to none. No text of the course may still call it on by default.
+    import re
+
+    from trainium_lab import compilation
+
+    used = compilation.compiler_facts("neuronx-cc").query("status == 'used'").set_index("fact")["value"]
+    assert used["--auto-cast default"] == "none"
+    stale = re.compile(r"auto-?cast is on by default|casts? FP32 matrix multiplications to BF16 by default|"
+                       r"by default, the compiler casts|auto-?cast(ing)? defaults? to `?matmult?\b", re.I)
+    says_none = {}
+    for name, text in _course_texts():
+        assert not stale.search(text), f"{name}: {stale.search(text).group(0)}"
+        says_none[name] = bool(re.search(r"--auto-cast`? defaults to `?none", text))
+    assert says_none["02_numerics.ipynb"] and says_none["07_compilation.ipynb"]
+    assert "--auto-cast default: none" in dict(_course_texts())["02_numerics.ipynb"]

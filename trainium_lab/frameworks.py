@@ -39,7 +39,8 @@ from trainium_lab import sizing, specs
 from trainium_lab._validate import choice, integer
 
 __all__ = ["Framework", "FRAMEWORK_KEYS", "PARALLELISMS", "framework", "frameworks", "frameworks_table",
-           "runnable_mask", "runnable_by", "checkpoint_bytes_per_param", "resolve_framework"]
+           "runnable_mask", "runnable_by", "checkpoint_bytes_per_param", "resolve_framework",
+           "CONVENTIONS", "recipes_side_by_side"]
 
 #: the frameworks of ``data/frameworks.csv``, in table order
 FRAMEWORK_KEYS: tuple[str, ...] = ("torchneuron", "nxd", "jax")
@@ -70,6 +71,8 @@ class Framework:
         is documented.
     stochastic_rounding : str
         Its default (``"off"``).
+    precision_control : str
+        Where a job sets its precision (the knobs of the toy regression of chapter 02).
     checkpoint_components : tuple of str
         The recipe components a checkpoint holds (of ``StateRecipe.COMPONENTS``); empty if
         not documented.
@@ -89,6 +92,7 @@ class Framework:
     interleaved_rule: str
     recipe: str
     stochastic_rounding: str
+    precision_control: str
     checkpoint_components: tuple[str, ...]
     checkpoint_load: str
     sources: dict
@@ -134,7 +138,8 @@ def _records() -> dict[str, Framework]:
             parallelisms=pars, zero_stages=tuple(int(z) for z in _list(f["zero_stages"])),
             pipeline_schedules=_list(f.get("pipeline_schedules", "")),
             interleaved_rule=f.get("interleaved_rule", ""), recipe=recipe_key,
-            stochastic_rounding=f.get("stochastic_rounding", ""), checkpoint_components=comps,
+            stochastic_rounding=f.get("stochastic_rounding", ""),
+            precision_control=f.get("precision_control", ""), checkpoint_components=comps,
             checkpoint_load=f.get("checkpoint_load", ""),
             sources=dict(zip(rows.field, rows.source_id)), notes=dict(zip(rows.field, rows.note)))
     return out
@@ -166,7 +171,7 @@ def frameworks() -> tuple[Framework, ...]:
 def frameworks_table():
     """One row per framework, for a chapter's table: ``framework, name, status, status_release,
     parallelisms, zero_stages, pipeline_schedules, interleaved_rule, recipe, recipe_bytes_per_param,
-    checkpoint_bytes_per_param, checkpoint_load``.
+    stochastic_rounding, precision_control, checkpoint_bytes_per_param, checkpoint_load``.
 
     Examples
     --------
@@ -184,6 +189,7 @@ def frameworks_table():
             "interleaved_rule": f.interleaved_rule or "",
             "recipe": f.recipe or "none documented",
             "recipe_bytes_per_param": float(sizing.recipe(f.recipe).bytes_per_param) if f.recipe else float("nan"),
+            "stochastic_rounding": f.stochastic_rounding, "precision_control": f.precision_control,
             "checkpoint_bytes_per_param": (checkpoint_bytes_per_param(f.key) if f.checkpoint_components
                                            else float("nan")),
             "checkpoint_load": f.checkpoint_load or "not documented"})
@@ -291,3 +297,49 @@ def checkpoint_bytes_per_param(fw: str | Framework, *, master_weights: bool | No
     elif master_weights is False:
         comps.discard("master")
     return float(sum(getattr(r, c) for c in comps))
+
+
+#: conventions compared side by side (chapter 04): (who, recipe key, ZeRO stage as that stack runs it)
+CONVENTIONS: tuple[tuple[str, str, int], ...] = (
+    ("course (ZeRO paper)", "bf16-adam", 1),
+    ("Megatron-LM distributed optimizer", "bf16-adam-fp32-grads", 1),
+    ("DeepSpeed ZeRO-3", "bf16-adam-fp32-grads", 3),
+    ("NxD Standard Mixed Precision (ZeRO-1)", "nxd-standard-mixed-precision", 1),
+    ("TorchNeuron FSDP + torch.autocast", "fp32-params-amp-adam", 3),
+)
+
+
+def recipes_side_by_side(n_params: float = 8e9, n_devices: int = 16):
+    """The state recipes of the course, the peers and the Neuron frameworks, with the part each
+    one's ZeRO stage shards over ``n_devices`` data-parallel devices and the part it leaves whole.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``convention, recipe, zero_stage, bytes_per_param, sharded_bytes_per_param,
+        unsharded_bytes_per_param, state_bytes_per_device`` (``n_params × (unsharded + sharded/n)``).
+
+    References
+    ----------
+    Rajbhandari et al. 2020 (ZeRO), Figure 1; NxD Standard Mixed Precision (AWS Neuron docs);
+    Megatron-LM ``theoretical_memory_usage.py``; PyTorch FSDP and AMP documentation.
+
+    Examples
+    --------
+    >>> t = recipes_side_by_side(8e9, 16).set_index("convention")
+    >>> round(float(t.loc["NxD Standard Mixed Precision (ZeRO-1)", "state_bytes_per_device"]) / 2**30, 1)
+    50.3
+    """
+    import pandas as pd
+
+    n_params = sizing._n_params(n_params)
+    n = integer("n_devices", n_devices, minimum=1)
+    rows = []
+    for who, key, stage in CONVENTIONS:
+        sharded, whole = sizing.recipe_split(key, stage)
+        rows.append({"convention": who, "recipe": key, "zero_stage": stage,
+                     "bytes_per_param": float(sizing.recipe(key).bytes_per_param),
+                     "sharded_bytes_per_param": sharded, "unsharded_bytes_per_param": whole,
+                     "state_bytes_per_device": n_params * (whole + sharded / n)})
+    return pd.DataFrame(rows)
+
