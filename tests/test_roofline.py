@@ -579,3 +579,31 @@ def test_batch_curve_crosses_the_ridge_at_the_closed_form():
 def test_compute_bound_batch_bad_input(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+# ---------------------------------------------------------------- every engine bounds an op (issue 26)
+
+
+def test_engine_bounds_are_max_and_sum_of_engine_times():
+    # scaling-book part 1: T_lower = max(T_math, T_comms), T_upper = their sum
+    b = roofline.engine_bounds("trn2", tensor_flops=1e12, vector_flops=4e9, scalar_flops=1e9, hbm_bytes=1e9)
+    assert b.lower_s == max(b.times_s.values()) and b.upper_s == pytest.approx(sum(b.times_s.values()))
+    chip = specs.chip("trn2")
+    # NeuronCore-v3: vector engine 1.0 FP32 TFLOPS per core (AWS NeuronCore-v3 page), 8 cores per chip
+    assert b.times_s["vector"] == pytest.approx(4e9 / (8 * 1.0e12))
+    assert b.times_s["tensor"] == pytest.approx(1e12 / chip.dense_flops_per_s["bf16"])
+
+
+def test_fused_attention_softmax_is_not_free_beside_the_tensor_engine():
+    # per (query, key) pair with head size 128: 4·128 tensor FLOPs (QK^T and PV) against 4 vector ops:
+    # the vector engine is ~80x slower per FLOP, so the two take comparable time
+    pairs = 1e9
+    b = roofline.engine_bounds("trn2", tensor_flops=4 * 128 * pairs, vector_flops=4 * pairs, scalar_flops=pairs)
+    assert 0.3 < b.times_s["vector"] / b.times_s["tensor"] < 3
+    assert b.upper_s > 1.5 * b.lower_s
+
+
+def test_unfused_softmax_is_bound_by_hbm_and_bad_op_names_the_parameter():
+    assert roofline.elementwise_op_bounds("softmax", 2**26).bound == "hbm"
+    with pytest.raises(ValueError, match="op"):
+        roofline.elementwise_op_bounds("gelu", 2**26)

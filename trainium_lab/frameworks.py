@@ -36,11 +36,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainium_lab import sizing, specs
-from trainium_lab._validate import choice, integer
+from trainium_lab._validate import choice, integer, positive
 
 __all__ = ["Framework", "FRAMEWORK_KEYS", "PARALLELISMS", "framework", "frameworks", "frameworks_table",
            "runnable_mask", "runnable_by", "checkpoint_bytes_per_param", "resolve_framework",
-           "CONVENTIONS", "recipes_side_by_side"]
+           "CONVENTIONS", "recipes_side_by_side", "checkpoint_load_s"]
 
 #: the frameworks of ``data/frameworks.csv``, in table order
 FRAMEWORK_KEYS: tuple[str, ...] = ("torchneuron", "nxd", "jax")
@@ -342,4 +342,39 @@ def recipes_side_by_side(n_params: float = 8e9, n_devices: int = 16):
                      "sharded_bytes_per_param": sharded, "unsharded_bytes_per_param": whole,
                      "state_bytes_per_device": n_params * (whole + sharded / n)})
     return pd.DataFrame(rows)
+
+
+def checkpoint_load_s(fw: str | Framework, checkpoint_bytes: float, read_bytes_per_s: float, *,
+                      dp: int = 1, chips_per_replica: int = 1, dp_bytes_per_s: float | None = None) -> float:
+    """Seconds to load a checkpoint the way ``fw`` loads it (``data/frameworks.csv``).
+
+    ``"every-rank-own-shard"`` (PyTorch Distributed Checkpoint): every rank reads its shards at
+    once, ``checkpoint_bytes / read_bytes_per_s``. ``"one-dp-rank-broadcast"`` (NxD): one
+    data-parallel replica reads the checkpoint (at best the same storage bandwidth: an
+    assumption, fewer clients may reach less), then each of its chips broadcasts its share
+    ``checkpoint_bytes / chips_per_replica`` to the other ``dp − 1`` replicas; a pipelined
+    broadcast takes at least share / ``dp_bytes_per_s`` (the per-chip bandwidth of the level DP
+    crosses), so that is added. A framework that documents no load method is charged the read.
+
+    Examples
+    --------
+    >>> from trainium_lab.units import GB
+    >>> checkpoint_load_s("torchneuron", 700 * GB, 10 * GB)
+    70.0
+    >>> round(checkpoint_load_s("nxd", 700 * GB, 10 * GB, dp=4, chips_per_replica=32, dp_bytes_per_s=25 * GB), 1)
+    70.9
+    """
+    f = framework(fw)
+    size = float(positive("checkpoint_bytes", checkpoint_bytes))
+    read = float(positive("read_bytes_per_s", read_bytes_per_s))
+    dp = integer("dp", dp, minimum=1)
+    chips = integer("chips_per_replica", chips_per_replica, minimum=1)
+    t = size / read
+    if f.checkpoint_load == "one-dp-rank-broadcast" and dp > 1:
+        if dp_bytes_per_s is None:
+            raise ValueError("dp_bytes_per_s must be given (bytes/s per chip of the level DP crosses) when "
+                             f"{f.name} broadcasts a checkpoint to dp = {dp} replicas")
+        bw = float(positive("dp_bytes_per_s", dp_bytes_per_s))
+        t += size / chips / bw
+    return t
 

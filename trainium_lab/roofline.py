@@ -33,7 +33,7 @@ import pandas as pd
 
 from trainium_lab import specs
 from trainium_lab.dtypes import bytes_per_element  # re-exported: the one table of element sizes
-from trainium_lab._validate import UnknownNameError, integer, positive, sequence
+from trainium_lab._validate import UnknownNameError, choice, integer, positive, sequence
 from trainium_lab.units import TB, TFLOPS
 
 __all__ = [
@@ -689,3 +689,92 @@ def batch_curve(n: int, k: int, dtype: str = "bfloat16", chip: str = "trn2", *,
     return pd.DataFrame({"m": m.astype(int), "intensity": intensity, "flops_per_s": rate,
                          "tflop_per_s": rate / TFLOPS,
                          "bound": np.where(m >= m_star, "tensor engine", "HBM")})
+
+
+# --------------------------------------------------------------------------- every engine, not only the tensor engine
+
+__all__ += ["EngineBounds", "engine_bounds", "ELEMENTWISE_OPS", "elementwise_op_bounds"]
+
+#: element-wise operations per element of the input, by engine, as the course counts them for an
+#: op applied along rows: softmax = max, subtract, sum and scale on the vector engine and exp on the
+#: scalar (activation) engine; RMSNorm = square, sum, scale by the row's 1/rms and by the gain on the
+#: vector engine (one rsqrt per row, on the scalar engine, is negligible). One op = one FLOP.
+ELEMENTWISE_OPS: dict[str, dict[str, float]] = {
+    "softmax": {"vector": 4.0, "scalar": 1.0},
+    "rmsnorm": {"vector": 4.0, "scalar": 0.0},
+}
+
+
+@dataclass(frozen=True)
+class EngineBounds:
+    """Time of one operation on each engine of a chip, and the two bounds they give.
+
+    The engines (tensor, vector, scalar) and HBM run concurrently, so the operation takes at
+    least the slowest one (``lower_s``, perfect overlap) and at most their sum (``upper_s``,
+    none); ``bound`` names the slowest. Base units (s).
+    """
+
+    chip: str
+    times_s: dict
+    lower_s: float
+    upper_s: float
+    bound: str
+
+    def __repr__(self) -> str:
+        return (f"EngineBounds({self.chip}: {self.lower_s * 1e6:.3g} µs ≤ t ≤ {self.upper_s * 1e6:.3g} µs, "
+                f"{self.bound}-bound)")
+
+    def _repr_markdown_(self) -> str:
+        parts = ", ".join(f"{k} {v * 1e6:.3g} µs" for k, v in self.times_s.items())
+        return (f"**{self.chip}**: {self.lower_s * 1e6:.3g} µs ≤ t ≤ {self.upper_s * 1e6:.3g} µs "
+                f"({parts}; {self.bound} binds)")
+
+
+def engine_bounds(chip: str = "trn2", *, tensor_flops: float = 0.0, vector_flops: float = 0.0,
+                  scalar_flops: float = 0.0, hbm_bytes: float = 0.0, dtype: str = "bfloat16") -> EngineBounds:
+    """Lower and upper bounds on an operation's time from every engine's work, on a whole chip.
+
+    Each engine's time is its work over its rate on all of the chip's NeuronCores: tensor-engine
+    FLOPs at the dense ``dtype`` rate, vector- and scalar-engine FLOPs at their FP32 rates
+    (``data/cores.csv``), HBM bytes at the chip's bandwidth. ``max ≤ t ≤ sum``.
+
+    References
+    ----------
+    Austin et al., "How to Scale Your Model" (2025), part 1 (T_lower = max, T_upper = sum of the
+    compute and communication times) and part 2 (TPU MXU against VPU); AWS Neuron docs,
+    NeuronCore-v2/v3/v4 architecture pages (vector and scalar engine FLOP/s).
+
+    Examples
+    --------
+    >>> b = engine_bounds("trn2", vector_flops=4e9, scalar_flops=1e9, hbm_bytes=4e9)
+    >>> b.bound, round(b.lower_s * 1e3, 3), round(b.upper_s * 1e3, 3)
+    ('hbm', 1.379, 1.983)
+    """
+    c = specs.chip(chip)
+    core = c.core
+    n = c.neuron_cores
+    work = {"tensor": (positive("tensor_flops", tensor_flops, allow_zero=True), c.dense_flops_per_s[dtype]),
+            "vector": (positive("vector_flops", vector_flops, allow_zero=True), n * core.vector_fp32_flops_per_s),
+            "scalar": (positive("scalar_flops", scalar_flops, allow_zero=True), n * core.scalar_fp32_flops_per_s),
+            "hbm": (positive("hbm_bytes", hbm_bytes, allow_zero=True), c.hbm_bytes_per_s)}
+    times = {k: float(w / r) for k, (w, r) in work.items()}
+    bound = max(times, key=times.get)
+    return EngineBounds(c.key, times, max(times.values()), sum(times.values()), bound)
+
+
+def elementwise_op_bounds(op: str, n_elements: float, chip: str = "trn2", dtype: str = "bfloat16") -> EngineBounds:
+    """:func:`engine_bounds` of a softmax or RMSNorm over ``n_elements`` values of ``dtype``.
+
+    Work from :data:`ELEMENTWISE_OPS`; HBM traffic one read and one write of the tensor (an op
+    fused into its neighbours moves less: then the engines bind sooner).
+
+    Examples
+    --------
+    >>> b = elementwise_op_bounds("softmax", 8192 * 8192, "trn2")   # unfused: HBM binds
+    >>> b.bound, b.lower_s <= b.upper_s
+    ('hbm', True)
+    """
+    ops = ELEMENTWISE_OPS[choice("op", op, ELEMENTWISE_OPS)]
+    n = positive("n_elements", n_elements)
+    return engine_bounds(chip, vector_flops=ops["vector"] * n, scalar_flops=ops["scalar"] * n,
+                         hbm_bytes=2.0 * n * bytes_per_element(dtype), dtype=dtype)
