@@ -386,3 +386,24 @@ def test_torus_average_hops_small_groups_and_bad_input():
         c.torus_average_hops(4, 10**30)
     with pytest.raises(ValueError, match="n_chips"):
         c.torus_average_hops("4", 4)
+
+
+# ---------------------------------------------------------------- 2D torus all-reduce (issue 26)
+
+
+def test_2d_torus_allreduce_reaches_the_four_link_aggregate_on_a_square_torus():
+    # scaling-book part 3: bidirectional rings on every axis; each chip sends 2(N-1)/N·S, the minimum,
+    # over its four links at once -> one ring at the four-link aggregate (Patarasuk & Yuan 2009)
+    from trainium_lab import collectives as co
+
+    b, s = 25e9, 1e9
+    assert co.torus_2d_allreduce_s(s, 4, 4, b) == pytest.approx(co.ring_allreduce_s(s, 16, 4 * b), rel=1e-12)
+    assert co.torus_2d_allreduce_s(s, 8, 8, b) == pytest.approx(co.ring_allreduce_s(s, 64, 4 * b), rel=1e-12)
+    # one axis: a bidirectional ring, both directions of two links
+    assert co.torus_2d_allreduce_s(s, 4, 1, b) == pytest.approx(co.ring_allreduce_s(s, 4, 2 * b), rel=1e-12)
+    # latency: 2(x-1) + 2(y-1) steps instead of 2(N-1)
+    assert co.torus_2d_allreduce_s(0.0, 4, 4, b, latency_s=1e-6) == pytest.approx(12e-6)
+    # never faster than the bandwidth minimum over four links, on a non-square torus either
+    assert co.torus_2d_allreduce_s(s, 2, 8, b) >= co.ring_allreduce_s(s, 16, 4 * b) - 1e-15
+    with pytest.raises(ValueError, match="link_bytes_per_s"):
+        co.torus_2d_allreduce_s(s, 4, 4, 0.0)

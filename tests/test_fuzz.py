@@ -85,7 +85,7 @@ VALUES = {
     "fw": "nxd", "framework": "nxd", "parameter": "dp_overlap", "master_weights": None,
     "checkpoint_bytes": 7e11, "read_bytes_per_s": 1e10, "chips_per_replica": 32, "dp_bytes_per_s": 2.5e10,
     "op": "softmax", "n_elements": 1e6, "tensor_flops": 1e12, "vector_flops": 1e9, "scalar_flops": 1e9,
-    "hbm_bytes": 1e9,
+    "hbm_bytes": 1e9, "link_bytes_per_s": 2.5e10,
 }
 
 #: per-function baselines where the vocabulary's value does not fit
@@ -96,6 +96,7 @@ OVERRIDES = {
     "collectives.torus_group_links": {"n_chips": 4, "grid_side": 4},
     "collectives.torus_group_bytes_per_s": {"n_chips": 4, "system": "trn2-ultraserver"},
     "collectives.torus_average_hops": {"n_chips": 4, "grid_side": 4},
+    "collectives.torus_2d_allreduce_s": {"x": 4, "y": 4},
     # the claim checks live in their own module (issue 13; the cores re-export went in issue 26)
     "claim_checks.check_figure": {"entity": "trn2", "field": "hbm_bytes", "claimed": 96.0,
                                   "unit": "GiB"},
