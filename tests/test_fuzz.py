@@ -83,7 +83,7 @@ VALUES = {
     "tp_chips": 4, "schedule": "1f1b",
     # training frameworks (issue 26)
     "fw": "nxd", "framework": "nxd", "parameter": "dp_overlap", "master_weights": None,
-    "checkpoint_bytes": 7e11, "read_bytes_per_s": 1e10, "chips_per_replica": 32, "dp_bytes_per_s": 2.5e10,
+    "lay": "LAYOUT", "checkpoint_bytes": 7e11, "read_bytes_per_s": 1e10, "chips_per_replica": 32, "dp_bytes_per_s": 2.5e10,
     "op": "softmax", "n_elements": 1e6, "tensor_flops": 1e12, "vector_flops": 1e9, "scalar_flops": 1e9,
     "hbm_bytes": 1e9, "link_bytes_per_s": 2.5e10,
 }

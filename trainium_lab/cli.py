@@ -261,9 +261,7 @@ def _framework_row(plan) -> str:
     if key:
         f = frameworks.framework(key)
         return f"{f.name} ({f.status})"
-    lay = plan.layout
-    who = frameworks.runnable_by(lay.tp, lay.pp, lay.dp, lay.ep, zero_stage=lay.zero_stage,
-                                 virtual_stages=lay.virtual_stages, n_layers=lay.model.n_layers)
+    who = frameworks.layout_runnable_by(plan.layout)
     return ("none named; runnable by " + ", ".join(who)) if who else "none named; no Neuron framework runs it"
 
 

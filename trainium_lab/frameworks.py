@@ -40,7 +40,7 @@ from trainium_lab._validate import choice, integer, positive
 
 __all__ = ["Framework", "FRAMEWORK_KEYS", "PARALLELISMS", "framework", "frameworks", "frameworks_table",
            "runnable_mask", "runnable_by", "checkpoint_bytes_per_param", "resolve_framework",
-           "CONVENTIONS", "recipes_side_by_side", "checkpoint_load_s"]
+           "CONVENTIONS", "recipes_side_by_side", "checkpoint_load_s", "layout_runnable_by"]
 
 #: the frameworks of ``data/frameworks.csv``, in table order
 FRAMEWORK_KEYS: tuple[str, ...] = ("torchneuron", "nxd", "jax")
@@ -268,6 +268,24 @@ def runnable_by(tp: int, pp: int = 1, dp: int = 1, ep: int = 1, *, zero_stage: i
     t, p, d, e, v = args
     return tuple(f.key for f in frameworks()
                  if bool(runnable_mask(f, [t], [p], [d], [e], [z], [v], n_layers)[0]))
+
+
+def layout_runnable_by(lay) -> tuple[str, ...]:
+    """:func:`runnable_by` of a :class:`trainium_lab.layouts.Layout` (its degrees, ZeRO stage,
+    virtual stages and its model's layers).
+
+    Examples
+    --------
+    >>> from trainium_lab import layouts
+    >>> layout_runnable_by(layouts.layout("llama3-8b", tp=8, pp=2, dp=4, zero_stage=1, lnc=2,
+    ...                                   system="trn2.48xlarge", n_micro_batches=8))
+    ('nxd',)
+    """
+    for attr in ("tp", "pp", "dp", "ep", "zero_stage", "virtual_stages", "model"):
+        if not hasattr(lay, attr):
+            raise ValueError(f"lay must be a Layout (layouts.layout(...)); got {type(lay).__name__}")
+    return runnable_by(lay.tp, lay.pp, lay.dp, lay.ep, zero_stage=lay.zero_stage,
+                       virtual_stages=lay.virtual_stages, n_layers=lay.model.n_layers)
 
 
 def checkpoint_bytes_per_param(fw: str | Framework, *, master_weights: bool | None = None) -> float:

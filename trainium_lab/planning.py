@@ -935,9 +935,7 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
         if n_systems is not None and integer("n_systems", n_systems, minimum=1) != c.n_systems:
             raise ValueError(f"n_systems must match the layout's cluster ({c.n_systems}); got {n_systems}")
         system_key, n_sys, lnc_used, search, tried = c.system, c.n_systems, c.lnc, None, ()
-        if fw is not None and not frameworks.runnable_mask(fw, [lay.tp], [lay.pp], [lay.dp], [lay.ep],
-                                                           [lay.zero_stage], [lay.virtual_stages],
-                                                           m.n_layers)[0]:
+        if fw is not None and fw.key not in frameworks.layout_runnable_by(lay):
             raise ValueError(f"layout: {fw.name} cannot run {lay.label()} (ZeRO stages "
                              f"{list(fw.zero_stages)}, pipeline schedules {list(fw.pipeline_schedules) or 'none'})")
     else:

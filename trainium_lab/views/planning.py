@@ -146,8 +146,7 @@ def _framework_text(p: planning.RunPlan) -> str:
         rel = f" (release {f.status_release})" if f.status_release else ""
         return (f"Training framework: **{f.name}**, {f.status}{rel}; the layout was searched among what it "
                 f"runs, with recipe `{p.inputs['recipe_name']}`.")
-    who = frameworks.runnable_by(lay.tp, lay.pp, lay.dp, lay.ep, zero_stage=lay.zero_stage,
-                                 virtual_stages=lay.virtual_stages, n_layers=lay.model.n_layers)
+    who = frameworks.layout_runnable_by(lay)
     if who:
         return ("No training framework was named; this layout can be run by "
                 + ", ".join(f"**{frameworks.framework(k).name}**" for k in who) + ".")
