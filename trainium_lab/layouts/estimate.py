@@ -474,6 +474,10 @@ class OverlapDefault:
         return (f"OverlapDefault({self.parameter}={self.default:g}, range [{self.low:g}, {self.high:g}], "
                 f"{self.basis})")
 
+    def _repr_markdown_(self) -> str:
+        return (f"**{self.parameter}** = {self.default:.0%} ({self.basis}), plausible range "
+                f"{self.low:.0%}–{self.high:.0%}: {self.note}")
+
 
 @functools.cache
 def _overlap_rows() -> dict[str, OverlapDefault]:
