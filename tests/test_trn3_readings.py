@@ -62,3 +62,15 @@ def test_planner_on_both_readings_never_faster_than_neuronlink(reading):
     slow = layouts.plan("llama3-405b", system=READINGS[reading], **kw)
     assert float(slow.best.tokens_per_s) <= float(nl.best.tokens_per_s)
     assert slow.cluster.n_chips == nl.cluster.n_chips == 144
+
+
+def test_trn1n_is_trn1_with_twice_the_links():
+    # trn1-arch table (Neuron 2.17.0 version): Trn1n.32xlarge: 16 devices, 512 GiB, NeuronLink-v2
+    # 768 GiB/s per device, EFA 1,600 Gbps (Trn1.32xlarge: 384 and 800)
+    from trainium_lab.units import GiB
+
+    a, b = specs.system("trn1.32xlarge"), specs.system("trn1n.32xlarge")
+    assert (b.n_chips, b.hbm_bytes_total, b.vcpus) == (a.n_chips, a.hbm_bytes_total, a.vcpus)
+    assert b.efa_bytes_per_s_total == 2 * a.efa_bytes_per_s_total == 1600e9 / 8
+    assert topology.cluster("trn1n.32xlarge").level("instance").bytes_per_s == 768 * GiB
+    assert b.on_demand_usd_per_hour is None   # no sourced price: not inherited from trn1.32xlarge

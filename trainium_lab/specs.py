@@ -432,8 +432,9 @@ def _systems() -> dict[str, System]:
     out = {}
     used = _used("system")
     for key, own in used.items():
-        base = used.get(_get(own, "reading_of") or "", {})
-        f = {**base, **own}  # a reading shares every hardware fact of the system it reads
+        # a reading (or a variant instance) shares every fact of the system it names that it does not give
+        base = used.get(_get(own, "reading_of") or _get(own, "variant_of") or "", {})
+        f = {**base, **own}
         out[key] = System(
             key=key, name=_get(f, "display_name"), chip_key=_get(f, "chip"), kind=_get(f, "kind"),
             n_chips=int(_get(f, "n_chips")), n_instances=int(_get(f, "n_instances")),

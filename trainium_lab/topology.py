@@ -117,6 +117,7 @@ LEVEL_NAMES: tuple[str, ...] = ("chip", "instance", "ultraserver", "efa")
 # does not exist in that system (a standalone instance has no UltraServer ring).
 _LEVEL_LINKS: dict[str, dict[str, str | None]] = {
     "trn1.32xlarge": {"instance": "trn1-neuronlink", "ultraserver": None, "efa": "trn1-efa"},
+    "trn1n.32xlarge": {"instance": "trn1n-neuronlink", "ultraserver": None, "efa": "trn1n-efa"},
     "trn2.48xlarge": {"instance": "trn2-neuronlink-intra", "ultraserver": None, "efa": "trn2-efa"},
     "trn2-ultraserver": {"instance": "trn2-neuronlink-intra",
                          "ultraserver": "trn2-neuronlink-inter", "efa": "trn2-efa"},
