@@ -159,3 +159,37 @@ def test_dataclasses_are_frozen():
 def test_read_data_csv_rejects_unknown_file():
     with pytest.raises(ValueError, match="filename"):
         specs.read_data_csv("nope.csv")
+
+
+# ---------------------------------------------------------------- issue 26, item 6 (audit 2026-12, minor findings)
+
+
+def test_e3m4_runs_at_the_bf16_rate_on_trainium2():
+    # NKI Trainium2 guide, footnote 1: "FP8_E3 format is still supported ... but its matmul performance is
+    # the same as BF16/FP16"; E4M3/E5M2 get the doubled FP8 rate
+    t = specs.chip("trn2").dense_flops_per_s
+    assert t["float8_e3m4"] == t["bf16"] and t["float8_e4m3fn"] == t["fp8"] > t["bf16"]
+
+
+def test_trainium3_plain_fp8_is_labelled_inferred_and_aws_fp8_row_kept():
+    from trainium_lab import cores
+
+    assert "inferred" in specs.fact("trn3", "dense_flops_per_s.fp8").note
+    d = cores.disagreements()
+    row = d[(d.entity == "trn3") & (d.field == "dense_flops_per_s.fp8")]
+    assert len(row) == 1 and "2517" in row.alternative.iloc[0]
+
+
+def test_partial_ultraserver_is_a_supported_mode_and_chapter_00_calls_fewest_chips_a_bound():
+    import json
+
+    from trainium_lab import reliability
+
+    fm = reliability.failure_modes().set_index("failure_mode").loc["Partial UltraServer"]
+    assert "supported" in fm.cause and "4, 2 or 1" in fm.cause
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "00_start_here.ipynb").read_text(
+        encoding="utf-8"))
+    text = " ".join(" ".join("".join(c["source"]) for c in nb["cells"]).split())
+    assert "lower bound, not a plan" in text
