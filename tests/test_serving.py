@@ -403,7 +403,7 @@ def test_context_above_max_model_len_raises():
 @pytest.mark.parametrize("call, name", [
     (lambda: sv.replica("llama3-70b", tp=48), "tp"),
     (lambda: sv.replica("llama3-8b", pp=33), "pp"),
-    (lambda: sv.replica("llama3-8b", chip="trn3"), "lnc"),
+    (lambda: sv.replica("llama3-8b", chip="trn3", lnc=4), "lnc"),   # Trn3: LNC 1 or 2 (default 2, inferred)
     (lambda: sv.replica("llama3-8b", lnc=3), "lnc"),
     (lambda: sv.replica("llama3-8b", weight_dtype="int3"), "weight_dtype"),
     (lambda: sv.replica("llama3-8b", chip="trn2", lnc=2, compute_dtype="mxfp8"), "compute_dtype"),
