@@ -685,7 +685,7 @@ def calibration(name: str) -> Calibrated:
     1e-06
     """
     table = _calibration()
-    if name not in table:
+    if not isinstance(name, str) or name not in table:
         raise UnknownNameError(f"name must be one of {', '.join(sorted(table))}; got {name!r}")
     return table[name]
 
