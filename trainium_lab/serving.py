@@ -1522,8 +1522,10 @@ class LaunchCheck:
                          f"{self.decode_full.tokens_per_s:,.0f} tokens/s "
                          f"({self.decode_full.tokens_per_s_per_chip:,.0f} per chip in use)")
         if self.decode_alternative is not None:
-            lines.append(f"- TP {self.alternative_tp} over all {self.n_chips} chips, one sequence: "
-                         f"{format_seconds(self.decode_alternative.time_s)} per token")
+            lines.append(f"- TP {self.alternative_tp} over all {self.n_chips} chips, one sequence: decode "
+                         f"bound {format_seconds(self.decode_alternative.time_s)} per token; a bound only: "
+                         f"its TP all-reduces (two per layer) each add a fixed cost in real runs "
+                         f"(`reality.decode` gives the expectation)")
         return "\n".join(lines)
 
 
