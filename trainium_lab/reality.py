@@ -462,13 +462,25 @@ def acceptance(position: int, alpha: float | None = None) -> float:
 # --------------------------------------------------------------------------- measurements
 
 
+NUMERIC_COLUMNS = ("n_instances", "chips", "tp", "pp", "dp", "ep", "lnc", "batch", "global_batch", "micro_batch",
+                   "input_tokens", "output_tokens", "seq_len", "n_ranks", "size_bytes", "value", "printed_algbw",
+                   "printed_busbw", "tolerance")
+
+
 @functools.lru_cache(maxsize=1)
 def _measurements() -> pd.DataFrame:
-    return specs.read_data_csv("measurements.csv")
+    df = specs.read_data_csv("measurements.csv")
+    for col in NUMERIC_COLUMNS:   # empty ("does not apply") and "not stated" cells become NaN
+        df[col] = pd.to_numeric(df[col], errors="coerce")
+    return df
 
 
 def measurements() -> pd.DataFrame:
-    """The published measurements (``data/measurements.csv``), one row each, with sources."""
+    """The published measurements (``data/measurements.csv``), one row each, with sources.
+
+    Numeric columns are numbers, with NaN where a column does not apply or the source does not
+    state it (the ``unstated`` column says what is missing).
+    """
     return _measurements().copy()
 
 
