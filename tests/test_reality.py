@@ -267,3 +267,16 @@ def test_compare_columns_and_ratios():
     m = MODELLED
     assert np.allclose(m.expected / m.measured, m.expected_over_measured)
     assert isinstance(reality.summary(), pd.DataFrame)
+
+
+def test_readme_prints_the_current_compare_figures():
+    # README.md, "How close the models come to real runs": the table must be what summary() gives.
+    from pathlib import Path
+
+    from trainium_lab.views import reality as rv
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    block = text.split("<!-- reality:start -->")[1].split("<!-- reality:end -->")[0]
+    for _, r in rv.summary_table().iterrows():
+        row = f"| {r['set']} | {r['rows']} | {r['median error (%)']} | {r['largest error (%)']} | {r['no bound beaten']} |"
+        assert row in block, row
