@@ -280,3 +280,13 @@ def test_readme_prints_the_current_compare_figures():
     for _, r in rv.summary_table().iterrows():
         row = f"| {r['set']} | {r['rows']} | {r['median error (%)']} | {r['largest error (%)']} | {r['no bound beaten']} |"
         assert row in block, row
+
+
+@pytest.mark.parametrize("dtype", ["int8", "float8_e4m3fn"])
+def test_quantised_weights_halve_the_weight_reads(dtype):
+    # AWS's 405B tutorial serves FP8 weights; vLLM's "Neuron INT8 Quantization" example int8: one byte
+    # per weight against BF16's two, so a batch-1 decode bound (weight reads) about halves.
+    bf = reality.decode("llama3-405b", "trn2", tp=64, batch=1, context_len=1024)
+    q = reality.decode("llama3-405b", "trn2", tp=64, batch=1, context_len=1024, weight_dtype=dtype)
+    assert 0.5 < q.bound_s / bf.bound_s < 0.56
+    assert q.expected_s < bf.expected_s

@@ -190,6 +190,24 @@ def _dtype_bytes(name: str, dtype: object) -> float:
     return dtypes.number_format(dtype, name).bytes_per_element
 
 
+#: integer weight formats the Neuron serving stacks store weights in, with their bytes per weight
+#: (per-channel scales, one per output row, are left out: under 0.1 % for these models). vLLM's
+#: "Neuron INT8 Quantization" example (docs.vllm.ai, v0.8.2) serves int8 weights on Neuron; the
+#: floating-point formats (``float8_e4m3fn``, AWS's 405B FP8 tutorial) come from ``dtypes``.
+INTEGER_WEIGHT_BYTES = {"int8": 1.0}
+
+
+def _weight_dtype(dtype: object) -> str:
+    if isinstance(dtype, str) and dtype.lower() in INTEGER_WEIGHT_BYTES:
+        return dtype.lower()
+    _dtype_bytes("weight_dtype", dtype)
+    return dtype
+
+
+def _weight_bytes_per_element(dtype: str) -> float:
+    return INTEGER_WEIGHT_BYTES[dtype] if dtype in INTEGER_WEIGHT_BYTES else _dtype_bytes("weight_dtype", dtype)
+
+
 def _check_context(context_len: int, max_model_len: object) -> None:
     if max_model_len is None:
         return
@@ -477,7 +495,7 @@ def _replica(model: ModelPreset, chip: str, tp: int, pp: int, lnc: int, weight_d
         kv_per_rank = m.n_heads // tp         # CONVERT_TO_MHA
     layers = -(-m.n_layers // pp)
     kvb = _dtype_bytes("kv_dtype", kv_dtype)
-    wb = _dtype_bytes("weight_dtype", weight_dtype)
+    wb = _weight_bytes_per_element(weight_dtype)
     ab = _dtype_bytes("compute_dtype", compute_dtype)
     peak = c.dense_flops_per_s[compute_dtype]
     return Replica(
@@ -538,7 +556,8 @@ def replica(model: str | ModelPreset, chip: str = "trn2", tp: int = 1, pp: int =
     m = resolve_model(model)
     tp = integer("tp", tp, minimum=1, maximum=100_000)
     pp = integer("pp", pp, minimum=1, maximum=100_000)
-    for name, value in (("weight_dtype", weight_dtype), ("kv_dtype", kv_dtype),
+    weight_dtype = _weight_dtype(weight_dtype)
+    for name, value in (("kv_dtype", kv_dtype),
                         ("compute_dtype", compute_dtype)):
         _dtype_bytes(name, value)
     c = specs.chip(chip)
