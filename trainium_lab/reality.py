@@ -137,7 +137,11 @@ def _model(model: object) -> ModelPreset:
 
 
 def _chip(chip: object) -> str:
-    return choice("chip", chip, CHIPS)
+    chip = choice("chip", chip, CHIPS)
+    if chip not in {c.key for c in specs.chips()}:
+        raise ValueError(f"chip {chip!r} is accepted by the interface but has no figures in data/chips.csv yet; "
+                         f"use one of {', '.join(c.key for c in specs.chips())}")
+    return chip
 
 
 def _nonneg_int(name: str, value: object, minimum: int = 0) -> int:
@@ -197,7 +201,7 @@ def _nccom_params() -> dict[str, float]:
 def _collective_terms(op: str, size: float, n_ranks: int, system: specs.System, n_systems: int):
     """Rows of the linear model: time = Σ coefficient × term (see :func:`fit`)."""
     c = system.chip
-    lnc = cores.resolve_lnc(c.key, None) if c.lnc_options else 1
+    lnc = cores.any_lnc(c.key) or 1
     per_chip = cores.logical_cores_per_chip(c.key, lnc)
     r = n_ranks // n_systems                     # ranks per system
     k = n_systems
@@ -274,7 +278,7 @@ def collective(op: str, size_bytes: float, *, n_ranks: int, system: str, n_syste
     if not isinstance(system, str):
         raise ValueError(f"system must be a system name; got {type(system).__name__}")
     s = specs.system(system)
-    lnc = cores.resolve_lnc(s.chip_key, None) if s.chip.lnc_options else 1
+    lnc = cores.any_lnc(s.chip_key) or 1
     per_system = s.n_chips * cores.logical_cores_per_chip(s.chip_key, lnc)
     if n_ranks % n_systems:
         raise ValueError(f"n_ranks must be a multiple of n_systems ({n_systems}); got {n_ranks}")
@@ -291,7 +295,7 @@ def _replica(model, chip, tp, weight_dtype, lnc):
     m = _model(model)
     chip = _chip(chip)
     tp = _nonneg_int("tp", tp, 1)
-    lnc_ = cores.resolve_lnc(chip, lnc) if specs.chip(chip).lnc_options else 1
+    lnc_ = cores.resolve_lnc(chip, lnc)
     _system_for(chip, tp, lnc_)
     return serving.replica(m, chip, tp=tp, lnc=lnc, weight_dtype=weight_dtype)
 
@@ -396,7 +400,7 @@ def _layout(model, system, n_systems, tp, pp, dp, seq_len, global_batch, micro_b
     zero_stage = choice("zero_stage", zero_stage, (0, 1, 2, 3))
     if gb % (dp * mb):
         raise ValueError(f"global_batch must be a multiple of dp × micro_batch ({dp * mb}); got {gb}")
-    lnc = cores.resolve_lnc(s.chip_key, None) if s.chip.lnc_options else None
+    lnc = cores.any_lnc(s.chip_key)
     lay = layouts.layout(m, tp=tp, pp=pp, dp=dp, zero_stage=zero_stage, system=s.key, n_systems=n_systems,
                          lnc=lnc, micro_batch=mb, n_micro_batches=gb // (dp * mb), seq_len=seq_len,
                          recompute="selective")
