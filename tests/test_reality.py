@@ -290,3 +290,15 @@ def test_quantised_weights_halve_the_weight_reads(dtype):
     q = reality.decode("llama3-405b", "trn2", tp=64, batch=1, context_len=1024, weight_dtype=dtype)
     assert 0.5 < q.bound_s / bf.bound_s < 0.56
     assert q.expected_s < bf.expected_s
+
+
+def test_judged_on_a_measurement_outside_the_calibration_sets():
+    # vLLM Neuron EAGLE3 tutorial, non-speculative baseline (not in the four fitted sets): Llama 3.1 8B,
+    # trn2.48xlarge, TP 8, max-concurrency 2, sonnet 512 in / 128 out: median TPOT 10.52 ms, median
+    # TTFT 51.07 ms. The decode expectation lands within 25 %; no bound is beaten. (Its TTFT, at
+    # concurrency 2 with a 512-token prompt, is mostly fixed overhead: the prefill expectation is half
+    # of it, reported in the issue 24 report rather than tuned.)
+    d = reality.decode("llama3-8b", "trn2", tp=8, batch=2, context_len=512 + 128 // 2)
+    assert d.expected_s == pytest.approx(10.52e-3, rel=0.25)
+    assert d.bound_s < 10.52e-3
+    assert reality.prefill("llama3-8b", "trn2", tp=8, prompt_tokens=512).bound_s < 51.07e-3
