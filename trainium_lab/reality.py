@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from trainium_lab import cores, serving, specs
+from trainium_lab import collectives, cores, serving, specs
 from trainium_lab._validate import choice, finite_number, integer, positive
 from trainium_lab.sizing import ModelPreset, resolve_model
 from trainium_lab.units import format_seconds
@@ -167,8 +167,8 @@ def _system_for(chip: str, n_ranks: int, lnc: int) -> specs.System:
 
 
 def _factor(op: str, n: int) -> float:
-    """Bus bytes per rank as a multiple of the size (nccl-tests' bus factor)."""
-    return 2.0 * (n - 1) / n if op == "all_reduce" else (n - 1) / n
+    """Bus bytes per rank as a multiple of the size (nccl-tests' bus factor, one home in collectives)."""
+    return collectives.bus_factor(op, n)
 
 
 def _ring_steps(op: str, n: int) -> int:
