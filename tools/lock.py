@@ -27,7 +27,7 @@ def main() -> int:
         print("uv is needed to resolve the lock: pip install uv", file=sys.stderr)
         return 2
     cmd = [uv, "pip", "compile", "pyproject.toml", "--extra", "test", "--extra", "delivery",
-           "--universal", "--python-version", "3.11", "--annotation-style", "line",
+           "--extra", "instructor", "--universal", "--python-version", "3.11", "--annotation-style", "line",
            "--custom-compile-command", "python3 tools/lock.py", "-o", "requirements/lock.txt"]
     return subprocess.call(cmd, cwd=ROOT)
 
