@@ -186,7 +186,9 @@ def graded_cells(cell: dict, *, feedback: bool) -> list[dict] | None:
     solution = "\n".join([*([starter] if starter else []), "### BEGIN SOLUTION",
                           exercise.solution_code.rstrip(), "### END SOLUTION"])
     label = f"{module}.{name}"
-    test = "\n".join([*([f"{label}.check({answer})"] if feedback else []),
+    test = "\n".join([f"# Graded ({POINTS} point{'s' if POINTS != 1 else ''}): hidden tests check "
+                      f"{answer} when your notebook is autograded.",
+                      *([f"{label}.check({answer})"] if feedback else []),
                       "### BEGIN HIDDEN TESTS",
                       f"_verdict = {label}.judge({answer})",
                       "assert _verdict.status == \"correct\", _verdict.message",
@@ -220,7 +222,7 @@ def source_notebook(path: Path, *, feedback: bool = False) -> tuple[dict, int]:
         if not setup_done and is_setup_cell(cell):
             setup = copy.deepcopy(cell)
             setup["metadata"] = {**setup.get("metadata", {}),
-                                 "nbgrader": nbgrader_meta(f"{path.name[:2]}-setup", locked=True)}
+                                 "nbgrader": nbgrader_meta(f"ch{path.name[:2]}-setup", locked=True)}
             cells[-1] = setup
             cells.append(code_cell(GRADED_SETUP, nbgrader_meta(f"ch{path.name[:2]}-graded-setup",
                                                                locked=True)))
