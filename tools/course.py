@@ -192,6 +192,31 @@ def ensure_browser() -> bool:
     return CHROMIUM.exists()
 
 
+A11Y = ROOT / "tools" / "a11y"  # package.json + package-lock.json: axe-core for tests/test_site.py
+
+
+def ensure_axe() -> bool:
+    """Install axe-core from the npm registry with ``npm ci`` (pinned by package-lock.json) when
+    it is missing or the lock changed, so the accessibility test runs offline; True if present.
+    As root with apt-get and no npm (CI), Debian's npm is installed first."""
+    stamp = A11Y / "node_modules" / ".trainium-lab-installed"
+    wanted = hashlib.sha256((A11Y / "package-lock.json").read_bytes()).hexdigest()
+    if stamp.exists() and stamp.read_text() == wanted:
+        return True
+    npm = shutil.which("npm")
+    apt = shutil.which("apt-get")
+    if npm is None and is_root() and apt:
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        run([apt, "install", "-y", "-q", "--no-install-recommends", "npm"], env=env)
+        npm = shutil.which("npm")
+    if npm is None:
+        log("npm not found: the accessibility test will fail (install Node.js and npm)")
+        return False
+    run([npm, "ci", "--prefix", A11Y, "--no-audit", "--no-fund", "--loglevel=error"])
+    stamp.write_text(wanted)
+    return True
+
+
 def env_vars(env_dir: Path = VENV) -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = f"{venv_python(env_dir).parent}{os.pathsep}{env.get('PATH', '')}"
@@ -242,6 +267,7 @@ def main(argv: list[str]) -> int:
         return subprocess.call([str(c) for c in cmd], cwd=ROOT, env=env)
     if what == "test":
         ensure_browser()
+        ensure_axe()
         if is_root():
             env["TRAINIUM_LAB_REQUIRE_BROWSER"] = "1"  # CI: a missing browser is a failure
         workers = ["-n", "2", "--dist", "loadfile"] if (os.cpu_count() or 1) > 1 else []
