@@ -31,9 +31,14 @@ import altair as alt
 
 WIDTH = 460
 HEIGHT = 240
-#: categorical palette used across chapters (colour-blind safe, Tableau 10)
-PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-           "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"]
+#: categorical palette used across chapters, readable with the common colour-vision deficiencies:
+#: Okabe and Ito's eight colours ("Color Universal Design", 2008; blue, orange, vermillion, sky
+#: blue, bluish green, yellow, reddish purple) in the roles Tableau 10 had here (blue, orange,
+#: red, teal, green, yellow, purple, ...), then Paul Tol's indigo, a brown and a grey. Tableau
+#: 10's red and green look alike to a deuteranope (CIELAB difference 0.9 after Machado et al.
+#: 2009's simulation); tests/test_colour_vision.py checks every legend of the stored charts.
+PALETTE = ["#0072b2", "#e69f00", "#d55e00", "#56b4e9", "#009e73",
+           "#f0e442", "#cc79a7", "#332288", "#8c510a", "#bbbbbb"]
 
 
 def described(text: str | Callable[..., str]):
@@ -149,7 +154,8 @@ FONT_FAMILY = "DejaVu Sans, Bitstream Vera Sans, Verdana, sans-serif"
 #: chart config of the course: the font, and Vega's default label limits (axis 180 px, legend
 #: 160 px) widened by DejaVu Sans's ~15-20 % over Liberation Sans (vl-convert's default sans, which
 #: the charts were first laid out with), so labels that fitted then are not cut to "…" now
-COURSE_CONFIG = {"font": FONT_FAMILY, "axis": {"labelLimit": 220}, "legend": {"labelLimit": 200}}
+COURSE_CONFIG = {"font": FONT_FAMILY, "axis": {"labelLimit": 220}, "legend": {"labelLimit": 200},
+                 "range": {"category": PALETTE}}
 #: Altair theme with ``COURSE_CONFIG``, for live charts (``alt.theme.enable(THEME)``), so they
 #: look like the static ones; the static renderer applies ``COURSE_CONFIG`` itself, theme or not
 THEME = "trainium-lab"

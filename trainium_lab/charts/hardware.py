@@ -124,7 +124,7 @@ def generations_chart(df: pd.DataFrame) -> alt.LayerChart:
                width=560, height=300).mark_point(size=140, filled=True).encode(
         **enc,
         color=alt.Color("kind:N", title=None, scale=alt.Scale(
-            domain=["trainium", "comparison"], range=["#f28e2b", "#4e79a7"]),
+            domain=["trainium", "comparison"], range=["#e69f00", "#0072b2"]),
             legend=alt.Legend(orient="bottom")),
         shape=alt.Shape("tier:N", title="source tier", legend=alt.Legend(orient="bottom")),
         tooltip=[alt.Tooltip("name:N"), alt.Tooltip("tier:N", title="source tier"),
@@ -149,7 +149,7 @@ def neuroncore_chart(blocks: pd.DataFrame, *, title: str = "One NeuronCore and w
         y=alt.Y("y:Q", axis=none, scale=alt.Scale(domain=[0, 100])), y2=alt.Y2("y2:Q"),
         color=alt.Color("kind:N", title=None, scale=alt.Scale(
             domain=["engine", "on-chip SRAM", "data movement", "device memory"],
-            range=["#f28e2b", "#76b7b2", "#bab0ac", "#4e79a7"])),
+            range=["#e69f00", "#56b4e9", "#bbbbbb", "#0072b2"])),
         tooltip=[alt.Tooltip("block:N"), alt.Tooltip("label:N")],
     )
     text = alt.Chart(blocks).transform_calculate(

@@ -96,7 +96,7 @@ def engine_busy_chart(table: pd.DataFrame, *, title: str = "Busy time per engine
             x=alt.X("busy_us:Q", title="busy time (µs)"),
             y=alt.Y("lane:N", sort=lanes, title=None),
             color=alt.Color("binds:N", scale=alt.Scale(domain=["binds", "other"],
-                                                       range=[PALETTE[2], "#bab0ac"]),
+                                                       range=[PALETTE[2], "#bbbbbb"]),
                             title=None),
             tooltip=[alt.Tooltip("lane:N", title="engine"), alt.Tooltip("busy_us:Q", title="busy (µs)"),
                      alt.Tooltip("ops:Q", title="operations")])
@@ -119,6 +119,6 @@ def tile_sweep_chart(plans: pd.DataFrame, *, title: str = "HBM traffic against o
             x=alt.X("tile:N", sort=None, title="output tile (tile_m × tile_n)"),
             y=alt.Y("hbm_gib:Q", title="HBM traffic (GiB)"),
             color=alt.Color("fits:N", scale=alt.Scale(domain=["fits", "does not fit"],
-                                                      range=[PALETTE[0], "#bab0ac"]), title=None),
+                                                      range=[PALETTE[0], "#bbbbbb"]), title=None),
             tooltip=[alt.Tooltip("tile:N"), alt.Tooltip("hbm_gib:Q", title="GiB"),
                      alt.Tooltip("intensity:Q", title="FLOP/byte"), alt.Tooltip("fits:N")])

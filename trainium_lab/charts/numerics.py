@@ -18,7 +18,7 @@ __all__ = ["bits_chart", "spacing_chart", "rounding_chart", "repeated_updates_ch
            "loss_curves_chart", "memory_chart", "fp8_range_chart", "fp8_scaling_chart"]
 
 _FIELD_COLORS = alt.Scale(domain=["sign", "exponent", "mantissa"],
-                          range=["#b07aa1", "#59a14f", "#f28e2b"])
+                          range=["#cc79a7", "#009e73", "#e69f00"])
 
 
 @described(
@@ -83,7 +83,7 @@ def _rounding_template(title: str) -> "_DatasetChart":
         x=alt.X("result_text:N", title="rounded value", sort=None, axis=alt.Axis(labelAngle=0)),
         xOffset="what:N",
         y=alt.Y("share:Q", title="probability", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("what:N", title=None, scale=alt.Scale(range=["#4e79a7", "#f28e2b"])),
+        color=alt.Color("what:N", title=None, scale=alt.Scale(range=["#0072b2", "#e69f00"])),
         tooltip=["result_text:N", "what:N", alt.Tooltip("share:Q", format=".4f")],
     ).freeze()
 
@@ -117,7 +117,7 @@ def _repeated_updates_template() -> "_DatasetChart":
         x=alt.X("step:Q", title="step"),
         y=alt.Y("mean:Q", title="mean weight", scale=alt.Scale(zero=False)),
         color=alt.Color("mode:N", title=None, scale=alt.Scale(domain=modes,
-                                                              range=["#e15759", "#4e79a7", "#000000"])),
+                                                              range=["#d55e00", "#0072b2", "#000000"])),
         strokeDash=alt.StrokeDash("mode:N", title=None, scale=alt.Scale(
             domain=modes, range=[[1, 0], [1, 0], [4, 4]])),
         tooltip=["mode:N", "step:Q", alt.Tooltip("mean:Q", format=".6f")],
@@ -188,7 +188,7 @@ def memory_chart(saving: numerics.MasterWeightsSaving) -> alt.Chart:
                 ).mark_bar().encode(
         x=alt.X("chips:Q", title=f"{saving.chip} HBMs (state only)"),
         y=alt.Y("setup:N", title=None, sort=None),
-        color=alt.Color("setup:N", legend=None, scale=alt.Scale(range=["#4e79a7", "#59a14f"])),
+        color=alt.Color("setup:N", legend=None, scale=alt.Scale(range=["#0072b2", "#009e73"])),
         tooltip=["setup:N", alt.Tooltip("bytes_per_param:Q", title="bytes/param"),
                  alt.Tooltip("state_gib:Q", format=",.0f", title="GiB"),
                  alt.Tooltip("chips_needed:Q", title="chips needed")],
@@ -232,7 +232,7 @@ def fp8_scaling_chart(df: pd.DataFrame) -> alt.Chart:
                 axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
         y=alt.Y("label:N", title=None),
         yOffset="scaling:N",
-        color=alt.Color("scaling:N", title="scaling", scale=alt.Scale(range=["#e15759", "#59a14f"])),
+        color=alt.Color("scaling:N", title="scaling", scale=alt.Scale(range=["#d55e00", "#009e73"])),
         tooltip=["label:N", "scaling:N", alt.Tooltip("underflow:Q", format=".1%"),
                  alt.Tooltip("rel_error:Q", format=".3f", title="median relative error")],
     )
@@ -240,8 +240,8 @@ def fp8_scaling_chart(df: pd.DataFrame) -> alt.Chart:
 
 # --------------------------------------------------------------------- block scaling (issue 15)
 
-_SCHEME_COLORS = ["#e15759", "#4e79a7", "#59a14f", "#f28e2b", "#76b7b2", "#b07aa1", "#edc948",
-                  "#ff9da7", "#9c755f"]
+_SCHEME_COLORS = ["#d55e00", "#0072b2", "#009e73", "#e69f00", "#56b4e9", "#cc79a7", "#f0e442",
+                  "#332288", "#8c510a"]
 
 
 class _DatasetChart(DatasetTemplate, alt.Chart):
@@ -304,7 +304,7 @@ def mx_block_chart(df: pd.DataFrame, *, title: str | None = None) -> alt.Chart:
         shape=alt.Shape("mark:N", title=None, scale=alt.Scale(
             domain=["input", "stored", "clamped"], range=["circle", "cross", "cross"])),
         color=alt.Color("mark:N", title=None, scale=alt.Scale(
-            domain=["input", "stored", "clamped"], range=["#4e79a7", "#f28e2b", "#e15759"])),
+            domain=["input", "stored", "clamped"], range=["#0072b2", "#e69f00", "#d55e00"])),
         tooltip=["index:O", "mark:N", alt.Tooltip("number:Q", format=".4g")],
     )
 

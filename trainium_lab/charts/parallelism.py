@@ -22,7 +22,7 @@ __all__ = ["TP_BLOCKS", "tp_split_chart", "pipeline_schedule_chart", "level_rati
 #: the blocks :func:`tp_split_chart` draws
 TP_BLOCKS = ("mlp", "attention")
 
-_REPLICATED = "#bab0ac"
+_REPLICATED = "#bbbbbb"
 _ALLREDUCE = "#a40000"
 _PHASES = ["forward", "backward", "bubble (idle)"]
 _PHASE_COLOURS = [PALETTE[0], PALETTE[1], "#e6e6e6"]

@@ -12,7 +12,7 @@ from trainium_lab._validate import instance
 from trainium_lab.charts.base import PALETTE, DatasetTemplate, base, described
 from trainium_lab.reliability import STATUSES, BlastRadius
 
-_STATUS_COLOURS = ["#e15759", "#f28e2b", "#bab0ac"]
+_STATUS_COLOURS = ["#d55e00", "#e69f00", "#bbbbbb"]
 _COMPONENT_ORDER = ["checkpoint writing", "rework", "restart", "total lost"]
 _COMPONENT_COLOURS = [PALETTE[0], PALETTE[1], PALETTE[6], "#333333"]
 _METHODS = ["Young", "Daly", "exact optimum"]
@@ -172,7 +172,7 @@ def goodput_histogram_chart(df: pd.DataFrame) -> alt.Chart:
 
 # ------------------------------------------------------ traces and automatic resume (issue 15)
 
-_RANK_COLOURS = ["#4e79a7", "#e8e8e8", "#76b7b2", "#e15759", "#f28e2b", "#bab0ac"]
+_RANK_COLOURS = ["#0072b2", "#e8e8e8", "#56b4e9", "#d55e00", "#e69f00", "#bbbbbb"]
 _POLICY_COLOURS = [PALETTE[9], PALETTE[1], PALETTE[4]]
 _LOG_MARKS = ["job started", "checkpoint loaded", "failure"]
 _LOG_MARK_COLOURS = [PALETTE[6], PALETTE[4], PALETTE[2]]

@@ -18,7 +18,7 @@ PART_LABELS = {
     "adam_m": "Adam 1st moment", "adam_v": "Adam 2nd moment",
     "room": "HBM: room for the model", "reserve": "HBM: kept free (activations, KV cache, runtime)",
 }
-_PART_COLORS = ["#f28e2b", "#e15759", "#b07aa1", "#59a14f", "#76b7b2", "#4e79a7", "#bab0ac"]
+_PART_COLORS = ["#e69f00", "#d55e00", "#cc79a7", "#009e73", "#56b4e9", "#0072b2", "#bbbbbb"]
 
 
 @described(
