@@ -240,7 +240,8 @@ def extra_interpreter_run() -> int:
     env_dir = ROOT / f".venv-py{major}{minor}"
     py = ensure_env(env_dir, exe, (major, minor), "test")
     setup_s = time.monotonic() - start
-    cmd = [py, "-m", "pytest", "-q", "-m", "not browser",
+    workers = ["-n", "2", "--dist", "loadfile"] if (os.cpu_count() or 1) > 1 else []
+    cmd = [py, "-m", "pytest", "-q", *workers, "-m", "not browser",
            *[f"--ignore={path}" for path in EXTRA_RUN_IGNORE],
            "tests", "trainium_lab", EXTRA_RUN_NOTEBOOK]
     log(f"second interpreter: Python {major}.{minor} ({exe})")
