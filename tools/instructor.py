@@ -54,10 +54,12 @@ for _name, _value in _exercises.solution_namespace().items():
 CONFIG = '''\
 """nbgrader configuration of the Trainium Lab course (written by tools/instructor.py)."""
 
+import os
+
 c = get_config()  # noqa: F821 - provided by nbgrader
 
 c.CourseDirectory.course_id = "trainium-lab"
-c.CourseDirectory.root = __file__.rsplit("/", 1)[0] if "/" in __file__ else "."
+c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))  # this folder
 # one assignment per chapter: {assignments}
 # a student's answer cell starts from the chapter's starter code; nothing raises
 c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE"}}
