@@ -255,8 +255,29 @@ def svg_renderer(spec: dict, **metadata) -> dict[str, str]:
     bundle = altair_svg(spec, **metadata)
     svg = bundle.get("image/svg+xml")
     if isinstance(svg, str):
-        bundle = {**bundle, "image/svg+xml": label_svg(round_svg(svg), spec.get("description"))}
+        bundle = {**bundle, "image/svg+xml": label_svg(round_svg(svg), chart_description(spec))}
     return bundle
+
+
+def chart_description(spec: dict) -> str:
+    """A spec's ``description``; for charts composed in a notebook (``alt.vconcat`` of described
+    charts), the descriptions of its parts, each once.
+
+    >>> chart_description({"vconcat": [{"description": "A."}, {"description": "A."},
+    ...                                 {"layer": [{"description": "B."}]}]})
+    'A. B.'
+    """
+    if spec.get("description"):
+        return spec["description"]
+    parts: list[str] = []
+    for key in ("vconcat", "hconcat", "concat", "layer"):
+        for sub in spec.get(key, []):
+            words = chart_description(sub) if isinstance(sub, dict) else ""
+            if words and words not in parts:
+                parts.append(words)
+    if isinstance(spec.get("spec"), dict):  # facet and repeat
+        parts.append(chart_description(spec["spec"]))
+    return " ".join(p for p in parts if p)
 
 
 def label_svg(svg: str, description: str | None) -> str:
