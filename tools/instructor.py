@@ -40,6 +40,7 @@ POINTS = 1
 #: an exercise's answer cell ends with its check: ``ch04.q1.check(answer_1)``
 CHECK = re.compile(r"^(?P<module>ch\d\d)\.(?P<q>q\w+)\.check\((?P<answer>answer\w*)\)\s*$")
 REVEAL = re.compile(r"^\s*# reveal\b")
+ANY_CHECK = re.compile(r"\bch\d\d\.q\w+\.check\(")
 SCHEMA_VERSION = 3
 
 GRADED_SETUP = """\
@@ -144,7 +145,7 @@ def chapter_notebooks(chapters: list[str] | None = None) -> list[Path]:
         wanted = {c.zfill(2) for c in chapters}
         unknown = wanted - {p.name[:2] for p in found}
         if unknown:
-            raise ValueError(f"chapters: no chapter {sorted(unknown)}; "
+            raise ValueError(f"--chapters: no chapter {sorted(unknown)}; "
                              f"valid are {[p.name[:2] for p in found]}")
         found = [p for p in found if p.name[:2] in wanted]
     return found
@@ -220,6 +221,9 @@ def source_notebook(path: Path, *, feedback: bool = False) -> tuple[dict, int]:
                 cells += graded
                 n_graded += 1
                 continue
+            if ANY_CHECK.search(source_text(cell)):  # never ship an exercise ungraded by accident
+                raise ValueError(f"{path.name}: a cell checks an exercise but does not end with "
+                                 f"`chNN.qK.check(answer_K)`: {source_text(cell)[:80]!r}")
         cells.append(out)
         if not setup_done and is_setup_cell(cell):
             setup = copy.deepcopy(cell)
@@ -274,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         summary = write_course(args.out, args.chapters, feedback=args.feedback)
     except ValueError as exc:
-        print(f"instructor: --{exc}", file=sys.stderr)
+        print(f"instructor: {exc}", file=sys.stderr)
         return 2
     for name, (notebook, points) in summary.items():
         print(f"{args.out / 'source' / name / notebook}: {points} point(s)")
