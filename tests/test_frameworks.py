@@ -145,7 +145,8 @@ def test_no_framework_says_which_can_run_the_winner():
 
 
 def test_405b_default_winner_is_not_runnable_and_the_explanation_says_so():
-    p = layouts.plan("llama3-405b", system="trn2-ultraserver", n_systems=2, lnc=2, global_batch=512)
+    # the audit's case (chapter 05 at 40 % MFU): TP64 ranks × PP2 × DP4 ZeRO-3
+    p = layouts.plan("llama3-405b", system="trn2-ultraserver", n_systems=2, lnc=2, global_batch=512, mfu=0.40)
     assert p.runnable_by() == ()
     assert "no Neuron training framework can run the winner" in explain_plan(p)[2]
 
@@ -188,7 +189,7 @@ def test_overlap_default_is_labelled_and_has_a_range():
 
 def test_405b_winner_depends_on_overlap_and_the_explanation_says_so():
     # issue 26 item 4: at half overlap ZeRO-2 wins
-    p = layouts.plan("llama3-405b", system="trn2-ultraserver", n_systems=2, lnc=2, global_batch=512)
+    p = layouts.plan("llama3-405b", system="trn2-ultraserver", n_systems=2, lnc=2, global_batch=512, mfu=0.40)
     s = p.overlap_sensitivity()
     assert bool(s.same_winner.iloc[0]) and not bool(s.same_winner.iloc[-1])
     assert "ZeRO-2" in s.label.iloc[-1]
@@ -196,9 +197,9 @@ def test_405b_winner_depends_on_overlap_and_the_explanation_says_so():
 
 
 def test_overlap_sensitivity_matches_a_replan():
-    p = layouts.plan("llama3-405b", system="trn2-ultraserver", n_systems=2, lnc=2, global_batch=512)
+    p = layouts.plan("llama3-405b", system="trn2-ultraserver", n_systems=2, lnc=2, global_batch=512, mfu=0.40)
     q = layouts.plan("llama3-405b", system="trn2-ultraserver", n_systems=2, lnc=2, global_batch=512,
-                     dp_overlap=0.5)
+                     dp_overlap=0.5, mfu=0.40)
     low = p.overlap_sensitivity((0.5,)).iloc[0]
     assert low.label == q.best.label
     assert low.tokens_per_s == pytest.approx(float(q.best.tokens_per_s), rel=1e-12)

@@ -129,7 +129,7 @@ class Plan:
 
         Examples
         --------
-        >>> p = plan("llama3-405b", system="trn2-ultraserver", n_systems=2, lnc=2, global_batch=512)
+        >>> p = plan("llama3-405b", system="trn2-ultraserver", n_systems=2, lnc=2, global_batch=512, mfu=0.40)
         >>> s = p.overlap_sensitivity()
         >>> s.dp_overlap.tolist(), bool(s.same_winner.iloc[0])
         ([1.0, 0.9, 0.8, 0.7, 0.6, 0.5], True)
