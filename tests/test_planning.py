@@ -254,13 +254,70 @@ def test_smallest_count_that_fits():
         assert smaller.table.empty
 
 
-def test_deadline_is_met_by_the_fewest_systems_found():
+def _brute_force_fewest(model, n_tokens, deadline_s, upto, **kw):
+    """Every count from 1 to ``upto`` planned on its own (no search): the fewest that meets."""
+    for n in range(1, upto + 1):
+        try:
+            p = planning.plan_run(model, n_tokens, n_systems=n, **kw)
+        except ValueError as exc:  # no layout of n systems fits or splits the batch
+            assert "n_systems" in str(exc) or "global_batch" in str(exc)
+            continue
+        if p.wall_s <= deadline_s:
+            return n
+    return None
+
+
+# the issue's two cases (issue 25; the chapter 11 audit, C1) and three more: a dense model on single
+# instances, a 70B job on UltraServers, a mixture-of-experts model
+BRUTE_FORCE_CASES = [
+    ("llama3-405b", 1e12, 60 * day, dict(system="trn3-gen2-ultraserver", lnc=2, global_batch=2048,
+                                         usd_per_hour=74.24), 16),
+    ("llama3-405b", 15e12, 90 * day, dict(system="trn2-ultraserver", usd_per_hour=40.0,
+                                          checkpoint_write_bytes_per_s=1e12), None),
+    ("llama3-8b", 1e12, 10 * day, dict(system="trn2.48xlarge", usd_per_hour=40.0), None),
+    ("llama3-70b", 2e12, 45 * day, dict(system="trn2-ultraserver", lnc=2, usd_per_hour=40.0,
+                                        global_batch=1536), None),
+    ("mixtral-8x7b", 1e12, 20 * day, dict(system="trn2.48xlarge", usd_per_hour=40.0, global_batch=768), None),
+]
+
+
+@pytest.mark.parametrize("model, n_tokens, deadline_s, kw, expected", BRUTE_FORCE_CASES,
+                         ids=[f"{c[0]}-{c[1]:.0e}-{c[2] / day:.0f}d-{c[3]['system']}" for c in BRUTE_FORCE_CASES])
+def test_deadline_search_is_the_exact_minimum_by_brute_force(model, n_tokens, deadline_s, kw, expected):
+    p = planning.plan_run(model, n_tokens, deadline_s=deadline_s, max_systems=4096, **kw)
+    assert p.meets_deadline and p.wall_s <= deadline_s
+    assert p.systems_tried[-1] == p.n_systems
+    # every count below the answer is accounted for: ruled out by a floor or planned and missed
+    assert p.systems_bounded + len(p.systems_tried) == p.n_systems
+    assert _brute_force_fewest(model, n_tokens, deadline_s, p.n_systems, **kw) == p.n_systems
+    if expected is not None:
+        assert p.n_systems == expected
+
+
+def test_the_issues_two_cases():
+    # issue 25: 405B/1T on Trn3 Gen2 UltraServers, LNC 2, batch 2048, 60 d -> 16 (59.7 d), not 32
+    p = planning.plan_run("llama3-405b", 1e12, system="trn3-gen2-ultraserver", lnc=2, global_batch=2048,
+                          deadline_s=60 * day, usd_per_hour=74.24)
+    assert p.n_systems == 16 and 59 < p.days <= 60
+    # 405B/15T on Trn2 UltraServers, 90 d, checkpoints at 1 TB/s -> at most 512 (the old search: 1024)
+    q = planning.plan_run("llama3-405b", 15e12, system="trn2-ultraserver", deadline_s=90 * day,
+                          usd_per_hour=40.0, checkpoint_write_bytes_per_s=1e12)
+    assert q.n_systems <= 512 and q.meets_deadline
+
+
+def test_the_deadline_floor_never_exceeds_a_plan():
+    # the search rules counts out by the wall time at perfect scaling: it must be below every plan's
     kw = dict(system="trn2-ultraserver", lnc=2, usd_per_hour=40.0, global_batch=2048)
-    p = planning.plan_run("llama3-405b", 1e12, deadline_s=60 * day, **kw)
-    assert p.meets_deadline and p.days <= 60
-    assert p.n_systems in p.systems_tried
-    smaller = planning.plan_run("llama3-405b", 1e12, n_systems=p.n_systems - 1, **kw)
-    assert smaller.days > 60
+    for n in (2, 3, 8, 12, 16):
+        p = planning.plan_run("llama3-405b", 1e12, n_systems=n, **kw)
+        ideal_s = sizing.instance_days(sizing.training_flops(sizing.preset("llama3-405b").n_params, 1e12), 0.4, "trn2-ultraserver") * day / 4
+        assert p.compute_s >= ideal_s / n * (1 - 1e-9)
+
+
+def test_max_systems_bounds_the_search():
+    with pytest.raises(ValueError, match="max_systems"):
+        planning.plan_run("llama3-405b", 15e12, system="trn2-ultraserver", deadline_s=90 * day,
+                          usd_per_hour=40.0, max_systems=100)
 
 
 def test_a_deadline_nothing_meets():

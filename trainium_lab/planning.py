@@ -78,7 +78,7 @@ from trainium_lab.sizing import ModelPreset
 from trainium_lab.units import GB, GiB, day, format_seconds, hour, minute
 
 __all__ = [
-    "PURCHASE_OPTIONS", "CACHE_MODES", "DEFAULTS", "SENSITIVITY", "IGNORED", "BILLED_INSTANCE",
+    "PURCHASE_OPTIONS", "CACHE_MODES", "MAX_CHIPS", "DEFAULTS", "SENSITIVITY", "IGNORED", "BILLED_INSTANCE",
     "Price", "prices", "price", "billed_instance", "platforms", "parity_usd_per_hour",
     "RunPlan", "plan_run", "checkpoint_bytes",
     "ServingPlan", "plan_serving",
@@ -138,6 +138,9 @@ IGNORED: tuple[str, ...] = (
 )
 
 _SECONDS_PER_HOUR = hour
+
+#: chips the default ``max_systems`` of :func:`plan_run` reaches (chapter 10's largest clusters)
+MAX_CHIPS = 100_000
 
 
 # --------------------------------------------------------------------------- prices
@@ -430,6 +433,8 @@ def _compile_counts(n_graphs: int, n_instances: int, cache: str, seq_len: int,
 def _compile_stalls(n_graphs: int, compile_s: float, n_instances: int, cache: str, seq_len: int,
                     precompile_workers: int) -> tuple[float, ...]:
     """:func:`_compile_counts` at ``compile_s`` seconds per compile."""
+    if compile_s == 0.0:
+        return (0.0, 0.0, 0.0, 0.0)
     return tuple(compile_s * x for x in _compile_counts(n_graphs, n_instances, cache, seq_len,
                                                         precompile_workers))
 
@@ -464,12 +469,12 @@ class _Inputs:
         return _replace(self, **kw)
 
 
-def _economics(est: layouts.LayoutEstimate, x: _Inputs, detail: bool = True) -> dict[str, float]:
-    """Days, losses, instance-hours and dollars of one layout estimate (base units).
+def _economics(tokens_per_s: float, x: _Inputs, detail: bool = True) -> dict[str, float]:
+    """Days, losses, instance-hours and dollars of a layout running at ``tokens_per_s`` (base units).
 
-    ``detail=False`` skips the breakdown of the lost time (the sensitivity table needs only
-    wall time and cost)."""
-    compute_s = x.n_tokens / est.tokens_per_s
+    ``detail=False`` skips the breakdown of the lost time (the sensitivity table and the
+    deadline search need only wall time and cost)."""
+    compute_s = x.n_tokens / tokens_per_s
     ckpt = checkpoint_bytes(x.n_params, x.recipe_name)
     write_s = ckpt / x.checkpoint_write_bytes_per_s
     reload_s = ckpt / x.checkpoint_read_bytes_per_s
@@ -549,7 +554,13 @@ class RunPlan:
         cost_high_usd, days_low, days_high, swing_usd``, largest swing first.
     deadline_s : float or None
     systems_tried : tuple of int
-        Counts of systems the search evaluated (deadline or smallest-that-fits mode).
+        Counts of systems the search evaluated with the layout planner, in order (deadline or
+        smallest-that-fits mode); the last is the answer.
+    systems_bounded : int
+        Counts of systems below the answer that the deadline search ruled out without the planner:
+        below the state's or the perfect-scaling floor, or missing the deadline even at perfect
+        scaling with the same failures and checkpoints. With :attr:`systems_tried` they cover every
+        count from 1 to the answer, so the answer is the exact minimum.
     """
 
     model: ModelPreset
@@ -571,6 +582,7 @@ class RunPlan:
     sensitivity: pd.DataFrame
     deadline_s: float | None
     systems_tried: tuple[int, ...]
+    systems_bounded: int = 0
 
     def __getattr__(self, name: str):  # the results read as attributes: plan.wall_s, plan.cost_usd
         results = self.__dict__.get("results")
@@ -707,42 +719,33 @@ def _as_tuple(name: str, values, item) -> tuple:
     return tuple(sequence(name, values, item))
 
 
-def _smallest(pred: Callable[[int], bool], low: int, high: int,
-              scan: int = 16) -> tuple[int | None, list[int]]:
-    """Smallest ``n`` in ``[low, high]`` with ``pred(n)``: doubling, then bisection, then every
-    count below the one found down to ``low`` (at most ``scan`` of them), since ``pred`` need not
-    be monotone (a count whose ranks split the global batch evenly can work where its neighbours
-    do not); also the counts tried, in order."""
+def _run_inputs(m: ModelPreset, system_key: str, n_tokens: float, recipe_name: str, usd_per_hour: float,
+                checkpointing: tuple, chip_mtbf_s: float, instance_mtbf_s: float | None, restart_s: float,
+                compile_s: float, n_graphs: int, cache: str, precompile_workers: int,
+                n_systems: int) -> _Inputs:
+    """The economics' inputs of ``n_systems`` systems (one home for the plan and the search)."""
+    s = specs.system(system_key)
+    write, read, mode, snapshot = checkpointing
+    return _Inputs(n_tokens=n_tokens, n_params=float(m.n_params), recipe_name=recipe_name, system=s.key,
+                   n_chips=n_systems * s.n_chips, n_instances=n_systems * billed_instance(s.key)[1],
+                   seq_len=m.seq_len, usd_per_hour=usd_per_hour, checkpoint_write_bytes_per_s=write,
+                   checkpoint_read_bytes_per_s=read, checkpoint_mode=mode, snapshot_s=snapshot,
+                   chip_mtbf_s=chip_mtbf_s, instance_mtbf_s=instance_mtbf_s, restart_s=restart_s,
+                   compile_s=compile_s, n_graphs=n_graphs, cache=cache, precompile_workers=precompile_workers)
+
+
+def _first(pred: Callable[[int], bool], counts: Sequence[int] | range) -> tuple[int | None, list[int]]:
+    """The first count of ``counts`` (ascending) with ``pred(count)``, and the counts tried.
+
+    ``pred`` need not be monotone (the global batch must split evenly over the data-parallel
+    ranks, so a count can work where its neighbours do not): every count is tried in turn, so
+    the answer is exact whenever ``counts`` holds every count that could work."""
     tried: list[int] = []
-    memo: dict[int, bool] = {}
-
-    def ok(n: int) -> bool:
-        if n not in memo:
-            tried.append(n)
-            memo[n] = pred(n)
-        return memo[n]
-
-    if ok(low):
-        return low, tried
-    bad, n = low, low
-    while True:
-        n = min(high, max(n + 1, 2 * n))
-        if ok(n):
-            good = n
-            break
-        bad = n
-        if n >= high:
-            return None, tried
-    while good - bad > 1:
-        mid = (good + bad) // 2
-        if ok(mid):
-            good = mid
-        else:
-            bad = mid
-    for m in range(good - 1, max(low, good - 1 - scan), -1):
-        if ok(m):
-            good = m
-    return good, tried
+    for n in counts:
+        tried.append(n)
+        if pred(n):
+            return n, tried
+    return None, tried
 
 
 def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.48xlarge",
@@ -759,7 +762,7 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
              dtype: str = "bfloat16", min_headroom_fraction: float = 0.10, dp_overlap: float = 1.0,
              micro_batches: Sequence[int] = (1, 2, 4), zero_stages: Sequence[int] = (0, 1, 2, 3),
              recompute: Sequence[str] = sizing.RECOMPUTE_MODES, sequence_parallel: bool = True,
-             max_systems: int = 1024, layout: layouts.Layout | None = None) -> RunPlan:
+             max_systems: int | None = None, layout: layouts.Layout | None = None) -> RunPlan:
     """Plan a training run: layout, memory, step time, days with losses, instance-hours, cost.
 
     1. **Layout** (chapter 05): :func:`trainium_lab.layouts.plan` on ``n_systems`` systems with
@@ -828,8 +831,9 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
     global_batch, recipe_name, dtype, min_headroom_fraction, dp_overlap, micro_batches,
     zero_stages, recompute, sequence_parallel
         As in :func:`trainium_lab.layouts.plan`.
-    max_systems : int
-        Largest count the search for ``n_systems`` tries.
+    max_systems : int, optional
+        Largest count the search for ``n_systems`` considers (every count up to it is accounted
+        for). Default: enough systems for :data:`MAX_CHIPS` (100,000) chips.
     layout : trainium_lab.layouts.Layout, optional
         Evaluate this layout instead of searching (its model and cluster are used).
 
@@ -896,6 +900,8 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
     modes = _as_tuple("recompute", recompute, lambda n, v: choice(n, v, sizing.RECOMPUTE_MODES))
     if sequence_parallel not in (True, False):
         raise ValueError(f"sequence_parallel must be True or False, got {sequence_parallel!r}")
+    if max_systems is None:
+        max_systems = math.ceil(MAX_CHIPS / specs.system(system if layout is None else layout.cluster.system).n_chips)
     max_systems = integer("max_systems", max_systems, minimum=1, maximum=100_000)
     deadline = None if deadline_s is None else positive("deadline_s", deadline_s)
 
@@ -908,7 +914,7 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
         c = lay.cluster
         if n_systems is not None and integer("n_systems", n_systems, minimum=1) != c.n_systems:
             raise ValueError(f"n_systems must match the layout's cluster ({c.n_systems}); got {n_systems}")
-        system_key, n_sys, lnc_used, search, tried = c.system, c.n_systems, c.lnc, None, ()
+        system_key, n_sys, lnc_used, search, tried, bounded = c.system, c.n_systems, c.lnc, None, (), 0
     else:
         m = layouts.resolve_model(model)
         base = topology.cluster(system, 1, lnc)
@@ -919,7 +925,8 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
         def search_at(n: int) -> layouts.Plan | None:
             return _try_search(m, args[0], n, *args[1:])
 
-        tried = ()
+        tried: tuple[int, ...] = ()
+        bounded = 0
         if n_systems is not None:
             n_sys = integer("n_systems", n_systems, minimum=1, maximum=max_systems)
             search = _search(m, system_key, n_sys, *args[1:])
@@ -931,50 +938,76 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
             low = max(1, math.ceil(state / specs.system(system_key).hbm_bytes_total - 1e-9))
             if low > max_systems:
                 raise ValueError(f"max_systems ({max_systems}) is below the {low} systems the state needs")
-            found, tried_fit = _smallest(lambda n: search_at(n) is not None, low, max_systems)
-            if found is None:
-                raise ValueError(f"max_systems: no layout of {m.name} fits on up to {max_systems} × "
-                                 f"{system_key}")
-            tried = tuple(tried_fit)
-            n_sys = found
-        if n_systems is None and deadline is not None:
-            sys_insts = specs.system(system_key).n_instances
-            ideal = sizing.instance_days(sizing.training_flops(_active_params(m), x_tokens), mfu, system_key, dtype)
-            low_t = max(n_sys, math.ceil(ideal * day / sys_insts / deadline - 1e-9))
-            if low_t > max_systems:
-                raise ValueError(f"deadline_s: even perfect scaling needs {low_t} × {system_key}, more than "
-                                 f"max_systems ({max_systems})")
+            if deadline is None:
+                # the fewest that fit: every count from the state's lower bound up, in turn
+                found, tried_fit = _first(lambda n: search_at(n) is not None, range(low, max_systems + 1))
+                if found is None:
+                    raise ValueError(f"max_systems: no layout of {m.name} fits on up to {max_systems} × "
+                                     f"{system_key}")
+                tried, n_sys = tuple(tried_fit), found
+            else:
+                sys_insts = specs.system(system_key).n_instances
+                # 6·N_active·D plus the causal attention scores (the smaller of the two counts the
+                # layout model can use): no layout of n systems computes these FLOPs faster than all
+                # its chips at the MFU
+                flops = sizing.training_flops(_active_params(m), x_tokens, include_attention=True,
+                                              n_layers=m.n_layers, seq_len=m.seq_len, d_model=m.d_model)
+                ideal_s = sizing.instance_days(flops, mfu, system_key, dtype) * day / sys_insts
+                low_t = max(low, math.ceil(ideal_s / deadline - 1e-9))
+                if low_t > max_systems:
+                    raise ValueError(f"deadline_s: even perfect scaling needs {low_t} × {system_key}, more than "
+                                     f"max_systems ({max_systems})")
+                floor_inputs = functools.partial(
+                    _run_inputs, m, system_key, x_tokens, recipe_name, 1.0, (ckpt_w, ckpt_r, checkpoint_mode, snapshot_s), chip_mtbf, inst_mtbf,
+                    restart_s, 0.0, n_graphs, cache, precompile_workers)
+                full_inputs = functools.partial(
+                    _run_inputs, m, system_key, x_tokens, recipe_name, 1.0, (ckpt_w, ckpt_r, checkpoint_mode, snapshot_s), chip_mtbf, inst_mtbf,
+                    restart_s, compile_s, n_graphs, cache, precompile_workers)
 
-            def meets(n: int) -> bool:
-                p = search_at(n)
-                if p is None:
-                    return False
-                trial = _assemble(m, p.layout(0), p, x_tokens, mfu, dp_overlap, min_headroom_fraction,
-                                  usd_per_hour, purchase_option, ckpt_w, ckpt_r, checkpoint_mode, snapshot_s,
-                                  chip_mtbf, proxy, inst_mtbf, restart_s, compile_s, n_graphs, cache,
-                                  precompile_workers, global_batch, recipe_name, dtype, deadline, (),
-                                  sensitivity=False)
-                return trial.results["wall_s"] <= deadline
+                def floor_meets(n: int) -> bool:
+                    # the wall time at perfect scaling (tokens/s of n systems at the MFU, 6·N_active per
+                    # token) with the same failures and checkpoints but no compiles: a lower bound on the
+                    # wall time of every layout of n systems, so a count it rules out cannot meet
+                    return _economics(x_tokens * n / ideal_s, floor_inputs(n), detail=False)["wall_s"] <= deadline
 
-            found, tried_dl = _smallest(meets, low_t, max_systems)
-            tried = tuple(tried) + tuple(tried_dl)
-            if found is None:
-                raise ValueError(f"deadline_s: no count of {system_key} up to max_systems ({max_systems}) "
-                                 f"finishes {m.name} on {x_tokens:.3g} tokens within "
-                                 f"{format_seconds(deadline)}")
-            n_sys = found
+                def meets(n: int) -> bool:
+                    p = search_at(n)
+                    if p is None:
+                        return False
+                    tokens_per_s = float(p.best.tokens_per_s)  # the fastest layout: the least wall time
+                    # compiles only add time: a count that misses without them misses with them
+                    if _economics(tokens_per_s, floor_inputs(n), detail=False)["wall_s"] > deadline:
+                        return False
+                    return _economics(tokens_per_s, full_inputs(n), detail=False)["wall_s"] <= deadline
+
+                ruled_out: list[int] = []
+
+                def candidates():
+                    for n in range(low_t, max_systems + 1):
+                        if floor_meets(n):
+                            yield n
+                        else:
+                            ruled_out.append(n)
+
+                found, tried_dl = _first(meets, candidates())
+                tried, bounded = tuple(tried_dl), len(ruled_out) + (low_t - low)
+                if found is None:
+                    raise ValueError(f"deadline_s: no count of {system_key} up to max_systems ({max_systems}) "
+                                     f"finishes {m.name} on {x_tokens:.3g} tokens within "
+                                     f"{format_seconds(deadline)}")
+                n_sys = found
         search = search_at(n_sys) if n_systems is None else search
         lay = search.layout(0)
     return _assemble(m, lay, search, x_tokens, mfu, dp_overlap, min_headroom_fraction, usd_per_hour,
                      purchase_option, ckpt_w, ckpt_r, checkpoint_mode, snapshot_s, chip_mtbf, proxy,
                      inst_mtbf, restart_s, compile_s, n_graphs, cache, precompile_workers, global_batch,
-                     recipe_name, dtype, deadline, tuple(tried))
+                     recipe_name, dtype, deadline, tuple(tried), bounded=bounded)
 
 
 def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, usd_per_hour,
               purchase_option, ckpt_w, ckpt_r, checkpoint_mode, snapshot_s, chip_mtbf, proxy, inst_mtbf,
               restart_s, compile_s, n_graphs, cache, precompile_workers, global_batch, recipe_name,
-              dtype, deadline, tried, sensitivity: bool = True) -> RunPlan:
+              dtype, deadline, tried, sensitivity: bool = True, bounded: int = 0) -> RunPlan:
     c = lay.cluster
     s = specs.system(c.system)
     inst_type, per_system = billed_instance(c.system)
@@ -991,14 +1024,11 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
     else:
         usd = positive("usd_per_hour", usd_per_hour)
         basis = "input (assumption)"
-    x = _Inputs(n_tokens=n_tokens, n_params=float(m.n_params), recipe_name=recipe_name, system=c.system,
-                n_chips=c.n_chips, n_instances=n_instances, seq_len=lay.seq_len, usd_per_hour=usd,
-                checkpoint_write_bytes_per_s=ckpt_w, checkpoint_read_bytes_per_s=ckpt_r,
-                checkpoint_mode=checkpoint_mode, snapshot_s=snapshot_s, chip_mtbf_s=chip_mtbf,
-                instance_mtbf_s=inst_mtbf, restart_s=restart_s, compile_s=compile_s, n_graphs=n_graphs,
-                cache=cache, precompile_workers=precompile_workers)
+    x = _run_inputs(m, c.system, n_tokens, recipe_name, usd, (ckpt_w, ckpt_r, checkpoint_mode, snapshot_s),
+                    chip_mtbf, inst_mtbf, restart_s, compile_s, n_graphs, cache, precompile_workers,
+                    c.n_systems).replace(seq_len=lay.seq_len)
     est = layouts.evaluate(lay, mfu=mfu, dp_overlap=dp_overlap, min_headroom_fraction=min_headroom_fraction)
-    results = _economics(est, x)
+    results = _economics(est.tokens_per_s, x)
     size = sizing.size_job(m.n_params, n_tokens, system=s.key, recipe_name=recipe_name, mfu=mfu, dtype=dtype)
     table = _sensitivity(lay, est, x, mfu, dp_overlap, min_headroom_fraction, results) if sensitivity \
         else pd.DataFrame()
@@ -1017,7 +1047,7 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
                    n_chips=c.n_chips, n_instances=n_instances, instance_type=inst_type, inputs=inputs,
                    assumptions=assumptions, price_basis=basis, sizing=size, layout=lay, estimate=est,
                    search=search, results=results, sensitivity=table, deadline_s=deadline,
-                   systems_tried=tuple(tried))
+                   systems_tried=tuple(tried), systems_bounded=bounded)
 
 
 def _sensitivity(lay, est, x: _Inputs, mfu: float, dp_overlap: float, headroom: float,
@@ -1034,13 +1064,13 @@ def _sensitivity(lay, est, x: _Inputs, mfu: float, dp_overlap: float, headroom: 
             if name == "mfu":
                 v = min(v, 1.0)
                 e = layouts.evaluate(lay, mfu=v, dp_overlap=dp_overlap, min_headroom_fraction=headroom)
-                r = _economics(e, x, detail=False)
+                r = _economics(e.tokens_per_s, x, detail=False)
             elif name == "checkpoint_write_bytes_per_s":
                 read = x.checkpoint_read_bytes_per_s * f  # a reload reads the same storage
-                r = _economics(est, x.replace(checkpoint_write_bytes_per_s=v, checkpoint_read_bytes_per_s=read),
+                r = _economics(est.tokens_per_s, x.replace(checkpoint_write_bytes_per_s=v, checkpoint_read_bytes_per_s=read),
                                detail=False)
             else:
-                r = _economics(est, x.replace(**{name: v}), detail=False)
+                r = _economics(est.tokens_per_s, x.replace(**{name: v}), detail=False)
             out.append((v, r["cost_usd"], r["wall_s"] / day))
         (vl, cl, dl), (vh, ch, dh) = out
         rows.append({"input": name, "value": values[name], "low_value": vl, "high_value": vh,

@@ -151,7 +151,9 @@ def blocks(plan: planning.RunPlan) -> list[tuple[str, Any]]:
     para(p._repr_markdown_())
     deadline = "" if p.deadline_s is None else (
         f" The count of systems was chosen for a deadline of {format_seconds(p.deadline_s)} "
-        f"(counts tried: {', '.join(str(n) for n in p.systems_tried)}).")
+        f"by an exact search: every count below {p.n_systems} misses it ({p.systems_bounded} ruled out "
+        f"by the perfect-scaling and state floors, {len(p.systems_tried) - 1} by the layout planner; "
+        f"{len(p.systems_tried)} counts planned in all).")
     para(f"Assumptions (no public source): {', '.join(_INPUT_NAMES.get(a, a.replace('_', ' ')) for a in p.assumptions)}."
          + deadline)
 
