@@ -582,3 +582,15 @@ def test_prices_agree_with_systems_csv():
     for s in specs.systems():
         if s.on_demand_usd_per_hour is not None:
             assert planning.price(s.key, "on-demand").usd_per_hour == s.on_demand_usd_per_hour
+
+
+def test_the_plans_sizing_section_counts_active_parameters():
+    # issue 25: the exported Qwen3 plan called 3,823 instance-days the floor and then booked 444
+    p = planning.plan_run("qwen3-235b-a22b", 1e12, system="trn2-ultraserver", n_systems=4, lnc=2,
+                          global_batch=512, usd_per_hour=40.0)
+    m = sizing.preset("qwen3-235b-a22b")  # Qwen3 Technical Report, arXiv:2505.09388: 22B activated
+    assert p.sizing.flops == pytest.approx(6 * m.n_active_params * 1e12)
+    assert p.sizing.state_bytes == pytest.approx(16 * m.n_params)
+    assert p.sizing.instance_days <= p.instance_days          # the floor is below the plan
+    text = views.to_markdown(p)
+    assert "6 × N_active × D" in text and "22B" in text

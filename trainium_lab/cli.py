@@ -92,6 +92,10 @@ def _cmd_sizing(args: argparse.Namespace) -> None:
     if args.params is None and model is None:
         raise CliError("sizing: give --params (e.g. 70B) or --model (e.g. llama3-70b)")
     n_params = parse_count(args.params, "--params") if args.params else model.n_params
+    if args.params and model is not None and abs(n_params - model.n_params) > 1e-9 * model.n_params:
+        raise CliError(f"sizing: --params {args.params} is not the {model.name}'s {_fmt_count(model.n_params)} "
+                       "parameters; give one of them (--model sets the shape and the parameters)")
+    active = None if args.active_params is None else parse_count(args.active_params, "--active-params")
     n_tokens = parse_count(args.tokens, "--tokens")
     mfu = parse_fraction(args.mfu, "--mfu")
     share = parse_fraction(args.activation_share, "--activation-share")
@@ -103,7 +107,8 @@ def _cmd_sizing(args: argparse.Namespace) -> None:
                        "give it or --grad-bytes, not both")
     job = sizing.size_job(n_params, n_tokens, system=args.system, recipe_name=args.recipe,
                            bytes_per_param=bpp, zero_stage=args.zero, activation_share=share,
-                           mfu=mfu, dtype=args.dtype, model=model, grad_bytes_per_param=grad)
+                           mfu=mfu, dtype=args.dtype, model=model, grad_bytes_per_param=grad,
+                           n_active_params=active)
     system = specs.system(job.system)
     r = sizing.recipe(job.recipe, job.grad_bytes_per_param)
     per_chip = job.state_bytes_per_chip
@@ -113,6 +118,8 @@ def _cmd_sizing(args: argparse.Namespace) -> None:
     chip_name = system.chip.name
     rows = [
         ("model", f"{_fmt_count(n_params)} parameters" + (f" ({model.name})" if model else "")),
+        ("active parameters (per token)", _fmt_count(job.active_params)
+         + (" (all: a dense model)" if job.n_active_params is None else " (mixture of experts)")),
         ("tokens", _fmt_count(n_tokens)),
         ("system", f"{job.system} ({system.n_chips} × {chip_name})"),
         ("recipe", f"{job.recipe}" + (f", {bpp:g} bytes/param" if bpp else
@@ -128,7 +135,7 @@ def _cmd_sizing(args: argparse.Namespace) -> None:
         rows.append(("state per chip at min chips", units.format_bytes(per_chip, digits=1)))
     rows += [
         (f"min {job.system}", "-" if job.min_systems is None else f"{job.min_systems}"),
-        ("training FLOPs (6ND)", units.format_flops(job.flops)),
+        ("training FLOPs (6 × N_active × D)", units.format_flops(job.flops)),
         ("MFU assumed", f"{job.mfu:.0%}"),
         ("instance-days", f"{job.instance_days:,.1f}"),
     ]
@@ -139,7 +146,8 @@ def _cmd_sizing(args: argparse.Namespace) -> None:
         rows.append(("activations (1 micro-batch, no TP/PP, no recompute)",
                      units.format_bytes(job.activation_bytes_per_chip, digits=1)))
     data = {
-        "inputs": {"n_params": n_params, "n_tokens": n_tokens, "system": job.system,
+        "inputs": {"n_params": n_params, "n_active_params": job.active_params, "n_tokens": n_tokens,
+                   "system": job.system,
                    "recipe": job.recipe, "bytes_per_param": bpp,
                    "grad_bytes_per_param": job.grad_bytes_per_param, "zero_stage": job.zero_stage,
                    "mfu": job.mfu, "activation_share": share, "dtype": args.dtype,
@@ -356,6 +364,13 @@ class _Parser(argparse.ArgumentParser):
         raise CliError(f"{self.prog}: {message} (see --help)")
 
 
+def _presets_text() -> str:
+    """Every model preset of ``data/model_presets.csv``, for the help texts."""
+    from trainium_lab import sizing
+
+    return ", ".join(p.key for p in sizing.presets("all"))
+
+
 def _add_json(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true",
                    help="print JSON in base units (bytes, s, FLOPs, bytes/s) instead of a table")
@@ -390,7 +405,9 @@ def build_parser() -> argparse.ArgumentParser:
                  "and systems, FLOPs (6ND) and instance-days at an assumed MFU.",
                  epilog=f"Example: {PROG} sizing --params 8B --tokens 1T --mfu 40%")
     p.add_argument("--params", help="parameters, e.g. 70B, 405e9 (default: the --model's)")
-    p.add_argument("--model", help="a published shape: llama3-8b, llama3-70b, llama3-405b")
+    p.add_argument("--model", help=f"a published shape: {_presets_text()}")
+    p.add_argument("--active-params", help="parameters one token uses, for the FLOPs (default: the "
+                   "--model's published active count for a mixture of experts, else --params)")
     p.add_argument("--tokens", required=True, help="training tokens, e.g. 2T, 15.6T")
     p.add_argument("--system", default="trn2.48xlarge",
                    help="trn1.32xlarge, trn2.48xlarge, trn2-ultraserver, ... (default %(default)s)")

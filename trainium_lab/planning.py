@@ -1029,7 +1029,9 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
                     c.n_systems).replace(seq_len=lay.seq_len)
     est = layouts.evaluate(lay, mfu=mfu, dp_overlap=dp_overlap, min_headroom_fraction=min_headroom_fraction)
     results = _economics(est.tokens_per_s, x)
-    size = sizing.size_job(m.n_params, n_tokens, system=s.key, recipe_name=recipe_name, mfu=mfu, dtype=dtype)
+    # memory follows the total, compute the parameters a token uses (chapter 10)
+    size = sizing.size_job(m.n_params, n_tokens, system=s.key, recipe_name=recipe_name, mfu=mfu, dtype=dtype,
+                           n_active_params=_active_params(m))
     table = _sensitivity(lay, est, x, mfu, dp_overlap, min_headroom_fraction, results) if sensitivity \
         else pd.DataFrame()
     inputs = {"mfu": mfu, "usd_per_hour": usd, "purchase_option": purchase_option,

@@ -27,7 +27,7 @@ import pandas as pd
 
 from trainium_lab import layouts, planning, specs, topology
 from trainium_lab._validate import instance
-from trainium_lab.units import GB, GiB, format_bytes, format_seconds
+from trainium_lab.units import GB, GiB, format_bytes, format_count, format_seconds
 
 __all__ = ["SECTIONS", "blocks", "to_markdown", "to_html", "money", "launch_script",
            "rank_map", "fmt_value", "inline_html"]
@@ -169,7 +169,9 @@ def blocks(plan: planning.RunPlan) -> list[tuple[str, Any]]:
         (f"fewest chips (ZeRO-{size.zero_stage}, {size.activation_share:.0%} of HBM kept for activations)",
          f"{size.min_chips}" if size.min_chips is not None else "never fits"),
         ("fewest systems by that rule", f"{size.min_systems}"),
-        ("training FLOPs (6ND)", f"{size.flops:.3e}"),
+        (f"parameters a token uses (N of 6ND){'; memory holds all ' + format_count(size.n_params) if size.n_active_params else ''}",
+         format_count(size.active_params)),
+        ("training FLOPs (6 × N_active × D)", f"{size.flops:.3e}"),
         (f"instance-days at {size.mfu:.0%} MFU, perfect scaling (chapter 04)", f"{size.instance_days:,.1f}"),
         ("instance-days of this plan (every loss counted)", f"{p.instance_days:,.1f}"),
         ("chips of this plan", f"{p.n_chips}"),
