@@ -270,12 +270,23 @@ def _cmd_plan(args: argparse.Namespace) -> None:
         raise CliError("plan: give --systems or --deadline, not both")
     kwargs = dict(
         system=args.system, mfu=parse_fraction(args.mfu, "--mfu"), purchase_option=args.option,
-        checkpoint_write_bytes_per_s=parse_rate(args.checkpoint_bandwidth, "--checkpoint-bandwidth"),
+        checkpoint_mode=args.checkpoint_mode,
         restart_s=parse_seconds(args.restart, "--restart"), compile_s=parse_seconds(args.compile, "--compile"),
         n_graphs=_integer(args.graphs, "--graphs"), cache=args.cache,
         global_batch=_integer(args.global_batch, "--global-batch"), recipe_name=args.recipe,
         # an FP8 recipe's matmuls run at the FP8 peak unless --dtype says otherwise
         dtype=args.dtype or ("fp8" if str(args.recipe).startswith("fp8") else "bfloat16"))
+    for flag, name, parse in (("checkpoint_bandwidth", "checkpoint_write_bytes_per_s", parse_rate),
+                              ("checkpoint_bandwidth_per_chip", "checkpoint_bytes_per_s_per_chip", parse_rate),
+                              ("storage_bandwidth", "storage_bytes_per_s", parse_rate),
+                              ("snapshot", "snapshot_s", parse_seconds)):
+        text = getattr(args, flag)
+        if text is not None:
+            kwargs[name] = parse(text, "--" + flag.replace("_", "-"))
+    if args.checkpoint_mode == "async" and args.snapshot is None:
+        raise CliError("--checkpoint-mode async needs --snapshot (the blocking copy to host memory, e.g. 5s)")
+    if args.max_systems is not None:
+        kwargs["max_systems"] = _integer(args.max_systems, "--max-systems")
     if args.systems is not None:
         kwargs["n_systems"] = _integer(args.systems, "--systems")
     if args.deadline is not None:
@@ -491,8 +502,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--option", default="on-demand", choices=["on-demand", "capacity-block", "ri-effective"],
                    help="purchase option of the sourced price (default %(default)s)")
     p.add_argument("--mfu", default="40%", help="MFU while computing, e.g. 40%% (default %(default)s)")
-    p.add_argument("--checkpoint-bandwidth", default="10GB/s",
-                   help="aggregate checkpoint write bandwidth (default %(default)s)")
+    p.add_argument("--checkpoint-bandwidth",
+                   help="checkpoint write bandwidth of the whole job, e.g. 1TB/s (default: "
+                        "--checkpoint-bandwidth-per-chip × chips, up to --storage-bandwidth)")
+    p.add_argument("--checkpoint-bandwidth-per-chip",
+                   help="checkpoint write bandwidth per chip (default: Meta's Llama 3 storage per GPU, "
+                        "2 TB/s over 16,384 GPUs = 122MB/s)")
+    p.add_argument("--storage-bandwidth",
+                   help="limit of the checkpoint storage (default: the 1.1 PiB FSx for Lustre file system "
+                        "AWS demonstrated, 1.15TB/s)")
+    p.add_argument("--checkpoint-mode", default="sync", choices=["sync", "async"],
+                   help="sync: training waits for the write; async: only for --snapshot, the copy to "
+                        "host memory, then the upload runs behind training (default %(default)s)")
+    p.add_argument("--snapshot", help="blocking copy of the state to host memory with --checkpoint-mode "
+                                      "async, e.g. 5s (an assumption)")
+    p.add_argument("--max-systems", help="largest count --deadline (or the fewest that fit) considers "
+                                         "(default: 100,000 chips' worth)")
     p.add_argument("--chip-mtbf", help="MTBF of one chip, e.g. 2000d (default: the Llama 3 per-GPU proxy)")
     p.add_argument("--restart", default="10min", help="restart time before the reload (default %(default)s)")
     p.add_argument("--compile", default="20min", help="compile time per graph (default %(default)s)")

@@ -95,10 +95,10 @@ CACHE_MODES: tuple[str, ...] = ("precompiled", "shared", "local")
 
 #: defaults of inputs that no public source gives; every plan labels them assumptions.
 #: MFU 40 % is chapter 04's; 20 min per compile and the 10 min restart are chapters 07's and 06's
-#: examples; the checkpoint bandwidth (to shared storage, the whole job together) is a round guess
+#: examples. The checkpoint bandwidth is not here: it scales with the job, from sourced figures
+#: (:func:`checkpoint_write_bytes_per_s`)
 DEFAULTS: dict[str, float] = {
     "mfu": 0.40,
-    "checkpoint_write_bytes_per_s": 10 * GB,
     "restart_s": 10 * minute,
     "compile_s": 20 * minute,
     "n_graphs": 2,
@@ -374,6 +374,174 @@ def checkpoint_bytes(n_params: float, recipe_name: str = "bf16-adam") -> float:
     return n_params * (r.bytes_per_param - r.gradients)
 
 
+def default_checkpoint_bytes_per_s_per_chip() -> float:
+    """Checkpoint write bandwidth per chip the planner assumes: Meta's Llama 3 405B run's share.
+
+    The sustained throughput of the run's storage (2 TB/s) over the 16,384 GPUs that shared it:
+    about 122 MB/s per accelerator, a GPU-cluster proxy like the default chip MTBF (no
+    Trainium figure is published).
+
+    References
+    ----------
+    arXiv:2407.21783 §3.3.1 and Table 5 (:func:`trainium_lab.reliability.llama3_storage_bytes_per_s`,
+    :func:`trainium_lab.reliability.llama3_summary`).
+
+    Examples
+    --------
+    >>> from trainium_lab.units import MB
+    >>> round(default_checkpoint_bytes_per_s_per_chip() / MB, 1)
+    122.1
+    """
+    return reliability.llama3_storage_bytes_per_s() / reliability.llama3_summary().n_gpus
+
+
+def checkpoint_write_bytes_per_s(n_chips: int, *, per_chip_bytes_per_s: float | None = None,
+                                 storage_bytes_per_s: float | None = None) -> float:
+    """Aggregate checkpoint write bandwidth of a job: every chip's share, up to the storage's limit.
+
+    ``min(n_chips × per_chip_bytes_per_s, storage_bytes_per_s)``. Each rank writes its own shard
+    (a sharded checkpoint), so the bandwidth grows with the job until the shared storage is the
+    bottleneck. Defaults: :func:`default_checkpoint_bytes_per_s_per_chip` (Meta's storage per
+    GPU) and :func:`trainium_lab.reliability.fsx_demonstrated_bytes_per_s` (the 1.1 PiB FSx for
+    Lustre file system AWS built on demand, about 1.15 TB/s).
+
+    Parameters
+    ----------
+    n_chips : int
+        Chips of the job (>= 1).
+    per_chip_bytes_per_s, storage_bytes_per_s : float, optional
+        Bytes/s (> 0).
+
+    References
+    ----------
+    arXiv:2407.21783 §3.3.1 (Tectonic, 2 TB/s sustained for 16,384 GPUs); Amazon FSx for Lustre
+    User Guide, "Managing provisioned throughput capacity" and "Performance characteristics of SSD
+    and HDD storage classes" (throughput grows with capacity, to multiple TB/s); AWS HPC Blog,
+    "Build and deploy a 1 TB/s file system in under an hour".
+
+    Examples
+    --------
+    >>> from trainium_lab.units import GB, TB
+    >>> round(checkpoint_write_bytes_per_s(16) / GB, 2)        # one trn2.48xlarge
+    1.95
+    >>> round(checkpoint_write_bytes_per_s(32_768) / TB, 3)    # 512 Trn2 UltraServers: the FSx limit
+    1.153
+    """
+    n_chips = integer("n_chips", n_chips, minimum=1, maximum=10**7)
+    per_chip = (default_checkpoint_bytes_per_s_per_chip() if per_chip_bytes_per_s is None
+                else in_range("per_chip_bytes_per_s", per_chip_bytes_per_s, 0.0, 1e15, low_open=True))
+    limit = (reliability.fsx_demonstrated_bytes_per_s() if storage_bytes_per_s is None
+             else in_range("storage_bytes_per_s", storage_bytes_per_s, 0.0, 1e18, low_open=True))
+    return min(n_chips * per_chip, limit)
+
+
+def _losses(ckpt_bytes: float, write_bytes_per_s: float, read_bytes_per_s: float, mode: str,
+            snapshot_s: float | None, mtbf_s: float, restart_s: float) -> dict[str, float]:
+    """Chapter 06's checkpoint-and-failure losses of one job (one home for the plan and for the
+    Llama 3 calibration): the write, the blocking cost δ, the optimum interval and the lost share.
+
+    ``restart_s`` is everything a restart costs before the reload (detect, replace, recompile)."""
+    write_s = ckpt_bytes / write_bytes_per_s
+    reload_s = ckpt_bytes / read_bytes_per_s
+    # an asynchronous checkpoint blocks for the snapshot to host memory, never longer than the write
+    delta = reliability.checkpoint_cost_s(write_s, mode=mode,
+                                          snapshot_s=None if snapshot_s is None else min(snapshot_s, write_s))
+    restart_total = restart_s + reload_s
+    tau = reliability.optimal_interval_s(delta, mtbf_s)
+    if mode == "async":
+        tau = max(tau, write_s)  # the upload must finish before the next snapshot (chapter 06)
+    lost = float(reliability.lost_fraction(tau, delta, mtbf_s, restart_total))
+    return {"checkpoint_write_s": write_s, "reload_s": reload_s, "checkpoint_cost_s": delta,
+            "checkpoint_interval_s": tau, "restart_total_s": restart_total, "lost_fraction": lost}
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The planner's checkpoint-and-failure model on a run that was done (:func:`llama3_calibration`).
+
+    Attributes
+    ----------
+    platform : str
+        The comparison system of ``data/`` the run used.
+    n_accelerators, n_instances : int
+    job_mtbf_s : float
+        Mean time between the run's unexpected interruptions.
+    checkpoint_bytes, checkpoint_write_bytes_per_s : float
+    restart_s : float
+        The restart time assumed (no public figure).
+    losses : dict
+        :func:`_losses`'s results (``lost_fraction``, ``checkpoint_interval_s``...).
+    published_effective_fraction : float
+        What Meta reports ("higher than 90 %").
+    """
+
+    platform: str
+    n_accelerators: int
+    n_instances: int
+    job_mtbf_s: float
+    checkpoint_bytes: float
+    checkpoint_write_bytes_per_s: float
+    restart_s: float
+    losses: dict
+    published_effective_fraction: float
+
+    @property
+    def effective_fraction(self) -> float:
+        """Share of the wall time spent on training steps: 1 − the lost share."""
+        return 1.0 - self.losses["lost_fraction"]
+
+    def __repr__(self) -> str:
+        return (f"Calibration({self.platform} × {self.n_instances}, MTBF {format_seconds(self.job_mtbf_s)}, "
+                f"effective {self.effective_fraction:.1%} vs published > {self.published_effective_fraction:.0%})")
+
+
+def llama3_calibration(*, restart_s: float | None = None, recipe_name: str = "bf16-adam") -> Calibration:
+    """Meta's Llama 3 405B pre-training through the planner's loss model, on its own hardware.
+
+    16,384 H100s (the comparison ``p5.48xlarge`` of ``data/``: 8 per instance) with the run's
+    interruption rate (419 in 54 days, Table 5), its checkpoint (405B parameters at
+    :func:`checkpoint_bytes`) written at :func:`checkpoint_write_bytes_per_s` with the storage
+    limit the run had (Tectonic's sustained 2 TB/s), and the planner's default restart. Meta
+    reports higher than 90 % effective training time: the model should land near it.
+
+    Parameters
+    ----------
+    restart_s : float, optional
+        Seconds per restart before the reload; default :data:`DEFAULTS`'s (an assumption: Meta
+        gives none).
+    recipe_name : str
+
+    References
+    ----------
+    Llama Team, AI @ Meta, "The Llama 3 Herd of Models", arXiv:2407.21783 (2024), §3.3.1 (storage),
+    §3.3.4 and Table 5 (interruptions, effective training time).
+
+    Examples
+    --------
+    >>> c = llama3_calibration()
+    >>> c.n_accelerators, round(c.checkpoint_write_bytes_per_s / 1e12, 1), round(c.effective_fraction, 3)
+    (16384, 2.0, 0.927)
+    """
+    restart = DEFAULTS["restart_s"] if restart_s is None else positive("restart_s", restart_s, allow_zero=True)
+    summary = reliability.llama3_summary()
+    plat = _platforms().set_index("platform").loc["p5.48xlarge"]
+    n = summary.n_gpus
+    storage = reliability.llama3_storage_bytes_per_s()
+    bw = checkpoint_write_bytes_per_s(n, storage_bytes_per_s=storage)
+    mtbf = reliability.job_mtbf_s(summary.per_gpu_mtbf_s, n)
+    size = checkpoint_bytes(preset_params("llama3-405b"), recipe_name)
+    losses = _losses(size, bw, bw, "sync", None, mtbf, restart)
+    return Calibration(platform="p5.48xlarge", n_accelerators=n,
+                       n_instances=math.ceil(n / int(plat.chips_per_platform)), job_mtbf_s=mtbf,
+                       checkpoint_bytes=size, checkpoint_write_bytes_per_s=bw, restart_s=restart, losses=losses,
+                       published_effective_fraction=reliability.llama3_effective_training_fraction())
+
+
+def preset_params(name: str) -> float:
+    """Parameters of a model preset (``sizing.preset(name).n_params``)."""
+    return float(sizing.preset(name).n_params)
+
+
 @functools.lru_cache(maxsize=256)
 def _search(model: ModelPreset, system: str, n_systems: int, lnc: int | None, global_batch: int,
             mfu: float, dp_overlap: float, min_headroom_fraction: float, recipe_name: str, dtype: str,
@@ -476,18 +644,14 @@ def _economics(tokens_per_s: float, x: _Inputs, detail: bool = True) -> dict[str
     deadline search need only wall time and cost)."""
     compute_s = x.n_tokens / tokens_per_s
     ckpt = checkpoint_bytes(x.n_params, x.recipe_name)
-    write_s = ckpt / x.checkpoint_write_bytes_per_s
-    reload_s = ckpt / x.checkpoint_read_bytes_per_s
-    delta = reliability.checkpoint_cost_s(write_s, mode=x.checkpoint_mode, snapshot_s=x.snapshot_s)
     mtbf = reliability.layout_mtbf_s(x.n_chips, system=x.system, chip_mtbf_s=x.chip_mtbf_s,
                                      instance_mtbf_s=x.instance_mtbf_s)
     cold_s, restart_compile_s, pre_s, node_compile_s = _compile_stalls(
         x.n_graphs, x.compile_s, x.n_instances, x.cache, x.seq_len, x.precompile_workers)
-    restart_total = x.restart_s + reload_s + restart_compile_s
-    tau = reliability.optimal_interval_s(delta, mtbf)
-    if x.checkpoint_mode == "async":
-        tau = max(tau, write_s)  # the upload must finish before the next snapshot (chapter 06)
-    lost = float(reliability.lost_fraction(tau, delta, mtbf, restart_total))
+    loss = _losses(ckpt, x.checkpoint_write_bytes_per_s, x.checkpoint_read_bytes_per_s, x.checkpoint_mode,
+                   x.snapshot_s, mtbf, x.restart_s + restart_compile_s)
+    write_s, reload_s, delta = loss["checkpoint_write_s"], loss["reload_s"], loss["checkpoint_cost_s"]
+    tau, restart_total, lost = loss["checkpoint_interval_s"], loss["restart_total_s"], loss["lost_fraction"]
     training_wall = compute_s / (1.0 - lost)
     wall = cold_s + training_wall
     instance_hours = x.n_instances * wall / _SECONDS_PER_HOUR + pre_s / _SECONDS_PER_HOUR
@@ -678,7 +842,15 @@ class RunPlan:
             ("precision recipe", x["recipe_name"], "", "chosen"),
             ("MFU while computing", x["mfu"], "fraction", "assumption"),
             ("price per instance-hour", x["usd_per_hour"], "USD/hour", self.price_basis),
-            ("checkpoint write bandwidth", x["checkpoint_write_bytes_per_s"], "bytes/s", "assumption"),
+            ("checkpoint write bandwidth per chip", x["checkpoint_bytes_per_s_per_chip"], "bytes/s",
+             "assumption" if "checkpoint_bytes_per_s_per_chip" in self.assumptions else
+             "sourced: Llama 3 405B storage per GPU (Meta 2024, §3.3.1: 2 TB/s for 16,384 GPUs), a GPU-cluster proxy"),
+            ("checkpoint storage limit", x["storage_bytes_per_s"], "bytes/s",
+             "assumption" if "storage_bytes_per_s" in self.assumptions else
+             "sourced: FSx for Lustre, the 1.1 PiB file system AWS demonstrated, at 1,000 MB/s per TiB"),
+            ("checkpoint write bandwidth (whole job)", x["checkpoint_write_bytes_per_s"], "bytes/s",
+             "assumption" if x.get("checkpoint_bandwidth_given") else
+             "computed: chips × per-chip bandwidth, up to the storage limit"),
             ("checkpoint read bandwidth", x["checkpoint_read_bytes_per_s"], "bytes/s",
              "assumption (the write bandwidth unless given)"),
             ("checkpoint mode", x["checkpoint_mode"], "", "chosen"),
@@ -725,7 +897,11 @@ def _run_inputs(m: ModelPreset, system_key: str, n_tokens: float, recipe_name: s
                 n_systems: int) -> _Inputs:
     """The economics' inputs of ``n_systems`` systems (one home for the plan and the search)."""
     s = specs.system(system_key)
-    write, read, mode, snapshot = checkpointing
+    write, read, per_chip, storage, mode, snapshot = checkpointing
+    if write is None:  # the bandwidth grows with the job up to the storage's limit
+        write = checkpoint_write_bytes_per_s(n_systems * s.n_chips, per_chip_bytes_per_s=per_chip,
+                                             storage_bytes_per_s=storage)
+    read = write if read is None else read
     return _Inputs(n_tokens=n_tokens, n_params=float(m.n_params), recipe_name=recipe_name, system=s.key,
                    n_chips=n_systems * s.n_chips, n_instances=n_systems * billed_instance(s.key)[1],
                    seq_len=m.seq_len, usd_per_hour=usd_per_hour, checkpoint_write_bytes_per_s=write,
@@ -752,8 +928,10 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
              n_systems: int | None = None, deadline_s: float | None = None, lnc: int | None = None,
              mfu: float = DEFAULTS["mfu"], usd_per_hour: float | None = None,
              purchase_option: str = "on-demand",
-             checkpoint_write_bytes_per_s: float = DEFAULTS["checkpoint_write_bytes_per_s"],
-             checkpoint_read_bytes_per_s: float | None = None, checkpoint_mode: str = "sync",
+             checkpoint_write_bytes_per_s: float | None = None,
+             checkpoint_read_bytes_per_s: float | None = None,
+             checkpoint_bytes_per_s_per_chip: float | None = None, storage_bytes_per_s: float | None = None,
+             checkpoint_mode: str = "sync",
              snapshot_s: float | None = None, chip_mtbf_s: float | None = None,
              instance_mtbf_s: float | None = None, restart_s: float = DEFAULTS["restart_s"],
              compile_s: float = DEFAULTS["compile_s"], n_graphs: int = DEFAULTS["n_graphs"],
@@ -808,10 +986,15 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
         the sourced ``purchase_option`` price of :func:`billed_instance`; there is none for
         Trn2 and Trn3, so give it (an assumption).
     purchase_option : {"on-demand", "capacity-block", "ri-effective"}
-    checkpoint_write_bytes_per_s : float
-        Aggregate bandwidth of the whole job to checkpoint storage: an assumption.
+    checkpoint_write_bytes_per_s : float, optional
+        Aggregate bandwidth of the whole job to checkpoint storage, if you know it (an
+        assumption). Default: :func:`checkpoint_write_bytes_per_s` of the job's chips, which grows
+        with the job up to the storage's limit.
     checkpoint_read_bytes_per_s : float, optional
         For the restart's reload; default the write bandwidth.
+    checkpoint_bytes_per_s_per_chip, storage_bytes_per_s : float, optional
+        The scaling model's inputs (default: Meta's Llama 3 storage per GPU, and the 1.1 PiB FSx
+        for Lustre file system AWS demonstrated): see :func:`checkpoint_write_bytes_per_s`.
     checkpoint_mode : {"sync", "async"}
         Chapter 06's modes; ``"async"`` needs ``snapshot_s`` (the blocking copy to host memory).
     chip_mtbf_s, instance_mtbf_s : float, optional
@@ -861,14 +1044,19 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
     >>> p.layout.label()
     'TP64 ranks = 16 chips × PP2×DP4 ZeRO-3 mb1×256 selective'
     >>> round(p.days), p.n_instances, f"{p.cost_usd:.3g}"
-    (944, 8, '7.25e+06')
+    (938, 8, '7.21e+06')
     """
     x_tokens = positive("n_tokens", n_tokens)
     mfu = in_range("mfu", mfu, 0.0, 1.0, low_open=True)
     purchase_option = choice("purchase_option", purchase_option, PURCHASE_OPTIONS)
-    ckpt_w = positive("checkpoint_write_bytes_per_s", checkpoint_write_bytes_per_s)
-    ckpt_r = ckpt_w if checkpoint_read_bytes_per_s is None else positive(
-        "checkpoint_read_bytes_per_s", checkpoint_read_bytes_per_s)
+    ckpt_w = None if checkpoint_write_bytes_per_s is None else in_range(
+        "checkpoint_write_bytes_per_s", checkpoint_write_bytes_per_s, 0.0, 1e18, low_open=True)
+    ckpt_r = None if checkpoint_read_bytes_per_s is None else in_range(
+        "checkpoint_read_bytes_per_s", checkpoint_read_bytes_per_s, 0.0, 1e18, low_open=True)
+    ckpt_chip = None if checkpoint_bytes_per_s_per_chip is None else in_range(
+        "checkpoint_bytes_per_s_per_chip", checkpoint_bytes_per_s_per_chip, 0.0, 1e15, low_open=True)
+    ckpt_storage = None if storage_bytes_per_s is None else in_range(
+        "storage_bytes_per_s", storage_bytes_per_s, 0.0, 1e18, low_open=True)
     checkpoint_mode = choice("checkpoint_mode", checkpoint_mode, ("sync", "async"))
     if checkpoint_mode == "async":
         if snapshot_s is None:
@@ -876,6 +1064,7 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
         snapshot_s = positive("snapshot_s", snapshot_s)
     elif snapshot_s is not None:
         snapshot_s = positive("snapshot_s", snapshot_s)
+    ckpt = (ckpt_w, ckpt_r, ckpt_chip, ckpt_storage, checkpoint_mode, snapshot_s)
     proxy = chip_mtbf_s is None
     chip_mtbf = (_proxy_chip_mtbf_s() if proxy
                  else positive("chip_mtbf_s", chip_mtbf_s))
@@ -901,7 +1090,7 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
     if sequence_parallel not in (True, False):
         raise ValueError(f"sequence_parallel must be True or False, got {sequence_parallel!r}")
     if max_systems is None:
-        max_systems = math.ceil(MAX_CHIPS / specs.system(system if layout is None else layout.cluster.system).n_chips)
+        max_systems = 100_000 if layout is not None else math.ceil(MAX_CHIPS / specs.system(system).n_chips)
     max_systems = integer("max_systems", max_systems, minimum=1, maximum=100_000)
     deadline = None if deadline_s is None else positive("deadline_s", deadline_s)
 
@@ -958,10 +1147,10 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
                     raise ValueError(f"deadline_s: even perfect scaling needs {low_t} × {system_key}, more than "
                                      f"max_systems ({max_systems})")
                 floor_inputs = functools.partial(
-                    _run_inputs, m, system_key, x_tokens, recipe_name, 1.0, (ckpt_w, ckpt_r, checkpoint_mode, snapshot_s), chip_mtbf, inst_mtbf,
+                    _run_inputs, m, system_key, x_tokens, recipe_name, 1.0, ckpt, chip_mtbf, inst_mtbf,
                     restart_s, 0.0, n_graphs, cache, precompile_workers)
                 full_inputs = functools.partial(
-                    _run_inputs, m, system_key, x_tokens, recipe_name, 1.0, (ckpt_w, ckpt_r, checkpoint_mode, snapshot_s), chip_mtbf, inst_mtbf,
+                    _run_inputs, m, system_key, x_tokens, recipe_name, 1.0, ckpt, chip_mtbf, inst_mtbf,
                     restart_s, compile_s, n_graphs, cache, precompile_workers)
 
                 def floor_meets(n: int) -> bool:
@@ -999,13 +1188,14 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
         search = search_at(n_sys) if n_systems is None else search
         lay = search.layout(0)
     return _assemble(m, lay, search, x_tokens, mfu, dp_overlap, min_headroom_fraction, usd_per_hour,
-                     purchase_option, ckpt_w, ckpt_r, checkpoint_mode, snapshot_s, chip_mtbf, proxy,
+                     purchase_option, (ckpt_w, ckpt_r, ckpt_chip, ckpt_storage, checkpoint_mode, snapshot_s),
+                     chip_mtbf, proxy,
                      inst_mtbf, restart_s, compile_s, n_graphs, cache, precompile_workers, global_batch,
                      recipe_name, dtype, deadline, tuple(tried), bounded=bounded)
 
 
 def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, usd_per_hour,
-              purchase_option, ckpt_w, ckpt_r, checkpoint_mode, snapshot_s, chip_mtbf, proxy, inst_mtbf,
+              purchase_option, ckpt, chip_mtbf, proxy, inst_mtbf,
               restart_s, compile_s, n_graphs, cache, precompile_workers, global_batch, recipe_name,
               dtype, deadline, tried, sensitivity: bool = True, bounded: int = 0) -> RunPlan:
     c = lay.cluster
@@ -1024,7 +1214,7 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
     else:
         usd = positive("usd_per_hour", usd_per_hour)
         basis = "input (assumption)"
-    x = _run_inputs(m, c.system, n_tokens, recipe_name, usd, (ckpt_w, ckpt_r, checkpoint_mode, snapshot_s),
+    x = _run_inputs(m, c.system, n_tokens, recipe_name, usd, ckpt,
                     chip_mtbf, inst_mtbf, restart_s, compile_s, n_graphs, cache, precompile_workers,
                     c.n_systems).replace(seq_len=lay.seq_len)
     est = layouts.evaluate(lay, mfu=mfu, dp_overlap=dp_overlap, min_headroom_fraction=min_headroom_fraction)
@@ -1035,14 +1225,22 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
     table = _sensitivity(lay, est, x, mfu, dp_overlap, min_headroom_fraction, results) if sensitivity \
         else pd.DataFrame()
     inputs = {"mfu": mfu, "usd_per_hour": usd, "purchase_option": purchase_option,
-              "checkpoint_write_bytes_per_s": ckpt_w, "checkpoint_read_bytes_per_s": ckpt_r,
-              "checkpoint_mode": checkpoint_mode, "snapshot_s": snapshot_s, "chip_mtbf_s": chip_mtbf,
+              "checkpoint_write_bytes_per_s": x.checkpoint_write_bytes_per_s,
+              "checkpoint_read_bytes_per_s": x.checkpoint_read_bytes_per_s,
+              "checkpoint_bandwidth_given": ckpt[0] is not None,
+              "checkpoint_bytes_per_s_per_chip": default_checkpoint_bytes_per_s_per_chip() if ckpt[2] is None
+              else ckpt[2],
+              "storage_bytes_per_s": reliability.fsx_demonstrated_bytes_per_s() if ckpt[3] is None else ckpt[3],
+              "checkpoint_mode": x.checkpoint_mode, "snapshot_s": x.snapshot_s, "chip_mtbf_s": chip_mtbf,
               "chip_mtbf_is_proxy": proxy, "instance_mtbf_s": inst_mtbf, "restart_s": restart_s,
               "compile_s": compile_s, "n_graphs": n_graphs, "cache": cache,
               "precompile_workers": precompile_workers, "global_batch": global_batch,
               "recipe_name": recipe_name, "dtype": dtype, "min_headroom_fraction": min_headroom_fraction,
               "dp_overlap": dp_overlap}
-    assumptions = ("mfu", "checkpoint_write_bytes_per_s", "restart_s", "compile_s", "n_graphs") \
+    given = {"checkpoint_write_bytes_per_s": ckpt[0], "checkpoint_bytes_per_s_per_chip": ckpt[2],
+             "storage_bytes_per_s": ckpt[3]}
+    assumptions = ("mfu",) + tuple(k for k, v in given.items() if v is not None) \
+        + ("restart_s", "compile_s", "n_graphs") \
         + (("usd_per_hour",) if usd_per_hour is not None else ()) \
         + (() if proxy else ("chip_mtbf_s",)) + (("instance_mtbf_s",) if inst_mtbf is not None else ())
     return RunPlan(model=m, n_tokens=n_tokens, system=c.system, n_systems=c.n_systems, lnc=c.lnc,
