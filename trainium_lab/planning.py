@@ -79,7 +79,9 @@ from trainium_lab.units import GB, GiB, day, format_seconds, hour, minute
 
 __all__ = [
     "PURCHASE_OPTIONS", "CACHE_MODES", "MAX_CHIPS", "DEFAULTS", "SENSITIVITY", "IGNORED", "BILLED_INSTANCE",
-    "Price", "prices", "price", "billed_instance", "platforms", "parity_usd_per_hour",
+    "Price", "prices", "price", "billed_instance", "purchase_terms", "Billing", "bill", "OTHER_COSTS",
+    "billing_unit", "default_checkpoint_bytes_per_s_per_chip", "checkpoint_write_bytes_per_s",
+    "Calibration", "llama3_calibration", "platforms", "parity_usd_per_hour",
     "RunPlan", "plan_run", "checkpoint_bytes",
     "ServingPlan", "plan_serving",
     "compare_platforms", "ClaimCheck", "price_claims", "check_price_claim",
@@ -117,6 +119,9 @@ SENSITIVITY: dict[str, tuple[float, float]] = {
     "restart_s": (0.5, 2.0),
     "compile_s": (0.5, 2.0),
 }
+
+#: cost line items outside the instance-hours, zero unless given (``plan_run(other_costs_usd=...)``)
+OTHER_COSTS: tuple[str, ...] = ("spares", "storage", "data pipeline", "evaluation", "debugging runs")
 
 #: the EC2 instance type a system's instances are billed as, where it differs from the system key
 BILLED_INSTANCE: dict[str, str] = {"trn2-ultraserver": "trn2u.48xlarge"}
@@ -262,6 +267,139 @@ def price(instance: str, purchase_option: str = "on-demand") -> Price:
                  r.tier, r.note)
 
 
+@functools.cache
+def _terms_table() -> pd.DataFrame:
+    df = specs.read_data_csv("purchase_terms.csv")
+    for col in ("min_days", "max_days", "fine_step_days", "fine_until_days", "coarse_step_days",
+                "max_instances_per_purchase", "max_instances_total"):
+        df[col] = pd.to_numeric(df[col].replace("", np.nan)).astype(float)
+    return df.set_index("purchase_option")
+
+
+def purchase_terms() -> pd.DataFrame:
+    """The terms of each purchase option (``data/purchase_terms.csv``): durations, instance limits.
+
+    Examples
+    --------
+    >>> t = purchase_terms().set_index("purchase_option")
+    >>> t.loc["capacity-block", ["min_days", "max_days", "max_instances_per_purchase", "max_instances_total"]].tolist()
+    [1.0, 182.0, 64.0, 256.0]
+    >>> float(t.loc["ri-effective", "min_days"])
+    365.0
+    """
+    return _terms_table().reset_index()
+
+
+@dataclass(frozen=True)
+class Billing:
+    """How a run is bought under a purchase option's terms (:func:`bill`).
+
+    Attributes
+    ----------
+    purchase_option : str
+    n_purchases : int
+        Purchases (Capacity Blocks, reserved terms) the run needs; 0 for on-demand.
+    days_per_purchase : tuple of float
+        The durations bought, one per consecutive purchase (all instances alike).
+    instances_per_purchase : tuple of int
+        How the instances are split across parallel purchases.
+    billed_instance_hours : float
+        What is paid for: at least the instance-hours used.
+    note : str
+        What the terms did to the plan (split, rounded up, billed for a whole term), or "".
+    """
+
+    purchase_option: str
+    n_purchases: int
+    days_per_purchase: tuple[float, ...]
+    instances_per_purchase: tuple[int, ...]
+    billed_instance_hours: float
+    note: str
+
+
+def _opt(row, col):
+    v = row[col]
+    return None if pd.isna(v) else float(v)
+
+
+def bill(purchase_option: str, wall_s: float, n_instances: int) -> Billing:
+    """Buy ``n_instances`` for ``wall_s`` seconds under the terms of ``purchase_option``.
+
+    * **on-demand**: the instance-hours used.
+    * **capacity-block**: blocks of at most the longest duration, run one after another, each
+      rounded up to a duration AWS sells (1-day steps to 14 days, then 7-day steps to 182), and
+      instances split into parallel blocks of at most 64; more than 256 instances across blocks is
+      refused. Paid for whole blocks.
+    * **ri-effective**: whole 365-day terms (the shorter of the terms the rate may mean).
+
+    Raises
+    ------
+    ValueError
+        Naming ``purchase_option`` when the plan cannot be bought that way.
+
+    References
+    ----------
+    ``data/purchase_terms.csv``: Amazon EC2 User Guide, "Find and purchase Capacity Blocks" and
+    "Reserved Instances".
+
+    Examples
+    --------
+    >>> from trainium_lab.units import day
+    >>> b = bill("capacity-block", 543 * day, 1)   # the audit's 543-day trn1 run: three blocks
+    >>> b.n_purchases, b.days_per_purchase
+    (3, (182.0, 182.0, 182.0))
+    >>> bill("ri-effective", 13.6 * day, 1).billed_instance_hours / 24
+    365.0
+    """
+    purchase_option = choice("purchase_option", purchase_option, PURCHASE_OPTIONS)
+    wall_s = in_range("wall_s", wall_s, 0.0, 1e13, low_open=True)
+    n_instances = integer("n_instances", n_instances, minimum=1, maximum=10**7)
+    row = _terms_table().loc[purchase_option]
+    used_h = n_instances * wall_s / _SECONDS_PER_HOUR
+    days = wall_s / day
+    if purchase_option == "on-demand":
+        return Billing(purchase_option, 0, (), (n_instances,), used_h, "")
+    per, total = _opt(row, "max_instances_per_purchase"), _opt(row, "max_instances_total")
+    if total is not None and n_instances > total:
+        raise ValueError(f"purchase_option: {purchase_option} holds at most {total:.0f} instances across "
+                         f"purchases ({row.term}; {row.source_id}); this plan needs {n_instances}: use "
+                         "on-demand or fewer systems")
+    split = [n_instances] if per is None else \
+        [int(per)] * (n_instances // int(per)) + ([n_instances % int(per)] if n_instances % int(per) else [])
+    lo, hi = _opt(row, "min_days"), _opt(row, "max_days")
+    if hi is None:  # whole terms of min_days
+        n_terms = max(1, math.ceil(days / lo - 1e-12))
+        durations = (lo,) * n_terms
+        note = (f"billed for {n_terms} whole {lo:.0f}-day term{'s' if n_terms > 1 else ''} per instance "
+                f"({row.term}): the run uses {days:,.1f} days")
+    else:
+        n_seq = max(1, math.ceil(days / hi - 1e-12))
+        each = days / n_seq
+        fine, until, coarse = (_opt(row, c) for c in ("fine_step_days", "fine_until_days", "coarse_step_days"))
+
+        def sold(d: float) -> float:
+            d = max(lo, d)
+            if fine is None:
+                return d
+            if d <= until:
+                return math.ceil(d / fine - 1e-9) * fine
+            return min(hi, until + math.ceil((d - until) / coarse - 1e-9) * coarse)
+
+        durations = tuple(sold(each) for _ in range(n_seq))
+        parts = []
+        if n_seq > 1:
+            parts.append(f"split into {n_seq} consecutive purchases of {durations[0]:.0f} days (at most "
+                         f"{hi:.0f} each)")
+        if len(split) > 1:
+            parts.append(f"{len(split)} parallel purchases of at most {per:.0f} instances")
+        if sum(durations) > days + 1e-9:
+            parts.append(f"{sum(durations):,.0f} days bought for {days:,.1f} used (durations sold in "
+                         f"{fine:.0f}-day steps to {until:.0f} days, then {coarse:.0f}-day steps)")
+        note = "; ".join(parts)
+    billed = n_instances * sum(durations) * 24.0
+    return Billing(purchase_option, len(durations) * len(split), durations, tuple(split), max(billed, used_h), note)
+
+
 def billed_instance(system: str) -> tuple[str, int]:
     """The EC2 instance type a system is billed as, and how many of them it holds.
 
@@ -276,6 +414,26 @@ def billed_instance(system: str) -> tuple[str, int]:
     """
     s = specs.system(system)
     return BILLED_INSTANCE.get(s.key, s.key), s.n_instances
+
+
+def billing_unit(system: str) -> tuple[str, int, bool]:
+    """What one billed instance of ``system`` is: its name, its chips, and whether the name is an
+    EC2 instance type (``False`` for Trn3, whose instance names are not in the course's sources).
+
+    A price per instance-hour means a price per ``chips`` chip-hours: 16 on trn1.32xlarge,
+    trn2.48xlarge and trn2u.48xlarge, and on a Trn3 Gen1 server, 4 on a Trn3 Gen2 server.
+
+    Examples
+    --------
+    >>> billing_unit("trn2-ultraserver"), billing_unit("trn3-gen2-ultraserver")[1:]
+    (('trn2u.48xlarge', 16, True), (4, False))
+    """
+    s = specs.system(system)
+    name, per_system = billed_instance(s.key)
+    chips = s.n_chips // per_system
+    if name == s.key and s.n_instances > 1:
+        return f"{s.key} server", chips, False
+    return name, chips, True
 
 
 @functools.cache
@@ -720,6 +878,10 @@ class RunPlan:
     systems_tried : tuple of int
         Counts of systems the search evaluated with the layout planner, in order (deadline or
         smallest-that-fits mode); the last is the answer.
+    billing : Billing
+        How the instances are bought under the purchase option's terms (:func:`bill`):
+        ``results["billed_instance_hours"]`` (>= ``instance_hours``) is what ``cost_usd`` pays for,
+        ``billing.note`` says what the terms did (empty when nothing).
     systems_bounded : int
         Counts of systems below the answer that the deadline search ruled out without the planner:
         below the state's or the perfect-scaling floor, or missing the deadline even at perfect
@@ -747,6 +909,7 @@ class RunPlan:
     deadline_s: float | None
     systems_tried: tuple[int, ...]
     systems_bounded: int = 0
+    billing: Billing | None = None
 
     def __getattr__(self, name: str):  # the results read as attributes: plan.wall_s, plan.cost_usd
         results = self.__dict__.get("results")
@@ -821,7 +984,15 @@ class RunPlan:
         names = list(w["part"])
         names.append("pre-compilation (one instance)")
         hours.append(self.results["precompile_s"] / _SECONDS_PER_HOUR)
+        names.append("bought, not used (the purchase terms)")
+        unused = self.results["billed_instance_hours"] - sum(hours)
+        hours.append(unused if unused > 1e-9 * self.results["billed_instance_hours"] else 0.0)
         usd = [h * self.usd_per_hour for h in hours]
+        others = self.inputs.get("other_costs_usd") or {}
+        for k in OTHER_COSTS:
+            names.append(f"{k} (outside instance-hours; given)")
+            hours.append(0.0)
+            usd.append(float(others.get(k, 0.0)))
         total = sum(usd)
         return pd.DataFrame({"part": names, "instance_hours": hours, "usd": usd,
                              "share": [u / total for u in usd]})
@@ -841,7 +1012,12 @@ class RunPlan:
             ("global batch", x["global_batch"], "sequences", "chosen"),
             ("precision recipe", x["recipe_name"], "", "chosen"),
             ("MFU while computing", x["mfu"], "fraction", "assumption"),
-            ("price per instance-hour", x["usd_per_hour"], "USD/hour", self.price_basis),
+            (f"price per instance-hour of {x['billing_unit']} ({x['chips_per_instance']} chips)", x["usd_per_hour"],
+             "USD/hour", self.price_basis),
+            ("price range (low, high)", x["usd_per_hour_range"], "USD/hour", "assumption: the range of the price"),
+            ("MFU range (low, high)", x["mfu_range"], "fraction", "assumption: the range of the MFU"),
+            ("chip MTBF range (low, high)", x["chip_mtbf_range_s"], "s", "assumption: the range of the failure rate"),
+            ("purchase option", x["purchase_option"], "", "chosen; billed under its terms"),
             ("checkpoint write bandwidth per chip", x["checkpoint_bytes_per_s_per_chip"], "bytes/s",
              "assumption" if "checkpoint_bytes_per_s_per_chip" in self.assumptions else
              "sourced: Llama 3 405B storage per GPU (Meta 2024, §3.3.1: 2 TB/s for 16,384 GPUs), a GPU-cluster proxy"),
@@ -862,6 +1038,9 @@ class RunPlan:
         ]
         if x.get("instance_mtbf_s") is not None:
             rows.append(("instance MTBF", x["instance_mtbf_s"], "s", "assumption"))
+        for k in OTHER_COSTS:
+            rows.append((f"{k} (cost outside instance-hours)", float((x.get("other_costs_usd") or {}).get(k, 0.0)),
+                         "USD", "input (zero unless given)"))
         if self.deadline_s is not None:
             rows.append(("deadline", self.deadline_s, "s", "requirement"))
         return pd.DataFrame(rows, columns=["input", "value", "unit", "basis"])
@@ -882,13 +1061,40 @@ class RunPlan:
                 f"step {format_seconds(self.step_s)}, {self.tokens_per_s:,.0f} tokens/s. "
                 f"**{self.days:,.1f} days** wall clock ({r['lost_fraction']:.1%} of training time lost to "
                 f"checkpoints, rework and restarts; {format_seconds(r['cold_start_s'])} of first-launch compiles); "
-                f"**{r['instance_hours']:,.0f} instance-hours** × {self.usd_per_hour:,.2f} USD = "
-                f"**{r['cost_usd']:,.0f} USD**, **{r['cost_per_million_tokens_usd']:,.3f} USD per million "
-                f"tokens** (price: {self.price_basis}).{deadline}")
+                f"**{r['billed_instance_hours']:,.0f} instance-hours** billed ({self.n_instances} × "
+                f"{self.inputs['billing_unit']}, {self.inputs['chips_per_instance']} chips each) × "
+                f"{self.usd_per_hour:,.2f} USD = **{r['cost_usd']:,.0f} USD**, "
+                f"{r['cost_per_million_tokens_usd']:,.3f} USD per million tokens (price: {self.price_basis}). "
+                f"**Range: {r['days_low']:,.0f}–{r['days_high']:,.0f} days, {_usd_short(r['cost_low_usd'])}–"
+                f"{_usd_short(r['cost_high_usd'])}** over the MFU, failure-rate and price ranges."
+                + (f" Purchase terms: {self.billing.note}." if self.billing is not None and self.billing.note else "")
+                + deadline)
+
+
+def _usd_short(x: float) -> str:
+    """Dollars to three significant figures (a range, not a figure to the dollar)."""
+    for div, suffix in ((1e9, " B USD"), (1e6, " M USD"), (1e3, " k USD")):
+        if abs(x) >= div:
+            return f"{x / div:,.3g}{suffix}"
+    return f"{x:,.0f} USD"
 
 
 def _as_tuple(name: str, values, item) -> tuple:
     return tuple(sequence(name, values, item))
+
+
+def _range(name: str, value, centre: float | None, high: float) -> tuple[float, float] | None:
+    """A (low, high) pair of positive numbers with low <= centre <= high (when centre is given)."""
+    if value is None:
+        return None
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise ValueError(f"{name} must be a (low, high) pair, got {value!r}"[:160])
+    lo = in_range(name, value[0], 0.0, high, low_open=True)
+    hi = in_range(name, value[1], 0.0, high, low_open=True)
+    if lo > hi or (centre is not None and not lo <= centre <= hi):
+        raise ValueError(f"{name} must be (low, high) with low <= {'the value' if centre is None else f'{centre:g}'} "
+                         f"<= high, got {value!r}")
+    return (lo, hi)
 
 
 def _run_inputs(m: ModelPreset, system_key: str, n_tokens: float, recipe_name: str, usd_per_hour: float,
@@ -927,7 +1133,11 @@ def _first(pred: Callable[[int], bool], counts: Sequence[int] | range) -> tuple[
 def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.48xlarge",
              n_systems: int | None = None, deadline_s: float | None = None, lnc: int | None = None,
              mfu: float = DEFAULTS["mfu"], usd_per_hour: float | None = None,
-             purchase_option: str = "on-demand",
+             usd_per_chip_hour: float | None = None, purchase_option: str = "on-demand",
+             mfu_range: tuple[float, float] | None = None,
+             chip_mtbf_range_s: tuple[float, float] | None = None,
+             usd_per_hour_range: tuple[float, float] | None = None,
+             other_costs_usd: Mapping[str, float] | None = None,
              checkpoint_write_bytes_per_s: float | None = None,
              checkpoint_read_bytes_per_s: float | None = None,
              checkpoint_bytes_per_s_per_chip: float | None = None, storage_bytes_per_s: float | None = None,
@@ -985,7 +1195,20 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
         Price of one billed instance-hour (for an UltraServer, of one of its instances). Default:
         the sourced ``purchase_option`` price of :func:`billed_instance`; there is none for
         Trn2 and Trn3, so give it (an assumption).
+    usd_per_chip_hour : float, optional
+        The price per chip-hour instead (not with ``usd_per_hour``): times the chips of one billed
+        instance (:func:`billing_unit`).
     purchase_option : {"on-demand", "capacity-block", "ri-effective"}
+        Billed under its terms (:func:`bill`, ``data/purchase_terms.csv``): Capacity Blocks split
+        into blocks AWS sells (at most 182 days, 64 instances each, 256 in all, else refused), a
+        reserved rate for whole 365-day terms; the plan's ``billing_note`` says what was done.
+    mfu_range, chip_mtbf_range_s, usd_per_hour_range : (low, high), optional
+        The uncertain inputs' ranges; the plan's ``days_low/high`` and ``cost_low/high_usd`` take
+        the favourable and the unfavourable ends together. Default: the value times
+        :data:`SENSITIVITY`'s factors.
+    other_costs_usd : mapping, optional
+        Line items outside the instance-hours (:data:`OTHER_COSTS`: spares, storage, data
+        pipeline, evaluation, debugging runs), USD; zero unless given, always listed.
     checkpoint_write_bytes_per_s : float, optional
         Aggregate bandwidth of the whole job to checkpoint storage, if you know it (an
         assumption). Default: :func:`checkpoint_write_bytes_per_s` of the job's chips, which grows
@@ -1049,6 +1272,22 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
     x_tokens = positive("n_tokens", n_tokens)
     mfu = in_range("mfu", mfu, 0.0, 1.0, low_open=True)
     purchase_option = choice("purchase_option", purchase_option, PURCHASE_OPTIONS)
+    if usd_per_chip_hour is not None:
+        if usd_per_hour is not None:
+            raise ValueError("usd_per_chip_hour: give usd_per_hour or usd_per_chip_hour, not both")
+        usd_per_chip_hour = in_range("usd_per_chip_hour", usd_per_chip_hour, 0.0, 1e6, low_open=True)
+    ranges = {"mfu": _range("mfu_range", mfu_range, mfu, 1.0),
+              "chip_mtbf_s": None if chip_mtbf_range_s is None else _range("chip_mtbf_range_s", chip_mtbf_range_s,
+                                                                          None, 1e15),
+              "usd_per_hour": None if usd_per_hour_range is None else _range("usd_per_hour_range",
+                                                                             usd_per_hour_range, None, 1e7)}
+    others = {k: 0.0 for k in OTHER_COSTS}
+    if other_costs_usd is not None:
+        if not isinstance(other_costs_usd, Mapping):
+            raise ValueError(f"other_costs_usd must be a mapping of {', '.join(OTHER_COSTS)} to USD, "
+                             f"got {other_costs_usd!r}"[:200])
+        for k, v in other_costs_usd.items():
+            others[choice("other_costs_usd", k, OTHER_COSTS)] = in_range(f"other_costs_usd[{k!r}]", v, 0.0, 1e13)
     ckpt_w = None if checkpoint_write_bytes_per_s is None else in_range(
         "checkpoint_write_bytes_per_s", checkpoint_write_bytes_per_s, 0.0, 1e18, low_open=True)
     ckpt_r = None if checkpoint_read_bytes_per_s is None else in_range(
@@ -1191,18 +1430,25 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
                      purchase_option, (ckpt_w, ckpt_r, ckpt_chip, ckpt_storage, checkpoint_mode, snapshot_s),
                      chip_mtbf, proxy,
                      inst_mtbf, restart_s, compile_s, n_graphs, cache, precompile_workers, global_batch,
-                     recipe_name, dtype, deadline, tuple(tried), bounded=bounded)
+                     recipe_name, dtype, deadline, tuple(tried), bounded=bounded,
+                     usd_per_chip_hour=usd_per_chip_hour, ranges=ranges, others=others)
 
 
 def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, usd_per_hour,
               purchase_option, ckpt, chip_mtbf, proxy, inst_mtbf,
               restart_s, compile_s, n_graphs, cache, precompile_workers, global_batch, recipe_name,
-              dtype, deadline, tried, sensitivity: bool = True, bounded: int = 0) -> RunPlan:
+              dtype, deadline, tried, sensitivity: bool = True, bounded: int = 0,
+              usd_per_chip_hour: float | None = None, ranges: dict | None = None,
+              others: dict | None = None) -> RunPlan:
     c = lay.cluster
     s = specs.system(c.system)
     inst_type, per_system = billed_instance(c.system)
+    unit_name, chips_per_instance, _ = billing_unit(c.system)
     n_instances = c.n_systems * per_system
-    if usd_per_hour is None:
+    if usd_per_hour is None and usd_per_chip_hour is not None:
+        usd = usd_per_chip_hour * chips_per_instance
+        basis = f"input (assumption): {usd_per_chip_hour:g} USD per chip-hour × {chips_per_instance} chips"
+    elif usd_per_hour is None:
         try:
             pr = price(inst_type, purchase_option)
         except ValueError:
@@ -1219,6 +1465,34 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
                     c.n_systems).replace(seq_len=lay.seq_len)
     est = layouts.evaluate(lay, mfu=mfu, dp_overlap=dp_overlap, min_headroom_fraction=min_headroom_fraction)
     results = _economics(est.tokens_per_s, x)
+    others = {k: 0.0 for k in OTHER_COSTS} if others is None else dict(others)
+    other_usd = float(sum(others.values()))
+
+    def billed(res: dict, price_usd: float) -> tuple[Billing, float, float]:
+        # the purchase option's terms on the instances held; pre-compilation on one instance, hourly
+        b = bill(purchase_option, res["wall_s"], n_instances)
+        hours = b.billed_instance_hours + res["precompile_s"] / _SECONDS_PER_HOUR
+        return b, hours, hours * price_usd
+
+    billing, billed_h, cost = billed(results, usd)
+    results.update({"billed_instance_hours": billed_h, "n_purchases": float(billing.n_purchases),
+                    "cost_usd": cost, "cost_per_million_tokens_usd": cost / n_tokens * 1e6,
+                    "other_costs_usd": other_usd, "total_cost_usd": cost + other_usd})
+    # ranges: the favourable and the unfavourable ends of MFU, failure rate and price together
+    ranges = {} if ranges is None else dict(ranges)
+    lo_f = {k: SENSITIVITY[k][0] for k in ("mfu", "chip_mtbf_s", "usd_per_hour")}
+    hi_f = {k: SENSITIVITY[k][1] for k in ("mfu", "chip_mtbf_s", "usd_per_hour")}
+    centre = {"mfu": mfu, "chip_mtbf_s": chip_mtbf, "usd_per_hour": usd}
+    span = {k: ranges.get(k) or (centre[k] * lo_f[k], min(1.0, centre[k] * hi_f[k]) if k == "mfu"
+                                  else centre[k] * hi_f[k]) for k in centre}
+    ends = []
+    for m_v, t_v, p_v in ((span["mfu"][1], span["chip_mtbf_s"][1], span["usd_per_hour"][0]),
+                          (span["mfu"][0], span["chip_mtbf_s"][0], span["usd_per_hour"][1])):
+        e = layouts.evaluate(lay, mfu=m_v, dp_overlap=dp_overlap, min_headroom_fraction=min_headroom_fraction)
+        r = _economics(e.tokens_per_s, x.replace(chip_mtbf_s=t_v), detail=False)
+        ends.append((r["wall_s"] / day, billed(r, p_v)[2] + other_usd))
+    results.update({"days_low": ends[0][0], "days_high": ends[1][0],
+                    "cost_low_usd": ends[0][1], "cost_high_usd": ends[1][1]})
     # memory follows the total, compute the parameters a token uses (chapter 10)
     size = sizing.size_job(m.n_params, n_tokens, system=s.key, recipe_name=recipe_name, mfu=mfu, dtype=dtype,
                            n_active_params=_active_params(m))
@@ -1236,7 +1510,10 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
               "compile_s": compile_s, "n_graphs": n_graphs, "cache": cache,
               "precompile_workers": precompile_workers, "global_batch": global_batch,
               "recipe_name": recipe_name, "dtype": dtype, "min_headroom_fraction": min_headroom_fraction,
-              "dp_overlap": dp_overlap}
+              "dp_overlap": dp_overlap, "usd_per_chip_hour": usd / chips_per_instance,
+              "chips_per_instance": chips_per_instance, "billing_unit": unit_name,
+              "mfu_range": span["mfu"], "chip_mtbf_range_s": span["chip_mtbf_s"],
+              "usd_per_hour_range": span["usd_per_hour"], "other_costs_usd": others}
     given = {"checkpoint_write_bytes_per_s": ckpt[0], "checkpoint_bytes_per_s_per_chip": ckpt[2],
              "storage_bytes_per_s": ckpt[3]}
     assumptions = ("mfu",) + tuple(k for k, v in given.items() if v is not None) \
@@ -1247,7 +1524,7 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
                    n_chips=c.n_chips, n_instances=n_instances, instance_type=inst_type, inputs=inputs,
                    assumptions=assumptions, price_basis=basis, sizing=size, layout=lay, estimate=est,
                    search=search, results=results, sensitivity=table, deadline_s=deadline,
-                   systems_tried=tuple(tried), systems_bounded=bounded)
+                   systems_tried=tuple(tried), systems_bounded=bounded, billing=billing)
 
 
 def _sensitivity(lay, est, x: _Inputs, mfu: float, dp_overlap: float, headroom: float,

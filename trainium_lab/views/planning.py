@@ -68,6 +68,10 @@ def fmt_value(value: Any, unit: str) -> str:
     """
     if isinstance(value, str) or value is None:
         return "-" if value is None else str(value)
+    if isinstance(value, (tuple, list)):  # a (low, high) range
+        return " – ".join(fmt_value(v, unit) for v in value)
+    if unit == "USD":
+        return money(value) if value else "0 (not given)"
     if unit == "bytes/s":
         return f"{value / GB:,.1f} GB/s"
     if unit == "s":
