@@ -230,7 +230,7 @@ def test_bad_input_exits_nonzero_with_one_line(args):
 
 
 def test_bad_input_names_the_parameter():
-    assert "n_params" in run("sizing", "--params", "-5B", "--tokens", "2T").stderr
+    assert "--params" in run("sizing", "--params", "-5B", "--tokens", "2T").stderr  # the flag (issue 25)
     assert "--bandwidth" in run("allreduce", "--size", "1GiB", "--ranks", "4",
                                 "--bandwidth", "25").stderr
     assert "trn2.48xlarge" in run("sizing", "--params", "70B", "--tokens", "2T",

@@ -352,7 +352,7 @@ def bill(purchase_option: str, wall_s: float, n_instances: int) -> Billing:
     365.0
     """
     purchase_option = choice("purchase_option", purchase_option, PURCHASE_OPTIONS)
-    wall_s = in_range("wall_s", wall_s, 0.0, 1e13, low_open=True)
+    wall_s = in_range("wall_s", wall_s, 0.0, 1e18, low_open=True)
     n_instances = integer("n_instances", n_instances, minimum=1, maximum=10**7)
     row = _terms_table().loc[purchase_option]
     used_h = n_instances * wall_s / _SECONDS_PER_HOUR
@@ -593,6 +593,10 @@ def checkpoint_write_bytes_per_s(n_chips: int, *, per_chip_bytes_per_s: float | 
     return min(n_chips * per_chip, limit)
 
 
+class _NeverFinishes(ValueError):
+    """The expected lost share reaches 1: failures come faster than a checkpoint cycle."""
+
+
 def _losses(ckpt_bytes: float, write_bytes_per_s: float, read_bytes_per_s: float, mode: str,
             snapshot_s: float | None, mtbf_s: float, restart_s: float) -> dict[str, float]:
     """Chapter 06's checkpoint-and-failure losses of one job (one home for the plan and for the
@@ -609,6 +613,11 @@ def _losses(ckpt_bytes: float, write_bytes_per_s: float, read_bytes_per_s: float
     if mode == "async":
         tau = max(tau, write_s)  # the upload must finish before the next snapshot (chapter 06)
     lost = float(reliability.lost_fraction(tau, delta, mtbf_s, restart_total))
+    if not lost < 1.0:
+        raise _NeverFinishes(
+            f"chip_mtbf_s: the job fails every {format_seconds(mtbf_s)} on average, too often to finish: a "
+            f"checkpoint blocks for {format_seconds(delta)} and a restart takes {format_seconds(restart_total)}; "
+            "raise the MTBF, the checkpoint bandwidth or use fewer chips")
     return {"checkpoint_write_s": write_s, "reload_s": reload_s, "checkpoint_cost_s": delta,
             "checkpoint_interval_s": tau, "restart_total_s": restart_total, "lost_fraction": lost}
 
@@ -1319,6 +1328,12 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
     sizing.recipe(recipe_name)
     if not isinstance(dtype, str):
         raise ValueError(f"dtype must be a number format such as 'bf16', got {dtype!r}")
+    if layout is not None:
+        instance("layout", layout, layouts.Layout, "a Layout from layouts.layout(...) or None")
+    _chip = specs.chip(specs.system(system if layout is None else layout.cluster.system).chip_key)
+    if dtype not in _chip.dense_flops_per_s:
+        raise ValueError(f"dtype must be one of {sorted(_chip.dense_flops_per_s)} (the number formats with "
+                         f"a published peak on {_chip.name}); got {dtype!r}")
     min_headroom_fraction = in_range("min_headroom_fraction", min_headroom_fraction, 0.0, 1.0,
                                      high_open=True)
     dp_overlap = in_range("dp_overlap", dp_overlap, 0.0, 1.0)
@@ -1393,6 +1408,12 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
                     restart_s, compile_s, n_graphs, cache, precompile_workers)
 
                 def floor_meets(n: int) -> bool:
+                    try:
+                        return _floor_meets(n)
+                    except _NeverFinishes:
+                        return False
+
+                def _floor_meets(n: int) -> bool:
                     # the wall time at perfect scaling (tokens/s of n systems at the MFU, 6·N_active per
                     # token) with the same failures and checkpoints but no compiles: a lower bound on the
                     # wall time of every layout of n systems, so a count it rules out cannot meet
@@ -1406,7 +1427,10 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
                     # compiles only add time: a count that misses without them misses with them
                     if _economics(tokens_per_s, floor_inputs(n), detail=False)["wall_s"] > deadline:
                         return False
-                    return _economics(tokens_per_s, full_inputs(n), detail=False)["wall_s"] <= deadline
+                    try:
+                        return _economics(tokens_per_s, full_inputs(n), detail=False)["wall_s"] <= deadline
+                    except _NeverFinishes:
+                        return False
 
                 ruled_out: list[int] = []
 
@@ -1489,8 +1513,11 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
     for m_v, t_v, p_v in ((span["mfu"][1], span["chip_mtbf_s"][1], span["usd_per_hour"][0]),
                           (span["mfu"][0], span["chip_mtbf_s"][0], span["usd_per_hour"][1])):
         e = layouts.evaluate(lay, mfu=m_v, dp_overlap=dp_overlap, min_headroom_fraction=min_headroom_fraction)
-        r = _economics(e.tokens_per_s, x.replace(chip_mtbf_s=t_v), detail=False)
-        ends.append((r["wall_s"] / day, billed(r, p_v)[2] + other_usd))
+        try:
+            r = _economics(e.tokens_per_s, x.replace(chip_mtbf_s=t_v), detail=False)
+            ends.append((r["wall_s"] / day, billed(r, p_v)[2] + other_usd))
+        except _NeverFinishes:  # at that end of the failure rate the job never finishes
+            ends.append((math.inf, math.inf))
     results.update({"days_low": ends[0][0], "days_high": ends[1][0],
                     "cost_low_usd": ends[0][1], "cost_high_usd": ends[1][1]})
     # memory follows the total, compute the parameters a token uses (chapter 10)
@@ -1547,7 +1574,10 @@ def _sensitivity(lay, est, x: _Inputs, mfu: float, dp_overlap: float, headroom: 
                 r = _economics(est.tokens_per_s, x.replace(checkpoint_write_bytes_per_s=v, checkpoint_read_bytes_per_s=read),
                                detail=False)
             else:
-                r = _economics(est.tokens_per_s, x.replace(**{name: v}), detail=False)
+                try:
+                    r = _economics(est.tokens_per_s, x.replace(**{name: v}), detail=False)
+                except _NeverFinishes:
+                    r = {"cost_usd": math.inf, "wall_s": math.inf}
             out.append((v, r["cost_usd"], r["wall_s"] / day))
         (vl, cl, dl), (vh, ch, dh) = out
         rows.append({"input": name, "value": values[name], "low_value": vl, "high_value": vh,
