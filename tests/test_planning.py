@@ -531,7 +531,7 @@ def test_cli_plan_markdown():
 
 
 @pytest.mark.parametrize("args, word", [
-    (["--tokens", "-5B", "--price", "40"], "n_tokens"),
+    (["--tokens", "-5B", "--price", "40"], "--tokens"),  # the flag, not the parameter (issue 25)
     (["--tokens", "100B"], "--price"),
     (["--tokens", "100B", "--price", "forty"], "--price"),
     (["--tokens", "100B", "--price", "40", "--mfu", "140%"], "mfu"),

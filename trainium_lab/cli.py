@@ -106,7 +106,7 @@ _FLAG_OF = {
     "other_costs_usd": "--other-cost", "chip_mtbf_s": "--chip-mtbf", "restart_s": "--restart",
     "compile_s": "--compile", "n_graphs": "--graphs", "cache": "--cache", "global_batch": "--global-batch",
     "recipe_name": "--recipe", "recipe": "--recipe", "dtype": "--dtype", "lnc": "--lnc", "system": "--system",
-    "model": "--model", "purchase_option": "--option", "checkpoint_write_bytes_per_s": "--checkpoint-bandwidth",
+    "model": "--model", "preset": "--model", "purchase_option": "--option", "checkpoint_write_bytes_per_s": "--checkpoint-bandwidth",
     "checkpoint_bytes_per_s_per_chip": "--checkpoint-bandwidth-per-chip",
     "storage_bytes_per_s": "--storage-bandwidth", "snapshot_s": "--snapshot", "checkpoint_mode": "--checkpoint-mode",
     "zero_stage": "--zero", "activation_share": "--activation-share", "bytes_per_param": "--bytes-per-param",

@@ -1424,6 +1424,7 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
                     if p is None:
                         return False
                     tokens_per_s = float(p.best.tokens_per_s)  # the fastest layout: the least wall time
+                    closest.append((x_tokens / tokens_per_s, n))
                     # compiles only add time: a count that misses without them misses with them
                     if _economics(tokens_per_s, floor_inputs(n), detail=False)["wall_s"] > deadline:
                         return False
@@ -1433,6 +1434,7 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
                         return False
 
                 ruled_out: list[int] = []
+                closest: list[tuple[float, int]] = []  # (training time without losses, count) planned
 
                 def candidates():
                     for n in range(low_t, max_systems + 1):
@@ -1444,9 +1446,20 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
                 found, tried_dl = _first(meets, candidates())
                 tried, bounded = tuple(tried_dl), len(ruled_out) + (low_t - low)
                 if found is None:
+                    why = ("; even at perfect scaling every count either computes too long or loses too much to "
+                           "failures, checkpoints and restarts")
+                    if closest:
+                        compute_s, n_best = min(closest)
+                        try:
+                            r = _economics(x_tokens / compute_s, full_inputs(n_best), detail=False)
+                            why = (f"; the fastest planned, {n_best} systems, computes for {format_seconds(compute_s)} "
+                                   f"and loses {r['lost_fraction']:.0%} to failures, checkpoints and restarts "
+                                   f"({format_seconds(r['wall_s'])} in all)")
+                        except _NeverFinishes:
+                            why = f"; at {n_best} systems failures come faster than a checkpoint cycle"
                     raise ValueError(f"deadline_s: no count of {system_key} up to max_systems ({max_systems}) "
                                      f"finishes {m.name} on {x_tokens:.3g} tokens within "
-                                     f"{format_seconds(deadline)}")
+                                     f"{format_seconds(deadline)}{why}")
                 n_sys = found
         search = search_at(n_sys) if n_systems is None else search
         lay = search.layout(0)
