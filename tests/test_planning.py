@@ -649,3 +649,90 @@ def test_asynchronous_checkpoints_block_only_for_the_snapshot():
     assert asyn.checkpoint_cost_s == 5.0 < sync.checkpoint_cost_s == pytest.approx(sync.checkpoint_write_s)
     assert asyn.checkpoint_interval_s >= asyn.checkpoint_write_s   # the upload ends before the next snapshot
     assert asyn.lost_fraction < sync.lost_fraction
+
+
+# --------------------------------------------------------------------------- purchase terms, billing unit, ranges
+
+
+def test_purchase_terms_are_data_with_their_sources():
+    t = planning.purchase_terms().set_index("purchase_option")
+    assert set(t.index) == set(planning.PURCHASE_OPTIONS)
+    # Amazon EC2 User Guide, "Find and purchase Capacity Blocks": 1-14 days in 1-day steps, then 7-day steps
+    # to 182 days; up to 64 instances per block and 256 across blocks
+    cb = t.loc["capacity-block"]
+    assert (cb.min_days, cb.max_days, cb.fine_step_days, cb.fine_until_days, cb.coarse_step_days) == (1, 182, 1, 14, 7)
+    assert (cb.max_instances_per_purchase, cb.max_instances_total) == (64, 256)
+    # Amazon EC2 User Guide, "Reserved Instances": one year = 31,536,000 s = 365 days
+    assert t.loc["ri-effective"].min_days == 365
+    ids = {r["source_id"] for r in rows("sources.csv")}
+    assert set(t.source_id) <= ids
+
+
+def test_a_plan_that_breaks_a_term_is_split_billed_whole_or_refused():
+    # the audit (M4): a 543-day run on one trn1.32xlarge was priced as one Capacity Block
+    b = planning.bill("capacity-block", 543 * day, 1)
+    assert b.n_purchases == 3 and all(d <= 182 for d in b.days_per_purchase) and "split" in b.note
+    assert b.billed_instance_hours >= 543 * 24
+    # durations AWS sells: 10.3 days -> 11; 15.2 days -> 21 (14 + one 7-day step)
+    assert planning.bill("capacity-block", 10.3 * day, 1).days_per_purchase == (11.0,)
+    assert planning.bill("capacity-block", 15.2 * day, 1).days_per_purchase == (21.0,)
+    # 70 instances: two parallel blocks; 300: refused
+    assert planning.bill("capacity-block", 5 * day, 70).instances_per_purchase == (64, 6)
+    with pytest.raises(ValueError, match="purchase_option.*256"):
+        planning.bill("capacity-block", 5 * day, 300)
+    # a 13.6-day job at a reserved rate pays a whole year, and says so
+    r = planning.bill("ri-effective", 13.6 * day, 1)
+    assert r.billed_instance_hours == 365 * 24 and "365-day" in r.note
+    assert planning.bill("on-demand", 13.6 * day, 2).billed_instance_hours == pytest.approx(13.6 * 48)
+    with pytest.raises(ValueError, match="purchase_option"):
+        planning.plan_run("llama3-8b", 1e11, system="trn1.32xlarge", n_systems=300, purchase_option="capacity-block",
+                          usd_per_hour=15.49, max_systems=1000)
+
+
+def test_the_plan_bills_under_the_terms():
+    kw = dict(system="trn1.32xlarge", n_systems=4)
+    od = planning.plan_run("llama3-8b", 100e9, purchase_option="on-demand", **kw)
+    ri = planning.plan_run("llama3-8b", 100e9, purchase_option="ri-effective", **kw)
+    assert od.billed_instance_hours == pytest.approx(od.instance_hours)
+    assert ri.billed_instance_hours == pytest.approx(4 * 365 * 24 + ri.precompile_s / hour)
+    assert ri.cost_usd == pytest.approx(ri.billed_instance_hours * 8.197)
+    assert "365-day" in ri.billing.note and "365-day" in views.to_markdown(ri)
+    assert ri.cost_table().set_index("part").loc["bought, not used (the purchase terms)", "usd"] > 0
+    assert sum(ri.cost_table().usd) == pytest.approx(ri.total_cost_usd)
+
+
+def test_one_billing_unit_and_a_price_per_chip():
+    # issue 25: on Trn3 a billed "instance" is the system's own server, 16 chips on Gen1 and 4 on Gen2
+    assert planning.billing_unit("trn2-ultraserver") == ("trn2u.48xlarge", 16, True)
+    assert planning.billing_unit("trn3-gen1-ultraserver")[1:] == (16, False)
+    assert planning.billing_unit("trn3-gen2-ultraserver")[1:] == (4, False)
+    kw = dict(n_systems=16, lnc=2, global_batch=2048)
+    g1 = planning.plan_run("llama3-405b", 1e11, system="trn3-gen1-ultraserver", usd_per_chip_hour=4.0, **kw)
+    g2 = planning.plan_run("llama3-405b", 1e11, system="trn3-gen2-ultraserver", usd_per_chip_hour=4.0, **kw)
+    assert g1.usd_per_hour == 64.0 and g2.usd_per_hour == 16.0         # the same price per chip-hour
+    assert g1.inputs["usd_per_chip_hour"] == g2.inputs["usd_per_chip_hour"] == 4.0
+    assert "4 chips each" in g2._repr_markdown_() and "server" in g2._repr_markdown_()
+    with pytest.raises(ValueError, match="usd_per_chip_hour"):
+        planning.plan_run("llama3-8b", 1e11, n_systems=1, usd_per_hour=40.0, usd_per_chip_hour=2.5)
+
+
+def test_costs_are_ranges_and_other_costs_are_visible_line_items():
+    p = planning.plan_run("llama3-8b", 1e12, n_systems=1, usd_per_hour=40.0)
+    assert p.cost_low_usd < p.cost_usd < p.cost_high_usd and p.days_low < p.days < p.days_high
+    assert p.inputs["mfu_range"] == pytest.approx((0.3, 0.5))
+    narrow = planning.plan_run("llama3-8b", 1e12, n_systems=1, usd_per_hour=40.0, mfu_range=(0.38, 0.42),
+                               usd_per_hour_range=(39.0, 41.0),
+                               chip_mtbf_range_s=(p.inputs["chip_mtbf_s"] * 0.9, p.inputs["chip_mtbf_s"] * 1.1))
+    assert p.cost_low_usd < narrow.cost_low_usd < narrow.cost_usd < narrow.cost_high_usd < p.cost_high_usd
+    table = p.cost_table().set_index("part")
+    for item in planning.OTHER_COSTS:
+        assert table.loc[f"{item} (outside instance-hours; given)", "usd"] == 0.0
+    q = planning.plan_run("llama3-8b", 1e12, n_systems=1, usd_per_hour=40.0,
+                          other_costs_usd={"storage": 5000.0, "evaluation": 1000.0})
+    assert q.total_cost_usd == pytest.approx(q.cost_usd + 6000.0)
+    assert q.cost_high_usd - 6000.0 == pytest.approx(p.cost_high_usd)
+    for bad, name in [(dict(mfu_range=(0.5, 0.3)), "mfu_range"), (dict(mfu_range=(0.45, 0.5)), "mfu_range"),
+                      (dict(other_costs_usd={"lunch": 1.0}), "other_costs_usd"),
+                      (dict(other_costs_usd={"storage": -1.0}), "other_costs_usd")]:
+        with pytest.raises(ValueError, match=name):
+            planning.plan_run("llama3-8b", 1e11, n_systems=1, usd_per_hour=40.0, **bad)

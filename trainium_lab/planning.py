@@ -136,10 +136,10 @@ IGNORED: tuple[str, ...] = (
     "strikes mid-upload (chapter 06)",
     "graphs a neuron_parallel_compile trial run does not reach: 'precompiled' assumes it reaches "
     "every graph of the run",
-    "storage, data transfer, host-side software and engineering time: the cost is instance-hours "
-    "× the hourly price only",
-    "price changes during the run and the minimum terms of a purchase option (Capacity Blocks "
-    "are sold for fixed windows)",
+    "costs outside the instance-hours (spares, storage, data pipeline, evaluation, debugging runs, "
+    "data transfer, engineering time) unless given as line items: they are zero by default",
+    "price changes during the run; whether capacity is free when wanted (Capacity Block start "
+    "dates, quotas); UltraServer Capacity Blocks' own limits (the instance limits are applied)",
 )
 
 _SECONDS_PER_HOUR = hour
@@ -1312,7 +1312,13 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
         snapshot_s = positive("snapshot_s", snapshot_s)
     elif snapshot_s is not None:
         snapshot_s = positive("snapshot_s", snapshot_s)
-    ckpt = (ckpt_w, ckpt_r, ckpt_chip, ckpt_storage, checkpoint_mode, snapshot_s)
+    # the scaling model's inputs, resolved once (sourced defaults read from data/ here, not per count)
+    ckpt = (ckpt_w, ckpt_r,
+            default_checkpoint_bytes_per_s_per_chip() if ckpt_chip is None else ckpt_chip,
+            reliability.fsx_demonstrated_bytes_per_s() if ckpt_storage is None else ckpt_storage,
+            checkpoint_mode, snapshot_s)
+    given_ckpt = {"checkpoint_write_bytes_per_s": ckpt_w, "checkpoint_bytes_per_s_per_chip": ckpt_chip,
+                  "storage_bytes_per_s": ckpt_storage}
     proxy = chip_mtbf_s is None
     chip_mtbf = (_proxy_chip_mtbf_s() if proxy
                  else positive("chip_mtbf_s", chip_mtbf_s))
@@ -1464,11 +1470,11 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
         search = search_at(n_sys) if n_systems is None else search
         lay = search.layout(0)
     return _assemble(m, lay, search, x_tokens, mfu, dp_overlap, min_headroom_fraction, usd_per_hour,
-                     purchase_option, (ckpt_w, ckpt_r, ckpt_chip, ckpt_storage, checkpoint_mode, snapshot_s),
+                     purchase_option, ckpt,
                      chip_mtbf, proxy,
                      inst_mtbf, restart_s, compile_s, n_graphs, cache, precompile_workers, global_batch,
                      recipe_name, dtype, deadline, tuple(tried), bounded=bounded,
-                     usd_per_chip_hour=usd_per_chip_hour, ranges=ranges, others=others)
+                     usd_per_chip_hour=usd_per_chip_hour, ranges=ranges, others=others, given_ckpt=given_ckpt)
 
 
 def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, usd_per_hour,
@@ -1476,7 +1482,7 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
               restart_s, compile_s, n_graphs, cache, precompile_workers, global_batch, recipe_name,
               dtype, deadline, tried, sensitivity: bool = True, bounded: int = 0,
               usd_per_chip_hour: float | None = None, ranges: dict | None = None,
-              others: dict | None = None) -> RunPlan:
+              others: dict | None = None, given_ckpt: dict | None = None) -> RunPlan:
     c = lay.cluster
     s = specs.system(c.system)
     inst_type, per_system = billed_instance(c.system)
@@ -1542,9 +1548,7 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
               "checkpoint_write_bytes_per_s": x.checkpoint_write_bytes_per_s,
               "checkpoint_read_bytes_per_s": x.checkpoint_read_bytes_per_s,
               "checkpoint_bandwidth_given": ckpt[0] is not None,
-              "checkpoint_bytes_per_s_per_chip": default_checkpoint_bytes_per_s_per_chip() if ckpt[2] is None
-              else ckpt[2],
-              "storage_bytes_per_s": reliability.fsx_demonstrated_bytes_per_s() if ckpt[3] is None else ckpt[3],
+              "checkpoint_bytes_per_s_per_chip": ckpt[2], "storage_bytes_per_s": ckpt[3],
               "checkpoint_mode": x.checkpoint_mode, "snapshot_s": x.snapshot_s, "chip_mtbf_s": chip_mtbf,
               "chip_mtbf_is_proxy": proxy, "instance_mtbf_s": inst_mtbf, "restart_s": restart_s,
               "compile_s": compile_s, "n_graphs": n_graphs, "cache": cache,
@@ -1554,8 +1558,7 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
               "chips_per_instance": chips_per_instance, "billing_unit": unit_name,
               "mfu_range": span["mfu"], "chip_mtbf_range_s": span["chip_mtbf_s"],
               "usd_per_hour_range": span["usd_per_hour"], "other_costs_usd": others}
-    given = {"checkpoint_write_bytes_per_s": ckpt[0], "checkpoint_bytes_per_s_per_chip": ckpt[2],
-             "storage_bytes_per_s": ckpt[3]}
+    given = given_ckpt or {"checkpoint_write_bytes_per_s": ckpt[0]}
     assumptions = ("mfu",) + tuple(k for k, v in given.items() if v is not None) \
         + ("restart_s", "compile_s", "n_graphs") \
         + (("usd_per_hour",) if usd_per_hour is not None else ()) \
