@@ -430,15 +430,8 @@ def _cmd_plan(args: argparse.Namespace) -> None:
         kwargs["usd_per_hour_range"] = _pair(args.price_range, "--price-range", parse_usd_per_hour)
     if args.chip_mtbf_range is not None:
         kwargs["chip_mtbf_range_s"] = _pair(args.chip_mtbf_range, "--chip-mtbf-range", parse_seconds)
-    if args.other_cost:
-        others = {}
-        for item in args.other_cost:
-            name, sep, value = item.partition("=")
-            if not sep:
-                raise CliError(f"--other-cost: write NAME=USD (NAME one of {', '.join(planning.OTHER_COSTS)}), "
-                               f"got {item!r}")
-            others[name.strip()] = parse_count(value, "--other-cost")
-        kwargs["other_costs_usd"] = others
+    if args.other_cost:  # NAME=USD, NAME one of planning.OTHER_COSTS (the model names a wrong one)
+        kwargs["other_costs_usd"] = _assignments(args.other_cost, "--other-cost", parse_count)
     if args.chip_mtbf is not None:
         kwargs["chip_mtbf_s"] = parse_seconds(args.chip_mtbf, "--chip-mtbf")
     try:
@@ -534,7 +527,7 @@ def _assignments(items: Sequence[str] | None, flag: str, parse: Callable[[str, s
     for item in items or ():
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
-            raise CliError(f"{flag}: write PLATFORM=VALUE, got {item!r}")
+            raise CliError(f"{flag}: write NAME=VALUE, got {item!r}")
         out[name.strip()] = parse(value, flag)
     return out
 
