@@ -69,7 +69,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from trainium_lab import (compilation, collectives, cores, dtypes, layouts, reliability, serving,
+from trainium_lab import (compilation, collectives, cores, dtypes, layouts, moe, reliability, serving,
                           sizing, specs)
 from trainium_lab import topology
 from trainium_lab._validate import (choice, in_range, instance, integer,
@@ -1399,7 +1399,9 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
                 # 6·N_active·D plus the causal attention scores (the smaller of the two counts the
                 # layout model can use): no layout of n systems computes these FLOPs faster than all
                 # its chips at the MFU
-                flops = sizing.training_flops(_active_params(m), x_tokens, include_attention=True,
+                # (the active count the layout model itself computes with, where it is the smaller)
+                n_compute = min(_active_params(m), float(moe._split(m)[2]))
+                flops = sizing.training_flops(n_compute, x_tokens, include_attention=True,
                                               n_layers=m.n_layers, seq_len=m.seq_len, d_model=m.d_model)
                 ideal_s = sizing.instance_days(flops, mfu, system_key, dtype) * day / sys_insts
                 low_t = max(low, math.ceil(ideal_s / deadline - 1e-9))
