@@ -164,7 +164,7 @@ def _cmd_sizing(args: argparse.Namespace) -> None:
                        "parameters; give one of them (--model sets the shape and the parameters)")
     active = None if args.active_params is None else parse_count(args.active_params, "--active-params")
     n_tokens = parse_count(args.tokens, "--tokens")
-    mfu = parse_fraction(args.mfu, "--mfu")
+    mfu = None if args.mfu is None else parse_fraction(args.mfu, "--mfu")
     share = parse_fraction(args.activation_share, "--activation-share")
     bpp = None if args.bytes_per_param is None else float(
         parse_count(args.bytes_per_param, "--bytes-per-param"))
@@ -394,8 +394,8 @@ def _cmd_plan(args: argparse.Namespace) -> None:
     if args.systems is not None and args.deadline is not None:
         raise CliError("plan: give --systems or --deadline, not both")
     kwargs = dict(
-        system=args.system, mfu=parse_fraction(args.mfu, "--mfu"), purchase_option=args.option,
-        checkpoint_mode=args.checkpoint_mode,
+        system=args.system, mfu=None if args.mfu is None else parse_fraction(args.mfu, "--mfu"),
+        purchase_option=args.option, checkpoint_mode=args.checkpoint_mode,
         restart_s=parse_seconds(args.restart, "--restart"), compile_s=parse_seconds(args.compile, "--compile"),
         n_graphs=_integer(args.graphs, "--graphs"), cache=args.cache,
         global_batch=_integer(args.global_batch, "--global-batch"), recipe_name=args.recipe,
@@ -650,8 +650,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "to compare with their numbers")
     p.add_argument("--zero", type=int, default=3, choices=range(4), metavar="{0,1,2,3}",
                    help="ZeRO stage (default %(default)s: fully sharded, the lower bound)")
-    p.add_argument("--mfu", default="40%", help="model FLOPs utilisation, e.g. 40%% or 0.4 "
-                   "(default %(default)s)")
+    p.add_argument("--mfu", default=None, help="model FLOPs utilisation, e.g. 40%% or 0.4 "
+                   "(default: the calibrated value, fitted on AWS's Trn1 training runs)")
     p.add_argument("--activation-share", default="35%",
                    help="share of HBM kept for activations (default %(default)s)")
     p.add_argument("--dtype", default="bfloat16",
@@ -730,7 +730,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="purchase option, billed under its terms: on-demand hourly; capacity-block 1-182 days, "
                         "64 instances per block, 256 in all; ri-effective whole 1-year terms "
                         "(default %(default)s)")
-    p.add_argument("--mfu", default="40%", help="MFU while computing, e.g. 40%% (default %(default)s)")
+    p.add_argument("--mfu", default=None, help="MFU while computing, e.g. 40%% (default: the calibrated "
+                   "value, fitted on AWS's Trn1 training runs)")
     p.add_argument("--checkpoint-bandwidth",
                    help="checkpoint write bandwidth of the whole job, e.g. 1TB/s (default: "
                         "--checkpoint-bandwidth-per-chip × chips, up to --storage-bandwidth)")

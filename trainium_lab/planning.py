@@ -96,17 +96,25 @@ PURCHASE_OPTIONS: tuple[str, ...] = ("on-demand", "capacity-block", "ri-effectiv
 CACHE_MODES: tuple[str, ...] = ("precompiled", "shared", "local")
 
 #: defaults of inputs that no public source gives; every plan labels them assumptions.
-#: MFU 40 % is chapter 04's; 20 min per compile and the 10 min restart are chapters 07's and 06's
-#: examples. The checkpoint bandwidth is not here: it scales with the job, from sourced figures
-#: (:func:`checkpoint_write_bytes_per_s`)
-DEFAULTS: dict[str, float] = {
-    "mfu": 0.40,
+#: MFU is the calibrated default (``sizing.default_mfu``, fitted on AWS's Trn1 runs); 20 min per compile
+#: and the 10 min restart are chapters 07's and 06's examples. The checkpoint bandwidth is not here: it
+#: scales with the job, from sourced figures (:func:`checkpoint_write_bytes_per_s`)
+class _Defaults(dict):
+    """The assumed inputs; ``"mfu"`` is the calibrated default, read when first asked for."""
+
+    def __missing__(self, key):
+        if key == "mfu":
+            return sizing.default_mfu()
+        raise KeyError(key)
+
+
+DEFAULTS: dict[str, float] = _Defaults({
     "restart_s": 10 * minute,
     "compile_s": 20 * minute,
     "n_graphs": 2,
     "precompile_workers": 4,
     "global_batch": 1024,
-}
+})
 
 #: how far each uncertain input is moved in the sensitivity table: (low factor, high factor).
 #: MFU and price are known to within tens of per cent once measured or quoted; failure rates,
@@ -1141,7 +1149,7 @@ def _first(pred: Callable[[int], bool], counts: Sequence[int] | range) -> tuple[
 
 def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.48xlarge",
              n_systems: int | None = None, deadline_s: float | None = None, lnc: int | None = None,
-             mfu: float = DEFAULTS["mfu"], usd_per_hour: float | None = None,
+             mfu: float | None = None, usd_per_hour: float | None = None,
              usd_per_chip_hour: float | None = None, purchase_option: str = "on-demand",
              mfu_range: tuple[float, float] | None = None,
              chip_mtbf_range_s: tuple[float, float] | None = None,
@@ -1214,7 +1222,8 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
     mfu_range, chip_mtbf_range_s, usd_per_hour_range : (low, high), optional
         The uncertain inputs' ranges; the plan's ``days_low/high`` and ``cost_low/high_usd`` take
         the favourable and the unfavourable ends together. Default: the value times
-        :data:`SENSITIVITY`'s factors.
+        :data:`SENSITIVITY`'s factors; for the MFU, when ``mfu`` is not given either, the calibrated
+        range of ``planner_mfu`` (``data/calibration.csv``).
     other_costs_usd : mapping, optional
         Line items outside the instance-hours (:data:`OTHER_COSTS`: spares, storage, data
         pipeline, evaluation, debugging runs), USD; zero unless given, always listed.
@@ -1274,12 +1283,16 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
     >>> p = plan_run("llama3-405b", 1e12, system="trn2-ultraserver", n_systems=2, lnc=2,
     ...              usd_per_hour=40.0)
     >>> p.layout.label()
-    'TP64 ranks = 16 chips × PP2×DP4 ZeRO-3 mb1×256 selective'
+    'TP64 ranks = 16 chips × PP1×DP8 ZeRO-3 mb1×128 selective'
     >>> round(p.days), p.n_instances, f"{p.cost_usd:.3g}"
-    (938, 8, '7.21e+06')
+    (1281, 8, '9.84e+06')
     """
     x_tokens = positive("n_tokens", n_tokens)
-    mfu = in_range("mfu", mfu, 0.0, 1.0, low_open=True)
+    if mfu is None and mfu_range is None:
+        # the calibrated default and its fitted range (issue 24: data/calibration.csv, planner_mfu)
+        cal = specs.calibration("planner_mfu")
+        mfu_range = (cal.low, cal.high) if cal.low == cal.low else None
+    mfu = sizing.default_mfu() if mfu is None else in_range("mfu", mfu, 0.0, 1.0, low_open=True)
     purchase_option = choice("purchase_option", purchase_option, PURCHASE_OPTIONS)
     if usd_per_chip_hour is not None:
         if usd_per_hour is not None:
@@ -2167,7 +2180,7 @@ def preflight_checks(plan: RunPlan, *, benchmark_bytes: float = GiB) -> pd.DataF
     ...              usd_per_hour=40.0)
     >>> c = preflight_checks(p)
     >>> c.step.tolist()[:3]
-    ['device listing', 'collective benchmark: tp (instance level)', 'collective benchmark: pp (ultraserver level)']
+    ['device listing', 'collective benchmark: tp (instance level)', 'collective benchmark: dp (efa level)']
     >>> round(float(c.value.iloc[1]) / 1e9)   # expected bus bandwidth of a TP group, GB/s
     1024
     """
