@@ -179,6 +179,7 @@ OVERRIDES = {
     "serving.check_launch": {"model": "llama3-70b", "n_chips": 16, "tp": 8, "pp": 2},
     "serving.chip_decode_table": {"n_chips": 8, "batch": 8, "context_len": 1024},
     "topology.group_spans": {"tp": 8, "pp": 4, "dp": 2, "system": "trn2.48xlarge"},
+    "planning.bill": {"purchase_option": "capacity-block", "wall_s": 86400.0, "n_instances": 4},  # issue 25
     "moe.custom_moe_model": {"name": "toy"},
     "moe.expert_capacity_tokens": {"n_tokens": 4096},
     "moe.expected_dropped_fraction": {"n_tokens": 4096},
