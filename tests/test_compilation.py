@@ -69,7 +69,19 @@ def test_compiler_facts_record_the_auto_cast_default_and_the_disagreement():
     rows = f[f.fact == "--auto-cast default"]
     assert rows[rows.status == "used"].value.item() == "none"
     assert (rows.status == "alternative").sum() == 1  # the app note that still says matmult
-    assert set(f[f.fact == "release that changed the defaults"].status) == {"used", "alternative"}
+    # the component release notes (2.30.0 listing) now give the overview's version number:
+    # "Neuron Compiler [2.22.12471.0] (Neuron 2.27.0 Release)"
+    versions = f[f.fact.str.startswith("release that changed the defaults")]
+    assert set(versions.status) == {"used"}
+    assert set(versions.value) == {"neuronx-cc 2.22.12471.0 (Neuron SDK 2.27.0)"}
+
+
+def test_scratchpad_page_sizes_follow_the_runtime_2_33_page():
+    """Neuron Device Memory (runtime 2.33 section): contiguous pages of 64 MB by default at
+    LNC 2; 512 MB pages only in the non-contiguous mode."""
+    f = c.compiler_facts("neuron runtime").set_index("fact")
+    assert f.loc["shared scratchpad page size (contiguous mode)", "value"] == "64"
+    assert f.loc["shared scratchpad page size (non-contiguous mode)", "value"] == "512"
 
 
 # ----------------------------------------------------------------- pick_bucket

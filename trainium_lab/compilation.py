@@ -1207,7 +1207,8 @@ def compiler_facts(topic: str | None = None) -> pd.DataFrame:
     ----------
     topic : str, optional
         Keep one topic (``"neuronx-cc"``, ``"neuron cache"``, ``"neuron_parallel_compile"``,
-        ``"neuron runtime"``, ``"torch-neuronx"``, ``"jax cache"``).
+        ``"neuron runtime"``, ``"torch-neuronx"``, ``"torchneuron"``, ``"jax neuronx"``,
+        ``"jax cache"``, ``"neuron logs"``, ``"neuron scale"``, ``"neuron docs"``).
 
     Examples
     --------
