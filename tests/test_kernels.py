@@ -835,3 +835,55 @@ def test_skinny_decode_matmul_wants_the_weights_stationary():
     assert (df.hbm_s > df.tensor_s).all()
     wide = kernels.decode_matmul_orientations(128, 8192, 8192).set_index("orientation")
     assert wide.tensor_s["weights stationary"] == pytest.approx(wide.tensor_s["tokens stationary"])
+
+
+def _nki_calls(source: str) -> set[str]:
+    """``nisa.x`` / ``nl.x`` names a kernel's source uses (calls, attributes and constants)."""
+    import re
+
+    return set(re.findall(r"\b(nisa\.\w+|nl\.\w+)", source))
+
+
+def test_nki_kernels_use_only_mapped_calls_and_cover_their_emulator_kernels():
+    """Each NKI kernel (trainium_lab.nki_reference, not executed) uses only names the mapping
+    table lists, and contains the NKI call of every operation its emulator kernel records."""
+    import ast
+    import re
+
+    from trainium_lab import nki_reference as ref
+    from trainium_lab.exercises import ch08 as ex
+
+    m = kernels.nki_mapping()
+    listed = set()
+    for call in m.nki_call:
+        listed |= _nki_calls(call)
+    op_to_nki = {}
+    for r in m.itertuples():
+        if r.timeline_op:
+            op_to_nki.setdefault(r.timeline_op, set()).update(
+                n for n in _nki_calls(r.nki_call) if n.startswith("nisa."))
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((256, 512))
+
+    def add_run():
+        k = kernels.Kernel("trn2")
+        xt, yt = k.hbm(x, "bfloat16", "x"), k.hbm(x, "bfloat16", "y")
+        out = k.hbm_zeros(x.shape, "bfloat16", "out")
+        ex.q6._expected()(k, xt, yt, out)     # the exercise's reference solution, the emulator's add
+        return k.result(out)
+
+    emulator = {"add": add_run, "add_lnc2": add_run,
+                "tiled_matmul": lambda: kernels.tiled_matmul(x[:, :256], x[:256, :]),
+                "softmax": lambda: kernels.softmax(x, fused_sum=True),
+                "rmsnorm": lambda: kernels.rmsnorm(x, np.ones(512), scale_engine="vector")}
+    assert set(emulator) == set(ref.KERNELS) == set(ref.EMULATOR_KERNEL)
+    extras = {"nl.ndarray", "nl.sbuf", "nl.psum", "nl.shared_hbm", "nl.float32", "nl.add", "nl.multiply",
+              "nl.maximum", "nl.divide", "nl.exp", "nl.square", "nl.rsqrt", "nl.tile_size",
+              "nisa.reduce_cmd"}
+    for name, source in ref.KERNELS.items():
+        ast.parse(source)
+        used = _nki_calls(source)
+        assert used - listed - extras == set(), (name, used - listed - extras)
+        for op in {o.split(" ")[0] for o in emulator[name]().timeline.op}:
+            assert op_to_nki[op] & used, (name, op)
+    assert re.search(r"nl\.program_id\(0\)", ref.KERNELS["add_lnc2"])
