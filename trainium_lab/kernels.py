@@ -841,6 +841,7 @@ class Kernel:
         self._hbm_used = 0.0
         self._free_at = dict.fromkeys(ENGINES, 0.0)
         self._busy = dict.fromkeys(ENGINES, 0.0)
+        self._dma_cost: dict[tuple[float, int], float] = {}
         self._dma_starts: list[float] = []   # busy intervals of the shared DMA engines, sorted
         self._dma_ends: list[float] = []
         self._ops: dict[str, list] = {k: [] for k in ("engine", "op", "start_s", "end_s", "bytes",
@@ -962,21 +963,21 @@ class Kernel:
                duration_s: float, *, nbytes: float = 0.0, flops: float = 0.0,
                partitions: int = 0, latency_s: float = 0.0) -> int:
         deps: list[int] = []
+        ready = ready_same = 0.0   # a wait on another engine costs the latency; on this queue, order only
+        engines = self._ops["engine"]
         for v in (*reads, *writes):  # read or write after the last write
             t = v.tensor
             if t.writer is not None:
                 deps.append(t.writer)
+                if engines[t.writer] == engine:
+                    ready_same = max(ready_same, t.write_end)
+                else:
+                    ready = max(ready, t.write_end)
         for v in writes:  # write after the reads since that write
             t = v.tensor
             if t.readers:
+                ready = max(ready, t.read_end)
                 deps.extend(t.readers)
-        ready = ready_same = 0.0   # a wait on another engine costs the latency; on this queue, order only
-        ends, engines = self._ops["end_s"], self._ops["engine"]
-        for d in deps:
-            if engines[d] == engine:
-                ready_same = max(ready_same, ends[d])
-            else:
-                ready = max(ready, ends[d])
         start = max(self._free_at[engine], ready_same, ready + latency_s)
         if self.core.dma_queues == "shared" and engine in ("dma_load", "dma_store") and duration_s > 0:
             start = self._dma_slot(start, duration_s)
@@ -1004,6 +1005,14 @@ class Kernel:
             t.write_end = end
             t.readers = []
         return op_id
+
+    def _dma_s(self, nbytes: float, partitions: int) -> float:
+        """:meth:`CoreModel.dma_transfer_s`, cached per (bytes, partitions) for this kernel."""
+        key = (nbytes, partitions)
+        s = self._dma_cost.get(key)
+        if s is None:
+            s = self._dma_cost[key] = self.core.dma_transfer_s(nbytes, partitions)
+        return s
 
     def _dma_slot(self, earliest: float, duration_s: float) -> float:
         """Earliest start >= ``earliest`` when the shared DMA engines are free for
@@ -1101,7 +1110,7 @@ class Kernel:
                 mem.tensor.data[mem.slices] = _cast(values, tile.tensor.dtype, mem.tensor.dtype)
         c = self.core
         self._issue("dma_load" if kind == "load" else "dma_store", kind, reads, writes,
-                    c.dma_transfer_s(nbytes, tile.shape[0]), nbytes=nbytes,
+                    self._dma_s(nbytes, tile.shape[0]), nbytes=nbytes,
                     partitions=tile.shape[0], latency_s=c.dma_fixed_s)
 
     # ------------------------------------------------------------------ tensor engine
@@ -1889,7 +1898,7 @@ def _matmul_schedule(kern: Kernel, a_t: Tensor, b: Tensor, c: Tensor, plan: Tile
                     for src, dst, width, item in ((a_v, a_s, mb, a_b), (b_v, b_s, nb, b_b)):
                         nbytes = nrows * width * item
                         kern.hbm_read_bytes += nbytes
-                        issue("dma_load", "load", [src], [dst], core.dma_transfer_s(nbytes, part),
+                        issue("dma_load", "load", [src], [dst], kern._dma_s(nbytes, part),
                               nbytes=nbytes, partitions=part, latency_s=fixed)
                 for n_part, (part, groups, nrows) in enumerate(parts):
                     accumulate = c_i > 0 or n_part > 0
@@ -1915,7 +1924,7 @@ def _matmul_schedule(kern: Kernel, a_t: Tensor, b: Tensor, c: Tensor, plan: Tile
                 ms = min(fm, mb - i * fm)
                 nbytes = ms * nb * c_b
                 kern.hbm_write_bytes += nbytes
-                issue("dma_store", "store", [c_s], [c_v], core.dma_transfer_s(nbytes, ms), nbytes=nbytes,
+                issue("dma_store", "store", [c_s], [c_v], kern._dma_s(nbytes, ms), nbytes=nbytes,
                       partitions=ms, latency_s=fixed)
             block += 1
 
