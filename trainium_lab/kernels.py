@@ -1017,15 +1017,7 @@ class Kernel:
     def _dma_slot(self, earliest: float, duration_s: float) -> float:
         """Earliest start >= ``earliest`` when the shared DMA engines are free for
         ``duration_s``; the interval is then reserved."""
-        starts, ends = self._dma_starts, self._dma_ends
-        i = bisect.bisect_right(ends, earliest)
-        s = earliest
-        while i < len(starts) and s + duration_s > starts[i]:
-            s = max(s, ends[i])
-            i += 1
-        starts.insert(i, s)
-        ends.insert(i, s + duration_s)
-        return s
+        return _reserve(self._dma_starts, self._dma_ends, earliest, duration_s)
 
     def _engine_s(self, engine: str, free_elems: int, n_inputs: int, dtypes: Sequence[str],
                   perf_mode: bool = False) -> float:
@@ -1489,6 +1481,19 @@ def _pipeline_schedule(n: int, load_s: float, compute_s: float, store_s: float, 
     return se
 
 
+def _reserve(starts: list[float], ends: list[float], earliest: float, duration_s: float) -> float:
+    """First-fit on one resource: the earliest start >= ``earliest`` at which ``duration_s``
+    fits between the sorted, disjoint busy intervals ``[starts[i], ends[i])``; reserved."""
+    i = bisect.bisect_right(ends, earliest)
+    s = earliest
+    while i < len(starts) and s + duration_s > starts[i]:
+        s = max(s, ends[i])
+        i += 1
+    starts.insert(i, s)
+    ends.insert(i, s + duration_s)
+    return s
+
+
 def _pipeline_schedule_shared(n: int, load_s: float, compute_s: float, store_s: float,
                               buffers: int) -> float:
     """The emulator's rule with shared DMA engines: loads and stores each in order, both on
@@ -1497,16 +1502,7 @@ def _pipeline_schedule_shared(n: int, load_s: float, compute_s: float, store_s: 
     ends: list[float] = []
 
     def slot(earliest: float, d: float) -> float:
-        if d <= 0:
-            return earliest
-        i = bisect.bisect_right(ends, earliest)
-        s = earliest
-        while i < len(starts) and s + d > starts[i]:
-            s = max(s, ends[i])
-            i += 1
-        starts.insert(i, s)
-        ends.insert(i, s + d)
-        return s
+        return _reserve(starts, ends, earliest, d) if d > 0 else earliest
 
     le = ce = se = 0.0
     store_ends: list[float] = []
