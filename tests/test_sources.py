@@ -74,3 +74,27 @@ def test_the_check_catches_a_removed_link():
 def test_archived_guides_are_marked(source_id):
     row = {r["source_id"]: r for r in _rows()}[source_id]
     assert row["status"] == "archived"
+
+
+def _markdown(nb_path) -> str:
+    cells = json.loads(nb_path.read_text())["cells"]
+    return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+
+
+@pytest.mark.parametrize("chapter", ["07_compilation", "08_neuroncore_kernels"])
+def test_links_to_legacy_or_archived_pages_say_so(chapter):
+    """Rule 5: a legacy path is marked legacy. Every link in chapters 07 and 08 to a page whose
+    status is legacy or archived has "legacy" or "archived" within 300 characters of it."""
+    text = _markdown(ROOT / "notebooks" / f"{chapter}.ipynb")
+    checked = 0
+    for r in _rows():
+        if r["status"] not in ("legacy", "archived"):
+            continue
+        for url in _urls(r["reference"]):
+            for m in re.finditer(re.escape(url), text):
+                around = text[max(0, m.start() - 300):m.end() + 300].lower()
+                assert "legacy" in around or "archived" in around, (chapter, r["source_id"])
+                checked += 1
+    if chapter.startswith("07"):
+        assert checked >= 4   # the cache page, neuron_parallel_compile, the archived training guide
+
