@@ -24,6 +24,10 @@ A training run
     batch, a branch on some ranks), :func:`run_compiles` (compiles, stalls and
     node-seconds with per-node or shared caches), :func:`trial_run_keys` and
     :func:`parallel_precompile_s` (``neuron_parallel_compile`` [2]_).
+Padding against compile time
+    ``bucket_tradeoff(..., tokens_per_s=..., n_epochs=..., n_cold_starts=...)`` adds the
+    padding time and the compiles per cold start (``total_s``): the bucket count that
+    minimises it depends on throughput, epochs and whether the cache survives restarts.
 
 Numbers that no public source gives (compile time per NEFF, memory per loaded NEFF)
 are inputs, labelled assumptions wherever they are used. Sourced statements about
@@ -33,7 +37,9 @@ References
 ----------
 .. [1] AWS Neuron documentation, "Neuron Persistent Cache",
    https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/arch/neuron-features/neuron-caching.html
-.. [2] AWS Neuron documentation, "PyTorch NeuronX neuron_parallel_compile CLI",
+.. [2] AWS Neuron documentation, "PyTorch NeuronX neuron_parallel_compile CLI" (a torch-neuronx
+   tool: legacy, as PyTorch/XLA training is unsupported from Neuron 2.30 and torch-neuronx is not
+   shipped from 2.32; the cache page [1] describes the same path),
    https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/torch-neuronx/api-reference-guide/training/pytorch-neuron-parallel-compile.html
 .. [3] AWS Neuron documentation, "Neuron Device Memory" (per-NEFF memory, shared scratchpad),
    https://awsdocs-neuron.readthedocs-hosted.com/en/latest/neuron-runtime/explore/device-memory.html
