@@ -175,6 +175,13 @@ OVERRIDES = {
     "moe.simulate_routing": {"n_tokens": 4096},
     "moe.dispatch_bytes": {"n_tokens": 4096},
     "moe.all_to_all_table": {"model": "mixtral-8x7b"},
+    # issue 28: expert parallelism as NxD runs it, dropless blocks, router balancing
+    "moe.ep_exchange_table": {"model": "mixtral-8x7b"},
+    "moe.blockwise_blocks": {"n_tokens": 4096},
+    "moe.blockwise_compute_factor": {"n_tokens": 4096},
+    "moe.load_balancing_loss": {"token_fractions": (0.5, 0.5), "router_probabilities": (0.5, 0.5)},
+    "moe.router_z_loss": {"logits": [[0.0, 1.0]]},
+    "moe.aux_free_bias_update": {"bias": (0.0, 0.0), "expert_loads": (3, 1)},
     "planning.price": {"instance": "p5.48xlarge"},
     "planning.plan_run": {"usd_per_hour": 40.0, "n_systems": 1},
     "planning.plan_serving": {"usd_per_hour": 40.0},

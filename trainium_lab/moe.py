@@ -1248,8 +1248,11 @@ def router_z_loss(logits) -> float:
     >>> round(router_z_loss([[0.0, 0.0], [0.0, 0.0]]), 6)   # (log 2)²
     0.480453
     """
-    x = np.asarray(logits, dtype=float) if not isinstance(logits, str) else None
-    if x is None or x.ndim != 2 or x.size == 0 or not np.all(np.isfinite(x)):
+    try:
+        x = None if isinstance(logits, (str, bytes)) or logits is None else np.asarray(logits, dtype=float)
+    except (TypeError, ValueError):
+        x = None
+    if x is None or x.ndim != 2 or x.size == 0 or not np.all(np.isfinite(x)) or np.abs(x).max() > 1e150:
         raise ValueError("logits must be a finite 2-d array (tokens × experts)")
     mx = x.max(axis=1, keepdims=True)
     lse = (mx + np.log(np.exp(x - mx).sum(axis=1, keepdims=True)))[:, 0]

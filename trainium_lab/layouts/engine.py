@@ -246,7 +246,7 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
     else:
         eff = np.ones_like(tpf)
     narrow_mb = (1.0 / eff - 1.0) * routed_active * capacity_factor * tokens_mb
-    fwd = (model_flops_mb + padding_mb + 2.0 * narrow_mb) / 3.0 / ppf / rate * busiest
+    fwd = ((model_flops_mb + padding_mb) / 3.0 + 2.0 * narrow_mb) / ppf / rate * busiest
     bwd = ((model_flops_mb + padding_mb) * 2.0 / 3.0 + 4.0 * narrow_mb + recompute_flops_mb
            + np.where(mode == 2, 2.0, 0.0) * narrow_mb) / ppf / rate * busiest
     out["expert_matmul_efficiency"] = eff * np.ones_like(tpf)

@@ -267,7 +267,9 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     ('instance', True, True)
     >>> q = plan("qwen3-235b-a22b", system="trn2-ultraserver", n_systems=4, lnc=2, global_batch=512)
     >>> int(q.best.tp * q.best.ep * q.best.pp * q.best.dp) == q.cluster.n_ranks, q.best.ep_level
-    (True, 'instance')
+    (True, 'ultraserver')
+    >>> round(float(q.best.expert_matmul_efficiency), 2)   # 1,536 / TP16 = 96 of 128 columns
+    0.75
     >>> plan("llama3-8b", system="trn2.48xlarge", ep_degrees=(1, 2))
     Traceback (most recent call last):
     ...
@@ -336,6 +338,9 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
         X = T.copy()
     else:  # one row per expert-TP degree dividing the row's tp
         pairs = [(i, x) for i, t in enumerate(T.tolist()) for x in etps if t % x == 0]
+        if not pairs:
+            raise ValueError(f"expert_tp_degrees must hold a degree dividing some candidate tp; got "
+                             f"{tuple(expert_tp_degrees)}")
         rows = np.array([i for i, _ in pairs], dtype=np.int64)
         X = np.array([x for _, x in pairs], dtype=np.int64)
         T, E, P, D = T[rows], E[rows], P[rows], D[rows]

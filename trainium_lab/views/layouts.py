@@ -135,7 +135,7 @@ def _expert_lines(plan, b) -> list[str]:
     if not plan.settings.get("narrow_expert_penalty", True):
         out.append(text + "; the narrow-matmul penalty is off.")
     elif eff < 1.0:
-        out.append(text + f", which fills {eff:.0%} of the {cols}-wide tensor engine: expert matmuls charged at "
+        out.append(text + f", which fills {eff:.0%} of the {cols}-wide tensor engine: a narrow-matmul penalty, expert matmuls at "
                    f"{eff:.0%} of the MFU (assumption built on AWS's rule that sharded expert widths should "
                    f"be >= {cols}).")
     else:
