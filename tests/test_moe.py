@@ -59,8 +59,8 @@ def test_dense_presets_unchanged_by_the_moe_terms():
         assert (parts.params == parts.active_params).all()
     assert sizing.preset("llama3-8b").exact_params() == 8_030_261_248
     assert [p.key for p in sizing.presets()] == ["llama3-8b", "llama3-70b", "llama3-405b"]
-    assert [p.key for p in sizing.presets("moe")] == ["mixtral-8x7b", "qwen3-235b-a22b"]
-    assert len(sizing.presets("all")) == 5
+    assert [p.key for p in sizing.presets("moe")] == ["mixtral-8x7b", "qwen3-235b-a22b", "deepseek-v3"]
+    assert len(sizing.presets("all")) == 6
 
 
 @given(e=st.integers(1, 64), k=st.integers(1, 8), shared=st.integers(0, 2), dense=st.integers(0, 4))
@@ -418,3 +418,29 @@ def test_load_balancing_losses():
         moe.load_balancing_loss([0.5, 0.5], [1.0])
     with pytest.raises(ValueError, match="logits"):
         moe.router_z_loss([1.0, 2.0])
+
+
+def test_deepseek_v3_parameters_against_its_model_card():
+    """DeepSeek-V3 model card and report abstract (arXiv:2412.19437): "671B total parameters with 37B
+    activated for each token" (the 685B on Hugging Face adds the 14B MTP module, not counted here).
+    Counted from config_671B.json with MLA's projections (DeepSeek-V3 inference/model.py, class MLA)."""
+    p = sizing.preset("deepseek-v3")
+    assert p.exact_params() == 671_026_404_352
+    assert round(p.exact_params() / 1e9) == 671 and round(p.exact_active_params() / 1e9) == 38
+    assert p.exact_active_params() / 1e9 == pytest.approx(37, abs=0.6)   # the card rounds 37.55 to 37
+    t = moe.parameter_table(p).set_index("part")
+    # one MLA layer: q 7168·1536 + 1536 + 1536·128·192, kv 7168·576 + 512 + 512·128·256, o 128·128·7168
+    mla = 7168 * 1536 + 1536 + 1536 * 128 * 192 + 7168 * 576 + 512 + 512 * 128 * 256 + 128 * 128 * 7168
+    assert t.loc["attention", "params"] == 61 * mla
+    # one shared and 8 of 256 routed experts per token in the 58 MoE layers
+    assert t.loc["shared_experts", "params"] == 58 * 3 * 7168 * 2048
+    assert t.loc["routed_experts", "active_params"] == 58 * 8 * 3 * 7168 * 2048
+    assert (p.n_expert_groups, p.n_limited_groups) == (8, 4)   # node-limited routing: M = 4 of 8
+
+
+def test_mla_parameters_need_kv_lora_rank_and_serving_refuses_mla():
+    with pytest.raises(ValueError, match="v_head_dim"):
+        sizing.parameter_parts(2, 64, 4, 4, 128, 100, v_head_dim=16)
+    from trainium_lab import serving
+    with pytest.raises(ValueError, match="multi-head latent attention"):
+        serving.replica("deepseek-v3", tp=64)

@@ -463,6 +463,10 @@ def _replica(model: ModelPreset, chip: str, tp: int, pp: int, lnc: int, weight_d
     c = specs.chip(chip)
     per_chip = cores.logical_cores_per_chip(c.key, lnc)
     m = model
+    if m.kv_lora_rank:
+        raise ValueError(f"model must use grouped-query attention: {m.name} caches a multi-head latent "
+                         f"attention latent ({m.kv_lora_rank} + {m.qk_rope_head_dim} values per layer), which "
+                         "this serving model does not count")
     if m.n_heads % tp:
         raise ValueError(f"tp must divide n_heads ({m.n_heads}) of {m.name}: NxD Inference needs the "
                          f"attention heads divisible by the tensor-parallel degree; got tp={tp}")
