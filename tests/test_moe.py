@@ -444,3 +444,19 @@ def test_mla_parameters_need_kv_lora_rank_and_serving_refuses_mla():
     from trainium_lab import serving
     with pytest.raises(ValueError, match="multi-head latent attention"):
         serving.replica("deepseek-v3", tp=64)
+
+
+def test_fabric_readings_span_the_trn3_claim():
+    """The "Trn3 all-to-all 20–34× faster" of the old chapter took the fastest reading of Trainium3
+    (2.56 TB/s NeuronLink-v4, Trainium3 page) against the slowest of Trainium2 (a ring the chapter
+    calls about 4× pessimistic for the 4×4 torus). The Trn3 architecture page's PCIe Gen6 fabric
+    (Gen2: 256 GB/s per chip in a server, 320 GB/s across servers, bidirectional) reverses it."""
+    t = moe.fabric_readings_table(512 * 2**20, ep_chips=(16, 64)).set_index(["ep_chips", "reading"]).all_to_all_s
+    ring, torus = "ring per level (course model)", "torus shortest paths (own links)"
+    nl, pcie = "NeuronLink-v4 2.56 TB/s switch", "PCIe Gen6 switch fabric (Gen2)"
+    assert t[16, ring] / t[16, nl] == pytest.approx(20.0, rel=1e-9)       # the old 20×: n/2 × 2.5
+    assert t[16, ring] / t[16, torus] == pytest.approx(15 / 4, rel=1e-9)   # chapter 03's torus estimate
+    assert t[16, torus] < t[16, pcie] and t[64, torus] < t[64, pcie]       # PCIe reading: Trn3 slower
+    # PCIe by hand: 3/4 · S/128 GB/s inside the server, then 3/4 · S/160 GB/s across 4 servers
+    s = 512 * 2**20
+    assert t[16, pcie] == pytest.approx(0.75 * s / 128e9 + 0.75 * s / 160e9, rel=1e-12)

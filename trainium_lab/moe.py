@@ -74,7 +74,7 @@ __all__ = [
     "flops_per_token", "step_compute",
     "EP_DISPATCH_METHODS", "ep_exchange_bytes", "ep_byte_ratio", "ep_exchange_s", "ep_exchange_table",
     "blockwise_blocks", "blockwise_compute_factor",
-    "load_balancing_loss", "router_z_loss", "aux_free_bias_update",
+    "load_balancing_loss", "router_z_loss", "aux_free_bias_update", "fabric_readings_table",
 ]
 
 #: largest token count the routing functions take (a simulation holds tokens × experts scores)
@@ -768,6 +768,24 @@ def _a2a_group(c: topology.Cluster, shape: tuple[int, int, int], size: float, hi
     return sum(phase(level, n, size) for level, n in phases)
 
 
+def _torus_level(c: topology.Cluster, level: topology.Level) -> bool:
+    """Whether ``level`` is the square 2D torus inside an instance (Trn1, Trn2; not Trn3's switch)."""
+    return level.name == "instance" and collectives._square_torus(c)
+
+
+def _own_links_phase(c: topology.Cluster):
+    """The all-to-all phase over shortest torus paths on the group's own links inside a 2D-torus
+    instance, ``(n−1)/n · h̄ · S/B_own`` (collectives.torus_average_hops,
+    torus_group_bytes_per_s); other levels as :func:`_a2a`. The layout planner's
+    ``torus="own-links"`` and :func:`fabric_readings_table` share it."""
+    def phase(level: topology.Level, n: int, size: float) -> float:
+        if not _torus_level(c, level):
+            return _a2a(level, n, size)
+        bw = collectives.torus_group_bytes_per_s(n, c.system)
+        return (n - 1) / n * collectives.torus_average_hops(n, c.grid_side) * size / bw
+    return phase
+
+
 def all_to_all_s(size_bytes: float, n_chips: int, system: str = "trn2-ultraserver", *,
                  hierarchical: bool = True) -> float:
     """Seconds for one dispatch (or combine) all-to-all over ``n_chips`` packed chips.
@@ -1283,3 +1301,64 @@ def aux_free_bias_update(bias, expert_loads, gamma: float = 0.001) -> np.ndarray
         raise ValueError(f"expert_loads must have one value per expert ({len(b)}), got {len(loads)}")
     g = in_range("gamma", gamma, 0.0, 1.0)
     return b + g * np.sign(loads.mean() - loads)
+
+
+# --------------------------------------------------------------------- how much the fabric reading moves Trn2 vs Trn3
+
+
+#: the Trainium3 Gen2 PCIe Gen6 switch fabric of "Amazon EC2 Trn3 Architecture" (section added
+#: 2026-04-03): chips per server, and the links.csv keys of the in-server and cross-server figures
+_TRN3_PCIE = (4, "trn3-gen2-pcie-intra-server", "trn3-gen2-pcie-inter-server")
+
+
+def fabric_readings_table(size_bytes: float, ep_chips: tuple[int, ...] = (16, 64)) -> pd.DataFrame:
+    """One all-to-all of ``size_bytes`` per chip under each reading of the two fabrics.
+
+    Trainium2: the course's one-way ring per level (:func:`all_to_all_s`, an upper bound for
+    the 4×4 torus) and shortest torus paths over the group's own links (chapter 03's
+    ``own-links`` estimate, about 4× less inside an instance). Trainium3: the NeuronLink-v4
+    reading (2.56 TB/s per chip through NeuronSwitch, :func:`all_to_all_s` on
+    ``trn3-gen1-ultraserver``) and the PCIe Gen6 switch-fabric reading the same AWS page gives
+    for Gen2 (256 GB/s per chip inside a 4-chip server, 320 GB/s across servers, both
+    bidirectional, so half each way while every chip sends and receives): a direct exchange
+    inside the server, then one across servers (:func:`trainium_lab.collectives.direct_all_to_all_s`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``ep_chips, system, reading, all_to_all_s``.
+
+    References
+    ----------
+    AWS Neuron docs, "Amazon EC2 Trn3 Architecture" and "Amazon EC2 Trn2 Architecture";
+    Grama et al. 2003, §4.5.
+
+    Examples
+    --------
+    >>> t = fabric_readings_table(512 * 2**20, ep_chips=(16,))
+    >>> [round(x * 1e3, 2) for x in t.all_to_all_s]   # ms: Trn2 ring, Trn2 torus, Trn3 NeuronLink, Trn3 PCIe
+    [3.93, 1.05, 0.2, 5.66]
+    """
+    size = positive("size_bytes", size_bytes)
+    sizes = sequence("ep_chips", ep_chips, lambda n, x: integer(n, x, minimum=2, maximum=128))
+    per_server, intra_key, inter_key = _TRN3_PCIE
+    intra = specs.link(intra_key).bytes_per_s / 2.0   # bidirectional: half each way
+    inter = specs.link(inter_key).bytes_per_s / 2.0
+    rows = []
+    for n in sizes:
+        base = _chip_cluster("trn2-ultraserver", 1)
+        c2 = _chip_cluster("trn2-ultraserver", -(-n // base.chips_per_system))
+        shape = _packed_shape(c2, n)
+        in_server = min(n, per_server)
+        servers = -(-n // per_server)
+        pcie = (collectives.direct_all_to_all_s(size, in_server, intra)
+                + (collectives.direct_all_to_all_s(size, servers, inter) if servers > 1 else 0.0))
+        rows += [dict(ep_chips=n, system="trn2-ultraserver", reading="ring per level (course model)",
+                      all_to_all_s=_a2a_group(c2, shape, size)),
+                 dict(ep_chips=n, system="trn2-ultraserver", reading="torus shortest paths (own links)",
+                      all_to_all_s=_a2a_group(c2, shape, size, phase=_own_links_phase(c2))),
+                 dict(ep_chips=n, system="trn3-gen1-ultraserver", reading="NeuronLink-v4 2.56 TB/s switch",
+                      all_to_all_s=all_to_all_s(size, n, "trn3-gen1-ultraserver")),
+                 dict(ep_chips=n, system="trn3-gen2-ultraserver", reading="PCIe Gen6 switch fabric (Gen2)",
+                      all_to_all_s=pcie)]
+    return pd.DataFrame(rows)

@@ -62,9 +62,7 @@ class _Comm:
 TORUS_LINK_MODELS = ("per-device", "own-links")
 
 
-def _torus_level(c: topology.Cluster, level: topology.Level) -> bool:
-    """Whether ``level`` is the square 2D torus inside an instance (Trn1, Trn2; not Trn3's switch)."""
-    return level.name == "instance" and collectives._square_torus(c)
+_torus_level = moe._torus_level
 
 
 def _a2a_group(c: topology.Cluster, shape: tuple[int, int, int], size: float, torus: str) -> float:
@@ -72,14 +70,7 @@ def _a2a_group(c: topology.Cluster, shape: tuple[int, int, int], size: float, to
     instance is ``(n−1)/n · h̄ · S/B`` over the group's own links (collectives.torus_average_hops)."""
     if torus == "per-device":
         return moe._a2a_group(c, shape, size)
-
-    def phase(level: topology.Level, n: int, size: float) -> float:
-        if not _torus_level(c, level):
-            return moe._a2a(level, n, size)
-        bw = collectives.torus_group_bytes_per_s(n, c.system)
-        return (n - 1) / n * collectives.torus_average_hops(n, c.grid_side) * size / bw
-
-    return moe._a2a_group(c, shape, size, phase=phase)
+    return moe._a2a_group(c, shape, size, phase=moe._own_links_phase(c))
 
 
 def _ag_group(c: topology.Cluster, shape: tuple[int, int, int], size: float, torus: str) -> float:
