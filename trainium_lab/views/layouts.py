@@ -94,7 +94,10 @@ def explain_plan(plan) -> list[str]:
                     else f" {names[worst].capitalize()} binds after compute."))
     faster = a[(~a.fits) & (a.tokens_per_s > b.tokens_per_s)]
     if len(faster):
-        f = faster.sort_values("memory_gib").iloc[0]
+        # ties in memory (equal in exact arithmetic, not always in the last bit) go to the faster,
+        # then to the label, so the sentence is the same on every processor
+        f = (faster.assign(_memory=faster.memory_gib.round(6))
+             .sort_values(["_memory", "tokens_per_s", "label"], ascending=[True, False, True], kind="stable").iloc[0])
         lines.append(f"Memory binds too: {len(faster)} faster layouts do not fit. The closest to fitting, "
                      f"{f.label}, would give {f.tokens_per_s / b.tokens_per_s - 1:.1%} more tokens/s but "
                      f"needs {f.memory_gib:.1f} GiB per chip ({f.activations_gib:.1f} GiB of activations), "
