@@ -1518,8 +1518,9 @@ class LaunchCheck:
             f"- {ok if self.num_cores_match_chips else no} {self.n_chips} chips have "
             f"**{self.logical_cores_available}** logical cores; {self.n_ranks} ranks fill "
             f"**{self.chips_for_ranks:g}** chips",
-            f"- {ok if self.pp_listed else no} pipeline parallelism in the vLLM Neuron plugin's list "
-            f"of parallelism dimensions",
+            f"- {ok if self.pp_listed else no} pipeline parallelism "
+            f"{'is' if self.pp_listed else 'is not'} among the vLLM Neuron plugin's parallelism dimensions "
+            f"({', '.join(serving_fact('vllm_neuron_parallelism'))})",
             f"- {ok if c.fits else no} memory per rank at max-model-len {self.max_model_len:,}: weights "
             f"{format_bytes(c.weight_bytes)}, {c.max_sequences} sequences of "
             f"{format_bytes(c.kv_bytes_per_sequence)} KV fit",
