@@ -954,3 +954,28 @@ def test_planner_searches_expert_tp_degrees():
     assert p.best.tokens_per_s >= default.best.tokens_per_s   # a superset of layouts
     with pytest.raises(ValueError, match="expert_tp_degrees"):
         layouts.plan("llama3-8b", system="trn2.48xlarge", lnc=2, global_batch=64, expert_tp_degrees=(1,))
+
+
+def test_dropless_blockwise_matmul_in_the_planner():
+    """NxD Inference MoE deep dive: dropless MoE provisions ⌈T·k/B⌉ + (E − 1) blocks. Per EP rank of Mixtral
+    at TP 4 × EP 8 with 4,096-token sequences: 4096·2/4 = 2,048 assignments, ⌈2048/512⌉ + 8/8 − 1 = 4 blocks,
+    exactly the work (factor 1); Qwen3 at EP 4: 4096·8/4 = 8,192 assignments, 16 + 31 = 47 blocks, 47/16."""
+    lay = layouts.layout("mixtral-8x7b", tp=4, ep=8, dp=2, system="trn2.48xlarge", lnc=2, seq_len=4096,
+                         n_micro_batches=8)
+    base, bw = layouts.evaluate(lay), layouts.evaluate(lay, dropless_block_size=512)
+    assert bw.time_s["compute"] == pytest.approx(base.time_s["compute"], rel=1e-12)
+    q = layouts.layout("qwen3-235b-a22b", tp=4, ep=4, pp=4, dp=4, lnc=2, system="trn2-ultraserver",
+                       n_micro_batches=4, recompute="none")
+    plain, drop = layouts.evaluate(q), layouts.evaluate(q, dropless_block_size=512)
+    _, _, active, routed_active = moe._split(q.model)
+    per_token = 6 * active + 6 * q.model.n_layers * q.seq_len * q.model.d_model
+    expected = 1 + 6 * (47 / 16 - 1) * routed_active / per_token
+    assert drop.time_s["compute"] / plain.time_s["compute"] == pytest.approx(expected, rel=1e-9)
+    p = layouts.plan("qwen3-235b-a22b", system="trn2-ultraserver", n_systems=4, lnc=2, global_batch=512,
+                     dropless_block_size=512)
+    assert (p.all.expert_compute_factor >= 1).all() and "blockwise matmul" in " ".join(views.explain_plan(p))
+    with pytest.raises(ValueError, match="capacity_factor must be 1"):
+        layouts.evaluate(layouts.layout("mixtral-8x7b", tp=4, ep=8, dp=2, system="trn2.48xlarge", lnc=2,
+                                        capacity_factor=1.25), dropless_block_size=512)
+    with pytest.raises(ValueError, match="dropless_block_size"):
+        layouts.evaluate(lay, dropless_block_size=0)

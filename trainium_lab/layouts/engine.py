@@ -146,7 +146,8 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
           nmb: np.ndarray, mode: np.ndarray, comm: list[_Comm], comm_idx: np.ndarray, *,
           ep: np.ndarray | None = None, v: np.ndarray | None = None,
           capacity_factor: float = 1.0, attention: str = "causal", etp: np.ndarray | None = None,
-          ep_dispatch: str = "all-gather", narrow_expert_penalty: bool = True) -> dict[str, np.ndarray]:
+          ep_dispatch: str = "all-gather", narrow_expert_penalty: bool = True,
+          dropless_block_size: int | None = None) -> dict[str, np.ndarray]:
     """Every formula of the chapter, on arrays (one element per layout).
 
     ``ep`` (expert parallelism, MoE models) and ``v`` (interleaved virtual stages) default
@@ -156,7 +157,10 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
     of a TP group that share an expert shard hold copies of it and split the tokens.
     ``ep_dispatch`` picks the EP exchange (:data:`trainium_lab.moe.EP_DISPATCH_METHODS`);
     ``narrow_expert_penalty`` charges expert matmuls whose per-rank width is not a whole
-    number of tensor-engine columns (:func:`expert_matmul_efficiency`).
+    number of tensor-engine columns (:func:`expert_matmul_efficiency`). ``dropless_block_size``
+    costs dropless MoE through NxD's blockwise matmul instead of a capacity factor: each rank's
+    experts compute ``N·B`` slots for their ``mb·s·k/tp`` expected assignments, with
+    ``N = ⌈mb·s·k/(tp·B)⌉ + E/ep − 1`` (:func:`trainium_lab.moe.blockwise_blocks` per rank).
 
     Time is costed on the busiest pipeline stage: a pipeline runs at the pace of its slowest
     stage (Narayanan et al. 2021, §2.2), and when ``pp`` does not divide the ``L`` layers
@@ -222,7 +226,15 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
     attn = (6.0 if attention == "causal" else 12.0) * L * s * h
     model_flops_mb = (6.0 * n_active + attn) * tokens_mb
     # padded expert slots (capacity factor) are computed too, but are not model FLOPs
-    padding_mb = 6.0 * (capacity_factor - 1.0) * routed_active * tokens_mb
+    if m.is_moe and dropless_block_size:
+        # blockwise matmul: the rank's E/ep experts get mb·s·k/tp assignments on average
+        bs = float(dropless_block_size)
+        assigned = mbf * s * m.experts_per_token / tpf
+        blocks = np.ceil(assigned / bs - 1e-9) + m.n_experts / epf - 1.0
+        compute_factor = blocks * bs / assigned
+    else:
+        compute_factor = capacity_factor * np.ones_like(tpf)
+    padding_mb = 6.0 * (compute_factor - 1.0) * routed_active * tokens_mb
     recompute_flops_mb = np.choose(mode, [0.0 * tokens_mb, attn / 3.0 * tokens_mb,
                                           (2.0 * n_active + attn / 3.0) * tokens_mb])
     chips_per_stage_replica = c.n_chips / (ppf * dpf * epf)
@@ -236,7 +248,8 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
         eff = expert_matmul_efficiency(m.expert_ffn_dim, etpf, chip.core.tensor_cols)
     else:
         eff = np.ones_like(tpf)
-    narrow_mb = (1.0 / eff - 1.0) * routed_active * capacity_factor * tokens_mb
+    narrow_mb = (1.0 / eff - 1.0) * routed_active * compute_factor * tokens_mb
+    out["expert_compute_factor"] = compute_factor
     fwd = ((model_flops_mb + padding_mb) / 3.0 + 2.0 * narrow_mb) / ppf / rate * busiest
     bwd = ((model_flops_mb + padding_mb) * 2.0 / 3.0 + 4.0 * narrow_mb + recompute_flops_mb
            + np.where(mode == 2, 2.0, 0.0) * narrow_mb) / ppf / rate * busiest

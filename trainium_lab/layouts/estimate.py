@@ -476,7 +476,7 @@ class LayoutEstimate:
 def evaluate(lay: Layout, *, mfu: float = 0.4, dp_overlap: float = 1.0, tp_overlap: float = 0.0,
              min_headroom_fraction: float = 0.10, attention: str = "causal",
              torus: str = "per-device", ep_dispatch: str = "all-gather",
-             narrow_expert_penalty: bool = True) -> LayoutEstimate:
+             narrow_expert_penalty: bool = True, dropless_block_size: int | None = None) -> LayoutEstimate:
     """Memory per chip and a first-order step time for a layout.
 
     Memory per rank (Ψ parameters, recipe bytes ``w, g, K``; Rajbhandari et al.):
@@ -559,6 +559,12 @@ def evaluate(lay: Layout, *, mfu: float = 0.4, dp_overlap: float = 1.0, tp_overl
         fills the 128-wide tensor engine only in part at that share of its peak
         (:func:`trainium_lab.layouts.engine.expert_matmul_efficiency`, an assumption built
         on AWS's ">= 128" rule); default on.
+    dropless_block_size : int, optional
+        MoE only: cost dropless MoE as NxD runs it, through the blockwise matmul with blocks of
+        this many tokens (AWS's examples use 512), instead of a capacity factor (which must
+        then be 1): each rank's experts compute ``⌈mb·s·k/(tp·B)⌉ + E/ep − 1`` blocks
+        (:func:`trainium_lab.moe.blockwise_blocks`); the provisioned slots are the bound, since
+        NxD skips fully padded blocks on the chip.
 
     Examples
     --------
@@ -582,6 +588,7 @@ def evaluate(lay: Layout, *, mfu: float = 0.4, dp_overlap: float = 1.0, tp_overl
     ep_dispatch = choice("ep_dispatch", ep_dispatch, moe.EP_DISPATCH_METHODS)
     if narrow_expert_penalty not in (True, False):
         raise ValueError(f"narrow_expert_penalty must be True or False, got {narrow_expert_penalty!r}")
+    dropless = _dropless(dropless_block_size, lay.capacity_factor)
     c = lay.cluster
     cm = _comm(c.system, c.n_systems, c.lnc, lay.tp, lay.pp, lay.dp, lay.ep, torus)
     one = lambda v: np.array([v])  # noqa: E731
@@ -591,7 +598,7 @@ def evaluate(lay: Layout, *, mfu: float = 0.4, dp_overlap: float = 1.0, tp_overl
                 one(lay.n_micro_batches), one(_RECOMPUTE_INDEX[lay.recompute]), [cm], one(0),
                 ep=one(lay.ep), v=one(lay.virtual_stages), capacity_factor=lay.capacity_factor,
                 attention=attention, etp=one(lay.expert_tp), ep_dispatch=ep_dispatch,
-                narrow_expert_penalty=narrow_expert_penalty)
+                narrow_expert_penalty=narrow_expert_penalty, dropless_block_size=dropless)
     f = {k: float(v[0]) for k, v in out.items()}
     levels = dict(cm.levels)
     if lay.model.is_moe:
@@ -600,6 +607,17 @@ def evaluate(lay: Layout, *, mfu: float = 0.4, dp_overlap: float = 1.0, tp_overl
                           {k: f[k] for k in _time_parts(lay.model)}, f["dp_comm_total"], f["bwd_window"],
                           levels, f["tokens_per_s"], f["mfu_effective"], mfu, min_headroom_fraction,
                           f["expert_matmul_efficiency"])
+
+
+def _dropless(block_size, capacity_factor: float) -> int | None:
+    """``dropless_block_size`` checked: None, or blocks of 1 to 2^20 tokens with no capacity factor."""
+    if block_size is None:
+        return None
+    bs = integer("dropless_block_size", block_size, minimum=1, maximum=2**20)
+    if capacity_factor != 1.0:
+        raise ValueError(f"capacity_factor must be 1 with dropless_block_size (dropless MoE has no "
+                         f"capacity); got {capacity_factor}")
+    return bs
 
 
 def _time_parts(m: ModelPreset) -> tuple[str, ...]:

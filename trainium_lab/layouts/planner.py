@@ -20,7 +20,7 @@ import pandas as pd
 from trainium_lab import moe, specs, topology
 from trainium_lab._validate import choice, in_range, integer, positive, sequence
 from trainium_lab.layouts.engine import _RECOMPUTE_INDEX, TORUS_LINK_MODELS, _comm, _core, _fits
-from trainium_lab.layouts.estimate import (MEMORY_PARTS, TIME_PARTS, Layout, _labels, _time_parts,
+from trainium_lab.layouts.estimate import (MEMORY_PARTS, TIME_PARTS, Layout, _dropless, _labels, _time_parts,
                                            evaluate, layout)
 from trainium_lab.sizing import (ATTENTION_COUNTS, RECOMPUTE_MODES, ModelPreset, preset, recipe,
                                  resolve_model, sharded_state_table, training_state_bytes)
@@ -193,7 +193,8 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
          grad_bytes_per_param: float | None = None, ep_degrees: tuple[int, ...] | None = None,
          virtual_stages: tuple[int, ...] = (1,), capacity_factor: float = 1.0,
          attention: str = "causal", torus: str = "per-device", ep_dispatch: str = "all-gather",
-         expert_tp_degrees: tuple[int, ...] | None = None, narrow_expert_penalty: bool = True) -> Plan:
+         expert_tp_degrees: tuple[int, ...] | None = None, narrow_expert_penalty: bool = True,
+         dropless_block_size: int | None = None) -> Plan:
     """Evaluate every valid layout of ``model`` on a cluster; keep those that fit; rank by tokens/s.
 
     Enumerates every ``(tp, ep, pp, dp)`` with ``tp·ep·pp·dp`` = ranks, ``tp`` dividing
@@ -247,6 +248,8 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
         attention, ``expert_tp = tp``.
     narrow_expert_penalty : bool
         As in :func:`evaluate` (default on).
+    dropless_block_size : int, optional
+        As in :func:`evaluate`: dropless MoE through the blockwise matmul (``capacity_factor`` 1).
 
     Returns
     -------
@@ -256,7 +259,7 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
         optimizer_gib, activations_gib, memory_gib, hbm_gib, headroom_gib, fits, compute_s,
         tp_comm_s, pp_comm_s, bubble_s, dp_exposed_s, dp_comm_total_s, step_s, tokens_per_s,
         mfu_effective, ep, virtual_stages, ep_level, ep_chips, ep_comm_s, expert_tp,
-        expert_matmul_efficiency`` (and ``days``).
+        expert_matmul_efficiency, expert_compute_factor`` (and ``days``).
         ``label`` names the layout, TP in ranks and in chips (the text of :meth:`Layout.label`).
 
     Examples
@@ -303,6 +306,7 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     vs = sorted(set(sequence("virtual_stages", virtual_stages,
                              lambda name, x: integer(name, x, minimum=1, maximum=m.n_layers))))
     capacity_factor = in_range("capacity_factor", capacity_factor, 1.0, 16.0)
+    dropless = _dropless(dropless_block_size, capacity_factor)
     if ep_degrees is None:
         eps = _divisors(m.n_experts) if m.is_moe else [1]
     else:
@@ -380,7 +384,7 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     out = _core(m, c, seq_len, recipe_name, dtype, sequence_parallel, mfu, dp_overlap, tp_overlap, grads,
                 tp, pp, dp, z, mb, nmb, mode, comms, idx, ep=ep, v=v, capacity_factor=capacity_factor,
                 attention=attention, etp=etp, ep_dispatch=ep_dispatch,
-                narrow_expert_penalty=narrow_expert_penalty)
+                narrow_expert_penalty=narrow_expert_penalty, dropless_block_size=dropless)
     levels = {k: np.array([x.levels[k] for x in comms])[idx] for k in ("tp", "pp", "dp")}
     modes_arr = np.array(RECOMPUTE_MODES)[mode]
     hbm = out["hbm"]
@@ -398,6 +402,7 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
         "ep_level": np.array([x.ep_level for x in comms])[idx],
         "ep_chips": np.array([x.ep_chips for x in comms])[idx], "ep_comm_s": out["ep_comm"],
         "expert_tp": etp, "expert_matmul_efficiency": out["expert_matmul_efficiency"],
+        "expert_compute_factor": out["expert_compute_factor"],
     })
     df.insert(0, "label", _labels(tp.tolist(), ep.tolist(), pp.tolist(), dp.tolist(), z.tolist(), mb.tolist(),
                                   nmb.tolist(), modes_arr.tolist(), v.tolist(), c.ranks_per_chip, m.is_moe,
@@ -411,7 +416,8 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     settings = dict(sequence_parallel=sequence_parallel, seq_len=seq_len, recipe_name=recipe_name,
                     dtype=dtype, mfu=mfu, dp_overlap=dp_overlap, tp_overlap=tp_overlap,
                     grad_bytes_per_param=grads, capacity_factor=capacity_factor, attention=attention,
-                    torus=torus, ep_dispatch=ep_dispatch, narrow_expert_penalty=narrow_expert_penalty)
+                    torus=torus, ep_dispatch=ep_dispatch, narrow_expert_penalty=narrow_expert_penalty,
+                    dropless_block_size=dropless)
     return Plan(fitting, df, m, c, global_batch, min_headroom_fraction, settings)
 
 

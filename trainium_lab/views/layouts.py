@@ -132,6 +132,10 @@ def _expert_lines(plan, b) -> list[str]:
     method = plan.settings.get("ep_dispatch", "all-gather")
     out = [f"EP exchange costed as {method} (NxD runs all-gather + reduce-scatter; all-to-all is the "
            f"GShard/Megatron alternative)."]
+    block = plan.settings.get("dropless_block_size")
+    if block:
+        out.append(f"Dropless through the blockwise matmul (blocks of {block} tokens): the experts compute "
+                   f"{float(b.expert_compute_factor):.2f}× the routed work (every provisioned block; a bound).")
     eff = float(b.expert_matmul_efficiency)
     text = (f"Experts split ETP{int(b.expert_tp)}: {width:g} of each expert's {m.expert_ffn_dim:,} columns per "
             f"rank")
