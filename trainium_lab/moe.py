@@ -27,6 +27,13 @@ This module answers, in base units (bytes, s, FLOPs, FLOP/s):
   (one all-to-all at every level of a system);
 * **compute** -- :func:`flops_per_token` and :func:`step_compute` (the FLOPs of the
   active parameters per chip).
+* **expert parallelism as Neuron runs it** -- :func:`ep_exchange_bytes`, :func:`ep_byte_ratio`,
+  :func:`ep_exchange_s`, :func:`ep_exchange_table` (NxD's all-gather + reduce-scatter against
+  the all-to-all, about ``ep/k`` times the bytes) and :func:`fabric_readings_table` (one
+  all-to-all under each reading of the Trn2 and Trn3 fabrics);
+* **dropless MoE and balance** -- :func:`blockwise_blocks`, :func:`blockwise_compute_factor`
+  (NxD's blockwise matmul), :func:`load_balancing_loss`, :func:`router_z_loss`,
+  :func:`aux_free_bias_update`.
 
 The layout planner (:func:`trainium_lab.layouts.plan`) uses these functions for the
 fourth degree, ``ep``.

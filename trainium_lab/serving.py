@@ -35,6 +35,15 @@ Public API, by question
     :func:`speculative_decode`
 *Sourced software facts* (``data/serving.csv``)
     :func:`serving_fact`
+*What NxD Inference and vLLM Neuron do* (issue 28)
+    :func:`speculation_methods`, :func:`eagle_draft_model` (which speculation each library runs);
+    :func:`attention_decode_intensity`, :func:`weight_critical_batch`, :func:`quantized_weights_table`
+    (the two parts of a decode step, quantised weights); :func:`kv_sharding`,
+    :func:`kv_sharding_table` (replication against flash decoding, attention DP and context
+    parallelism); :func:`neff_memory_bytes` (the shared scratchpad); :func:`prefix_cache_ttft_ratio`,
+    :func:`prefix_cache_check` (against AWS's 70B table); :func:`disaggregated_server_ratio`;
+    :func:`expected_unique_experts`, :func:`moe_decode_expert_bytes` (selective loading);
+    :func:`cost_per_million_tokens_usd`
 
 Degrees count **ranks** (logical NeuronCores), as in chapters 03 and 05: at LNC=2 a Trainium2
 chip runs 4 ranks, so ``tp=64`` is 16 chips. What the first-order model leaves out is listed
