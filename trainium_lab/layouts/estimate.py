@@ -390,7 +390,7 @@ class LayoutEstimate:
         HBM per chip (from specs).
     time_s : dict
         Per step: ``compute``, ``tp_comm`` (the exposed part of the TP all-reduces),
-        ``pp_comm``, ``bubble``, ``dp_exposed`` (and ``ep_comm``, the expert all-to-alls, for
+        ``pp_comm``, ``bubble``, ``dp_exposed`` (and ``ep_comm``, the expert exchanges, for
         MoE models: :data:`MOE_TIME_PARTS`).
     dp_comm_s : float
         All data-parallel traffic of a step (hidden or not).
@@ -401,6 +401,8 @@ class LayoutEstimate:
         for MoE models); ``"none"`` for a degree of 1.
     mfu, min_headroom_fraction : float
         The assumptions used.
+    expert_matmul_efficiency : float
+        Share of the tensor engine the expert matmuls fill (1 for dense models and whole tiles).
     """
 
     layout: Layout
@@ -503,8 +505,11 @@ def evaluate(lay: Layout, *, mfu: float = 0.4, dp_overlap: float = 1.0, tp_overl
     ``1 + (p − 1)/(p·v)`` times the first stage's activations (§2.2.2; Korthikanti et al.
     §4.2.3); the ``p·v`` chunks hold ``⌊L/(p·v)⌋`` or ``⌈L/(p·v)⌉`` layers (each at least
     one, as :func:`layout` checks), so the busiest stage again holds ``⌈L/p⌉``. MoE models (:mod:`trainium_lab.moe`): experts over ``tp·pp·ep`` ranks, the
-    rest over ``tp·pp``; compute of the active parameters; four all-to-alls per MoE
-    layer (dispatch and combine, forward and backward) at the level the EP group lands on.
+    rest over ``tp·pp`` (experts over ``expert_tp·pp·ep`` when the layout sets ``expert_tp``);
+    compute of the active parameters (narrow expert matmuls and dropless blocks charged as
+    below); dispatch and combine in every MoE layer, forward and backward, at the level the EP
+    group lands on: an all-gather and a reduce-scatter as NxD runs them, or all-to-alls
+    (``ep_dispatch``).
 
     Parameters
     ----------
