@@ -460,3 +460,17 @@ def test_fabric_readings_span_the_trn3_claim():
     # PCIe by hand: 3/4 · S/128 GB/s inside the server, then 3/4 · S/160 GB/s across 4 servers
     s = 512 * 2**20
     assert t[16, pcie] == pytest.approx(0.75 * s / 128e9 + 0.75 * s / 160e9, rel=1e-12)
+
+
+def test_hierarchical_all_gather_grows_the_buffer_phase_by_phase():
+    """Across an UltraServer (64 Trn2 chips: 16 per instance, 4 instances) the all-gather's second phase
+    moves the 16-chip gathered buffer again over the 256 GB/s ring between instances, so past one instance
+    NxD's dispatch costs more than the hierarchical all-to-all (whose every phase moves S once)."""
+    t, h = 8192, 4096
+    c = topology.cluster("trn2-ultraserver", 1, 2)
+    b_in, b_us = c.level("instance").bytes_per_s, c.level("ultraserver").bytes_per_s
+    size = t * h * 2
+    expected = 2 * (collectives.ring_allgather_s(16 * size, 16, b_in) + collectives.ring_allgather_s(64 * size, 4, b_us))
+    assert moe.ep_exchange_s(t, h, 8, 64, "trn2-ultraserver") == pytest.approx(expected, rel=1e-12)
+    ratio = moe.ep_exchange_table("qwen3-235b-a22b", ep_chips=(64,), systems=("trn2-ultraserver",)).time_ratio.iloc[0]
+    assert ratio > 1
