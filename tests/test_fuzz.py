@@ -181,6 +181,14 @@ OVERRIDES = {
     "compilation.step_stream": {"n_samples": 100, "batch_size": 32, "pad_to": 128},
     "serving.check_launch": {"model": "llama3-70b", "n_chips": 16, "tp": 8, "pp": 2},
     "serving.chip_decode_table": {"n_chips": 8, "batch": 8, "context_len": 1024},
+    # issue 28: serving as NxD Inference and vLLM Neuron do it
+    "serving.neff_memory_bytes": {"scratchpad_bytes": (1e8, 2e8), "other_bytes": (1e7, 1e7)},
+    "serving.prefix_cache_ttft_ratio": {"hit_rate": 0.5, "fixed_fraction": 0.2},
+    "serving.disaggregated_server_ratio": {"prefill_s_per_request": 0.5, "decode_step_s": 0.02,
+                                           "output_tokens": 256},
+    "serving.moe_decode_expert_bytes": {"model": "mixtral-8x7b"},
+    "serving.kv_sharding_table": {"context_len": 4096},
+    "serving.cost_per_million_tokens_usd": {"usd_per_hour": 40.0},
     "topology.group_spans": {"tp": 8, "pp": 4, "dp": 2, "system": "trn2.48xlarge"},
     "planning.bill": {"purchase_option": "capacity-block", "wall_s": 86400.0, "n_instances": 4},  # issue 25
     "moe.custom_moe_model": {"name": "toy"},
@@ -189,6 +197,13 @@ OVERRIDES = {
     "moe.simulate_routing": {"n_tokens": 4096},
     "moe.dispatch_bytes": {"n_tokens": 4096},
     "moe.all_to_all_table": {"model": "mixtral-8x7b"},
+    # issue 28: expert parallelism as NxD runs it, dropless blocks, router balancing
+    "moe.ep_exchange_table": {"model": "mixtral-8x7b"},
+    "moe.blockwise_blocks": {"n_tokens": 4096},
+    "moe.blockwise_compute_factor": {"n_tokens": 4096},
+    "moe.load_balancing_loss": {"token_fractions": (0.5, 0.5), "router_probabilities": (0.5, 0.5)},
+    "moe.router_z_loss": {"logits": [[0.0, 1.0]]},
+    "moe.aux_free_bias_update": {"bias": (0.0, 0.0), "expert_loads": (3, 1)},
     "planning.price": {"instance": "p5.48xlarge"},
     "planning.plan_run": {"usd_per_hour": 40.0, "n_systems": 1},
     "planning.plan_serving": {"usd_per_hour": 40.0},
