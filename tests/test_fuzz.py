@@ -171,6 +171,9 @@ OVERRIDES = {
     "kernels.matmul_hbm_bytes": {"m": 256, "n": 512, "k": 256, "tile_m": 128, "tile_n": 512},
     "kernels.tile_plan": {"m": 256, "n": 512, "k": 256, "tile_m": 128, "tile_n": 512},
     "kernels.tiled_matmul": {"a": [[1.0, 2.0], [3.0, 4.0]], "b": [[1.0], [2.0]]},
+    "kernels.matmul_ladder": {"m": 2048, "n": 1024, "k": 1024},
+    "kernels.systolic_matmul_cycles": {"moving_n": 64},
+    "kernels.decode_matmul_orientations": {"tokens": 8, "d_in": 256, "d_out": 256},
     "kernels.attention_softmax": {"queries": [[1.0, 2.0]], "keys": [[1.0, 2.0], [0.5, 0.5]]},
     "compilation.optimal_buckets": {"n_buckets": 2},
     "compilation.power_of_two_buckets": {"n_buckets": 3},
@@ -187,6 +190,7 @@ OVERRIDES = {
     "serving.kv_sharding_table": {"context_len": 4096},
     "serving.cost_per_million_tokens_usd": {"usd_per_hour": 40.0},
     "topology.group_spans": {"tp": 8, "pp": 4, "dp": 2, "system": "trn2.48xlarge"},
+    "planning.bill": {"purchase_option": "capacity-block", "wall_s": 86400.0, "n_instances": 4},  # issue 25
     "moe.custom_moe_model": {"name": "toy"},
     "moe.expert_capacity_tokens": {"n_tokens": 4096},
     "moe.expected_dropped_fraction": {"n_tokens": 4096},

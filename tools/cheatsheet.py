@@ -52,8 +52,11 @@ def rows() -> list[tuple[str, str, str, str]]:
                 f"{per_param:g} B/param (course, ZeRO paper); {peer:g} B/param (Megatron-LM, DeepSpeed)",
                 _chapter("04_sizing")))
     flops = sizing.training_flops(8e9, 1e12)
-    out.append(("Training compute is six FLOPs per parameter per token (forward 2, backward 4)",
-                "C ≈ 6 · N · D", f"8B params on 1T tokens: {flops:.1e} FLOPs", _chapter("04_sizing")))
+    qwen = sizing.size_job(sizing.preset("qwen3-235b-a22b").n_params, 1e12, model="qwen3-235b-a22b")
+    out.append(("Training compute is six FLOPs per parameter a token uses, per token (forward 2, backward 4); "
+                "for a mixture of experts N counts the active parameters",
+                "C ≈ 6 · N_active · D", f"8B params on 1T tokens: {flops:.1e} FLOPs; Qwen3-235B-A22B "
+                f"({qwen.active_params / 1e9:.0f}B active): {qwen.flops:.1e}", _chapter("04_sizing")))
     n = 16
     factor = collectives.bus_factor("all_reduce", n)
     out.append(("A ring all-reduce sends almost twice the buffer through every rank's link",

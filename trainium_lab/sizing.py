@@ -1747,6 +1747,9 @@ class JobSizing:
     grad_bytes_per_param : float
         Bytes per gradient the state was counted with (2 = BF16, the course's
         convention; 4 = FP32, Megatron-LM's and DeepSpeed's).
+    n_active_params : float or None
+        Parameters one token uses (a mixture-of-experts model's active count), the N that
+        ``flops`` counts; None when it is ``n_params`` (a dense model). Memory follows the total.
     state_bytes_per_chip : float or None
         Training state on each chip at ``min_chips`` chips under ``zero_stage``
         (:func:`zero_bytes_per_device`; at ZeRO-3 ``state_bytes / min_chips``, also for a
@@ -1769,6 +1772,12 @@ class JobSizing:
     instance_days: float
     grad_bytes_per_param: float = DEFAULT_GRAD_BYTES_PER_PARAM
     state_bytes_per_chip: float | None = None
+    n_active_params: float | None = None
+
+    @property
+    def active_params(self) -> float:
+        """Parameters one token uses, the N of 6ND: ``n_active_params``, or all of them."""
+        return self.n_params if self.n_active_params is None else self.n_active_params
 
     def days_on(self, n_instances: int) -> float:
         """Days on ``n_instances`` instances (perfect scaling)."""
@@ -1793,8 +1802,10 @@ class JobSizing:
         return (f"**{format_count(self.n_params)} parameters, {format_count(self.n_tokens)} tokens**, "
                 f"recipe `{self.recipe}`: "
                 f"training state {format_bytes(self.state_bytes)}; {fit}; "
-                f"{format_flops(self.flops)} = **{self.instance_days:,.1f} instance-days** at "
-                f"{self.mfu:.0%} MFU")
+                f"{format_flops(self.flops)}"
+                + ("" if self.n_active_params is None
+                   else f" (6 × {format_count(self.n_active_params)} active parameters × D)")
+                + f" = **{self.instance_days:,.1f} instance-days** at {self.mfu:.0%} MFU")
 
 
 def size_job(n_params: float, n_tokens: float, *, system: str = "trn2.48xlarge",
@@ -1803,7 +1814,8 @@ def size_job(n_params: float, n_tokens: float, *, system: str = "trn2.48xlarge",
              mfu: float | None = None, dtype: str = "bfloat16", model: ModelPreset | str | None = None,
              micro_batch: int = 1, recompute: str = "none",
              include_attention: bool = False,
-             grad_bytes_per_param: float | None = None) -> JobSizing:
+             grad_bytes_per_param: float | None = None,
+             n_active_params: float | None = None) -> JobSizing:
     """Size a training job: state, chips, systems, FLOPs and instance-days.
 
     Parameters
@@ -1826,6 +1838,17 @@ def size_job(n_params: float, n_tokens: float, *, system: str = "trn2.48xlarge",
         Bytes per gradient (:func:`recipe`): the recipe's own by default (2, BF16, the
         course's 16 B/param); 4 counts FP32 gradients as Megatron-LM and DeepSpeed do
         (18 B/param). Not with ``bytes_per_param``, which is already a total.
+    n_active_params : float, optional
+        Parameters one token uses, for the FLOPs (6·N_active·D) and instance-days: a
+        mixture-of-experts model computes with its active experts only, while its memory holds
+        them all. Default: the ``model``'s published active count when ``model`` is a
+        mixture-of-experts preset of ``n_params`` parameters, else ``n_params``.
+
+    References
+    ----------
+    Kaplan et al. 2020, arXiv:2001.08361 (C ≈ 6ND, N the parameters a token uses); Fedus et al.
+    2022, Switch Transformers, arXiv:2101.03961 (a sparse model's FLOPs per token follow the
+    parameters it activates, not its total).
 
     Examples
     --------
@@ -1841,6 +1864,12 @@ def size_job(n_params: float, n_tokens: float, *, system: str = "trn2.48xlarge",
     >>> q = size_job(70e9, 2e12, grad_bytes_per_param=4)
     >>> round(q.state_bytes / GiB), q.min_chips, q.min_systems
     (1173, 19, 2)
+
+    A mixture-of-experts model: memory from its 235B parameters, FLOPs from its 22B active ones:
+
+    >>> m = size_job(235e9, 1e12, model="qwen3-235b-a22b")
+    >>> m.active_params / 1e9, f"{m.flops:.3g}", round(m.state_bytes / GiB)
+    (22.0, '1.32e+23', 3502)
     """
     n_params = _n_params(n_params)
     n_tokens = positive("n_tokens", n_tokens)
@@ -1875,12 +1904,18 @@ def size_job(n_params: float, n_tokens: float, *, system: str = "trn2.48xlarge",
     if shape is not None:
         act = activation_bytes(shape.n_layers, shape.seq_len, micro_batch, shape.d_model,
                                shape.n_heads, recompute=recompute, **activation_options(shape))
+    if n_active_params is None:
+        same_model = shape is not None and abs(n_params - shape.n_params) <= 1e-9 * shape.n_params
+        active = float(shape.n_active_params) if same_model and shape.n_active_params else None
+    else:
+        active = in_range("n_active_params", n_active_params, 0.0, n_params, low_open=True)
+    n_compute = n_params if active is None else active
     if include_attention and shape is not None:
-        flops = training_flops(n_params, n_tokens, include_attention=True,
+        flops = training_flops(n_compute, n_tokens, include_attention=True,
                                n_layers=shape.n_layers, seq_len=shape.seq_len,
                                d_model=shape.d_model)
     else:
-        flops = training_flops(n_params, n_tokens)
+        flops = training_flops(n_compute, n_tokens)
     return JobSizing(
         n_params=n_params, n_tokens=n_tokens, system=sysm.key, recipe=r.key, zero_stage=stage,
         mfu=mfu, activation_share=float(activation_share), state_bytes=state,
@@ -1888,7 +1923,8 @@ def size_job(n_params: float, n_tokens: float, *, system: str = "trn2.48xlarge",
         min_systems=None if chips is None else min_systems(chips, sysm.key),
         activation_bytes_per_chip=act, flops=flops,
         instance_days=instance_days(flops, mfu, sysm.key, dtype),
-        grad_bytes_per_param=float(r.gradients), state_bytes_per_chip=per_chip)
+        grad_bytes_per_param=float(r.gradients), state_bytes_per_chip=per_chip,
+        n_active_params=None if active is None or active == n_params else active)
 
 
 def job_memory_table(job: JobSizing) -> pd.DataFrame:
