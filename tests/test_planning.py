@@ -693,7 +693,7 @@ def test_a_plan_that_breaks_a_term_is_split_billed_whole_or_refused():
     assert r.billed_instance_hours == 365 * 24 and "365-day" in r.note
     assert planning.bill("on-demand", 13.6 * day, 2).billed_instance_hours == pytest.approx(13.6 * 48)
     with pytest.raises(ValueError, match="purchase_option"):
-        planning.plan_run("llama3-8b", 1e11, system="trn1.32xlarge", n_systems=300, purchase_option="capacity-block",
+        planning.plan_run("llama3-8b", 1e11, system="trn1.32xlarge", n_systems=512, purchase_option="capacity-block",
                           usd_per_hour=15.49, max_systems=1000)
 
 
