@@ -119,9 +119,11 @@ def rows() -> list[tuple[str, str, str, str]]:
     out.append(("Every token in context keeps a key and a value per layer and KV head",
                 "KV bytes/token = 2 · L · n_kv · d_head · bytes", f"Llama 3 8B, BF16: {kv / KiB:,.0f} KiB",
                 _chapter("09_serving")))
-    out.append(("Decode reads every weight once per step: it stays bandwidth-bound until the batch "
-                "nears the ridge point", "batch* ≈ ridge at short contexts; larger (or never) as the KV reads grow",
-                f"BF16: ≈ {r2:,.0f} sequences (Trn2), ≈ {r3:,.0f} (Trn3)", _chapter("09_serving")))
+    out.append(("Decode reads every weight once per step: its weight matmuls stay bandwidth-bound until the "
+                "batch nears the ridge point, whatever the context; attention (about a/g FLOP/byte, the GQA "
+                "group) stays bandwidth-bound at any batch", "batch* ≈ ridge · b_w / 2 (b_w bytes per weight)",
+                f"BF16: ≈ {r2:,.0f} sequences (Trn2), ≈ {r3:,.0f} (Trn3); FP8 or INT8 weights: half",
+                _chapter("09_serving")))
     parts = moe.parameter_table("mixtral-8x7b")
     total, active = parts["params"].sum(), parts["active_params"].sum()
     out.append(("In a mixture of experts, memory follows the total parameters and compute the active ones",

@@ -1431,6 +1431,12 @@ class ModelPreset:
     n_dense_layers: int = 0
     head_dim: int = 0
     n_active_params: float = 0.0
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
+    n_expert_groups: int = 0
+    n_limited_groups: int = 0
 
     @property
     def is_moe(self) -> bool:
@@ -1440,9 +1446,10 @@ class ModelPreset:
     def _shape(self) -> dict:
         if not self.is_moe:
             return {}
+        mla = {k: getattr(self, k) for k in _MLA_FIELDS} if self.kv_lora_rank else {}
         return dict(head_dim=self.head_dim or None, n_experts=self.n_experts,
                     experts_per_token=self.experts_per_token, n_shared_experts=self.n_shared_experts,
-                    expert_ffn_dim=self.expert_ffn_dim, n_dense_layers=self.n_dense_layers)
+                    expert_ffn_dim=self.expert_ffn_dim, n_dense_layers=self.n_dense_layers, **mla)
 
     def exact_params(self) -> int:
         """Parameters counted from the configuration (Llama-style, untied embeddings)."""
@@ -1469,7 +1476,10 @@ class ModelPreset:
 _PRESET_UNITS = {"count": 1.0, "billion": 1e9}
 #: optional integer fields of a mixture-of-experts preset (0 when absent: a dense model)
 _MOE_FIELDS = ("n_experts", "experts_per_token", "n_shared_experts", "expert_ffn_dim", "n_dense_layers",
-               "head_dim")
+               "head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "v_head_dim",
+               "n_expert_groups", "n_limited_groups")
+#: multi-head latent attention (DeepSeek-V2/V3) fields, passed to parameter_parts when kv_lora_rank > 0
+_MLA_FIELDS = ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "v_head_dim")
 #: preset kinds :func:`presets` can list
 PRESET_KINDS = ("dense", "moe", "all")
 
@@ -1546,7 +1556,7 @@ def presets(kind: str = "dense") -> tuple[ModelPreset, ...]:
     Examples
     --------
     >>> [p.key for p in presets("moe")]
-    ['mixtral-8x7b', 'qwen3-235b-a22b']
+    ['mixtral-8x7b', 'qwen3-235b-a22b', 'deepseek-v3']
     """
     kind = choice("kind", kind, PRESET_KINDS)
     return tuple(p for p in _presets().values()
@@ -1578,7 +1588,8 @@ def presets_table(kind: str = "dense") -> pd.DataFrame:
 def parameter_parts(n_layers: int, d_model: int, n_heads: int, n_kv_heads: int, ffn_dim: int,
                     vocab_size: int, *, tied_embeddings: bool = False, head_dim: int | None = None,
                     n_experts: int = 0, experts_per_token: int = 0, n_shared_experts: int = 0,
-                    expert_ffn_dim: int | None = None, n_dense_layers: int = 0) -> pd.DataFrame:
+                    expert_ffn_dim: int | None = None, n_dense_layers: int = 0, q_lora_rank: int = 0,
+                    kv_lora_rank: int = 0, qk_rope_head_dim: int = 0, v_head_dim: int = 0) -> pd.DataFrame:
     """Parameters of a Llama-style decoder, part by part: all of them and those one token uses.
 
     Dense model (``n_experts = 0``), per layer: ``2 h·a·d + 2 h·g·d`` for the Q, O, K and V
@@ -1592,6 +1603,13 @@ def parameter_parts(n_layers: int, d_model: int, n_heads: int, n_kv_heads: int, 
     same width that every token uses (DeepSeekMoE, Dai et al. 2024) and a router (``h·E``, no
     bias). A token uses ``k = experts_per_token`` routed experts: the active count keeps
     ``k`` of the ``E``.
+
+    Multi-head latent attention (DeepSeek-V2 §2.1, DeepSeek-V3; ``kv_lora_rank = r_kv > 0``):
+    per layer ``h·r_q + r_q + r_q·a·(d + d_r)`` for the queries (``h·a·(d + d_r)`` when
+    ``q_lora_rank = r_q`` is 0), ``h·(r_kv + d_r) + r_kv + r_kv·a·(d + d_v)`` for the keys
+    and values and ``a·d_v·h`` for the output, with ``d = head_dim`` the non-rotary query/key
+    width, ``d_r = qk_rope_head_dim`` and ``d_v = v_head_dim`` (the projections of
+    DeepSeek-V3's ``inference/model.py``, ``MLA``).
 
     Returns
     -------
@@ -1646,7 +1664,18 @@ def parameter_parts(n_layers: int, d_model: int, n_heads: int, n_kv_heads: int, 
     moe_layers = n_layers - dense
     expert = 3 * h * fe
     emb = (1 if tied_embeddings else 2) * v * h
-    attention = n_layers * (2 * h * a * d + 2 * h * kv * d)
+    r_kv = integer("kv_lora_rank", kv_lora_rank, minimum=0, maximum=10**6)
+    if r_kv:
+        r_q = integer("q_lora_rank", q_lora_rank, minimum=0, maximum=10**6)
+        d_r = integer("qk_rope_head_dim", qk_rope_head_dim, minimum=0, maximum=10**5)
+        d_v = integer("v_head_dim", v_head_dim, minimum=1, maximum=10**5)
+        q = (h * r_q + r_q + r_q * a * (d + d_r)) if r_q else h * a * (d + d_r)
+        attention = n_layers * (q + h * (r_kv + d_r) + r_kv + r_kv * a * (d + d_v) + a * d_v * h)
+    else:
+        for name, x in (("q_lora_rank", q_lora_rank), ("qk_rope_head_dim", qk_rope_head_dim),
+                        ("v_head_dim", v_head_dim)):
+            integer(name, x, minimum=0, maximum=0)
+        attention = n_layers * (2 * h * a * d + 2 * h * kv * d)
     norms = n_layers * 2 * h + h
     rows = [("embeddings", emb, emb), ("attention", attention, attention), ("norms", norms, norms),
             ("dense_mlp", dense * 3 * h * f, dense * 3 * h * f),
@@ -1660,7 +1689,8 @@ def parameter_count(n_layers: int, d_model: int, n_heads: int, n_kv_heads: int, 
                     vocab_size: int, *, tied_embeddings: bool = False, head_dim: int | None = None,
                     n_experts: int = 0, experts_per_token: int = 0, n_shared_experts: int = 0,
                     expert_ffn_dim: int | None = None, n_dense_layers: int = 0,
-                    active: bool = False) -> int:
+                    active: bool = False, q_lora_rank: int = 0, kv_lora_rank: int = 0,
+                    qk_rope_head_dim: int = 0, v_head_dim: int = 0) -> int:
     """Parameters of a Llama-style decoder (GQA attention, SwiGLU MLP, RMSNorm, no biases).
 
     Per layer: ``2 h² + 2 h·(n_kv_heads·h/n_heads)`` for Q, O, K, V;
@@ -1683,7 +1713,9 @@ def parameter_count(n_layers: int, d_model: int, n_heads: int, n_kv_heads: int, 
     t = parameter_parts(n_layers, d_model, n_heads, n_kv_heads, ffn_dim, vocab_size,
                         tied_embeddings=tied_embeddings, head_dim=head_dim, n_experts=n_experts,
                         experts_per_token=experts_per_token, n_shared_experts=n_shared_experts,
-                        expert_ffn_dim=expert_ffn_dim, n_dense_layers=n_dense_layers)
+                        expert_ffn_dim=expert_ffn_dim, n_dense_layers=n_dense_layers,
+                        q_lora_rank=q_lora_rank, kv_lora_rank=kv_lora_rank,
+                        qk_rope_head_dim=qk_rope_head_dim, v_head_dim=v_head_dim)
     return int(sum(int(x) for x in t["active_params" if active else "params"]))
 
 
