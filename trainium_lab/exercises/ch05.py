@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from trainium_lab.exercises import Exercise, run_solution
 
-__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "ALL"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "q7", "ALL"]
 
 q1 = Exercise(
     "Q1 bubble of a 6-stage pipeline",
@@ -136,4 +136,68 @@ q6 = Exercise(
                                                                "Llama 3 405B's layer keeps 31.75·sbh/t")],
 )
 
-ALL = (q1, q2, q3, q4, q5, q6)
+
+
+import functools  # noqa: E402
+
+
+@functools.cache
+def _q7_plan():
+    from trainium_lab import layouts
+
+    return layouts.plan("llama3-70b", system="trn2-ultraserver", n_systems=2, lnc=2, global_batch=256)
+
+
+def _q7_check(answer, expected):
+    """Accept any (tp, pp, dp, zero) that fits with 10 % free and is within 5 % of the planner's best."""
+    if (not isinstance(answer, (tuple, list)) or len(answer) != 4
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in answer)):
+        return False, "expected four whole numbers (tp ranks, pp, dp, zero stage)"
+    tp, pp, dp, zero = answer
+    wp = _q7_plan()
+    if tp * pp * dp != 512:
+        return False, f"TP × PP × DP = {tp * pp * dp}, but two UltraServers run 512 ranks at LNC=2"
+    if 64 % tp:
+        return False, f"TP{tp} does not divide Llama 3 70B's 64 heads: each rank needs whole heads"
+    if 256 % dp:
+        return False, f"DP{dp} does not divide the 256 sequences of the global batch"
+    rows = wp.all[(wp.all.tp == tp) & (wp.all.pp == pp) & (wp.all.dp == dp) & (wp.all.zero_stage == zero)]
+    if rows.empty:
+        return False, f"the planner has no such layout (ZeRO stage {zero}, PP{pp} for 80 layers?)"
+    fit = wp.table[(wp.table.tp == tp) & (wp.table.pp == pp) & (wp.table.dp == dp) & (wp.table.zero_stage == zero)]
+    if fit.empty:
+        worst = rows.sort_values("memory_gib").iloc[0]
+        return False, (f"it does not keep 10 % of HBM free: {worst.memory_gib:.0f} GiB per chip at best, "
+                       f"of {worst.hbm_gib:.0f}")
+    ratio = fit.tokens_per_s.max() / wp.best.tokens_per_s
+    if ratio < 0.95:
+        top = fit.sort_values("tokens_per_s").iloc[-1]
+        return False, (f"it fits but reaches {ratio:.0%} of the best throughput: at best recompute="
+                       f"{top.recompute}, bubble {top.bubble_s:.1f} s, TP {top.tp_comm_s:.1f} s, exposed DP "
+                       f"{top.dp_exposed_s:.1f} s per {top.step_s:.1f} s step")
+    return True, ""
+
+
+q7 = Exercise(
+    "Q7 a layout for Llama 3 70B on two UltraServers (open)",
+    rel_tol=0.0,
+    open_variant=True,
+    checker=_q7_check,
+    also_accepted=((32, 1, 16, 1), (32, 1, 16, 3), (64, 1, 8, 2)),
+    hint=("Heads cap TP at 64 ranks; memory says how little TP you can get away with; a pipeline only if "
+          "memory needs one (bubble (p − 1)/m); DP takes the rest and must divide the batch; ZeRO-2 or -3 "
+          "shards what DP replicates."),
+    solution=("wp = layouts.plan('llama3-70b', system='trn2-ultraserver', n_systems=2, lnc=2, global_batch=256)\n"
+              "b = wp.best                                    # the planner's choice, for reference\n"
+              "answer_7 = (int(b.tp), int(b.pp), int(b.dp), int(b.zero_stage))"),
+    mistakes=[((512, 1, 1, 1), "TP512 does not divide the 64 heads, and a TP group across UltraServers would "
+                               "cross EFA, where the TP limit is a few chips"),
+              ((4, 1, 128, 1), "with ZeRO-1 every replica keeps the full BF16 weights and gradients of its "
+                               "TP shard: too much for one chip"),
+              ((64, 4, 2, 1), "memory does not need a pipeline here: its bubble and sends cost more than "
+                              "the TP traffic a smaller TP group would save"),
+              ((8, 1, 64, 2), "TP8 ranks = 2 chips fits only with full recomputation, which redoes the "
+                              "forward pass: a third more compute")],
+)
+
+ALL = (q1, q2, q3, q4, q5, q6, q7)
