@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from trainium_lab.exercises import Exercise
 
-__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "ALL"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "q7", "ALL"]
 
 q1 = Exercise(
     "Q1 padding with two buckets",
@@ -92,7 +92,55 @@ q6 = Exercise(
               "    if compilation.padding_fraction(h.n_tokens, b, counts=h.n_sequences) < 0.10:\n"
               "        break\n"
               "answer_6 = k   # the fewest NEFFs that keep padding under 10 %"),
-    mistakes=[(6, "six optimal buckets still pad a little over 10 %; one more is needed")],
+    mistakes=[(6, "six optimal buckets still pad a little over 10 %; one more is needed"),
+              (4, "four powers of two or optimal buckets still pad about 15 %: keep adding one at a time")],
 )
 
-ALL = (q1, q2, q3, q4, q5, q6)
+
+
+def _q7_padding(buckets) -> float:
+    from trainium_lab import compilation
+
+    h = compilation.length_histogram("wikipedia-bert-512")
+    return compilation.padding_fraction(h.n_tokens, buckets, counts=h.n_sequences)
+
+
+def _q7_best() -> float:
+    from trainium_lab import compilation
+
+    h = compilation.length_histogram("wikipedia-bert-512")
+    return _q7_padding(compilation.optimal_buckets(h.n_tokens, 4, counts=h.n_sequences))
+
+
+def _q7_check(answer, expected):
+    """Accept any set of at most four buckets that holds 512 and pads within 10 % of the optimum."""
+    if (not isinstance(answer, (tuple, list)) or not answer
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in answer)):
+        return False, "expected a tuple of whole, positive bucket lengths"
+    if len(set(answer)) > 4:
+        return False, f"{len(set(answer))} buckets are {len(set(answer))} NEFFs; the service may keep four"
+    if max(answer) < 512:
+        return False, f"the longest sequences are 512 tokens: a largest bucket of {max(answer)} cannot hold them"
+    pad, best = _q7_padding(sorted(set(answer))), _q7_best()
+    if pad > 1.1 * best:
+        return False, f"these buckets pad {pad:.1%} of the computed tokens; the best four pad {best:.1%}"
+    return True, ""
+
+
+q7 = Exercise(
+    "Q7 four buckets for Wikipedia (open)",
+    rel_tol=0.0,
+    open_variant=True,
+    checker=_q7_check,
+    also_accepted=((128, 256, 384, 512), (100, 200, 336, 512)),
+    hint=("compilation.optimal_buckets(h.n_tokens, 4, counts=h.n_sequences) gives the best set; any set "
+          "that places its boundaries near it pads about as little. The largest must be 512."),
+    solution=("h = compilation.length_histogram('wikipedia-bert-512')\n"
+              "answer_7 = compilation.optimal_buckets(h.n_tokens, 4, counts=h.n_sequences)   # the best four"),
+    mistakes=[((64, 128, 256, 512), "powers of two waste their smallest bucket: few Wikipedia sequences are "
+                                    "that short, while many pad from just above 256 up to 512"),
+              ((256, 512), "two buckets leave the short half padded to 256: use all four NEFFs"),
+              ((128, 256, 384), "the longest sequences (512 tokens) fit none of these buckets")],
+)
+
+ALL = (q1, q2, q3, q4, q5, q6, q7)
