@@ -10,7 +10,7 @@ from trainium_lab import kernels, roofline
 from trainium_lab.exercises import Exercise
 from trainium_lab.units import GiB
 
-__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "ALL"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "q8", "ALL"]
 
 q1 = Exercise(
     "Q1 HBM traffic of a tiled matmul",
@@ -73,7 +73,9 @@ q4 = Exercise(
               "three = kernels.pipeline_time_s(n, load, compute, store, 3)   # 6 + 7·3 µs\n"
               "answer_4 = (one / us, three / us)"),
     mistakes=[((48.0, 24.0), "the pipeline still has to fill: add one pass through all three stages "
-                             "and count (n − 1) periods, not n")],
+                             "and count (n − 1) periods, not n"),
+              ((48.0, 16.0), "three buffers do not divide the time by three: the longest stage (the "
+                             "load) still runs once per tile, back to back")],
 )
 
 q5 = Exercise(
@@ -101,6 +103,19 @@ def _loads_y_twice(k, x, y, out):
         k.load(ys[i][:r], y[r0:r0 + r])
         k.tensor_tensor(xs[i][:r], xs[i][:r], ys[i][:r], "add")
         k.store(out[r0:r0 + r], xs[i][:r])
+
+
+def _skips_last_tile(k, x, y, out):
+    """A plausible wrong kernel: only whole tiles of 128 rows, so the last 44 rows stay zero."""
+    rows, d = x.shape
+    p = k.core.partitions
+    xs = k.pool("sbuf", (p, d), x.dtype, 2, "x")
+    ys = k.pool("sbuf", (p, d), y.dtype, 2, "y")
+    for i, r0 in enumerate(range(0, rows - rows % p, p)):
+        k.load(xs[i], x[r0:r0 + p])
+        k.load(ys[i], y[r0:r0 + p])
+        k.tensor_tensor(xs[i], xs[i], ys[i], "add")
+        k.store(out[r0:r0 + p], xs[i])
 
 
 def _run_residual(fn, x: np.ndarray, y: np.ndarray):
@@ -151,7 +166,53 @@ q6 = Exercise(
               "        k.store(out[r0:r0 + r], xs[i][:r])\n"
               "answer_6 = residual_add"),
     wrong=lambda: _loads_y_twice,
+    mistakes=[(lambda: _loads_y_twice, "each element of y is loaded twice: the HBM traffic is what the "
+                                       "checker compares"),
+              (lambda: _skips_last_tile, "range(0, rows - rows % p, p) stops before the short last tile: "
+                                         "its 44 rows are never added")],
     checker=_check_kernel,
 )
 
-ALL = (q1, q2, q3, q4, q5, q6)
+
+
+def _q8_check(answer, expected):
+    """Accept any (tile_m, tile_n, tile_k) the emulator runs within 10 % of the core's roofline bound."""
+    from trainium_lab import kernels
+
+    if (not isinstance(answer, (tuple, list)) or len(answer) != 3
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in answer)):
+        return False, "expected three whole, positive numbers (tile_m, tile_n, tile_k)"
+    tm, tn, tk = answer
+    try:
+        run = kernels.matmul_cost(8192, 4096, 8192, tile_m=tm, tile_n=tn, tile_k=tk)
+    except ValueError as err:
+        return False, f"the emulator refuses it: {err}"
+    bound = kernels.core_bound_s(8192, 4096, 8192)
+    if run.time_s > 1.1 * bound:
+        return False, (f"{tm} × {tn} with k chunks of {tk} takes {run.time_s * 1e3:.2f} ms, "
+                       f"{run.time_s / bound - 1:.0%} above the bound of {bound * 1e3:.2f} ms; "
+                       f"{run.binding_engine} binds")
+    return True, ""
+
+
+q8 = Exercise(
+    "Q8 tiles at the roofline (open)",
+    rel_tol=0.0,
+    open_variant=True,
+    checker=_q8_check,
+    also_accepted=((512, 512, 1024), (512, 512, 4096)),
+    hint=("Intensity first: only tiles whose intensity passes the core's ridge can reach the bound "
+          "(kernels.tile_plan). Then mind the contraction chunk: compare the emulated time with each "
+          "engine's busy time (engine_busy_s) to see whether loads overlap the matmuls."),
+    solution=("plan = kernels.tile_plan(8192, 4096, 8192, 512, 512, 2048)   # 8 PSUM banks, SBUF a third full\n"
+              "run = kernels.matmul_cost(8192, 4096, 8192, tile_m=512, tile_n=512, tile_k=2048)\n"
+              "answer_8 = (plan.tile_m, plan.tile_n, plan.tile_k)          # at the roofline"),
+    mistakes=[((256, 512, 4096), "256 × 512 tiles read A and B too often: their intensity is below the "
+                                 "core's ridge, so HBM binds"),
+              ((512, 512, 6912), "the largest chunk that fits SBUF: the run takes about as long as its "
+                                 "loads and matmuls added together, so they no longer overlap; smaller chunks "
+                                 "restore the overlap"),
+              ((512, 1024, 2048), "512 × 1024 with two buffers needs 16 PSUM banks; a core has 8")],
+)
+
+ALL = (q1, q2, q3, q4, q5, q6, q8)
