@@ -122,8 +122,9 @@ class Exercise:
         rejects the classic wrong ones with feedback; ``tests/test_chained_problems.py``
         counts at least one per chapter.
     also_accepted : sequence, optional
-        For an open variant: defensible answers other than the reference, which
-        the tests check the checker accepts.
+        For an open variant: defensible answers other than the reference (or
+        callables returning one, where a model decides it), which the tests check
+        the checker accepts.
     """
 
     def __init__(self, name: str, *, hint: str, solution: str, wrong: Any = None,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from trainium_lab import planning, sizing
 from trainium_lab.exercises import Exercise, run_solution
 
-__all__ = ["q1", "q2", "q3", "q4", "q5", "ALL"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "q9", "ALL", "defence"]
 
 
 def _q4_equal_mfu() -> float:
@@ -96,4 +96,178 @@ q5 = Exercise(
               (lambda: run_solution(q5._solution) * 1e-6, "per million tokens: multiply the cost per token by 10^6")],
 )
 
-ALL = (q1, q2, q3, q4, q5)
+
+import functools  # noqa: E402
+
+#: what measures each input of a plan's sensitivity table before the real run
+MEASURES = {
+    "mfu": "a 50-step run of this model on the booked system (tokens/s → MFU, chapter 04), after the "
+           "compile test of the pre-flight checklist",
+    "usd_per_hour": "a written quote for the purchase option, region and dates (the parity price is a placeholder)",
+    "chip_mtbf_s": "the failure rate of your own fleet (the Llama 3 GPU proxy stands in until then)",
+    "checkpoint_write_bytes_per_s": "a restore test: write and reload one full checkpoint on the booked storage",
+    "restart_s": "a kill-and-resume drill on the cluster (detection, relaunch, reload)",
+    "compile_s": "neuron_parallel_compile on one node with the run's shapes and flags",
+}
+
+
+def _q9_plan(n: int):
+    from trainium_lab import planning
+
+    return planning.plan_run("llama3-405b", 1e12, system="trn2-ultraserver", n_systems=n, lnc=2,
+                             global_batch=2048, usd_per_hour=planning.parity_usd_per_hour("trn2.48xlarge"))
+
+
+@functools.cache
+def _q9_scan() -> dict:
+    """{UltraServers: (days, cost)} from the perfect-scaling floor to twice it."""
+    from trainium_lab import sizing, specs
+    from trainium_lab.units import day
+
+    c = specs.chip("trn2").dense_flops_per_s["bf16"]
+    floor = int(-(-sizing.training_flops(sizing.preset("llama3-405b").n_params, 1e12) // (c * 0.4 * 75 * day * 64)))
+    out = {}
+    for n in range(max(1, floor), 2 * floor + 1):
+        try:
+            q = _q9_plan(n)
+        except ValueError:
+            continue
+        out[n] = (q.days, q.cost_usd)
+    return out
+
+
+def _q9_accepted() -> list:
+    scan = _q9_scan()
+    cheapest = min(cost for days, cost in scan.values() if days <= 75)
+    fewest = min(n for n, (days, _) in scan.items() if days <= 75)
+    return [n for n, (days, cost) in scan.items() if days <= 75 and cost <= 1.1 * cheapest and n <= 1.25 * fewest]
+
+
+def _q9_check(answer, expected):
+    """Accept any count that meets 75 days and costs at most 10 % above the cheapest that does."""
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)) or answer != int(answer) or not 1 <= answer <= 1024:
+        return False, f"expected a whole number of UltraServers from 1 to 1,024, got {answer!r}"
+    n = int(answer)
+    scan = _q9_scan()
+    if n in scan:
+        days, cost = scan[n]
+    else:
+        try:
+            q = _q9_plan(n)
+        except ValueError as err:
+            return False, f"no plan on {n} UltraServers: {err}"
+        days, cost = q.days, q.cost_usd
+    cheapest = min(c for d, c in scan.values() if d <= 75)
+    fewest = min(k for k, (d, _) in scan.items() if d <= 75)
+    if days > 75:
+        return False, f"{n} UltraServers take {days:.1f} days: the deadline is 75"
+    if n > 1.25 * fewest:
+        return False, (f"{n} UltraServers finish in {days:.1f} days, but {fewest} already meet 75: booking more than "
+                       "25 % above that asks for capacity the deadline does not need")
+    if cost > 1.1 * cheapest:
+        best = min((c, k) for k, (d, c) in scan.items() if d <= 75)[1]
+        return False, (f"{n} UltraServers meet the deadline ({days:.1f} days) but cost {cost / 1e6:.2f} M USD, "
+                       f"more than 10 % above {best} UltraServers' {cheapest / 1e6:.2f} M USD")
+    return True, ""
+
+
+q9 = Exercise(
+    "Q9 UltraServers for 405B in 75 days (open)",
+    unit="UltraServers",
+    rel_tol=0.0,
+    open_variant=True,
+    checker=_q9_check,
+    also_accepted=(lambda: _q9_accepted()[-1],),
+    hint=("Start from the perfect-scaling floor (6ND at 40 % MFU over 75 days), then plan_run a few counts "
+          "above it: the global batch must split into a power-of-two DP, so neighbouring counts differ a lot."),
+    solution=("par = planning.parity_usd_per_hour('trn2.48xlarge')     # the placeholder price\n"
+              "ok = {}\n"
+              "for n in range(20, 64):                                    # around the floor\n"
+              "    try:\n"
+              "        q = planning.plan_run('llama3-405b', 1e12, system='trn2-ultraserver', n_systems=n, lnc=2,\n"
+              "                              global_batch=2048, usd_per_hour=par)\n"
+              "    except ValueError:\n"
+              "        continue\n"
+              "    if q.days <= 75:\n"
+              "        ok[n] = q.cost_usd\n"
+              "answer_9 = min(ok, key=ok.get)                             # the cheapest count that meets it"),
+    mistakes=[(lambda: _q9_floor(), "that is the perfect-scaling floor: the plan's effective MFU is below 40 % and "
+                                    "failures and checkpoints take their share, so it misses 75 days"),
+              (lambda: _q9_floor() + 1, "the next count up: its chips do not split the batch into a power-of-two "
+                                        "DP, so the planner needs a deep pipeline and it is slow"),
+              (lambda: 2 * _q9_accepted()[0], "twice what the deadline needs: it finishes early and costs more")],
+)
+
+
+def _q9_floor() -> int:
+    from trainium_lab import sizing, specs
+    from trainium_lab.units import day
+
+    c = specs.chip("trn2").dense_flops_per_s["bf16"]
+    return int(-(-sizing.training_flops(sizing.preset("llama3-405b").n_params, 1e12) // (c * 0.4 * 75 * day * 64)))
+
+
+def defence(plan) -> str:
+    """Model answers to Q8's three challenge questions, computed from ``plan`` (a ``RunPlan``).
+
+    Each answer re-plans with the same inputs and one of them changed, so it quotes the plan's
+    own numbers: the input that moves its cost most and what measures it; the days and cost
+    with the chip MTBF halved; the neighbouring counts of systems.
+    """
+    from trainium_lab import planning
+    from trainium_lab.units import day
+
+    inputs = dict(plan.inputs)
+    keep = {k: inputs[k] for k in ("mfu", "usd_per_hour", "purchase_option", "checkpoint_write_bytes_per_s",
+                                   "checkpoint_mode", "snapshot_s", "restart_s", "compile_s", "n_graphs",
+                                   "cache", "global_batch", "recipe_name", "dtype", "min_headroom_fraction")}
+    if inputs.get("chip_mtbf_is_proxy") is False:
+        keep["chip_mtbf_s"] = inputs["chip_mtbf_s"]
+
+    def replan(**change):
+        args = {**keep, **change}
+        return planning.plan_run(plan.model, plan.n_tokens, system=plan.system, lnc=plan.lnc, **args)
+
+    sens = plan.sensitivity.sort_values("swing_usd", ascending=False).reset_index(drop=True)
+    top, second = sens.iloc[0], sens.iloc[1]
+    lines = [f"**The plan:** {plan.n_systems} × {plan.system}, {plan.layout.label()}, {plan.days:.1f} days, "
+             f"{plan.cost_usd:,.0f} USD at {plan.usd_per_hour:.2f} USD per instance-hour ({plan.price_basis})."]
+    lines.append(f"**1. Which input moves the cost most?** `{top.input}`: from {top.low_value:.3g} to "
+                 f"{top.high_value:.3g} the cost runs from {top.cost_low_usd:,.0f} to {top.cost_high_usd:,.0f} USD, "
+                 f"a swing of {top.swing_usd:,.0f} USD ({top.swing_usd / plan.cost_usd:.0%} of the plan); next is "
+                 f"`{second.input}` ({second.swing_usd:,.0f} USD). Measure it with "
+                 f"{MEASURES.get(top.input, 'the pre-flight checklist (planning.preflight_checks)')}.")
+    half = replan(n_systems=plan.n_systems, chip_mtbf_s=inputs["chip_mtbf_s"] / 2)
+    verdict = ""
+    if plan.deadline_s is not None:
+        holds = half.days <= plan.deadline_s / day
+        verdict = f" The {plan.deadline_s / day:.0f}-day deadline {'still holds' if holds else 'no longer holds'}."
+        if not holds:
+            try:
+                fix = replan(deadline_s=plan.deadline_s, chip_mtbf_s=inputs["chip_mtbf_s"] / 2)
+                verdict += (f" Restoring it takes {fix.n_systems} systems ({fix.days:.1f} days, {fix.cost_usd:,.0f} USD), "
+                            "or faster checkpoints and restarts on the same count.")
+            except ValueError as err:
+                verdict += f" No count up to the search's limit restores it ({err})."
+    lines.append(f"**2. The chip MTBF halved** ({inputs['chip_mtbf_s'] / day:,.0f} → {inputs['chip_mtbf_s'] / 2 / day:,.0f} "
+                 f"days per chip): the job MTBF falls from {plan.results['job_mtbf_s'] / 3600:.1f} h to "
+                 f"{half.results['job_mtbf_s'] / 3600:.1f} h, the lost share rises from "
+                 f"{plan.results['lost_fraction']:.1%} to {half.results['lost_fraction']:.1%}: {half.days:.1f} days, "
+                 f"{half.cost_usd:,.0f} USD ({half.cost_usd / plan.cost_usd - 1:+.1%}).{verdict}")
+    neighbours = []
+    for n in (plan.n_systems - 1, plan.n_systems + 1):
+        if n < 1:
+            continue
+        try:
+            q = replan(n_systems=n)
+        except ValueError as err:
+            neighbours.append(f"{n} systems: no plan ({err})")
+            continue
+        neighbours.append(f"{n} systems: {q.layout.label()}, {q.days:.1f} days, {q.cost_usd:,.0f} USD")
+    lines.append("**3. Why this count?** The neighbours: " + "; ".join(neighbours) + ". A count whose chips do "
+                 "not split the global batch into a power-of-two DP needs a deeper pipeline and runs slower; "
+                 "compare other platforms at a stated MFU with `planning.compare_platforms`.")
+    return "\n\n".join(lines)
+
+
+ALL = (q1, q2, q3, q4, q5, q9)
