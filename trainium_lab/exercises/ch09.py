@@ -162,6 +162,13 @@ def _q11_table() -> dict:
     return out
 
 
+def _q11_accepted() -> list:
+    """Every (tp, batch) the checker accepts (computed: the serving model decides)."""
+    table = _q11_table()
+    best = max(table.values())
+    return sorted(k for k, v in table.items() if v >= 0.9 * best)
+
+
 def _q11_check(answer, expected):
     """Accept any (tp, batch) within capacity and 10 ms whose tokens/s per chip is within 10 % of the best."""
     from trainium_lab import serving
@@ -191,7 +198,7 @@ q11 = Exercise(
     rel_tol=0.0,
     open_variant=True,
     checker=_q11_check,
-    also_accepted=((8, 60), (8, 70)),
+    also_accepted=(lambda: _q11_accepted()[0], lambda: _q11_accepted()[-1]),
     hint=("For each TP, serving.capacity(...).max_sequences caps the batch; serving.decode_step(...) gives "
           "the step and tokens/s per chip; take the largest batch within 10 ms and compare TPs."),
     solution=("best, pick = 0.0, None\n"
