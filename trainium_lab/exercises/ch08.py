@@ -14,39 +14,57 @@ __all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "q8", "ALL"]
 
 q1 = Exercise(
     "Q1 HBM traffic of a tiled matmul",
-    unit="GiB",
+    unit="× the minimum",
     hint=("A is re-read once per column of output tiles (ceil(n / tile_n) times), B once per row "
           "of output tiles (ceil(m / tile_m) times), C written once; 2 bytes per BF16 element."),
     solution=("m, n, k = 8192, 1024, 4096\n"
               "a_reads = m * k * math.ceil(n / 512)      # A once per column of output tiles\n"
               "b_reads = k * n * math.ceil(m / 128)      # B once per row of output tiles\n"
               "c_writes = m * n\n"
-              "answer_1 = 2 * (a_reads + b_reads + c_writes) / GiB   # BF16: 2 bytes each\n"
-              "assert answer_1 == kernels.matmul_hbm_bytes(m, n, k, 128, 512, 'bfloat16') / GiB"),
+              "tiled = 2 * (a_reads + b_reads + c_writes)              # bytes, BF16: 2 bytes each\n"
+              "assert tiled == kernels.matmul_hbm_bytes(m, n, k, 128, 512, 'bfloat16')\n"
+              "minimum = roofline.matmul_bytes(m, n, k, 'bf16')           # A, B read once, C written once\n"
+              "answer_1 = tiled / minimum                                 # × the roofline's minimum"),
     mistakes=[
-        (lambda: roofline.matmul_bytes(8192, 1024, 4096, "bf16") / GiB,
-         "that is the roofline's minimum, A and B read once; a tiled kernel re-reads them"),
-        (lambda: 2 * (8192 * 4096 * 64 + 4096 * 1024 * 2 + 8192 * 1024) / GiB,
+        (1.0, "that is the roofline's minimum, A and B read once; a tiled kernel re-reads them"),
+        (lambda: 2 * (8192 * 4096 * 64 + 4096 * 1024 * 2 + 8192 * 1024) / roofline.matmul_bytes(8192, 1024, 4096, "bf16"),
          "you swapped the counts: A (m × k) is re-read for every column of tiles, ceil(n / tile_n), "
          "and B for every row of tiles, ceil(m / tile_m)"),
+        (lambda: kernels.matmul_hbm_bytes(8192, 1024, 4096, 128, 512, "bfloat16") / GiB,
+         "that is the traffic in GiB; the question asks for it as a multiple of the roofline's minimum"),
     ],
 )
 
+def _core_ridge() -> float:
+    return kernels.core_roofline("trn2", "bfloat16").intensity[1]
+
+
+def _q2_intensity(tiles) -> float:
+    if tiles is None:
+        return roofline.arithmetic_intensity(8192, 8192, 8192, "bf16")
+    return 2 * 8192**3 / kernels.matmul_hbm_bytes(8192, 8192, 8192, *tiles, "bfloat16")
+
+
 q2 = Exercise(
-    "Q2 arithmetic intensity with 256 × 1024 tiles",
-    unit="FLOP/byte",
-    hint="2·m·n·k FLOPs divided by the tiled kernel's HBM bytes (kernels.matmul_hbm_bytes).",
+    "Q2 intensity of 256 × 1024 tiles against the core's ridge",
+    unit="× the ridge",
+    hint=("2·m·n·k FLOPs divided by the tiled kernel's HBM bytes (kernels.matmul_hbm_bytes), then divided "
+          "by one core's ridge (kernels.core_roofline('trn2', 'bfloat16').intensity[1])."),
     solution=("s = 8192\n"
               "flops = 2 * s**3\n"
               "moved = kernels.matmul_hbm_bytes(s, s, s, 256, 1024, 'bfloat16')   # bytes\n"
-              "answer_2 = flops / moved"),
-    wrong=lambda: 2 * 8192**3 / kernels.matmul_hbm_bytes(8192, 8192, 8192, 512, 512, "bfloat16"),
+              "ridge = kernels.core_roofline('trn2', 'bfloat16').intensity[1]     # one core's ridge\n"
+              "answer_2 = flops / moved / ridge                                  # > 1: compute-bound"),
     mistakes=[
-        (lambda: roofline.arithmetic_intensity(8192, 8192, 8192, "bf16"),
+        (lambda: _q2_intensity(None) / _core_ridge(),
          "that is the roofline's intensity with A and B read once; the tiled kernel moves more"),
-        (lambda: 2 * 8192**3 / kernels.matmul_hbm_bytes(8192, 8192, 8192, 512, 512, "bfloat16"),
+        (lambda: _q2_intensity((512, 512)) / _core_ridge(),
          "that is the square 512 × 512 tile: the same PSUM banks, but 1/256 + 1/1024 is more than "
          "2/512, so 256 × 1024 re-reads more"),
+        (lambda: _q2_intensity((256, 1024)) / roofline.ridge_point("trn2", "bf16"),
+         "that compares with the chip's ridge; one core has its own share of HBM bandwidth and peak"),
+        (lambda: _q2_intensity((256, 1024)),
+         "that is the intensity itself; the question asks for it as a multiple of the core's ridge"),
     ],
 )
 
@@ -64,18 +82,19 @@ q3 = Exercise(
 )
 
 q4 = Exercise(
-    "Q4 one buffer against three",
-    unit="µs",
-    hint=("One buffer: every tile waits for the previous store, n·(load + compute + store). "
-          "Three: load + compute + store + (n − 1)·max(load, compute, store)."),
+    "Q4 the fewest buffers that reach the floor",
+    unit="buffers",
+    rel_tol=0.0,
+    hint=("kernels.pipeline_time_s(8, 3, 2, 1, buffers) for 1, 2, 3, 4 buffers: the pipeline cannot beat "
+          "fill + (n − 1) × its longest stage; find the first count that reaches the smallest time."),
     solution=("n, load, compute, store = 8, 3 * us, 2 * us, 1 * us\n"
-              "one = kernels.pipeline_time_s(n, load, compute, store, 1)     # n·(3 + 2 + 1) µs\n"
-              "three = kernels.pipeline_time_s(n, load, compute, store, 3)   # 6 + 7·3 µs\n"
-              "answer_4 = (one / us, three / us)"),
-    mistakes=[((48.0, 24.0), "the pipeline still has to fill: add one pass through all three stages "
-                             "and count (n − 1) periods, not n"),
-              ((48.0, 16.0), "three buffers do not divide the time by three: the longest stage (the "
-                             "load) still runs once per tile, back to back")],
+              "times = {b: kernels.pipeline_time_s(n, load, compute, store, b) for b in (1, 2, 3, 4)}\n"
+              "best = min(times.values())                         # L + C + S + (n − 1)·max(L, C, S)\n"
+              "answer_4 = min(b for b, t in times.items() if t <= best * (1 + 1e-9))"),
+    mistakes=[(3, "three buffers reach the floor, but so do two here: the next load overlaps the previous "
+                  "tile's compute and store, which together take no longer than the load"),
+              (1, "one buffer makes every tile wait for the previous store: n·(load + compute + store)"),
+              (4, "more buffers cost SBUF and cannot beat the floor the longest stage (the load) sets")],
 )
 
 q5 = Exercise(
