@@ -41,13 +41,24 @@ def _cells_of_section(path, heading):
 def chained_problems(path):
     """[(number, markdown, checking code)] of a chapter's chained problems."""
     cells = _cells_of_section(path, "Worked problem")
-    found = []
+    found: list = []
     for i, (kind, text) in enumerate(cells):
         if kind != "markdown" or not MARKER.search(text):
             continue
         nxt = next((t for k, t in cells[i + 1:] if k == "code"), "")
         found.append((int(MARKER.search(text).group(1)), text, nxt))
     return found
+
+
+def folded_answers(path):
+    """The stored Markdown output of the code cell after each chained problem."""
+    nb = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    out = []
+    for i, cell in enumerate(nb):
+        if cell["cell_type"] == "markdown" and MARKER.search("".join(cell["source"])):
+            code = next(c for c in nb[i + 1:] if c["cell_type"] == "code")
+            out.append("".join("".join(o.get("data", {}).get("text/markdown", "")) for o in code["outputs"]))
+    return out
 
 
 def test_there_are_eleven_chapters():
@@ -70,6 +81,11 @@ def test_two_chained_problems_of_three_steps_ending_in_a_decision(path):
         assert len(decision) > 20, f"{path.name} chained problem {n}: the decision is empty"
         assert "notebook.answer(" in code, \
             f"{path.name} chained problem {n}: the next code cell does not check and fold the answer"
+    for n, answer in enumerate(folded_answers(path), 1):
+        assert answer.startswith("<details>"), f"{path.name} chained problem {n}: the answer is not folded"
+        worked = [int(x) for x in STEP.findall(answer)]
+        assert len(worked) >= 3 and "**Decision:**" in answer, \
+            f"{path.name} chained problem {n}: the folded answer lacks its worked steps or its decision"
 
 
 def _module(path):
