@@ -8,7 +8,7 @@ aimed at the confusion it comes from.
 
 from __future__ import annotations
 
-from trainium_lab.exercises import Exercise
+from trainium_lab.exercises import Exercise, run_solution
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "q7", "q8", "ALL", "CAUSES"]
 
@@ -150,12 +150,12 @@ q7 = Exercise(
 
 
 def _q8_setup() -> tuple[float, float, float]:
-    """(δ, M, R) in seconds for Q8: Llama 3 70B at 12 GB/s on 512 chips, 10-minute restarts."""
+    """(δ, M, R) in seconds for Q8: Llama 3 70B at 20 GB/s on 1,024 chips, 5-minute restarts."""
     from trainium_lab import reliability as rel
     from trainium_lab.units import GB, minute
 
-    d = rel.checkpoint_write_s(rel.checkpoint_bytes(70e9), 12 * GB)
-    return d, rel.job_mtbf_s(rel.llama3_summary().per_gpu_mtbf_s, 512), 10 * minute
+    d = rel.checkpoint_write_s(rel.checkpoint_bytes(70e9), 20 * GB)
+    return d, rel.job_mtbf_s(rel.llama3_summary().per_gpu_mtbf_s, 1024), 5 * minute
 
 
 def _q8_check(answer, expected):
@@ -178,18 +178,18 @@ def _q8_check(answer, expected):
 
 
 q8 = Exercise(
-    "Q8 a checkpoint interval for 70B on 8 UltraServers (open)",
+    "Q8 a checkpoint interval for 70B on 16 UltraServers (open)",
     unit="min",
     open_variant=True,
     checker=_q8_check,
-    also_accepted=(90, 127, 180),
-    hint=("δ = 70e9 × 14 B ÷ 12 GB/s; M = the Llama 3 proxy's per-chip MTBF ÷ 512 chips; Young's interval "
+    also_accepted=(lambda: 0.8 * run_solution(q8._solution), lambda: 1.3 * run_solution(q8._solution)),
+    hint=("δ = 70e9 × 14 B ÷ 20 GB/s; M = the Llama 3 proxy's per-chip MTBF ÷ 1,024 chips; Young's interval "
           "√(2δM) is close to the optimum, and anything near it loses about as little."),
-    solution=("d = reliability.checkpoint_write_s(reliability.checkpoint_bytes(70e9), 12 * GB)   # s\n"
-              "m = reliability.job_mtbf_s(reliability.llama3_summary().per_gpu_mtbf_s, 512)     # s\n"
+    solution=("d = reliability.checkpoint_write_s(reliability.checkpoint_bytes(70e9), 20 * GB)   # s\n"
+              "m = reliability.job_mtbf_s(reliability.llama3_summary().per_gpu_mtbf_s, 1024)    # s\n"
               "answer_8 = reliability.optimal_interval_s(d, m) / minute                        # minutes"),
     mistakes=[(lambda: _q8_young() / 60, "that is the interval in hours: the question asks for minutes"),
-              (lambda: _q8_young_chip_mtbf(), "that uses one chip's MTBF: a job on 512 chips fails 512 "
+              (lambda: _q8_young_chip_mtbf(), "that uses one chip's MTBF: a job on 1,024 chips fails 1,024 "
                                               "times as often"),
               (lambda: _q8_setup()[0] / 60, "that is the write time δ itself: checkpointing that often does "
                                             "nothing but write")],
