@@ -195,7 +195,7 @@ q6 = Exercise(
 
 
 def _q8_check(answer, expected):
-    """Accept any (tile_m, tile_n, tile_k) the emulator runs within 10 % of the core's roofline bound."""
+    """Accept any (tile_m, tile_n, tile_k) the emulator runs on a Trainium3 core within 10 % of its bound."""
     from trainium_lab import kernels
 
     if (not isinstance(answer, (tuple, list)) or len(answer) != 3
@@ -203,10 +203,10 @@ def _q8_check(answer, expected):
         return False, "expected three whole, positive numbers (tile_m, tile_n, tile_k)"
     tm, tn, tk = answer
     try:
-        run = kernels.matmul_cost(8192, 4096, 8192, tile_m=tm, tile_n=tn, tile_k=tk)
+        run = kernels.matmul_cost(8192, 4096, 8192, chip="trn3", tile_m=tm, tile_n=tn, tile_k=tk)
     except ValueError as err:
         return False, f"the emulator refuses it: {err}"
-    bound = kernels.core_bound_s(8192, 4096, 8192)
+    bound = kernels.core_bound_s(8192, 4096, 8192, "bfloat16", "trn3")
     if run.time_s > 1.1 * bound:
         return False, (f"{tm} × {tn} with k chunks of {tk} takes {run.time_s * 1e3:.2f} ms, "
                        f"{run.time_s / bound - 1:.0%} above the bound of {bound * 1e3:.2f} ms; "
@@ -215,22 +215,22 @@ def _q8_check(answer, expected):
 
 
 q8 = Exercise(
-    "Q8 tiles at the roofline (open)",
+    "Q8 tiles at the roofline on Trainium3 (open)",
     rel_tol=0.0,
     open_variant=True,
     checker=_q8_check,
-    also_accepted=((512, 512, 1024), (512, 512, 4096)),
-    hint=("Intensity first: only tiles whose intensity passes the core's ridge can reach the bound "
-          "(kernels.tile_plan). Then mind the contraction chunk: compare the emulated time with each "
-          "engine's busy time (engine_busy_s) to see whether loads overlap the matmuls."),
-    solution=("plan = kernels.tile_plan(8192, 4096, 8192, 512, 512, 2048)   # 8 PSUM banks, SBUF a third full\n"
-              "run = kernels.matmul_cost(8192, 4096, 8192, tile_m=512, tile_n=512, tile_k=2048)\n"
-              "answer_8 = (plan.tile_m, plan.tile_n, plan.tile_k)          # at the roofline"),
-    mistakes=[((256, 512, 4096), "256 × 512 tiles read A and B too often: their intensity is below the "
-                                 "core's ridge, so HBM binds"),
-              ((512, 512, 6912), "the largest chunk that fits SBUF: the run takes about as long as its "
-                                 "loads and matmuls added together, so they no longer overlap; smaller chunks "
-                                 "restore the overlap"),
+    also_accepted=((512, 512, 2048), (512, 256, 1024)),
+    hint=("Trainium3's core has more HBM bandwidth per FLOP: compare tile intensities with its ridge "
+          "(kernels.core_roofline('trn3', ...)); then mind the contraction chunk as in chained problem 1."),
+    solution=("bound = kernels.core_bound_s(8192, 4096, 8192, 'bfloat16', 'trn3')      # s\n"
+              "for tm, tn in ((128, 512), (256, 512), (512, 512)):                    # smallest first\n"
+              "    run = kernels.matmul_cost(8192, 4096, 8192, chip='trn3', tile_m=tm, tile_n=tn, tile_k=2048)\n"
+              "    if run.time_s <= 1.1 * bound:\n"
+              "        break\n"
+              "answer_8 = (tm, tn, 2048)      # the smallest tile (least SBUF) that reaches the bound"),
+    mistakes=[((128, 512, 2048), "128 × 512 tiles stay below even Trainium3's lower ridge: HBM binds"),
+              ((512, 512, 7936), "the largest chunk that fits SBUF: the run takes about as long as its "
+                                 "loads and matmuls added together, so they no longer overlap"),
               ((512, 1024, 2048), "512 × 1024 with two buffers needs 16 PSUM banks; a core has 8")],
 )
 
