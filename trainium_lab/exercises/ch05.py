@@ -145,7 +145,7 @@ import functools  # noqa: E402
 def _q7_plan():
     from trainium_lab import layouts
 
-    return layouts.plan("llama3-70b", system="trn2-ultraserver", n_systems=2, lnc=2, global_batch=256)
+    return layouts.plan("llama3-405b", system="trn2-ultraserver", n_systems=4, lnc=2, global_batch=1024)
 
 
 def _q7_accepted() -> list:
@@ -162,15 +162,15 @@ def _q7_check(answer, expected):
         return False, "expected four whole numbers (tp ranks, pp, dp, zero stage)"
     tp, pp, dp, zero = answer
     wp = _q7_plan()
-    if tp * pp * dp != 512:
-        return False, f"TP × PP × DP = {tp * pp * dp}, but two UltraServers run 512 ranks at LNC=2"
-    if 64 % tp:
-        return False, f"TP{tp} does not divide Llama 3 70B's 64 heads: each rank needs whole heads"
-    if 256 % dp:
-        return False, f"DP{dp} does not divide the 256 sequences of the global batch"
+    if tp * pp * dp != 1024:
+        return False, f"TP × PP × DP = {tp * pp * dp}, but four UltraServers run 1,024 ranks at LNC=2"
+    if 128 % tp:
+        return False, f"TP{tp} does not divide Llama 3 405B's 128 heads: each rank needs whole heads"
+    if 1024 % dp:
+        return False, f"DP{dp} does not divide the 1,024 sequences of the global batch"
     rows = wp.all[(wp.all.tp == tp) & (wp.all.pp == pp) & (wp.all.dp == dp) & (wp.all.zero_stage == zero)]
     if rows.empty:
-        return False, f"the planner has no such layout (ZeRO stage {zero}, PP{pp} for 80 layers?)"
+        return False, f"the planner has no such layout (ZeRO stage {zero} with PP{pp} and DP{dp})"
     fit = wp.table[(wp.table.tp == tp) & (wp.table.pp == pp) & (wp.table.dp == dp) & (wp.table.zero_stage == zero)]
     if fit.empty:
         worst = rows.sort_values("memory_gib").iloc[0]
@@ -186,25 +186,25 @@ def _q7_check(answer, expected):
 
 
 q7 = Exercise(
-    "Q7 a layout for Llama 3 70B on two UltraServers (open)",
+    "Q7 a layout for Llama 3 405B on four UltraServers (open)",
     rel_tol=0.0,
     open_variant=True,
     checker=_q7_check,
     also_accepted=(lambda: _q7_accepted()[1], lambda: _q7_accepted()[-1]),
-    hint=("Heads cap TP at 64 ranks; memory says how little TP you can get away with; a pipeline only if "
+    hint=("Heads cap TP at 128 ranks, the TP limit keeps it inside an instance; memory says how much PP or "
+          "ZeRO you need; a pipeline costs (p − 1)/m; "
           "memory needs one (bubble (p − 1)/m); DP takes the rest and must divide the batch; ZeRO-2 or -3 "
           "shards what DP replicates."),
-    solution=("wp = layouts.plan('llama3-70b', system='trn2-ultraserver', n_systems=2, lnc=2, global_batch=256)\n"
+    solution=("wp = layouts.plan('llama3-405b', system='trn2-ultraserver', n_systems=4, lnc=2, global_batch=1024)\n"
               "b = wp.best                                    # the planner's choice, for reference\n"
               "answer_7 = (int(b.tp), int(b.pp), int(b.dp), int(b.zero_stage))"),
-    mistakes=[((512, 1, 1, 1), "TP512 does not divide the 64 heads, and a TP group across UltraServers would "
-                               "cross EFA, where the TP limit is a few chips"),
-              ((4, 1, 128, 1), "with ZeRO-1 every replica keeps the full BF16 weights and gradients of its "
-                               "TP shard: too much for one chip"),
-              ((64, 4, 2, 1), "memory does not need a pipeline here: its bubble and sends cost more than "
-                              "the TP traffic a smaller TP group would save"),
-              ((8, 1, 64, 2), "TP8 ranks = 2 chips fits only with full recomputation, which redoes the "
-                              "forward pass: a third more compute")],
+    mistakes=[((128, 1, 8, 3), "TP128 ranks = 32 chips leaves the instance: its all-reduces cross the "
+                               "UltraServer ring, where 405B's TP limit is about 32 chips"),
+              ((16, 1, 64, 1), "TP16 ranks = 4 chips with ZeRO-1 keeps a quarter of 405B's BF16 weights and "
+                               "gradients on every chip: far beyond its HBM"),
+              ((64, 1, 16, 1), "with ZeRO-1 and no pipeline each chip keeps its TP shard of all 126 layers' "
+                               "weights and gradients plus the activations: it does not keep 10 % free")],
 )
+
 
 ALL = (q1, q2, q3, q4, q5, q6, q7)
