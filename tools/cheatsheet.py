@@ -168,8 +168,11 @@ def rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
     add(("04", ("fully sharded state per chip",), "Fully sharded training state per chip with 35 % kept free",
          "HBM × 0.65 ÷ 16 B", f"Trn2 {sizing.usable_state_bytes_per_chip('trn2') / 16 / 1e9:.1f}B params, "
          f"Trn3 {sizing.usable_state_bytes_per_chip('trn3') / 16 / 1e9:.1f}B"))
-    add(("04", ("training flops",), "Training compute is six FLOPs per parameter per token",
-         "C ≈ 6 · N · D", f"8B params on 1T tokens: {sizing.training_flops(8e9, 1e12):.1e} FLOPs"))
+    qwen_job = sizing.size_job(sizing.preset("qwen3-235b-a22b").n_params, 1e12, model="qwen3-235b-a22b")
+    add(("04", ("training flops",), "Training compute is six FLOPs per parameter a token uses, per token "
+         "(forward 2, backward 4); for a mixture of experts N counts the active parameters", "C ≈ 6 · N_active · D",
+         f"8B params on 1T tokens: {sizing.training_flops(8e9, 1e12):.1e} FLOPs; Qwen3-235B-A22B "
+         f"({qwen_job.active_params / 1e9:.0f}B active): {qwen_job.flops:.1e}"))
     add(("04", ("one chip-day at 40 % mfu",), "One chip-day at 40 % MFU", "C × 0.4 × 86,400 s",
          f"Trn2: {t2.dense_flops_per_s['bf16'] * 0.4 * day:.1e} FLOPs"))
     p70 = sizing.preset("llama3-70b")
@@ -293,8 +296,9 @@ def rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
     add(("09", ("decode step ≈",), "A small-batch decode step reads every weight once",
          "t ≈ weight bytes ÷ HBM bandwidth", f"Llama 3 70B on 2 Trn2 chips (TP 8): "
          f"{serving.decode_step(r70, 1, 128).time_s / ms:.0f} ms"))
-    add(("09", ("decode turns compute-bound near",), "Decode turns compute-bound near B ≈ ridge at short contexts, "
-         "and never past a context length", "batch* ≈ R; context* where KV reads match the weights",
+    add(("09", ("attention in decode",), "Decode reads every weight once per step: its weight matmuls "
+         "stay bandwidth-bound until the batch nears the ridge point; attention (about a/g FLOP/byte, the GQA "
+         "group) stays bandwidth-bound at any batch", "batch* ≈ ridge · b_w / 2 (b_w bytes per weight)",
          f"Trn2: batch ≈ {serving.decode_compute_bound_batch(r70, 128):,.0f} at 128 tokens; never past "
          f"{serving.kv_bound_context_len(r70):,.0f} tokens (Llama 3 70B)"))
     r8 = serving.replica("llama3-8b", "trn2", tp=4)
@@ -320,7 +324,7 @@ def rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
          "compute the active ones", "active = shared + k/E · experts",
          f"Mixtral {mix['params'].sum() / 1e9:.1f}B / {mix['active_params'].sum() / 1e9:.1f}B; Qwen3 "
          f"{qwen['params'].sum() / 1e9:.0f}B / {qwen['active_params'].sum() / 1e9:.0f}B"))
-    add(("10", ("a token's dispatch sends",), "A dispatch sends T · k · h · 2 B per chip; four all-to-alls per MoE "
+    add(("10", ("all-to-all dispatch",), "A dispatch sends T · k · h · 2 B per chip; four all-to-alls per MoE "
          "layer per step", "T · k · h · 2 B", f"Mixtral, 8,192 tokens: {moe.dispatch_bytes(8192, 4096, experts_per_token=2) / MiB:.0f} MiB"))
     add(("10", ("ring all-to-all",), "A ring all-to-all is n/2 times slower than a switch at equal bandwidth",
          "ring (n−1)/2 · S/B; switch (n−1)/n · S/B",
@@ -367,7 +371,100 @@ def rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
          "instances × price ÷ (target tokens/s × 3,600) × 10⁶",
          f"Llama 3 8B at 50,000 tokens/s: {fleet.n_instances} instance(s), {fleet.cost_per_million_tokens_usd:.3f} USD "
          "per million"))
+    out.extend(_reality_rows())
+    out.extend(_rows_added_this_round())
     return out
+
+
+def _rows_added_this_round() -> list[tuple[str, tuple[str, ...], str, str, str]]:
+    """Rows the chapters' boxes gained from issues 24, 27 and 28 (measured, kernels, serving, experts)."""
+    import math
+
+    from trainium_lab import collectives, kernels, moe, reality, sizing
+    from trainium_lab.units import GB, GiB, MiB
+
+    m = reality.measurements().query("set == 'trn1_training'")
+    mfus = [sizing.mfu_from_throughput(r.value * r.seq_len, sizing.preset(r.model).exact_params(), int(r.chips), "trn1")
+            for _, r in m.iterrows()]
+    ladder = kernels.matmul_ladder(4096, 4096, 4096)
+    p70 = sizing.preset("llama3-70b")
+    size = moe.dispatch_bytes(8192, 4096, experts_per_token=2)
+    t2, t3 = moe.all_to_all_s(size, 32, "trn2-ultraserver"), moe.all_to_all_s(size, 32, "trn3-gen1-ultraserver")
+    rule = "(a rule: no number)"
+    return [
+        ("03", ('a nccom-test "gb/s"',), "Check a nccom-test 'GB/s' as size ÷ time: older runs print GiB/s, newer "
+         "decimal GB/s", "algbw = size ÷ time", f"4 GiB in 40 ms: {collectives.algbw_bytes_per_s(4 * GiB, 0.040) / GB:.1f} GB/s"),
+        ("04", ("mfu real runs reach",), "The MFU published Trainium runs reach, counting 6N", "tokens/s × 6N ÷ (chips × peak)",
+         f"AWS's Trn1 runs: {mfus[0]:.1%} (8B) and {mfus[1]:.1%} (70B)"),
+        ("07", ("on neuron: `jnp.where`",), "On Neuron keep control flow static: select instead of branch, static loop "
+         "bounds, fixed-size masks", "no lax.cond, no dynamic while_loop, no dynamic=True", rule),
+        ("07", ("`using a cached neff`",), "Read the compile log: 'Using a cached neff' is a hit, 'No candidate found' a "
+         "miss and a compile", "Neuron Persistent Cache page", rule),
+        ("07", ("buckets pay off when",), "Buckets pay off when the padding they save outweighs their compiles",
+         "padding saved × epochs ÷ throughput > minutes per NEFF × cold starts", rule),
+        ("08", ("dma: 16 engines",), "DMA: a core's engines and what each moves", "engines × bytes/s per engine",
+         "; ".join(f"{k}: {kernels.core_model(k).dma_engines} × {kernels.core_model(k).dma_engine_bytes_per_s / GB:.0f} GB/s"
+                   for k in ("trn1", "trn2", "trn3"))),
+        ("08", ("4096³ bf16 ladder",), "The NKI matmul tutorial's ladder: each rung re-reads less",
+         "HBM bytes and intensity per rung", " → ".join(f"{b / MiB:,.0f} MiB" for b in ladder.hbm_bytes)
+         + "; " + " → ".join(f"{i:,.0f}" for i in ladder.intensity_flop_per_byte) + " FLOP/byte"),
+        ("08", ("lnc = 2: `kernel[2]",), "At LNC = 2 launch the kernel on both physical cores", "kernel[2](...) and "
+         "nl.program_id(0)", rule),
+        ("09", ("kv sharded by sequence",), "Shard the KV cache instead of replicating it once TP exceeds the KV heads",
+         "TP / n_kv × the sequences", f"Llama 3 70B at TP 64: {64 // p70.n_kv_heads}× the sequences"),
+        ("09", ("neff memory = **largest scratchpad",), "NEFF memory is the largest scratchpad plus every NEFF's code and "
+         "constants", "max(scratchpad) + Σ (code + constants)", rule),
+        ("09", ("prefix caching speed-up",), "Prefix caching speeds prefill up by at most 1/(1 − hit rate)",
+         "speed-up ≤ 1 / (1 − h)", f"h = 90 %: at most {1 / (1 - 0.9):.0f}×"),
+        ("09", ("prefill servers per decode server",), "Disaggregated serving: prefill servers per decode server",
+         "B · t_prefill / (n_out · t_step)", rule),
+        ("10", ("trn2 against trn3 all-to-all",), "Trainium2 against Trainium3 for an all-to-all depends on the fabric "
+         "reading", "ratio of all-to-all times", f"128 MiB over 32 chips, the course's readings: ×{t2 / t3:.0f}"),
+        ("10", ("dropless on neuron",), "Dropless routing on static shapes: blocks per expert group",
+         "⌈T·k/B⌉ + (E − 1) blocks", f"1,000 tokens, 8 experts, top-2, B = 256: {math.ceil(1000 * 2 / 256) + 8 - 1} blocks"),
+        ("10", ("experts under **128 columns",), "Experts under 128 columns per rank leave the tensor engine idle",
+         "columns per rank ÷ 128", f"1,536 over 16 ranks: {1536 // 16} columns, {1536 / 16 / 128:.0%}"),
+    ]
+
+
+def _reality_rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
+    """Issue 24: the fraction of each bound real runs reach (AWS's published measurements)."""
+    from trainium_lab import reality, sizing, specs
+
+    c = reality.compare().set_index("measurement_id")
+    tpot = [c.loc[k, "bound_over_measured"] for k in ("nxdi-llama33-70b-tpot", "nxdi-llama31-405b-tpot")]
+    m = reality.measurements().query("set == 'trn1_training'")
+    mfus = [sizing.mfu_from_throughput(r.value * r.seq_len, sizing.preset(r.model).exact_params(), int(r.chips), "trn1")
+            for _, r in m.iterrows()]
+    pm = specs.calibration("planner_mfu")
+    per_ar = reality.parameter("decode_tp_collective_s")
+    s = reality.summary().set_index("set").loc["all"]
+    return [
+        ("09", COVERS_REALITY["tp_ar"], "A real decode step pays a fixed cost per TP all-reduce (two per layer) "
+         "that more chips do not remove",
+         "TPOT ≈ KV/HBM + max(2N·B/peak, W/HBM) + 2L · t_AR (scaling-book's general step)",
+         f"t_AR ≈ {per_ar * 1e6:.0f} µs fitted; Trn2 at TP 64 reaches {tpot[0]:.0%} (70B) and {tpot[1]:.0%} (405B) "
+         "of the bound's speed"),
+        ("09", COVERS_REALITY["prefill"], "Prefill reaches about a third of peak on Trn2 (NxD Inference tutorials)",
+         "TTFT ≈ FLOPs / (peak · η)", f"η ≈ {reality.parameter('prefill_efficiency'):.0%}"),
+        ("05", COVERS_REALITY["mfu"], "Published Trainium training runs reach well under 40 % MFU; plan at the "
+         "calibrated value and carry its range", "MFU = tokens/s · 6N / (chips · peak)",
+         f"AWS Trn1 runs: {mfus[0]:.1%} (8B) and {mfus[1]:.1%} (70B); planner default {pm.value:.1%} "
+         f"({pm.low:.1%} to {pm.high:.1%})"),
+        ("03", COVERS_REALITY["collective"], "A collective pays a latency floor and reaches a fraction of the link "
+         "figure; check a nccom-test 'GB/s' as size ÷ time", "t ≈ t0 + steps · α + bytes / (η · B)",
+         f"Trn1 (NCCOM-TEST guide): t0 ≈ {reality.parameter('collective_launch_s') * 1e6:.0f} µs, "
+         f"α ≈ {reality.parameter('ring_step_latency_s') * 1e6:.1f} µs, η ≈ "
+         f"{reality.parameter('neuronlink_bus_efficiency'):.0%} of NeuronLink"),
+        ("11", COVERS_REALITY["summary"], "How close the course's expectations come to every stored measurement",
+         "median and largest abs(expected ÷ measured − 1); bounds never beaten",
+         f"{s.n_rows:.0f} rows: median {s.median_abs_error:.1%}, largest {s.max_abs_error:.1%}"),
+    ]
+
+
+#: which Numbers-to-remember rows issue 24's rows stand for (empty: a row no box lists)
+COVERS_REALITY = {"tp_ar": ("real decode ≈ bound",), "prefill": (), "mfu": ("the planner's tokens/s against aws",),
+                  "collective": ("real collectives (nccom-test",), "summary": ("real runs against the bounds",)}
 
 
 def coverage() -> list[str]:

@@ -96,7 +96,7 @@ def layout_explorer(model: str = "llama3-405b", tp: int = 64, pp: int = 4, dp: i
         "micro_batch": W.IntText(value=1, description="micro-batch"),
         "n_micro_batches": W.IntText(value=16, description="micro-batches"),
         "recompute": W.Dropdown(options=list(sizing.RECOMPUTE_MODES), value="selective", description="recompute"),
-        "mfu_pct": W.FloatSlider(value=40, min=5, max=100, step=5, description="MFU %"),
+        "mfu_pct": W.FloatSlider(value=round(100 * sizing.default_mfu()), min=5, max=100, step=1, description="MFU %"),
         "show_map": W.Checkbox(value=show_map, description="rank map"),
     }
     return Explorer(controls, _evaluate, _render_layout, _describe_layout, columns=3)
@@ -126,7 +126,7 @@ class PlannerExplorer(Explorer):
             "lnc": W.Dropdown(options=[("chip default", None), ("1", 1), ("2", 2)], value=None,
                               description="LNC"),
             "global_batch": W.IntText(value=global_batch, description="global batch"),
-            "mfu_pct": W.FloatSlider(value=40, min=5, max=100, step=5, description="MFU %"),
+            "mfu_pct": W.FloatSlider(value=round(100 * sizing.default_mfu()), min=5, max=100, step=1, description="MFU %"),
         }
         self.button = W.Button(description="Plan", button_style="primary")
         self.status = W.HTML()

@@ -47,7 +47,9 @@ class PlanningWorksheet(Explorer):
             "tokens_b": W.FloatText(value=tokens_b, description="tokens (B)", step=10.0),
             "mfu_pct": W.FloatSlider(value=100 * D["mfu"], min=5.0, max=100.0, step=1.0, description="MFU %"),
             "usd_per_hour": W.FloatText(value=usd_per_hour, description="USD/inst-h", step=1.0),
-            "ckpt_gb_per_s": W.FloatText(value=D["checkpoint_write_bytes_per_s"] / GB, description="ckpt GB/s", step=1.0),
+            # the plan's own bandwidth: chips × per-chip share up to the storage limit (planning)
+            "ckpt_gb_per_s": W.FloatText(value=round(self.base_plan.inputs["checkpoint_write_bytes_per_s"] / GB, 2),
+                                         description="ckpt GB/s", step=1.0),
             "chip_mtbf_days": W.FloatText(value=round(planning._proxy_chip_mtbf_s() / day),
                                           description="chip MTBF (d)", step=100.0),
             "restart_min": W.FloatText(value=D["restart_s"] / minute, description="restart (min)", step=5.0),
@@ -80,7 +82,8 @@ class PlanningWorksheet(Explorer):
             self.status.value = error_html(str(exc))
             return
         p = self.base_plan
-        tried = f" (counts tried: {', '.join(map(str, p.systems_tried))})" if p.systems_tried else ""
+        tried = (f" (the fewest: {len(p.systems_tried)} counts planned, {p.systems_bounded} ruled out by a floor)"
+                 if p.systems_tried else "")
         self.status.value = f"layout searched on {p.n_systems} × {html.escape(p.system)}{tried}"
         self.inputs["n_systems"].value = p.n_systems
         self.update()

@@ -71,6 +71,6 @@ def sizing_calculator(model: str = "llama3-8b", tokens_trillion: float = 1.0) ->
         "zero_stage": W.Dropdown(options=[0, 1, 2, 3], value=3, description="ZeRO stage"),
         "recompute": W.Dropdown(options=list(sizing.RECOMPUTE_MODES), value="selective",
                                 description="recompute"),
-        "mfu": W.FloatText(value=0.40, step=0.05, description="MFU"),
+        "mfu": W.FloatText(value=round(sizing.default_mfu(), 3), step=0.05, description="MFU"),
     }
     return Explorer(controls, _compute, _render, _describe)
