@@ -88,7 +88,7 @@ from trainium_lab import collectives, cores, dtypes, roofline, specs, topology
 from trainium_lab._validate import choice, finite_number, in_range, integer, positive
 from trainium_lab.layouts import resolve_model
 from trainium_lab.sizing import ModelPreset
-from trainium_lab.units import MB, TB, TFLOPS, GiB, format_bytes, format_seconds, ms
+from trainium_lab.units import MB, TB, TFLOPS, GiB, format_bytes, format_seconds, hour, ms
 
 __all__ = [
     "IGNORED", "FORWARD_ALLREDUCES_PER_LAYER",
@@ -2432,7 +2432,7 @@ def moe_decode_expert_bytes(model: str | ModelPreset, batch: int, bytes_per_weig
 
 
 def cost_per_million_tokens_usd(tokens_per_s: float, usd_per_hour: float) -> float:
-    """Dollars per million generated tokens: ``usd_per_hour / 3600 / tokens_per_s × 10⁶``.
+    """Dollars per million generated tokens: the hourly price over the tokens an hour produces, × 10⁶.
 
     Examples
     --------
@@ -2441,4 +2441,4 @@ def cost_per_million_tokens_usd(tokens_per_s: float, usd_per_hour: float) -> flo
     """
     t = positive("tokens_per_s", tokens_per_s)
     u = positive("usd_per_hour", usd_per_hour)
-    return u / 3600.0 / t * 1e6
+    return u / (t * hour) * 1e6
