@@ -340,7 +340,7 @@ def rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
 
     # 11 · capstone
     par = planning.parity_usd_per_hour("trn2.48xlarge")
-    q8 = planning.plan_run("llama3-8b", 100e9, n_systems=1, usd_per_hour=par)
+    q8 = planning.plan_run("llama3-8b", 100e9, n_systems=1, usd_per_hour=par, mfu=0.40)
     add(("11", ("cost = instance-hours × price",), "Cost = instance-hours × price; per million tokens = price per "
          "instance-hour ÷ tokens per instance-hour × 10⁶", "cost = hours × USD/h",
          f"Llama 3 8B, 100B tokens, one trn2.48xlarge at the parity placeholder: {q8.cost_usd:,.0f} USD, "
@@ -357,7 +357,7 @@ def rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
          "communication add to them", "plan ÷ 6ND floor",
          f"Llama 3 8B at {m8.seq_len:,} tokens: +{q8.results['instance_hours'] / floor_h - 1:.0%}"))
     p405 = planning.plan_run("llama3-405b", 1e12, system="trn2-ultraserver", n_systems=40, lnc=2,
-                             global_batch=2048, usd_per_hour=par)
+                             global_batch=2048, usd_per_hour=par, mfu=0.40)
     add(("11", ("at ~2,500 chips",), "At thousands of chips the job MTBF is under a day and failures and checkpoints "
          "take a large share", "lost = checkpoints + rework + restarts",
          f"{p405.n_chips:,} chips: job MTBF {p405.results['job_mtbf_s'] / hour:.1f} h, "
