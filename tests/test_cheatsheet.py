@@ -31,3 +31,43 @@ def test_every_chapter_summary_links_the_cheatsheet():
                    and re.search(r"^## Summary", "".join(c["source"]), flags=re.M)]
         assert summary, f"{path.name} has no ## Summary"
         assert "cheatsheet.md" in summary[0], f"{path.name}: the summary does not link the cheat sheet"
+
+
+def _cheatsheet():
+    sys.path.insert(0, str(ROOT / "tools"))
+    import cheatsheet
+
+    return cheatsheet
+
+
+def test_every_numbers_to_remember_row_of_every_chapter_is_on_the_cheatsheet():
+    """Each row of each chapter's Numbers-to-remember box is covered by exactly one cheat-sheet row
+    (its ``covers`` fragment): a row another engineer adds to a chapter fails here, by name, until
+    tools/cheatsheet.py computes it."""
+    problems = _cheatsheet().coverage()
+    assert not problems, "\n".join(problems)
+
+
+def test_the_box_of_every_chapter_is_read():
+    """The parser finds the rows of every chapter's box, quoted or not (a parser that reads
+    nothing would make the coverage test pass for nothing)."""
+    cs = _cheatsheet()
+    counts = {ch: len(cs.numbers_to_remember(stem)) for ch, stem in cs.CHAPTERS.items()}
+    assert all(n >= 3 for n in counts.values()), counts
+    assert {r[0] for r in cs.rows()} == set(cs.CHAPTERS), "a chapter has no row on the cheat sheet"
+
+
+def test_the_parser_reads_quoted_and_plain_tables(tmp_path, monkeypatch):
+    import json
+
+    cs = _cheatsheet()
+    nb = {"cells": [
+        {"cell_type": "markdown", "source": ["## Numbers to remember\n", "\n", "| rule | from |\n",
+                                              "|---|---|\n", "| plain row | x |\n"]},
+        {"cell_type": "markdown", "source": ["> **Numbers to remember**\n", ">\n", "> | rule | from |\n",
+                                              "> |---|---|\n", "> | quoted row | y |\n"]},
+        {"cell_type": "markdown", "source": ["## Explore\n", "| not a rule | z |\n"]}]}
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "99_test.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    monkeypatch.setattr(cs, "ROOT", tmp_path)
+    assert cs.numbers_to_remember("99_test") == ["plain row", "quoted row"]

@@ -51,6 +51,15 @@ def test_solution_code_runs_and_is_the_answer(q):
 
 
 @pytest.mark.parametrize("q", EXERCISES)
+def test_two_wrong_answers_are_rejected(q):
+    """Every checker is tried with its reference (above) and at least two distinct wrong answers."""
+    wrong = q.wrong_answers
+    assert len(wrong) >= 2, f"{q.name}: only {len(wrong)} wrong answer(s) to test; add a mistake"
+    for answer in wrong:
+        assert q.judge(answer).status == "wrong", f"{q.name}: wrong answer {answer!r} was accepted"
+
+
+@pytest.mark.parametrize("q", EXERCISES)
 def test_every_mistake_gets_its_feedback(q):
     for mistake, feedback in q.mistakes:
         value = mistake() if callable(mistake) else mistake

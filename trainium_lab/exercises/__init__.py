@@ -129,13 +129,27 @@ class Exercise:
     checker : callable, optional
         ``checker(answer, expected) -> (ok, message)`` for answers a tolerance
         cannot judge.
+    open_variant : bool
+        True for an open problem (a chapter's chained problem again, for another
+        model or system) whose ``checker`` accepts any defensible answer and
+        rejects the classic wrong ones with feedback; ``tests/test_chained_problems.py``
+        counts at least one per chapter.
+    also_accepted : sequence, optional
+        For an open variant: defensible answers other than the reference (or
+        callables returning one, where a model decides it), which the tests check
+        the checker accepts.
     """
 
     def __init__(self, name: str, *, hint: str, solution: str, wrong: Any = None,
                  expected: Callable[[], Any] | None = None,
                  mistakes: Sequence[tuple[Any, str]] = (), rel_tol: float = 0.01, unit: str = "",
-                 checker: Callable[[Any, Any], tuple[bool, str]] | None = None):
+                 checker: Callable[[Any, Any], tuple[bool, str]] | None = None,
+                 open_variant: bool = False, also_accepted: Sequence[Any] = ()):
         self.name = name
+        self.open_variant = bool(open_variant)
+        self.also_accepted = tuple(also_accepted)
+        if self.open_variant and checker is None:
+            raise ValueError(f"{name}: an open variant needs a checker= that accepts any defensible answer")
         self._legacy_expected = expected
         self._expected = expected if expected is not None else functools.cache(
             lambda: run_solution(solution))
@@ -162,6 +176,16 @@ class Exercise:
         """The reference answer, computed now from the package."""
         return self._expected()
 
+    @property
+    def wrong_answers(self) -> list[Any]:
+        """Every plausible wrong answer the tests try: ``wrong`` and each of ``mistakes``."""
+        out = [self.wrong]
+        for mistake, _ in self.mistakes:
+            value = mistake() if callable(mistake) else mistake
+            if not any(value is w or _same(value, w) for w in out):
+                out.append(value)
+        return out
+
     def judge(self, answer: Any) -> CheckResult:
         """Decide without printing. Never raises."""
         if any(answer is marker for marker in NOT_ATTEMPTED):
@@ -177,7 +201,9 @@ class Exercise:
             ok, why = False, f"could not check this answer ({type(exc).__name__}: {exc})"
         if ok:
             return CheckResult("correct", f"✅ {self.name}: correct.")
-        why += self._diagnose(answer)
+        extra = self._diagnose(answer)
+        if extra[2:] not in why:  # a checker may already have named the mistake
+            why += extra
         return CheckResult("wrong", f"❌ {self.name}: {why}. Hint: {self._hint}")
 
     def _diagnose(self, answer: Any) -> str:
@@ -216,6 +242,13 @@ class Exercise:
 
     def __repr__(self) -> str:
         return f"Exercise({self.name!r})"
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # arrays and odd types: treat as different
+        return False
 
 
 def _is_number(x: Any) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from trainium_lab import claim_checks, cores
 from trainium_lab.exercises import Exercise, run_solution
 
-__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "q7", "ALL"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "q7", "q8", "ALL"]
 
 
 def _q1_wide_limit() -> float:
@@ -79,7 +79,8 @@ q3 = Exercise(
               "m_star = 1 / (2 / (R * b) - 1 / 8192 - 1 / 8192)        # tokens\n"
               "answer_3 = 'tensor engine' if 272 >= m_star else 'HBM'"),
     mistakes=[("tensor engine", "the wide-weight limit R·b/2 is below 272, but with n = k = 8192 the "
-                                "1/n + 1/k terms raise m* above it")],
+                                "1/n + 1/k terms raise m* above it"),
+              ("both", "a matmul's time is the larger of its two bounds, so exactly one of them binds")],
     checker=_check_bound,
 )
 
@@ -139,6 +140,10 @@ q6 = Exercise(
     solution=("c = claim_checks.claim('trn2-fp8-aws')\n"
               "answer_6 = claim_checks.check_figure(c.entity, c.field, c.claimed_value, c.claimed_unit).verdict"),
     wrong="contradicted",
+    mistakes=[("contradicted", "check_figure reads the claim in its own unit and compares it with the "
+                               "dense FP8 value data/ uses: run it before judging by eye"),
+              ("disputed", "disputed means the figure matches an alternative row of data/ instead of the "
+                           "used value; this one matches the used value")],
     checker=_check_verdict,
 )
 
@@ -178,4 +183,55 @@ def _ratio(field: str) -> float:
     return getattr(specs.chip("trn3"), field) / getattr(specs.chip("trn2"), field)
 
 
-ALL = (q1, q2, q3, q4, q5, q6, q7)
+
+
+def _q8_smallest() -> int:
+    """The smallest multiple of 8 at which Llama 3 8B's up-projection is compute-bound on Trainium3."""
+    import math
+
+    from trainium_lab import roofline
+
+    return 8 * math.ceil(roofline.compute_bound_batch(14336, 4096, "bf16", "trn3") / 8)
+
+
+def _q8_check(answer, expected):
+    """Accept any multiple of 8 that is compute-bound on Trainium3 and at most twice the smallest."""
+    from trainium_lab import roofline
+
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)) or answer != int(answer) or answer < 1:
+        return False, f"expected a whole number of tokens, got {answer!r}"
+    m = int(answer)
+    if m % 8:
+        return False, f"{m} is not a multiple of 8, the server's bucket granularity"
+    b = roofline.matmul_bound(m, 14336, 4096, "bf16", "trn3")
+    if b.bound != "tensor engine":
+        return False, (f"at m = {m} the intensity is {b.intensity_flop_per_byte:.0f} FLOP/byte, below Trainium3's "
+                       f"ridge of {b.ridge_flop_per_byte:.0f}: still HBM-bound")
+    if m > 2 * expected:
+        return False, (f"m = {m} is compute-bound but more than twice the smallest such batch ({expected}): "
+                       "sequences would wait for a batch the tensor engine does not need")
+    return True, ""
+
+
+q8 = Exercise(
+    "Q8 a compute-bound decode batch on Trainium3 (open)",
+    unit="tokens per step",
+    rel_tol=0.0,
+    open_variant=True,
+    checker=_q8_check,
+    also_accepted=(152, 240, 288),
+    hint=("1/m* = 2/(R·b) − 1/n − 1/k with R Trainium3's BF16 ridge point (peak ÷ HBM bandwidth) and b = 2 "
+          "bytes; round m* up to a multiple of 8; anything up to twice that is fine."),
+    solution=("k, n = 4096, 14336\n"
+              "r = roofline.ridge_point('trn3', 'bf16')                  # FLOP/byte, ≈ 137\n"
+              "m_star = 1 / (2 / (r * 2) - 1 / n - 1 / k)                # tokens, the closed form\n"
+              "answer_8 = 8 * math.ceil(m_star / 8)                      # smallest multiple of 8 above it"),
+    mistakes=[(136, "that is R·b/2 rounded to a multiple of 8: the 1/n + 1/k terms raise m* above the "
+                    "wide-matrix limit, and at 136 tokens the matmul is still HBM-bound"),
+              (64, "a typical chat batch: 64 tokens through 4096 × 14336 weights do about 60 FLOPs per "
+                   "byte read, far below the ridge"),
+              (1024, "compute-bound, but far more than the tensor engine needs: every sequence waits for "
+                     "a batch seven times the smallest that saturates it")],
+)
+
+ALL = (q1, q2, q3, q4, q5, q6, q7, q8)

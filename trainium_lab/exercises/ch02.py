@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from trainium_lab.exercises import Exercise
 
-__all__ = ["q1", "q2", "q3", "q4", "q5", "ALL"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "q8", "ALL"]
 
 q1 = Exercise(
     "Q1 smallest update that survives at w = 20 (BF16, nearest)",
@@ -90,4 +90,58 @@ q5 = Exercise(
               (lambda: 8e9 * 2 / (2 ** 30), "2 bytes is a BF16 copy; the master copy is FP32")],
 )
 
-ALL = (q1, q2, q3, q4, q5)
+
+
+def _q8_table():
+    """The schemes on Q8's tensor: 8,192 values evenly from 1e-4 to 0.1 and one outlier of 1,000."""
+    import numpy as np
+
+    from trainium_lab import numerics
+
+    x = np.linspace(1e-4, 0.1, 8192)
+    x[100] = 1000.0
+    return numerics.block_scaling_comparison(x).set_index("scheme")
+
+
+def _q8_check(answer, expected):
+    """Accept any scheme that runs at Trainium3's MX rate, clamps nothing, errs ≤ 5 %, ≤ 8.25 bits."""
+    if not isinstance(answer, str):
+        return False, f"expected a scheme name as text, got {type(answer).__name__}"
+    t = _q8_table()
+    names = {s.lower(): s for s in t.index}
+    if answer.strip().lower() not in names:
+        return False, f"{answer!r} is not one of block_scaling_comparison's schemes ({', '.join(t.index)})"
+    row = t.loc[names[answer.strip().lower()]]
+    if row.kind != "mx":
+        return False, (f"{row.name} is per-tensor scaled: Trainium3 runs plain FP8 at BF16's rate, so it buys no "
+                       f"speed, and its median error here is {row.median_rel_error:.1%}")
+    if row.bits_per_value > 8.25:
+        return False, f"{row.name} costs {row.bits_per_value:g} bits per value, more than 8.25"
+    if row.clamped > 0:
+        return False, (f"{row.name} clamps {row.clamped:.0%} of the values: with the floor rule a block's maximum "
+                       "can land above the element format's largest value")
+    if row.median_rel_error > 0.05:
+        return False, f"{row.name}'s median relative error is {row.median_rel_error:.1%}, above 5 %"
+    return True, ""
+
+
+q8 = Exercise(
+    "Q8 an 8-bit scheme for an outlier-carrying tensor on Trainium3 (open)",
+    open_variant=True,
+    checker=_q8_check,
+    also_accepted=("MXFP8 E5M2, scale rounded up",),
+    hint=("Run numerics.block_scaling_comparison on the tensor and read kind, bits_per_value, clamped and "
+          "median_rel_error; Trainium3 is fast only on the MX formats."),
+    solution=("x = np.linspace(1e-4, 0.1, 8192)\n"
+              "x[100] = 1000.0                                        # the outlier\n"
+              "t = numerics.block_scaling_comparison(x).set_index('scheme')\n"
+              "ok = t[(t.kind == 'mx') & (t.clamped == 0) & (t.bits_per_value <= 8.25)\n"
+              "       & (t.median_rel_error <= 0.05)]\n"
+              "answer_8 = ok.median_rel_error.idxmin()                 # the most accurate that qualifies"),
+    mistakes=[("per-tensor FP8 E4M3", "accurate enough on this tensor, but Trainium3 runs plain FP8 no faster "
+                                      "than BF16: only the MX formats reach its fast rate"),
+              ("MXFP8 E4M3", "the floor rule clamps each block's largest values here; round the scale up"),
+              ("MXFP4, scale rounded up", "four bits leave too little precision: the median error is above 5 %")],
+)
+
+ALL = (q1, q2, q3, q4, q5, q8)

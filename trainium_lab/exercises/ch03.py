@@ -10,7 +10,7 @@ from __future__ import annotations
 from trainium_lab import specs
 from trainium_lab.exercises import Exercise
 
-__all__ = ["q1", "q2", "q3", "q4", "q5", "ALL"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "q8", "ALL"]
 
 
 def _c_over_w(chip: str, dtype: str, link: str) -> float:
@@ -113,4 +113,71 @@ q5 = Exercise(
                "you dropped the two torus phases; they still take (15/16)·S/W_torus each")],
 )
 
-ALL = (q1, q2, q3, q4, q5)
+
+
+def _q8_times(kind: str, seqs: int) -> tuple[float, float]:
+    """(all-reduce, backward) in seconds for Q8's 3B model on 8 trn2.48xlarge, ``seqs`` × 4,096 tokens per chip."""
+    from trainium_lab import collectives, specs
+
+    n_params, inst = 3e9, 8
+    c = specs.chip("trn2").dense_flops_per_s["bf16"]
+    torus = specs.link("trn2-neuronlink-intra").bytes_per_s
+    efa = specs.link("trn2-efa").bytes_per_s
+    chips = inst * specs.system("trn2.48xlarge").n_chips
+    if kind == "flat":
+        comm = collectives.ring_allreduce_s(2 * n_params, chips, efa)
+    else:
+        comm = collectives.hierarchical_allreduce_s(2 * n_params, [(16, torus), (inst, efa)])
+    return comm, 4 * n_params * seqs * 4096 / c
+
+
+def _q8_fewest(kind: str) -> int:
+    return next(s for s in range(1, 17) if _q8_times(kind, s)[0] <= _q8_times(kind, s)[1])
+
+
+def _q8_check(answer, expected):
+    """Accept any (all-reduce, sequences) that hides and uses at most one sequence more than needed."""
+    if (not isinstance(answer, (tuple, list)) or len(answer) != 2 or not isinstance(answer[0], str)
+            or isinstance(answer[1], bool) or not isinstance(answer[1], (int, float))):
+        return False, "expected a pair like (\"flat\", 3)"
+    kind, seqs = answer[0].strip().lower(), answer[1]
+    if kind not in ("flat", "hierarchical"):
+        return False, f"the all-reduce is 'flat' or 'hierarchical', not {answer[0]!r}"
+    if seqs != int(seqs) or not 1 <= seqs <= 16:
+        return False, f"sequences per chip must be a whole number from 1 to 16, got {seqs}"
+    comm, back = _q8_times(kind, int(seqs))
+    if comm > back:
+        return False, (f"a {kind} all-reduce takes {comm * 1e3:.0f} ms against a backward pass of "
+                       f"{back * 1e3:.0f} ms with {int(seqs)} sequence(s) per chip: it does not hide")
+    fewest = _q8_fewest(kind)
+    if seqs > fewest + 1:
+        return False, (f"it hides, but {kind} already hides with {fewest} sequence(s) per chip: {int(seqs)} "
+                       "multiplies the global batch for nothing")
+    return True, ""
+
+
+q8 = Exercise(
+    "Q8 an all-reduce and a batch that hide DP on 8 instances (open)",
+    rel_tol=0.0,
+    open_variant=True,
+    checker=_q8_check,
+    also_accepted=(("hierarchical", 2), ("flat", 7), ("flat", 8)),
+    hint=("Backward 4·N·B/C; flat ring 2(n−1)/n · 2N / W_EFA over all 128 chips; hierarchical: the torus "
+          "phases over 16 chips plus a ring of each chip's 1/16 over the 8 instances "
+          "(collectives.hierarchical_allreduce_s)."),
+    solution=("N, inst = 3e9, 8\n"
+              "c = specs.chip('trn2').dense_flops_per_s['bf16']               # FLOP/s per chip\n"
+              "torus = specs.link('trn2-neuronlink-intra').bytes_per_s\n"
+              "efa = specs.link('trn2-efa').bytes_per_s\n"
+              "hier = collectives.hierarchical_allreduce_s(2 * N, [(16, torus), (inst, efa)])   # s\n"
+              "seqs = next(s for s in range(1, 17) if hier <= 4 * N * s * 4096 / c)           # fewest that hide\n"
+              "answer_8 = ('hierarchical', seqs)"),
+    mistakes=[(("flat", 1), "a flat ring sends all the gradients twice over EFA, several times the "
+                            "backward pass of one sequence"),
+              (("flat", 4), "the flat ring needs about C/W of EFA tokens per chip (Numbers to "
+                            "remember): four sequences fall short"),
+              (("hierarchical", 8), "the hierarchical all-reduce already hides with one sequence: eight "
+                                    "multiply the global batch by eight for nothing")],
+)
+
+ALL = (q1, q2, q3, q4, q5, q8)

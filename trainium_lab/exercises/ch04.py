@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from trainium_lab.exercises import Exercise, run_solution
 
-__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "ALL"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "q7", "ALL"]
 
 q1 = Exercise(
     "Q1 training state of a 34B model",
@@ -116,4 +116,59 @@ def _chips(system: str) -> int:
     return specs.system(system).n_chips
 
 
-ALL = (q1, q2, q3, q4, q5, q6)
+
+
+def _q7_fewest() -> int:
+    """The fewest trn2.48xlarge that train Llama 3 70B on 1T tokens in 60 days at 40 % MFU."""
+    import math
+
+    from trainium_lab import sizing
+
+    job = sizing.size_job(70e9, 1e12, system="trn2.48xlarge", mfu=0.40)
+    per_instance = 16
+    return max(math.ceil(job.instance_days / 60), math.ceil(job.min_chips / per_instance))
+
+
+def _q7_memory_floor() -> int:
+    import math
+
+    from trainium_lab import sizing
+
+    return math.ceil(sizing.size_job(70e9, 1e12, system="trn2.48xlarge").min_chips / 16)
+
+
+def _q7_check(answer, expected):
+    """Accept any whole count from the fewest that meet 60 days up to 25 % above it."""
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)) or answer != int(answer) or answer < 1:
+        return False, f"expected a whole number of instances, got {answer!r}"
+    from trainium_lab import sizing
+
+    n = int(answer)
+    if n < expected:
+        days = sizing.size_job(70e9, 1e12, system="trn2.48xlarge", mfu=0.40).instance_days / n
+        return False, f"{n} instances take {days:.0f} days at 40 % MFU: the deadline is 60"
+    if n > 1.25 * expected:
+        return False, f"{n} meets the deadline with {n / expected - 1:.0%} to spare, more than a 25 % margin"
+    return True, ""
+
+
+q7 = Exercise(
+    "Q7 instances for 70B on 1T tokens in 60 days (open)",
+    unit="instances",
+    rel_tol=0.0,
+    open_variant=True,
+    checker=_q7_check,
+    also_accepted=(20, 23),
+    hint=("6ND FLOPs over one instance's 16 chips × peak × 0.4 gives instance-days (sizing.instance_days); "
+          "divide by 60 days and round up; check the memory floor (sizing.size_job(...).min_chips) too."),
+    solution=("flops = sizing.training_flops(70e9, 1e12)                  # 6ND = 4.2e23 FLOPs\n"
+              "days = sizing.instance_days(flops, 0.40, 'trn2.48xlarge')  # instance-days at 40 % MFU\n"
+              "memory = math.ceil(sizing.size_job(70e9, 1e12).min_chips / 16)   # the memory floor\n"
+              "answer_7 = max(math.ceil(days / 60), memory)"),
+    mistakes=[(lambda: _q7_fewest() * 16, "that counts chips: an instance holds 16"),
+              (lambda: -(-_q7_fewest() // 3), "training costs 6 FLOPs per parameter per token, not 2"),
+              (lambda: _q7_memory_floor(), "that is the memory floor: those instances hold the state but "
+                                          "take far longer than 60 days")],
+)
+
+ALL = (q1, q2, q3, q4, q5, q6, q7)

@@ -8,9 +8,9 @@ aimed at the confusion it comes from.
 
 from __future__ import annotations
 
-from trainium_lab.exercises import Exercise
+from trainium_lab.exercises import Exercise, run_solution
 
-__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "q7", "ALL", "CAUSES"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "q7", "q8", "ALL", "CAUSES"]
 
 #: the phrases Q3-Q5 accept (each question lists the ones that apply)
 CAUSES = ("checkpoint write", "shape recompile", "slow rank", "device error",
@@ -147,4 +147,67 @@ q7 = Exercise(
               ((30 - 1) / 720, "that is the fraction; the answer is asked in percentage points")],
 )
 
-ALL = (q1, q2, q3, q4, q5, q6, q7)
+
+
+def _q8_setup() -> tuple[float, float, float]:
+    """(δ, M, R) in seconds for Q8: Llama 3 70B at 20 GB/s on 1,024 chips, 5-minute restarts."""
+    from trainium_lab import reliability as rel
+    from trainium_lab.units import GB, minute
+
+    d = rel.checkpoint_write_s(rel.checkpoint_bytes(70e9), 20 * GB)
+    return d, rel.job_mtbf_s(rel.llama3_summary().per_gpu_mtbf_s, 1024), 5 * minute
+
+
+def _q8_check(answer, expected):
+    """Accept any interval whose lost share is within 10 % of the optimum's."""
+    from trainium_lab import reliability as rel
+    from trainium_lab.units import minute
+
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)) or not answer > 0 or answer > 1e6:
+        return False, f"expected a positive number of minutes, got {answer!r}"
+    d, m, r = _q8_setup()
+    if answer * minute <= d:
+        return False, f"{answer:.3g} min is no longer than the {d:.0f} s write itself"
+    best = rel.lost_fraction(rel.optimal_interval_s(d, m), d, m, r)
+    lost = float(rel.lost_fraction(answer * minute, d, m, r))
+    if lost > 1.1 * best:
+        side = "often" if answer * minute < rel.optimal_interval_s(d, m) else "rarely"
+        return False, (f"every {answer:.3g} min loses {lost:.1%} against {best:.1%} at the optimum: it checkpoints "
+                       f"too {side}")
+    return True, ""
+
+
+q8 = Exercise(
+    "Q8 a checkpoint interval for 70B on 16 UltraServers (open)",
+    unit="min",
+    open_variant=True,
+    checker=_q8_check,
+    also_accepted=(lambda: 0.8 * run_solution(q8._solution), lambda: 1.3 * run_solution(q8._solution)),
+    hint=("δ = 70e9 × 14 B ÷ 20 GB/s; M = the Llama 3 proxy's per-chip MTBF ÷ 1,024 chips; Young's interval "
+          "√(2δM) is close to the optimum, and anything near it loses about as little."),
+    solution=("d = reliability.checkpoint_write_s(reliability.checkpoint_bytes(70e9), 20 * GB)   # s\n"
+              "m = reliability.job_mtbf_s(reliability.llama3_summary().per_gpu_mtbf_s, 1024)    # s\n"
+              "answer_8 = reliability.optimal_interval_s(d, m) / minute                        # minutes"),
+    mistakes=[(lambda: _q8_young() / 60, "that is the interval in hours: the question asks for minutes"),
+              (lambda: _q8_young_chip_mtbf(), "that uses one chip's MTBF: a job on 1,024 chips fails 1,024 "
+                                              "times as often"),
+              (lambda: _q8_setup()[0] / 60, "that is the write time δ itself: checkpointing that often does "
+                                            "nothing but write")],
+)
+
+
+def _q8_young() -> float:
+    from trainium_lab import reliability as rel
+
+    d, m, _ = _q8_setup()
+    return rel.young_interval_s(d, m) / 60
+
+
+def _q8_young_chip_mtbf() -> float:
+    from trainium_lab import reliability as rel
+
+    d, _, _ = _q8_setup()
+    return rel.young_interval_s(d, rel.llama3_summary().per_gpu_mtbf_s) / 60
+
+
+ALL = (q1, q2, q3, q4, q5, q6, q7, q8)

@@ -6,9 +6,9 @@ runs it (with the model modules, the ``units`` names, ``math`` and ``np`` in sco
 
 from __future__ import annotations
 
-from trainium_lab.exercises import Exercise
+from trainium_lab.exercises import Exercise, run_solution
 
-__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "ALL"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "q7", "ALL"]
 
 q1 = Exercise(
     "Q1 padding with two buckets",
@@ -25,33 +25,34 @@ q1 = Exercise(
 )
 
 q2 = Exercise(
-    "Q2 compiles in three epochs",
+    "Q2 programs of a bucketed run in three epochs",
     unit="compiles",
-    hint=("A process compiles each distinct input shape once and keeps it for the rest of "
-          "the run. How many shapes does an epoch of 10,000 samples in batches of 64 have?"),
-    solution=("full, last = divmod(10_000, 64)          # 156 batches of 64 and one of 16\n"
-              "shapes = {(64, 512)} | ({(last, 512)} if last else set())\n"
-              "answer_2 = len(shapes)   # epochs 2 and 3 reuse both programs"),
-    mistakes=[(6, "epochs 2 and 3 trace the same two shapes: the in-memory cache already holds "
-                  "them, so they do not compile again"),
-              (1, "the last batch has 10,000 mod 64 = 16 samples: a different shape, so a "
-                  "second program")],
+    rel_tol=0.0,
+    hint=("A process compiles each distinct (batch size, sequence length) once. With length grouping every "
+          "bucket has full batches and its own smaller last batch; later epochs reuse them."),
+    solution=("lengths = compilation.synthetic_lengths(6_000, max_tokens=512, seed=3)\n"
+              "run = compilation.step_stream(6_000, 48, lengths=lengths, buckets=(64, 128, 256, 512),\n"
+              "                              group_by_length=True, n_epochs=3)\n"
+              "answer_2 = compilation.run_compiles(run, compile_s=1.0).n_graphs   # full + last batch per bucket"),
+    mistakes=[(4, "one program per bucket counts only the full batches: each bucket also ends in a smaller "
+                  "last batch, another shape"),
+              (lambda: 3 * run_solution(q2._solution), "epochs 2 and 3 trace the same shapes: the in-memory "
+                                                       "cache already holds them"),
+              (5, "with length grouping every bucket, not only the last one, has its own short last batch")],
 )
 
 q3 = Exercise(
-    "Q3 the line that cuts the graph",
-    unit="line",
-    hint=("Which line asks the host for a value while the step is still being recorded? "
-          "torch-xla must compile and run what it has so far to answer."),
-    solution=("# line 5: `loss.item()` needs the loss on the host now, so torch-xla cuts the\n"
-              "# lazy graph there, compiles and runs forward and backward, waits for them, and\n"
-              "# records the optimizer step as a second graph: two programs and a sync every step.\n"
-              "answer_3 = 5"),
-    mistakes=[(6, "xm.optimizer_step all-reduces the gradients and updates the weights inside the "
-                  "graph; the step's intended cut comes when MpDeviceLoader fetches the next batch "
-                  "(it calls mark_step). The unwanted cut is earlier"),
-              (1, "the loader's short last batch recompiles once an epoch, not every step; and "
-                  "its mark_step is the one cut per step you want")],
+    "Q3 the rewrite that removes the cut",
+    hint=("The cut comes from asking the host for a value mid-step. Which rewrite keeps the decision on "
+          "the device, so the whole step stays one graph?"),
+    solution=("# (a) moves `loss.item()` after the optimizer step: still a host read, still a cut and a sync.\n"
+              "# (b) computes the skip on the device (scale the update by torch.where(loss > 10, 0, 1)),\n"
+              "#     so nothing is read back: one graph per step, cut only where MpDeviceLoader marks the step.\n"
+              "# (c) an extra xm.mark_step() before the check makes the cut explicit; it stays every step.\n"
+              "answer_3 = 'b'"),
+    mistakes=[("a", "`loss.item()` after the optimizer step still reads a value back mid-step: the cut moves, "
+                    "it does not go away"),
+              ("c", "mark_step() cuts the graph on purpose: you still get two graphs and a host sync per step")],
 )
 
 q4 = Exercise(
@@ -70,15 +71,19 @@ q4 = Exercise(
 )
 
 q5 = Exercise(
-    "Q5 node-hours of a cold start",
+    "Q5 node-hours that pre-compiling saves",
     unit="node-hours",
-    hint=("Without a shared cache every node compiles every graph itself. Multiply nodes × "
-          "graphs × minutes per compile, then convert to hours."),
+    rel_tol=0.002,
+    hint=("Cold: every node compiles every graph, nodes × graphs × minutes. Pre-compiled: one node runs "
+          "neuron_parallel_compile with 8 workers (compilation.parallel_precompile_s), then every node starts warm."),
     solution=("n_nodes, n_graphs, compile_s = 16, 6, 15 * minute   # 15 min per graph: an assumption\n"
-              "answer_5 = n_nodes * n_graphs * compile_s / hour     # node-hours spent compiling"),
-    mistakes=[(1.5, "that is one node's compiling; all 16 nodes compile the same six graphs"),
-              (0.25, "that is the wall time of one parallel pre-compilation with six workers, "
-                     "not the machine time of a cold start")],
+              "cold = n_nodes * n_graphs * compile_s                  # node-seconds, every node compiles\n"
+              "pre = compilation.parallel_precompile_s(n_graphs, compile_s, n_workers=8)   # one node\n"
+              "answer_5 = (cold - pre) / hour                        # node-hours saved"),
+    mistakes=[(24.0, "that is the cold start's cost alone; subtract what the one pre-compiling node spends"),
+              (1.25, "that is one node's saving; all 16 nodes compile the same six graphs when cold"),
+              (22.5, "with 8 workers the six graphs compile side by side: the pre-compiling node spends one "
+                     "compile's time, not six")],
 )
 
 q6 = Exercise(
@@ -92,7 +97,55 @@ q6 = Exercise(
               "    if compilation.padding_fraction(h.n_tokens, b, counts=h.n_sequences) < 0.10:\n"
               "        break\n"
               "answer_6 = k   # the fewest NEFFs that keep padding under 10 %"),
-    mistakes=[(6, "six optimal buckets still pad a little over 10 %; one more is needed")],
+    mistakes=[(6, "six optimal buckets still pad a little over 10 %; one more is needed"),
+              (4, "four powers of two or optimal buckets still pad about 15 %: keep adding one at a time")],
 )
 
-ALL = (q1, q2, q3, q4, q5, q6)
+
+
+def _q7_padding(buckets) -> float:
+    from trainium_lab import compilation
+
+    h = compilation.length_histogram("wikipedia-bert-512")
+    return compilation.padding_fraction(h.n_tokens, buckets, counts=h.n_sequences)
+
+
+def _q7_best() -> float:
+    from trainium_lab import compilation
+
+    h = compilation.length_histogram("wikipedia-bert-512")
+    return _q7_padding(compilation.optimal_buckets(h.n_tokens, 4, counts=h.n_sequences))
+
+
+def _q7_check(answer, expected):
+    """Accept any set of at most four buckets that holds 512 and pads within 10 % of the optimum."""
+    if (not isinstance(answer, (tuple, list)) or not answer
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in answer)):
+        return False, "expected a tuple of whole, positive bucket lengths"
+    if len(set(answer)) > 4:
+        return False, f"{len(set(answer))} buckets are {len(set(answer))} NEFFs; the service may keep four"
+    if max(answer) < 512:
+        return False, f"the longest sequences are 512 tokens: a largest bucket of {max(answer)} cannot hold them"
+    pad, best = _q7_padding(sorted(set(answer))), _q7_best()
+    if pad > 1.1 * best:
+        return False, f"these buckets pad {pad:.1%} of the computed tokens; the best four pad {best:.1%}"
+    return True, ""
+
+
+q7 = Exercise(
+    "Q7 four buckets for Wikipedia (open)",
+    rel_tol=0.0,
+    open_variant=True,
+    checker=_q7_check,
+    also_accepted=((128, 256, 384, 512), (100, 200, 336, 512)),
+    hint=("compilation.optimal_buckets(h.n_tokens, 4, counts=h.n_sequences) gives the best set; any set "
+          "that places its boundaries near it pads about as little. The largest must be 512."),
+    solution=("h = compilation.length_histogram('wikipedia-bert-512')\n"
+              "answer_7 = compilation.optimal_buckets(h.n_tokens, 4, counts=h.n_sequences)   # the best four"),
+    mistakes=[((64, 128, 256, 512), "powers of two waste their smallest bucket: few Wikipedia sequences are "
+                                    "that short, while many pad from just above 256 up to 512"),
+              ((256, 512), "two buckets leave the short half padded to 256: use all four NEFFs"),
+              ((128, 256, 384), "the longest sequences (512 tokens) fit none of these buckets")],
+)
+
+ALL = (q1, q2, q3, q4, q5, q6, q7)

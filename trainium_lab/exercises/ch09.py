@@ -6,7 +6,7 @@ from __future__ import annotations
 from trainium_lab import roofline, serving
 from trainium_lab.exercises import Exercise, run_solution
 
-__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "q7", "ALL"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "q7", "q11", "ALL"]
 
 def _q2_compute_ms() -> float:
     """The likely slip in Q2: the compute time instead of the HBM time, in ms."""
@@ -100,7 +100,9 @@ q5 = Exercise(
               "speedups = [(1 - alpha ** (k + 1)) / ((1 - alpha) * (k * c + 1)) for k in range(33)]\n"
               "answer_5 = int(np.argmax(speedups))"),
     mistakes=[(32, "more drafted tokens always add expected tokens, but each costs c of a target step: "
-                   "the speed-up peaks and then falls")],
+                   "the speed-up peaks and then falls"),
+              (1, "one drafted token is not the best: at α = 0.8 most drafts are accepted, so several pay "
+                  "for their cost c")],
 )
 
 q6 = Exercise(
@@ -139,4 +141,87 @@ q7 = Exercise(
               (16, "at LNC=1 a Trainium2 chip has 8 logical cores (4 is LNC=2)")],
 )
 
-ALL = (q1, q2, q3, q4, q5, q6, q7)
+
+import functools  # noqa: E402
+
+_Q11_TPS = (1, 2, 4, 8, 16, 32)
+
+
+@functools.cache
+def _q11_table() -> dict:
+    """{(tp, batch): tokens/s per chip} of every Llama 3 8B replica within capacity and a 10 ms step."""
+    from trainium_lab import serving
+
+    out = {}
+    for tp in _Q11_TPS:
+        r = serving.replica("llama3-8b", "trn2", tp=tp)
+        for b in range(1, serving.capacity(r, 4096).max_sequences + 1):
+            d = serving.decode_step(r, b, 4096)
+            if d.time_s <= 0.010:
+                out[(tp, b)] = d.tokens_per_s_per_chip
+    return out
+
+
+def _q11_accepted() -> list:
+    """Every (tp, batch) the checker accepts (computed: the serving model decides)."""
+    table = _q11_table()
+    best = max(table.values())
+    return sorted(k for k, v in table.items() if v >= 0.9 * best)
+
+
+def _q11_check(answer, expected):
+    """Accept any (tp, batch) within capacity and 10 ms whose tokens/s per chip is within 10 % of the best."""
+    from trainium_lab import serving
+
+    if (not isinstance(answer, (tuple, list)) or len(answer) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in answer)):
+        return False, "expected two whole, positive numbers (tp, batch)"
+    tp, b = answer
+    if tp not in _Q11_TPS:
+        return False, f"TP {tp} is not one of {_Q11_TPS}"
+    r = serving.replica("llama3-8b", "trn2", tp=tp)
+    cap = serving.capacity(r, 4096).max_sequences
+    if b > cap:
+        return False, f"TP {tp} holds only {cap} sequences of 4,096 tokens in its KV budget, not {b}"
+    step = serving.decode_step(r, b, 4096)
+    if step.time_s > 0.010:
+        return False, f"at TP {tp} and batch {b} a decode step takes {step.time_s * 1e3:.1f} ms, over 10 ms"
+    best = max(_q11_table().values())
+    if step.tokens_per_s_per_chip < 0.9 * best:
+        return False, (f"{step.tokens_per_s_per_chip:,.0f} tokens/s per chip, {step.tokens_per_s_per_chip / best:.0%} "
+                       f"of the best pair's {best:,.0f}")
+    return True, ""
+
+
+q11 = Exercise(
+    "Q11 TP and batch for an 8B service (open)",
+    rel_tol=0.0,
+    open_variant=True,
+    checker=_q11_check,
+    also_accepted=(lambda: _q11_accepted()[0], lambda: _q11_accepted()[-1]),
+    hint=("For each TP, serving.capacity(...).max_sequences caps the batch; serving.decode_step(...) gives "
+          "the step and tokens/s per chip; take the largest batch within 10 ms and compare TPs."),
+    solution=("best, pick = 0.0, None\n"
+              "for tp in (1, 2, 4, 8, 16, 32):\n"
+              "    r = serving.replica('llama3-8b', 'trn2', tp=tp)\n"
+              "    for b in range(1, serving.capacity(r, 4096).max_sequences + 1):\n"
+              "        d = serving.decode_step(r, b, 4096)             # the bound: weights + KV reads\n"
+              "        if d.time_s <= 0.010 and d.tokens_per_s_per_chip > best:\n"
+              "            best, pick = d.tokens_per_s_per_chip, (tp, b)\n"
+              "answer_11 = pick"),
+    mistakes=[(lambda: _q11_capacity(8), "that is the KV capacity at TP 8: filling it pushes the step over "
+                                         "10 ms, because every sequence's cache is read each step"),
+              ((32, 99), "eight chips per replica split the same weight reads over more chips than the "
+                         "step needs: tokens per chip fall"),
+              ((1, 1), "one logical core reads all the weights through its share of the chip's HBM "
+                       "bandwidth: even at batch 1 the step is over 10 ms")],
+)
+
+
+def _q11_capacity(tp: int):
+    from trainium_lab import serving
+
+    return (tp, serving.capacity(serving.replica("llama3-8b", "trn2", tp=tp), 4096).max_sequences)
+
+
+ALL = (q1, q2, q3, q4, q5, q6, q7, q11)

@@ -8,7 +8,7 @@ from trainium_lab import moe, reliability, sizing
 from trainium_lab.exercises import Exercise, run_solution
 from trainium_lab.units import GiB, minute, ms
 
-__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "q7", "ALL"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "q7", "q10", "ALL"]
 
 
 def _q2_without_ep() -> float:
@@ -107,7 +107,9 @@ q6 = Exercise(
     hint="Narayanan et al. 2021 §2.2.2: the bubble is (p − 1)/(v·m) of the busy time with v virtual stages.",
     solution=("p, m, v = 8, 32, 4\n"
               "answer_6 = 100 * (p - 1) / (v * m)   # layouts.pipeline_bubble_fraction(8, 32, 4)"),
-    mistakes=[(100 * 7 / 32, "that is plain 1F1B's (p − 1)/m; interleaving divides it by v")],
+    mistakes=[(100 * 7 / 32, "that is plain 1F1B's (p − 1)/m; interleaving divides it by v"),
+              (100 * 7 / (4 * 32 + 7), "that is the bubble as a share of the whole step; the question asks "
+                                       "for it against the busy time, (p − 1)/(v·m)")],
 )
 
 q7 = Exercise(
@@ -123,4 +125,45 @@ q7 = Exercise(
                "that is Meta's 16,384-GPU job; eight times the chips fail eight times as often")],
 )
 
-ALL = (q1, q2, q3, q4, q5, q6, q7)
+
+def _q10_drop(c: float) -> float:
+    from trainium_lab import moe
+
+    return moe.expected_dropped_fraction(4096, 64, 1, c, imbalance=1.5)
+
+
+def _q10_smallest() -> float:
+    return next(round(1 + 0.05 * i, 2) for i in range(61) if _q10_drop(1 + 0.05 * i) < 0.005)
+
+
+def _q10_check(answer, expected):
+    """Accept any factor that drops < 0.5 % and is at most 0.3 above the smallest that does."""
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)) or not 0 < answer <= 8:
+        return False, f"expected a capacity factor between 0 and 8, got {answer!r}"
+    drop = _q10_drop(float(answer))
+    if drop >= 0.005:
+        return False, f"c = {answer:g} drops {drop:.2%} of the assignments with this skewed router"
+    if answer > expected + 0.3 + 1e-9:
+        return False, (f"c = {answer:g} drops almost nothing, but {expected:g} already meets 0.5 %: the extra "
+                       f"slots are padded expert compute")
+    return True, ""
+
+
+q10 = Exercise(
+    "Q10 a capacity factor for a skewed router (open)",
+    open_variant=True,
+    checker=_q10_check,
+    also_accepted=(1.4, 1.5, 1.65),
+    hint=("Evaluate moe.expected_dropped_fraction(4096, 64, 1, c, imbalance=1.5) for c = 1.0, 1.05, … and "
+          "take the first below 0.005; anything up to 0.3 above it is fine."),
+    solution=("factors = [round(1 + 0.05 * i, 2) for i in range(61)]\n"
+              "answer_10 = next(c for c in factors\n"
+              "                 if moe.expected_dropped_fraction(4096, 64, 1, c, imbalance=1.5) < 0.005)"),
+    mistakes=[(1.0, "c = 1 leaves no room at all: every expert above its mean load drops tokens, and the hot "
+                    "one is 1.5× the mean"),
+              (1.25, "1.25 suits a balanced router; the hottest expert here gets 1.5× the mean share and "
+                     "overflows"),
+              (2.5, "every buffer is 2.5 times the mean load: most of its slots are padded compute")],
+)
+
+ALL = (q1, q2, q3, q4, q5, q6, q7, q10)
