@@ -330,13 +330,13 @@ def test_any_tp_either_valid_or_named(tp):
 
 
 def test_planner_widget_asks_for_lnc_on_trainium3():
-    # No AWS page states Trainium3's default LNC: the widget says so inline, then plans once chosen.
+    # No AWS page states Trainium3's default LNC: the menu drops "chip default" there and says so.
     from trainium_lab.widgets.layouts import planner_explorer
 
     w = planner_explorer()
     w.inputs["system"].value = "trn3-gen1-ultraserver"
-    w.run()
-    assert "lnc must be given for Trainium3" in w.status.value
+    assert "no AWS page states the default LNC" in w.status.value
+    w.inputs["lnc"].value = 1
     w.inputs["lnc"].value = 2
     w.run()
     assert w.status.value.startswith("searched") and w.plan.cluster.lnc == 2

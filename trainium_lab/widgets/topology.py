@@ -16,7 +16,7 @@ from trainium_lab import collectives, specs, topology, views
 from trainium_lab.charts.topology import (dp_threshold_chart, placement_chart, ring_step_chart,
                                           size_sweep_chart)
 from trainium_lab.units import MB, format_bandwidth, format_bytes, format_seconds, us
-from trainium_lab.widgets.base import Explorer, benchmarked
+from trainium_lab.widgets.base import Explorer, benchmarked, number
 
 __all__ = ["ring_stepper", "latency_sweep_explorer", "placement_explorer"]
 
@@ -111,7 +111,8 @@ def latency_sweep_explorer() -> Explorer:
     controls = {
         "level": W.Dropdown(options=list(_sweep_levels()), value="efa (trn2-efa)", description="level"),
         "n": W.IntSlider(value=16, min=1, max=64, description="chips (n)"),
-        "latency_us": W.FloatText(value=(efa.latency_s or 0.0) / us, step=5.0, description="α (µs)"),
+        "latency_us": number("α (µs)", (efa.latency_s or 0.0) / us, minimum=0,
+                             tooltip="α (µs): latency per step of the ring, microseconds"),
         "collective": W.Dropdown(options=["all_reduce", "reduce_scatter", "all_gather", "all_to_all"],
                                  value="all_reduce", description="collective"),
     }
@@ -142,7 +143,9 @@ def _place(system, lnc, tp, pp, dp, ep, ordering, colour_by, highlight, size_mb)
     size = float(size_mb) * MB
     costs = collectives.placement_costs(p, size)
     n_groups = p.cluster.n_ranks // p.degrees[colour_by]
-    highlight = min(int(highlight), n_groups - 1) if highlight >= 0 else highlight
+    if not -1 <= highlight <= n_groups - 1:  # never clamp silently: say which groups exist
+        raise ValueError(f"highlight must be between -1 (none) and {n_groups - 1} (there are "
+                         f"{n_groups} {colour_by.upper()} groups), got {highlight}")
     return _PlacementView(p, costs, views.chip_map(p, colour_by, highlight), colour_by, highlight, size)
 
 
@@ -186,14 +189,16 @@ def placement_explorer(tp: int = 64, pp: int = 4, dp: int = 2, ep: int = 1,
     controls = {
         "system": W.Dropdown(options=list(topology.SYSTEMS), value="trn2-ultraserver", description="system"),
         "lnc": W.Dropdown(options=[1, 2], value=2, description="LNC"),
-        "tp": W.IntText(value=tp, description="TP (ranks)"),
-        "pp": W.IntText(value=pp, description="PP"),
-        "dp": W.IntText(value=dp, description="DP"),
-        "ep": W.IntText(value=ep, description="EP"),
+        "tp": number("TP (ranks)", tp, integer=True, minimum=1),
+        "pp": number("PP", pp, integer=True, minimum=1, tooltip="PP: pipeline-parallel degree"),
+        "dp": number("DP", dp, integer=True, minimum=1, tooltip="DP: data-parallel degree"),
+        "ep": number("EP", ep, integer=True, minimum=1, tooltip="EP: expert-parallel degree"),
         "ordering": W.Dropdown(options=orderings, value=ordering, description="ordering"),
         "colour_by": W.Dropdown(options=list(topology.KINDS), value="tp", description="colour by"),
-        "highlight": W.IntText(value=0, description="outline group"),
-        "size_mb": W.FloatText(value=2 * 4096 * 16384 / MB, description="MB per rank"),
+        "highlight": number("outline group", 0, integer=True, minimum=-1,
+                            tooltip="outline group: the group drawn with an outline (-1: none)"),
+        "size_mb": number("MB per rank", 2 * 4096 * 16384 / MB, minimum=0, exclusive_minimum=True,
+                          tooltip="MB per rank: size of each rank's all-reduce, MB (10^6 bytes)"),
     }
     return Explorer(controls, _place, _render_placement, _describe_placement, columns=3)
 
@@ -257,7 +262,8 @@ def dp_threshold_explorer(tokens_per_chip: int = 4096) -> Explorer:
                                        ("whole step (6N per token)", 6.0)],
                               value=4.0, description="overlaps"),
         "n": W.IntSlider(value=64, min=2, max=1024, description="DP size n"),
-        "tokens_per_chip": W.IntText(value=tokens_per_chip, description="tokens/chip"),
+        "tokens_per_chip": number("tokens/chip", tokens_per_chip, integer=True, minimum=1,
+                                  tooltip="tokens/chip: tokens per chip per step (the batch)"),
     }
     return Explorer(controls, _dp_threshold,
                     lambda v: dp_threshold_chart(v.table, v.tokens_per_chip), _describe_dp, columns=3)
