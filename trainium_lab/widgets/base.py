@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import html
 import math
+import os
 import re
 import traceback
 from typing import Any, Callable, Mapping, Sequence
@@ -337,12 +338,45 @@ class Explorer:
             if self.chart is None:
                 self._first_chart = chart
                 self.chart = alt.JupyterChart(chart)
+                self._live = _live_parts(spec)
+                self.chart.spec = _with_live_parts(*self._live)
                 if hasattr(self, "_chart_box"):
                     self._chart_box.children = [self.chart]
             else:
-                self.chart.spec = spec
+                self._push(spec)
         self._show_stale(False)
         self.updates += 1
+
+    def _push(self, spec: dict) -> None:
+        """Show ``spec`` in the chart on screen: when only its data and title changed (the
+        usual case: one control moved), send those alone (Vega swaps the datasets and the title
+        signal in the view already drawn); otherwise send the whole spec (vega-embed parses,
+        compiles and draws it again, tens of milliseconds in the browser)."""
+        template, datasets, title = _live_parts(spec)
+        old_template, old_datasets, old_title = self._live
+        self._live = (template, datasets, title)
+        full = _with_live_parts(template, datasets, title)
+        if template != old_template or os.environ.get("TRAINIUM_LAB_FULL_CHART_UPDATES") == "1":
+            # (the environment variable restores the old way, for tools/benchmarks/browser.py)
+            self.chart.spec = full
+            return
+        updates = [{"namespace": "data", "name": name, "scope": [], "value": values}
+                   for name, values in datasets.items() if old_datasets.get(name) != values]
+        if title != old_title:
+            updates.append({"namespace": "signal", "name": _TITLE_PARAM, "scope": [], "value": title})
+        if updates:
+            # the kernel's copy of the spec follows, without sending it to the page again
+            with self.chart._lock_property(spec=full):
+                self.chart.spec = full
+            self.chart._py_to_js_updates = updates
+
+    @property
+    def spec(self) -> dict | None:
+        """The Vega-Lite spec of the chart on screen (its current data and title)."""
+        if self.chart is None:
+            return None
+        template, datasets, title = self._live
+        return _with_live_parts(template, datasets, title)
 
     def _fail(self, exc: BaseException, owner: W.Widget | None) -> None:
         self.last_exception = exc
@@ -392,6 +426,47 @@ class Explorer:
         elif self.summary.value:  # a widget without a chart: its default summary
             bundle["text/html"] = self.summary.value
         return bundle
+
+
+_TITLE_PARAM = "tl_title"
+_DATASET_NAME = re.compile(r'"data-[0-9a-f]{32}"')
+
+
+def _live_parts(spec: dict) -> tuple[dict, dict, Any]:
+    """``(template, datasets, title)`` of a chart spec for a live view: Altair's content-hash
+    dataset names replaced by stable ones (``tl_0``, ``tl_1``... in order of appearance) and a
+    top-level title made a parameter, so that two updates of the same chart differ only in
+    ``datasets`` and the title when only the data changed. The template holds the datasets and
+    title too (a view drawing it from scratch shows them)."""
+    import json
+
+    text = json.dumps(spec, sort_keys=True)
+    names: dict[str, str] = {}
+    for m in _DATASET_NAME.finditer(text):
+        names.setdefault(m.group(), f'"tl_{len(names)}"')
+    text = _DATASET_NAME.sub(lambda m: names[m.group()], text)
+    spec = json.loads(text)
+    datasets = spec.pop("datasets", {}) or {}
+    title = spec.get("title")
+    if title is not None and (isinstance(title, (str, list)) or
+                              (isinstance(title, dict) and isinstance(title.get("text"), (str, list)))):
+        text_value = title if not isinstance(title, dict) else title["text"]
+        rest = {} if not isinstance(title, dict) else {k: v for k, v in title.items() if k != "text"}
+        spec["title"] = {**rest, "text": {"expr": _TITLE_PARAM}}
+        spec["params"] = [p for p in spec.get("params", []) if p.get("name") != _TITLE_PARAM] + [
+            {"name": _TITLE_PARAM, "value": None}]
+        title = text_value
+    else:
+        title = None
+    return spec, datasets, title
+
+
+def _with_live_parts(template: dict, datasets: dict, title: Any) -> dict:
+    spec = {**template, "datasets": datasets}
+    if title is not None:
+        spec["params"] = [p if p.get("name") != _TITLE_PARAM else {**p, "value": title}
+                          for p in template.get("params", [])]
+    return spec
 
 
 def control_grid(controls: Sequence[W.Widget], columns: int) -> W.GridBox:
@@ -474,6 +549,14 @@ class SearchInputs:
     def _changed(self, change) -> None:
         self.changed = change["owner"]
         self._apply_relevance()
+        if isinstance(self.changed, NumberText):  # what cannot be read is said at once
+            try:
+                self.changed.read()
+            except ValueError as exc:
+                self.fail(exc)
+                if self.on_change is not None:
+                    self.on_change()
+                return
         self.status.value = _note_html(
             f"{self.changed.description} changed: click “{self.button.description}” to search "
             "again; the result below is for the previous inputs.")

@@ -138,7 +138,14 @@ class _PlacementView:
     size_bytes: float
 
 
+#: most ranks the placement map draws (16,640 chips, EP = 130 on Trn2 UltraServers, took ~1 s)
+MAX_MAP_RANKS = 2 ** 15
+
+
 def _place(system, lnc, tp, pp, dp, ep, ordering, colour_by, highlight, size_mb):
+    if tp * pp * dp * ep > MAX_MAP_RANKS:
+        raise ValueError(f"TP × PP × DP × EP = {tp * pp * dp * ep:,} ranks: the map draws at most "
+                         f"{MAX_MAP_RANKS:,}; the model itself (topology.place) has no such limit")
     p = topology.place(tp, pp, dp, ep, system=system, lnc=lnc, ordering=ordering)
     size = float(size_mb) * MB
     costs = collectives.placement_costs(p, size)
