@@ -69,7 +69,7 @@ def ring_step_chart(df: pd.DataFrame, *, title: str | list[str] | None = None) -
     phase = str(df["phase"].iloc[0])
     d = df[["rank", "chunk", "contributions", "sending"]].copy()
     d["rank"] = "rank " + d["rank"].astype(str)
-    d["chunk"] = "chunk " + d["chunk"].astype(str)
+    d["chunk"] = d["chunk"].astype(str)  # the axis title says "chunk": "chunk 0chunk 1" touched at n = 8
     # two short lines: a one-line title is wider than this small chart, and a browser's wider
     # font would push its ends out of the static SVG
     title = title or [f"Ring all-reduce, {n} participants", f"next step: {phase}"]
