@@ -168,6 +168,11 @@ class Lab:
             page.wait_for_timeout(300)
         raise AssertionError(f"no idle kernel for {name} after {timeout_s} s: {self.api('/api/sessions')}")
 
+    def kernel_idle(self, name: str) -> bool:
+        """Whether the notebook's kernel is idle (widget callbacks included)."""
+        return all((s.get("kernel") or {}).get("execution_state") == "idle"
+                   for s in self.api("/api/sessions") if s["path"] == name)
+
     def shutdown_kernels(self) -> None:
         for session in self.api("/api/sessions"):
             self.api(f"/api/sessions/{session['id']}", method="DELETE")
@@ -448,7 +453,8 @@ def check_notebook(path: Path, lab: Lab, browser, shot: Path, drive=False) -> st
                 ".jp-Notebook .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"), \
                 "changing a control produced an error output"
             if drive:
-                drove = drive_explorers(page, kernel_errors)
+                drove = drive_explorers(page, kernel_errors,
+                                        idle=lambda: lab.kernel_idle(path.name))
                 record = drive if callable(drive) else None
                 if record:
                     record(drove)
@@ -490,7 +496,8 @@ CONTROLS_JS = r"""
       : c.querySelector('input[type=checkbox]') ? 'checkbox'
       : c.querySelector('input[type=text], input[type=number]') ? 'text' : null;
     const disabled = !!c.querySelector('input:disabled, select:disabled, .noUi-target[disabled]');
-    return {id: `${i}-${j}`, label, kind, disabled};
+    const number = c.classList.contains('tl-number');
+    return {id: `${i}-${j}`, label, kind, disabled, number};
   }).filter(c => c.kind);
 })
 """
@@ -526,7 +533,7 @@ CHECK_JS = r"""
 }
 """
 
-REACT_TIMEOUT_MS = 6_000  # one learner action reaching the explorer's output
+REACT_TIMEOUT_MS = 15_000  # one learner action reaching the explorer's output, on 2 busy cores
 
 
 def _control(page, cid):
@@ -542,6 +549,8 @@ def _learner_actions(page, control: dict) -> list[tuple[str, bool]]:
         return [("last option", False), ("first option", False)]
     if kind == "checkbox":
         return [("toggle", False), ("toggle", False)]
+    if not control["number"]:  # free text (a search): something else, then back
+        return [("zzz", False), ("restore", False)]
     return [("0", False), ("abc", True), ("restore", False)]
 
 
@@ -556,6 +565,8 @@ def _apply(page, cid: str, kind: str, action: str, original: dict) -> bool:
         return handle.get_attribute("aria-valuenow") != before
     if kind == "select":
         select = c.query_selector("select")
+        if select.is_disabled():
+            return False
         options = select.evaluate("s => [...s.options].map(o => o.value)")
         target = options[-1] if action == "last option" else options[0]
         if select.evaluate("s => s.value") == target:
@@ -566,6 +577,8 @@ def _apply(page, cid: str, kind: str, action: str, original: dict) -> bool:
         c.query_selector("input[type=checkbox]").click()
         return True
     field = c.query_selector("input[type=text], input[type=number]")
+    if field.is_disabled():  # another control's setting made the box irrelevant
+        return False
     if action == "restore":
         text = original.get(cid)
     else:
@@ -578,20 +591,21 @@ def _apply(page, cid: str, kind: str, action: str, original: dict) -> bool:
     return True
 
 
-def _settle(page, i: int, quiet_ms: int = 150, timeout_s: float = 10.0) -> None:
-    """Wait until the kernel is idle and explorer ``i`` has stopped changing for ``quiet_ms``."""
+def _settle(page, i: int, quiet_ms: int = 150, timeout_s: float = 20.0, idle=None) -> None:
+    """Wait until the kernel is idle (``idle()``, from the server's API: a widget callback is a
+    comm message, which the page's execution indicator does not show) and explorer ``i`` has
+    stopped changing for ``quiet_ms``."""
     deadline = time.monotonic() + timeout_s
     last = page.evaluate(STATE_JS, i)
     while time.monotonic() < deadline:
         page.wait_for_timeout(quiet_ms)
         now = page.evaluate(STATE_JS, i)
-        idle = page.query_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
-        if now == last and idle:
+        if now == last and (idle is None or idle()):
             return
         last = now
 
 
-def drive_explorers(page, kernel_errors: list[str]) -> list[str]:
+def drive_explorers(page, kernel_errors: list[str], idle=None) -> list[str]:
     """Every control of every explorer in the page, as a learner: extremes and one bad value."""
     problems: list[str] = []
     done: list[str] = []
@@ -619,7 +633,7 @@ def drive_explorers(page, kernel_errors: list[str]) -> list[str]:
                     reacted = True
                 except Exception:  # noqa: BLE001 - playwright TimeoutError: judged below
                     reacted = False
-                _settle(page, i)
+                _settle(page, i, idle=idle)
                 check = page.evaluate(CHECK_JS, i)
                 if check["traceback"]:
                     problems.append(f"{what}: a traceback in the page")

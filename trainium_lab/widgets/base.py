@@ -115,6 +115,7 @@ class NumberText(W.Text):
         self.minimum, self.maximum = minimum, maximum
         self.exclusive_minimum, self.exclusive_maximum = exclusive_minimum, exclusive_maximum
         self.unit = field_unit(description)
+        self.add_class("tl-number")  # for the browser test: a box that reads numbers
         try:  # the value a disabled box hands the model: the last one it accepted
             self.last_good: float | int | None = self.read()[0]
         except ValueError:
@@ -557,9 +558,11 @@ class SearchInputs:
                 if self.on_change is not None:
                     self.on_change()
                 return
+        shown = getattr(self.changed, "label", None) if isinstance(self.changed, W.Dropdown) \
+            else self.changed.value
         self.status.value = _note_html(
-            f"{self.changed.description} changed: click “{self.button.description}” to search "
-            "again; the result below is for the previous inputs.")
+            f"{self.changed.description} changed to {shown}: click “{self.button.description}” "
+            "to search again; the result below is for the previous inputs.")
         if self.on_change is not None:
             self.on_change()
 

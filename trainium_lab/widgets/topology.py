@@ -69,6 +69,7 @@ class _Sweep:
     level: topology.Level
     n: int
     latency_s: float
+    collective: str
 
 
 def _sweep(level: str, n: int, latency_us: float, collective: str) -> _Sweep:
@@ -85,18 +86,19 @@ def _sweep(level: str, n: int, latency_us: float, collective: str) -> _Sweep:
         if n > 1:
             cross = pd.DataFrame({"size_bytes": [collectives.latency_crossover_bytes(n, lv.bytes_per_s, latency_s)],
                                   "series": ["latency term = bandwidth term"]})
-    return _Sweep(pd.concat(rows, ignore_index=True), cross, lv, n, latency_s)
+    return _Sweep(pd.concat(rows, ignore_index=True), cross, lv, n, latency_s, collective)
 
 
 def _render_sweep(s: _Sweep):
     return size_sweep_chart(s.lines, s.crossover if s.n > 1 else None,
-                            title=f"Ring collective over {s.n} chips at {format_bandwidth(s.level.bytes_per_s)} per chip")
+                            title=f"Ring {s.collective.replace('_', '-')} over {s.n} chips at "
+                                  f"{format_bandwidth(s.level.bytes_per_s)} per chip")
 
 
 def _describe_sweep(s: _Sweep) -> str:
     lv = s.level
     src = "published" if lv.latency_s is not None else "not published for this level: your assumption"
-    text = (f"{lv.name}: {format_bandwidth(lv.bytes_per_s)} ({html.escape(lv.scope)}, direction "
+    text = (f"<b>{s.collective.replace('_', '-')}</b> on {lv.name}: {format_bandwidth(lv.bytes_per_s)} ({html.escape(lv.scope)}, direction "
             f"{html.escape(lv.direction)}); latency {src}.")
     if not s.crossover.empty:
         text += (f"<br>Below <b>{format_bytes(float(s.crossover.size_bytes[0]), binary=False)}</b> the latency "
