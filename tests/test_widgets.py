@@ -514,3 +514,19 @@ def test_explorer_chart_text_never_collides_at_extreme_settings(name):
             found |= {f"{control}={value!r}: {p}" for p in _chart_text_problems(ex.chart.spec)}
         ex.controls[control].value = original
     assert not found, sorted(found)[:10]
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_explorer_chart_fits_the_notebook_column(name):
+    """Each explorer's chart, as vl-convert lays it out with the course font, is no wider than
+    the output area of a 1,008 px notebook column (less the 64 px prompt)."""
+    import vl_convert as vlc
+
+    from trainium_lab.charts import base
+
+    ex = _explorer(name)
+    if ex.chart is None:
+        pytest.skip(f"{name} draws no chart")
+    base.register_fonts()
+    width = vlc.vegalite_to_scenegraph(base.with_course_config(ex.chart.spec))["width"]
+    assert width <= COLUMN_PX - 64, f"{name}: {width} px"
