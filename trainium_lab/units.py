@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import re
 
-from trainium_lab._validate import finite_number, integer
+from trainium_lab._validate import finite_number, integer, positive
 
 __all__ = [
     "KB", "MB", "GB", "TB", "PB",
@@ -378,6 +378,8 @@ def field_unit(label: str) -> tuple[str, str, float] | None:
     >>> field_unit("FSx (GiB)"), field_unit("ckpt GB/s"), field_unit("TP (ranks)")
     (('GiB', 'bytes', 1073741824.0), ('GB/s', 'rate', 1000000000.0), None)
     """
+    if not isinstance(label, str):
+        raise ValueError(f"label must be text such as 'chip MTBF (d)', got {label!r}")
     label = label.strip()
     match = re.search(r"\(([^()]+)\)\s*$", label)
     if match:
@@ -440,6 +442,13 @@ def parse_in_unit(text: object, unit: str | None = None, kind: str | None = None
     >>> parse_in_unit("10 TB/s", "GB/s", "rate", size=1e9)
     (10000.0, True)
     """
+    if not isinstance(name, str):
+        raise ValueError(f"name must be text (the field's label), got {name!r}")
+    if unit is not None and not isinstance(unit, str):
+        raise ValueError(f"unit must be None or text such as 'd' or 'GB/s', got {unit!r}")
+    if kind not in _FIELD_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(map(str, _FIELD_KINDS))}, got {kind!r}")
+    size = positive("size", size)
     shown = str(text).strip() if isinstance(text, str) else text
     if isinstance(text, str) and not text.strip():
         raise ValueError(f"{name}: type a number (the field is empty)")
@@ -473,6 +482,7 @@ def parse_in_unit(text: object, unit: str | None = None, kind: str | None = None
     return _checked(value * table[key] / size, size, name, shown), typed != unit
 
 
+_FIELD_KINDS = (None, "time", "bytes", "rate", "count", "percent")
 _EXAMPLES = {"time": "90 s, 30 min, 24 h, 3 d", "bytes": "512 MiB, 24 TiB, 1.2 TB",
              "count": "70B, 2T, 1.5M"}
 
