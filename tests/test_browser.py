@@ -544,7 +544,8 @@ def _learner_actions(page, control: dict) -> list[tuple[str, bool]]:
     """The actions for one control: (description, is a bad value); each is applied lazily."""
     kind = control["kind"]
     if kind == "slider":
-        return [("End", False), ("Home", False)]
+        return [("Home", False), ("End", False)]  # ends at the top: a slider at 0 (steps, spares)
+        # can make the next controls irrelevant, which is no reaction to test for
     if kind == "select":
         return [("last option", False), ("first option", False)]
     if kind == "checkbox":

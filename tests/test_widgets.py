@@ -302,6 +302,13 @@ def test_ignored_controls_are_disabled_with_the_reason():
     ck.controls["mode"].value = "async"
     assert not ck.controls["snapshot_s"].disabled
 
+    from trainium_lab.widgets.reliability import resume_explorer
+
+    rs = resume_explorer()
+    assert not rs.controls["swap_min"].disabled
+    rs.controls["n_spares"].value = 0
+    assert rs.controls["swap_min"].disabled and "no spare" in rs.controls["swap_min"].tooltip
+
 
 def test_outline_group_out_of_range_is_rejected_not_clamped():
     from trainium_lab.widgets.topology import placement_explorer

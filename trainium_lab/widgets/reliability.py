@@ -212,4 +212,9 @@ def resume_explorer(model: str = "llama3-70b", n_spares: int = 2) -> Explorer:
                  f"\"about a couple of hours\"; all other times are assumptions.</i>")
         return text
 
-    return Explorer(controls, compute, render, describe, columns=3)
+    def relevance(values):
+        if values["n_spares"] == 0:
+            return {"swap_min": "with no spare nodes there is nothing to swap in"}
+        return {}
+
+    return Explorer(controls, compute, render, describe, columns=3, relevance=relevance)
