@@ -537,3 +537,19 @@ def test_explorer_chart_fits_the_notebook_column(name):
     base.register_fonts()
     width = vlc.vegalite_to_scenegraph(base.with_course_config(ex.chart.spec))["width"]
     assert width <= COLUMN_PX - 64, f"{name}: {width} px"
+
+
+def test_roofline_menu_offers_only_the_chips_formats_and_says_when_it_changes():
+    """01's dtype menu offered mxfp8/mxfp4/fp4 on Trainium2, which always failed."""
+    from trainium_lab import roofline
+    from trainium_lab.widgets.hardware import roofline_explorer
+
+    ex = roofline_explorer()
+    for chip in roofline.device_names():
+        ex.controls["chip"].value = chip
+        assert set(ex.controls["dtype"].options) <= set(roofline.device(chip).dense_flops_per_s)
+        assert ex.last_error is None, (chip, ex.last_error)
+    ex.controls["chip"].value = "trn3"
+    ex.controls["dtype"].value = "mxfp8"
+    ex.controls["chip"].value = "trn2"
+    assert ex.controls["dtype"].value == "bf16" and "dtype set to bf16" in ex.notes.value

@@ -283,6 +283,7 @@ class Explorer:
         self.last_exception: BaseException | None = None
         self.stale = False
         self.updates = 0
+        self._said: list[str] = []
         self._tooltips = {}
         self.grid = control_grid(list(self.controls.values()), columns)
         for name, c in self.controls.items():
@@ -331,7 +332,8 @@ class Explorer:
             if isinstance(c, NumberText):
                 c.last_good = values[name]
         self.error.value = ""
-        self.notes.value = "".join(_note_html(n) for n in notes)
+        self.notes.value = "".join(_note_html(n) for n in [*self._said, *notes])
+        self._said = []
         self.result = result
         if summary is not None:
             self.summary.value = summary
@@ -396,6 +398,11 @@ class Explorer:
         self.error.value = error_html(message)
         self.notes.value = ""
         self._show_stale(bool(self.updates))
+
+    def say(self, message: str) -> None:
+        """A note shown with the next update: what the explorer changed on its own (a menu's
+        value that the new settings no longer offer), so that no input changes silently."""
+        self._said.append(message)
 
     def mark_stale(self, message: str | None = None) -> None:
         """Dim the summary and chart (their inputs changed, not yet used); ``message`` above."""
