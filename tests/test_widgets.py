@@ -553,3 +553,18 @@ def test_roofline_menu_offers_only_the_chips_formats_and_says_when_it_changes():
     ex.controls["dtype"].value = "mxfp8"
     ex.controls["chip"].value = "trn2"
     assert ex.controls["dtype"].value == "bf16" and "dtype set to bf16" in ex.notes.value
+
+
+def test_placement_colours_do_not_repeat_up_to_twenty_groups_and_say_so_beyond():
+    from trainium_lab import topology, views
+    from trainium_lab.charts.topology import placement_chart
+
+    for tp, dp, repeats in ((16, 16, False), (4, 64, True)):  # 16 and 64 TP groups
+        p = topology.place(tp, 1, dp, system="trn2-ultraserver", lnc=2)
+        chart = placement_chart(views.chip_map(p, "tp", 0), kind="tp")
+        spec = chart.to_dict(validate=False)
+        scale = spec["layer"][0]["encoding"]["color"]["scale"]
+        n = len(scale["domain"])
+        distinct = len(set(scale["range"][:n]))
+        assert n > 10 and (distinct < n) == repeats, (tp, dp, n, distinct)
+        assert ("colours repeat" in str(spec["title"])) == repeats
