@@ -555,16 +555,16 @@ def test_roofline_menu_offers_only_the_chips_formats_and_says_when_it_changes():
     assert ex.controls["dtype"].value == "bf16" and "dtype set to bf16" in ex.notes.value
 
 
-def test_placement_colours_do_not_repeat_up_to_twenty_groups_and_say_so_beyond():
+def test_placement_colours_repeat_only_beyond_ten_groups_and_the_title_says_so():
     from trainium_lab import topology, views
     from trainium_lab.charts.topology import placement_chart
 
-    for tp, dp, repeats in ((16, 16, False), (4, 64, True)):  # 16 and 64 TP groups
+    for tp, dp, repeats in ((32, 8, False), (4, 64, True)):  # 8 and 64 TP groups
         p = topology.place(tp, 1, dp, system="trn2-ultraserver", lnc=2)
         chart = placement_chart(views.chip_map(p, "tp", 0), kind="tp")
         spec = chart.to_dict(validate=False)
         scale = spec["layer"][0]["encoding"]["color"]["scale"]
         n = len(scale["domain"])
         distinct = len(set(scale["range"][:n]))
-        assert n > 10 and (distinct < n) == repeats, (tp, dp, n, distinct)
+        assert (distinct < n) == repeats == (n > 10), (tp, dp, n, distinct)
         assert ("colours repeat" in str(spec["title"])) == repeats

@@ -125,12 +125,6 @@ def size_sweep_chart(df: pd.DataFrame, crossovers: pd.DataFrame | None = None, *
         return alt.layer(lines, rules, **top)
 
 
-#: Vega's "tableau20" scheme (vega/vega-scale, schemes.js), for maps of 11 to 20 groups
-_TABLEAU20 = ["#4c78a8", "#9ecae9", "#f58518", "#ffbf79", "#54a24b", "#88d27a", "#b79a20",
-              "#f2cf5b", "#439894", "#83bcb6", "#e45756", "#ff9d98", "#79706e", "#bab0ac",
-              "#d67195", "#fcbfd2", "#b279a2", "#d6a5c9", "#9e765f", "#d8b5a5"]
-
-
 def placement_chart(df: pd.DataFrame, *, kind: str = "tp", highlight: int = 0, columns: int = 4,
                     title: str | list[str] | None = None) -> alt.LayerChart:
     """One small heatmap per instance: each cell a chip, coloured by its ``kind`` group.
@@ -162,12 +156,11 @@ def placement_chart(df: pd.DataFrame, *, kind: str = "tp", highlight: int = 0, c
     title = title or [f"Rank-to-chip map, coloured by {kind.upper()} group",
                       f"outlined: {kind.upper()} group {highlight}"]
     domain = sorted(set(d["colour"]) - {"mixed"}, key=lambda s: int(s.split()[-1]))
-    # up to 10 groups the course palette, up to 20 Vega's "tableau20" (pairs of a dark and a light
-    # tone); beyond, colours repeat, and the title says so: each cell's first rank names its group
-    palette = PALETTE if len(domain) <= len(PALETTE) else _TABLEAU20
-    colours = [palette[i % len(palette)] for i in range(len(domain))]
-    if len(domain) > len(palette) and not isinstance(title, str):
-        title = [*title[:1], f"{title[1]}; colours repeat after {len(palette)} of the "
+    # the course palette has 10 colours (chosen for colour-vision deficiencies): beyond 10 groups
+    # they repeat, and the title says so; each cell's first rank and its tooltip name its group
+    colours = [PALETTE[i % len(PALETTE)] for i in range(len(domain))]
+    if len(domain) > len(PALETTE) and not isinstance(title, str):
+        title = [*title[:1], f"{title[1]}; colours repeat after {len(PALETTE)} of the "
                  f"{len(domain)} groups: each cell shows its first rank"]
     if "mixed" in set(d["colour"]):
         domain, colours = domain + ["mixed"], colours + ["#d9d9d9"]
