@@ -655,8 +655,8 @@ def test_compute_flops_match_narayanan_formula():
     lay = layouts.layout(m, tp=1, pp=1, dp=64, zero_stage=1, micro_batch=1, n_micro_batches=1,
                          recompute="full", system="trn2.48xlarge", lnc=2)
     rate = specs.chip("trn2").dense_flops_per_s["bfloat16"] / lay.cluster.ranks_per_chip * 0.4
-    full = layouts.evaluate(lay, attention="full")
-    causal = layouts.evaluate(lay)
+    full = layouts.evaluate(lay, attention="full", mfu=0.4)
+    causal = layouts.evaluate(lay, mfu=0.4)
     narayanan = 96 * B * s * l * h**2 * (1 + s / (6 * h))  # without the V/(16lh) logits term
     # every chip computes its ranks' share at mfu·peak: FLOPs = compute time × rate × ranks
     assert full.time_s["compute"] * rate * 64 == pytest.approx(narayanan, rel=1e-9)
@@ -756,7 +756,7 @@ def test_divisible_stages_are_bit_identical_to_the_even_split(kw, times, mfu_hex
     """When pp divides the layers (dense, MoE, interleaved, full recomputation, ZeRO-3, pp = 1)
     the busiest-stage rule changes nothing, not even a bit."""
     kw = dict(kw)
-    est = layouts.evaluate(layouts.layout(kw.pop("model"), **kw))
+    est = layouts.evaluate(layouts.layout(kw.pop("model"), **kw), mfu=0.4)   # recorded at MFU 0.4
     assert {k: v.hex() for k, v in est.time_s.items()} == times
     assert est.mfu_effective.hex() == mfu_hex
 
@@ -814,6 +814,7 @@ _TORUS_MAIN_STEP_S = {"405b-worked": 24.952804223628256, "8b-tp2chips": 7.017404
 
 def _torus_est(case: str, **kw):
     c = dict(_TORUS_CASES[case])
+    kw.setdefault("mfu", 0.4)                       # the recorded step times are at MFU 0.4
     return layouts.evaluate(layouts.layout(c.pop("model"), **c), **kw)
 
 
@@ -826,7 +827,7 @@ def test_torus_default_is_bit_identical_to_main(case):
 
 def test_torus_default_plan_bit_identical_to_main():
     """The planner's whole table under the default: the sum of step times and the winner from main."""
-    p = layouts.plan("llama3-8b", system="trn2.48xlarge", lnc=2, global_batch=64)
+    p = layouts.plan("llama3-8b", system="trn2.48xlarge", lnc=2, global_batch=64, mfu=0.4)
     assert float(p.all[p.all.fits].step_s.sum()) == 3921.0551134031753
     assert p.best.label == "TP16 ranks = 4 chips × PP1×DP4 ZeRO-3 mb1×16 none"
     assert p.settings["torus"] == "per-device"

@@ -401,7 +401,7 @@ def test_context_above_max_model_len_raises():
 
 
 @pytest.mark.parametrize("call, name", [
-    (lambda: sv.replica("llama3-70b", tp=48), "tp"),
+    (lambda: sv.replica("llama3-70b", tp=-8), "tp"),
     (lambda: sv.replica("llama3-8b", pp=33), "pp"),
     (lambda: sv.replica("llama3-8b", chip="trn3"), "lnc"),
     (lambda: sv.replica("llama3-8b", lnc=3), "lnc"),
@@ -433,3 +433,18 @@ def test_kv_bound_context_len_is_where_the_compute_bound_batch_becomes_infinite(
     # a model whose GQA group is as large as the ridge point: attention keeps pace with KV reads
     wide = custom_model("wide", n_layers=2, d_model=512 * 128, n_heads=512, n_kv_heads=1, vocab_size=100)
     assert sv.kv_bound_context_len(sv.replica(wide, tp=1)) == math.inf
+
+
+
+def test_tp_that_does_not_divide_the_heads_is_padded_and_the_waste_counted():
+    # NxD Inference (aws-neuron/neuronx-distributed-inference, modules/attention/gqa.py,
+    # get_shardable_head_counts; neuronx_distributed get_number_of_extra_heads = tp - n % tp):
+    # Llama 3 70B's 64 heads at TP 24 become 72; 24 is a multiple of the 8 KV heads, so K/V are
+    # replicated to one per rank. The Q and O projections grow by 8 heads: 2·8·128·8192·80 weights.
+    r = sv.replica("llama3-70b", "trn2", tp=24)
+    assert r.padded_heads == 8 and r.kv_heads_per_rank == 1
+    assert r.padding_weight_bytes == 2 * 8 * 128 * 8192 * 80 * 2
+    assert r.weight_bytes == pytest.approx(sv.replica("llama3-70b", "trn2", tp=8).weight_bytes + r.padding_weight_bytes)
+    # CONVERT_TO_MHA when tp is not a multiple of the KV heads: K/V for every padded head
+    m = sv.replica("llama3-70b", "trn2", tp=12)
+    assert m.padded_heads == 8 and m.kv_heads_per_rank == 72 // 12

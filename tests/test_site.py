@@ -8,6 +8,7 @@ request that is not ``file:`` or ``data:`` blocked, and checks the charts and th
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -234,3 +235,81 @@ def test_pages_open_from_disk_with_no_network(site):
     assert not blocked, f"pages tried to reach other hosts: {sorted(set(blocked))[:10]}"
     assert not problems, problems
     assert not page_errors, page_errors
+
+
+AXE = ROOT / "tools" / "a11y" / "node_modules" / "axe-core" / "axe.min.js"
+#: the rule sets axe-core runs: WCAG 2.0 and 2.1, levels A and AA
+WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+
+
+def axe_violations(site: Path, pages: list[str]) -> dict[str, list[dict]]:
+    """{page: axe-core's violations} for each page opened from disk in headless Chromium."""
+    from playwright.sync_api import sync_playwright
+
+    from test_browser import CHROMIUM_ARGS
+
+    out: dict[str, list[dict]] = {}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context.route("**/*", lambda route: route.continue_()
+                      if route.request.url.startswith(("file:", "data:", "blob:")) else route.abort())
+        page = context.new_page()
+        for name in pages:
+            page.goto((site / name).as_uri())
+            page.wait_for_load_state("load")
+            page.add_script_tag(path=str(AXE))
+            result = page.evaluate("""async (tags) => {
+                const r = await axe.run(document, {runOnly: {type: 'tag', values: tags}});
+                return r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
+                    nodes: v.nodes.map(n => n.target.join(' ')).slice(0, 5),
+                    count: v.nodes.length}));
+            }""", WCAG_TAGS)
+            out[name] = result
+        context.close()
+        browser.close()
+    return out
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_every_page_has_no_accessibility_violations(site, pages):
+    """axe-core (WCAG 2.1 A and AA rules) finds nothing on any page of the site."""
+    if not CHROMIUM.exists():
+        if os.environ.get("TRAINIUM_LAB_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"{CHROMIUM} missing (Debian package 'chromium')")
+        pytest.skip(f"{CHROMIUM} missing (Debian package 'chromium')")
+    assert AXE.is_file(), f"{AXE} missing: python3 tools/course.py test installs it (npm ci)"
+    names = sorted(pages)
+    assert len(names) >= len(NOTEBOOKS) + 1  # every chapter and the home page at least
+    found = axe_violations(site, names)
+    assert set(found) == set(names)
+    problems = [f"{name}: {v['id']} ({v['impact']}, {v['count']} nodes: {v['nodes']}) {v['help']}"
+                for name, violations in found.items() for v in violations]
+    assert not problems, "\n".join(problems[:40])
+
+
+def test_every_chart_image_says_what_it_shows(site, pages):
+    """A chart's alt text is its description (the Vega-Lite ``description``, stored in the SVG
+    as its aria-label), not its file name."""
+    problems = []
+    for name, page in pages.items():
+        for tag, attrs in page.tags:
+            if tag != "img" or not attrs.get("src", "").endswith(".svg"):
+                continue
+            alt = attrs.get("alt", "")
+            svg = (site / unquote(attrs["src"])).read_text(encoding="utf-8")[:4000]
+            label = re.search(r'<svg\b[^>]*\baria-label="([^"]*)"', svg)
+            if not label or len(alt.split()) < 5 or alt.endswith(".svg"):
+                problems.append(f"{name}: {attrs['src']} alt={alt[:60]!r}")
+            elif html.unescape(alt) != html.unescape(label.group(1)):
+                problems.append(f"{name}: alt differs from the chart's description")
+    assert not problems, "\n".join(problems[:20])
+
+
+def test_theme_buttons_are_named_by_what_they_show(site):
+    """The fix for axe-core's label-content-name-mismatch is in every page."""
+    for page in site.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        assert not build_site.SEARCH_BUTTON.search(text), page.name
+        assert not build_site.THEME_SWITCH.search(text), page.name

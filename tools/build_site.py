@@ -214,6 +214,36 @@ def vendor_mathjax(extra: Path) -> None:
     shutil.copytree(mathjax, extra / "mathjax")
 
 
+#: the theme's buttons whose ``aria-label`` leaves out their visible text (axe-core's
+#: ``label-content-name-mismatch``, WCAG 2.5.3 "Label in Name"): the search field shows
+#: "Search Ctrl+K" but is named "Search"; the colour-mode switch is named "Color mode" over
+#: icons. Without the ``aria-label`` their name comes from what they show (the switch gets its
+#: words as visually hidden text).
+SEARCH_BUTTON = re.compile(r'(<button\b[^>]*\bsearch-button-field\b[^>]*?)\s+aria-label="[^"]*"')
+THEME_SWITCH = re.compile(r'(<button\b[^>]*\btheme-switch-button\b[^>]*?)\s+aria-label="([^"]*)"([^>]*>)')
+CHART_IMG = re.compile(r'<img alt="[^"]*" src="(_images/[0-9a-f]+\.svg)"')
+SVG_LABEL = re.compile(r'<svg\b[^>]*\baria-label="([^"]*)"')
+
+
+def accessible_pages(html: Path) -> None:
+    """Fix the theme's buttons (see ``SEARCH_BUTTON``) and give every chart image its chart's
+    description (the SVG's ``aria-label``, from the Vega-Lite ``description``) as ``alt`` text
+    instead of its file name."""
+    for page in html.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+
+        def alt_text(m: re.Match) -> str:
+            svg = html / m.group(1)
+            label = SVG_LABEL.search(svg.read_text(encoding="utf-8")[:4000]) if svg.is_file() else None
+            return f'<img alt="{label.group(1)}" src="{m.group(1)}"' if label else m.group(0)
+
+        fixed = SEARCH_BUTTON.sub(r"\1", text)
+        fixed = THEME_SWITCH.sub(r'\1\3<span class="visually-hidden">\2</span>', fixed)
+        fixed = CHART_IMG.sub(alt_text, fixed)
+        if fixed != text:
+            page.write_text(fixed, encoding="utf-8")
+
+
 def build(out: Path = DEFAULT_OUT, *, execute: bool = False, quiet: bool = False) -> Path:
     """Stage the book under ``out/src``, build it, return the HTML folder."""
     start = time.perf_counter()
@@ -257,6 +287,7 @@ def build(out: Path = DEFAULT_OUT, *, execute: bool = False, quiet: bool = False
         if quiet:
             sys.stderr.write(proc.stdout[-5000:] + proc.stderr[-5000:])
         raise SystemExit(f"jupyter-book failed (exit {proc.returncode})")
+    accessible_pages(html)
     print(f"[site] {len(chapters)} chapters -> {html / 'index.html'} "
           f"in {time.perf_counter() - start:.1f} s", flush=True)
     return html

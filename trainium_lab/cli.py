@@ -93,7 +93,7 @@ def _cmd_sizing(args: argparse.Namespace) -> None:
         raise CliError("sizing: give --params (e.g. 70B) or --model (e.g. llama3-70b)")
     n_params = parse_count(args.params, "--params") if args.params else model.n_params
     n_tokens = parse_count(args.tokens, "--tokens")
-    mfu = parse_fraction(args.mfu, "--mfu")
+    mfu = None if args.mfu is None else parse_fraction(args.mfu, "--mfu")
     share = parse_fraction(args.activation_share, "--activation-share")
     bpp = None if args.bytes_per_param is None else float(
         parse_count(args.bytes_per_param, "--bytes-per-param"))
@@ -261,7 +261,7 @@ def _cmd_plan(args: argparse.Namespace) -> None:
     if args.systems is not None and args.deadline is not None:
         raise CliError("plan: give --systems or --deadline, not both")
     kwargs = dict(
-        system=args.system, mfu=parse_fraction(args.mfu, "--mfu"), purchase_option=args.option,
+        system=args.system, mfu=None if args.mfu is None else parse_fraction(args.mfu, "--mfu"), purchase_option=args.option,
         checkpoint_write_bytes_per_s=parse_rate(args.checkpoint_bandwidth, "--checkpoint-bandwidth"),
         restart_s=parse_seconds(args.restart, "--restart"), compile_s=parse_seconds(args.compile, "--compile"),
         n_graphs=_integer(args.graphs, "--graphs"), cache=args.cache,
@@ -404,8 +404,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "to compare with their numbers")
     p.add_argument("--zero", type=int, default=3, choices=range(4), metavar="{0,1,2,3}",
                    help="ZeRO stage (default %(default)s: fully sharded, the lower bound)")
-    p.add_argument("--mfu", default="40%", help="model FLOPs utilisation, e.g. 40%% or 0.4 "
-                   "(default %(default)s)")
+    p.add_argument("--mfu", default=None, help="model FLOPs utilisation, e.g. 40%% or 0.4 "
+                   "(default: the calibrated value, fitted on AWS's Trn1 training runs)")
     p.add_argument("--activation-share", default="35%",
                    help="share of HBM kept for activations (default %(default)s)")
     p.add_argument("--dtype", default="bfloat16",
@@ -473,7 +473,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--price", help="USD per instance-hour, e.g. 40 (default: the sourced price, if any)")
     p.add_argument("--option", default="on-demand", choices=["on-demand", "capacity-block", "ri-effective"],
                    help="purchase option of the sourced price (default %(default)s)")
-    p.add_argument("--mfu", default="40%", help="MFU while computing, e.g. 40%% (default %(default)s)")
+    p.add_argument("--mfu", default=None, help="MFU while computing, e.g. 40%% (default: the calibrated "
+                   "value, fitted on AWS's Trn1 training runs)")
     p.add_argument("--checkpoint-bandwidth", default="10GB/s",
                    help="aggregate checkpoint write bandwidth (default %(default)s)")
     p.add_argument("--chip-mtbf", help="MTBF of one chip, e.g. 2000d (default: the Llama 3 per-GPU proxy)")

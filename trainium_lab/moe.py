@@ -63,6 +63,7 @@ import pandas as pd
 
 from trainium_lab import collectives, cores, specs, topology
 from trainium_lab._validate import choice, in_range, integer, positive, sequence
+from trainium_lab import sizing
 from trainium_lab.sizing import ModelPreset, parameter_count, parameter_parts, recipe, resolve_model
 from trainium_lab.units import GiB
 
@@ -822,7 +823,7 @@ def _chip_cluster(system: str, n_systems: int) -> topology.Cluster:
 
 def all_to_all_table(model, *, tokens_per_chip: int = 8192, ep_chips: tuple[int, ...] = (4, 16, 64, 128),
                      systems: tuple[str, ...] = ("trn2-ultraserver", "trn3-gen1-ultraserver"),
-                     capacity_factor: float = 1.0, bytes_per_element: float = 2.0, mfu: float = 0.4,
+                     capacity_factor: float = 1.0, bytes_per_element: float = 2.0, mfu: float | None = None,
                      dtype: str = "bfloat16") -> pd.DataFrame:
     """What dispatch and combine cost at every level an expert-parallel group can cross.
 
@@ -854,7 +855,7 @@ def all_to_all_table(model, *, tokens_per_chip: int = 8192, ep_chips: tuple[int,
     tokens = integer("tokens_per_chip", tokens_per_chip, minimum=1, maximum=MAX_TOKENS)
     sizes = sequence("ep_chips", ep_chips, lambda n, x: integer(n, x, minimum=1, maximum=10**6))
     names = sequence("systems", systems, lambda n, x: choice(n, x, topology.SYSTEMS))
-    mfu = in_range("mfu", mfu, 0.0, 1.0, low_open=True)
+    mfu = sizing.default_mfu() if mfu is None else in_range("mfu", mfu, 0.0, 1.0, low_open=True)
     size = dispatch_bytes(tokens, m.d_model, m.experts_per_token, capacity_factor, bytes_per_element)
     moe_layers = m.n_layers - m.n_dense_layers
     expert_flops = 6.0 * 3.0 * m.d_model * m.expert_ffn_dim * m.experts_per_token * capacity_factor * tokens
@@ -941,7 +942,7 @@ class StepCompute:
 
 
 def step_compute(model, *, n_tokens: float, n_chips: int, chip: str = "trn2", dtype: str = "bfloat16",
-                 mfu: float = 0.4, capacity_factor: float = 1.0, seq_len: int | None = None) -> StepCompute:
+                 mfu: float | None = None, capacity_factor: float = 1.0, seq_len: int | None = None) -> StepCompute:
     """The compute of one training step per chip: FLOPs of the active parameters, at ``mfu``.
 
     ``flops`` is :func:`flops_per_token` × ``n_tokens``; ``flops_if_dense`` the same tokens
@@ -956,12 +957,12 @@ def step_compute(model, *, n_tokens: float, n_chips: int, chip: str = "trn2", dt
     --------
     >>> s = step_compute("qwen3-235b-a22b", n_tokens=4 * 2**20, n_chips=1024)
     >>> round(s.flops / s.flops_if_dense, 3), round(s.compute_s, 2)
-    (0.1, 2.19)
+    (0.1, 3.04)
     """
     m = _model(model)
     n_tokens = positive("n_tokens", n_tokens)
     n_chips = integer("n_chips", n_chips, minimum=1, maximum=10**7)
-    mfu = in_range("mfu", mfu, 0.0, 1.0, low_open=True)
+    mfu = sizing.default_mfu() if mfu is None else in_range("mfu", mfu, 0.0, 1.0, low_open=True)
     ch = specs.chip(chip)
     if dtype not in ch.dense_flops_per_s:
         raise ValueError(f"dtype must be one of {sorted(ch.dense_flops_per_s)}; got {dtype!r}")

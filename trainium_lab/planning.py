@@ -94,17 +94,26 @@ PURCHASE_OPTIONS: tuple[str, ...] = ("on-demand", "capacity-block", "ri-effectiv
 CACHE_MODES: tuple[str, ...] = ("precompiled", "shared", "local")
 
 #: defaults of inputs that no public source gives; every plan labels them assumptions.
-#: MFU 40 % is chapter 04's; 20 min per compile and the 10 min restart are chapters 07's and 06's
+#: MFU is the calibrated default (``sizing.default_mfu``, fitted on AWS's Trn1 runs); 20 min per compile
+#: and the 10 min restart are chapters 07's and 06's
 #: examples; the checkpoint bandwidth (to shared storage, the whole job together) is a round guess
-DEFAULTS: dict[str, float] = {
-    "mfu": 0.40,
+class _Defaults(dict):
+    """The assumed inputs; ``"mfu"`` is the calibrated default, read when first asked for."""
+
+    def __missing__(self, key):
+        if key == "mfu":
+            return sizing.default_mfu()
+        raise KeyError(key)
+
+
+DEFAULTS: dict[str, float] = _Defaults({
     "checkpoint_write_bytes_per_s": 10 * GB,
     "restart_s": 10 * minute,
     "compile_s": 20 * minute,
     "n_graphs": 2,
     "precompile_workers": 4,
     "global_batch": 1024,
-}
+})
 
 #: how far each uncertain input is moved in the sensitivity table: (low factor, high factor).
 #: MFU and price are known to within tens of per cent once measured or quoted; failure rates,
@@ -747,7 +756,7 @@ def _smallest(pred: Callable[[int], bool], low: int, high: int,
 
 def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.48xlarge",
              n_systems: int | None = None, deadline_s: float | None = None, lnc: int | None = None,
-             mfu: float = DEFAULTS["mfu"], usd_per_hour: float | None = None,
+             mfu: float | None = None, usd_per_hour: float | None = None,
              purchase_option: str = "on-demand",
              checkpoint_write_bytes_per_s: float = DEFAULTS["checkpoint_write_bytes_per_s"],
              checkpoint_read_bytes_per_s: float | None = None, checkpoint_mode: str = "sync",
@@ -855,12 +864,12 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
     >>> p = plan_run("llama3-405b", 1e12, system="trn2-ultraserver", n_systems=2, lnc=2,
     ...              usd_per_hour=40.0)
     >>> p.layout.label()
-    'TP64 ranks = 16 chips × PP2×DP4 ZeRO-3 mb1×256 selective'
+    'TP64 ranks = 16 chips × PP1×DP8 ZeRO-3 mb1×128 selective'
     >>> round(p.days), p.n_instances, f"{p.cost_usd:.3g}"
-    (944, 8, '7.25e+06')
+    (1289, 8, '9.9e+06')
     """
     x_tokens = positive("n_tokens", n_tokens)
-    mfu = in_range("mfu", mfu, 0.0, 1.0, low_open=True)
+    mfu = sizing.default_mfu() if mfu is None else in_range("mfu", mfu, 0.0, 1.0, low_open=True)
     purchase_option = choice("purchase_option", purchase_option, PURCHASE_OPTIONS)
     ckpt_w = positive("checkpoint_write_bytes_per_s", checkpoint_write_bytes_per_s)
     ckpt_r = ckpt_w if checkpoint_read_bytes_per_s is None else positive(
@@ -1612,7 +1621,7 @@ def preflight_checks(plan: RunPlan, *, benchmark_bytes: float = GiB) -> pd.DataF
     ...              usd_per_hour=40.0)
     >>> c = preflight_checks(p)
     >>> c.step.tolist()[:3]
-    ['device listing', 'collective benchmark: tp (instance level)', 'collective benchmark: pp (ultraserver level)']
+    ['device listing', 'collective benchmark: tp (instance level)', 'collective benchmark: dp (efa level)']
     >>> round(float(c.value.iloc[1]) / 1e9)   # expected bus bandwidth of a TP group, GB/s
     1024
     """

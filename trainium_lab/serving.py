@@ -190,6 +190,24 @@ def _dtype_bytes(name: str, dtype: object) -> float:
     return dtypes.number_format(dtype, name).bytes_per_element
 
 
+#: integer weight formats the Neuron serving stacks store weights in, with their bytes per weight
+#: (per-channel scales, one per output row, are left out: under 0.1 % for these models). vLLM's
+#: "Neuron INT8 Quantization" example (docs.vllm.ai, v0.8.2) serves int8 weights on Neuron; the
+#: floating-point formats (``float8_e4m3fn``, AWS's 405B FP8 tutorial) come from ``dtypes``.
+INTEGER_WEIGHT_BYTES = {"int8": 1.0}
+
+
+def _weight_dtype(dtype: object) -> str:
+    if isinstance(dtype, str) and dtype.lower() in INTEGER_WEIGHT_BYTES:
+        return dtype.lower()
+    _dtype_bytes("weight_dtype", dtype)
+    return dtype
+
+
+def _weight_bytes_per_element(dtype: str) -> float:
+    return INTEGER_WEIGHT_BYTES[dtype] if dtype in INTEGER_WEIGHT_BYTES else _dtype_bytes("weight_dtype", dtype)
+
+
 def _check_context(context_len: int, max_model_len: object) -> None:
     if max_model_len is None:
         return
@@ -378,7 +396,7 @@ class Replica:
     ranks_per_chip : int
     weight_dtype, kv_dtype, compute_dtype : str
     weight_bytes : float
-        All weights (exact parameter count × bytes per weight).
+        All weights (exact parameter count × bytes per weight), head padding included.
     kv_heads_per_rank : int
         KV heads each rank keeps. NxD Inference replicates KV heads when ``tp`` exceeds them
         (``REPLICATE_TO_TP_DEGREE``: one per rank) and falls back to one per query head
@@ -410,6 +428,8 @@ class Replica:
     hbm_bytes_per_s_per_rank: float
     peak_flops_per_s_per_rank: float
     activation_bytes: float
+    padded_heads: int = 0
+    padding_weight_bytes: float = 0.0
 
     @property
     def n_ranks(self) -> int:
@@ -463,9 +483,12 @@ def _replica(model: ModelPreset, chip: str, tp: int, pp: int, lnc: int, weight_d
     c = specs.chip(chip)
     per_chip = cores.logical_cores_per_chip(c.key, lnc)
     m = model
-    if m.n_heads % tp:
-        raise ValueError(f"tp must divide n_heads ({m.n_heads}) of {m.name}: NxD Inference needs the "
-                         f"attention heads divisible by the tensor-parallel degree; got tp={tp}")
+    # NxD Inference pads the attention heads up to a multiple of tp (neuronx_distributed's
+    # get_number_of_extra_heads: tp − n_heads % tp) and, when tp is not a multiple of the KV heads,
+    # converts GQA to MHA: K/V replicated to the padded head count (modules/attention/gqa.py,
+    # get_shardable_head_counts). The padding is stored and read like any weight: counted here.
+    extra = (tp - m.n_heads % tp) % tp
+    padded = m.n_heads + extra
     if pp > m.n_layers:
         raise ValueError(f"pp must be at most n_layers ({m.n_layers}) of {m.name}; got pp={pp}")
     hd = _head_dim(m)
@@ -474,21 +497,30 @@ def _replica(model: ModelPreset, chip: str, tp: int, pp: int, lnc: int, weight_d
     elif tp % m.n_kv_heads == 0:
         kv_per_rank = 1                       # REPLICATE_TO_TP_DEGREE
     else:
-        kv_per_rank = m.n_heads // tp         # CONVERT_TO_MHA
+        kv_per_rank = padded // tp            # CONVERT_TO_MHA (K/V for every padded Q head)
+    padding_params = 0.0
+    if extra:
+        # Q and O projections grow by the extra heads; under CONVERT_TO_MHA K and V are stored for
+        # every padded head instead of the model's KV heads (the replication of the divisible
+        # cases, one KV head copied to several ranks, is not counted here)
+        padding_params = 2.0 * extra * hd * m.d_model * m.n_layers
+        if tp % m.n_kv_heads:
+            padding_params += 2.0 * (padded - m.n_kv_heads) * hd * m.d_model * m.n_layers
     layers = -(-m.n_layers // pp)
     kvb = _dtype_bytes("kv_dtype", kv_dtype)
-    wb = _dtype_bytes("weight_dtype", weight_dtype)
+    wb = _weight_bytes_per_element(weight_dtype)
     ab = _dtype_bytes("compute_dtype", compute_dtype)
     peak = c.dense_flops_per_s[compute_dtype]
     return Replica(
         model=m, chip=c.key, tp=tp, pp=pp, lnc=lnc, ranks_per_chip=per_chip,
         weight_dtype=weight_dtype, kv_dtype=kv_dtype, compute_dtype=compute_dtype,
-        weight_bytes=float(m.exact_params()) * wb, kv_heads_per_rank=kv_per_rank,
+        weight_bytes=(float(m.exact_params()) + padding_params) * wb, kv_heads_per_rank=kv_per_rank,
         layers_per_stage=layers,
         kv_bytes_per_token=kv_cache_bytes_per_token(m.n_layers, m.n_kv_heads, hd, kvb),
         kv_bytes_per_token_per_rank=kv_cache_bytes_per_token(layers, kv_per_rank, hd, kvb),
         hbm_bytes_per_rank=c.hbm_bytes / per_chip, hbm_bytes_per_s_per_rank=c.hbm_bytes_per_s / per_chip,
-        peak_flops_per_s_per_rank=peak / per_chip, activation_bytes=ab)
+        peak_flops_per_s_per_rank=peak / per_chip, activation_bytes=ab, padded_heads=extra,
+        padding_weight_bytes=padding_params * wb)
 
 
 def replica(model: str | ModelPreset, chip: str = "trn2", tp: int = 1, pp: int = 1,
@@ -504,8 +536,9 @@ def replica(model: str | ModelPreset, chip: str = "trn2", tp: int = 1, pp: int =
     chip : str
         ``"trn1"``, ``"trn2"`` or ``"trn3"``.
     tp, pp : int
-        Degrees in ranks; ``tp`` must divide the attention heads (NxD Inference's first rule),
-        ``pp`` must not exceed the layers.
+        Degrees in ranks; a ``tp`` that does not divide the attention heads pads them to a
+        multiple of ``tp`` (NxD Inference's ``get_shardable_head_counts``), the padding counted
+        in ``weight_bytes`` and ``padding_weight_bytes``; ``pp`` must not exceed the layers.
     lnc : int, optional
         Logical NeuronCore setting; the chip's default if omitted (Trainium3 has none stated:
         pass it).
@@ -530,15 +563,19 @@ def replica(model: str | ModelPreset, chip: str = "trn2", tp: int = 1, pp: int =
     >>> r = replica("llama3-70b", "trn2", tp=32)
     >>> r.n_chips, r.kv_heads_per_rank, r.kv_bytes_per_token_stored / r.kv_bytes_per_token
     (8.0, 1, 4.0)
-    >>> replica("llama3-70b", tp=48)
-    Traceback (most recent call last):
-    ...
-    ValueError: tp must divide n_heads (64) of Llama 3 70B: NxD Inference needs the attention heads divisible by the tensor-parallel degree; got tp=48
+
+    A TP degree that does not divide the 64 heads is padded, as NxD Inference does: TP 24 (six
+    chips at LNC=2, or an inf2.48xlarge's 24 NeuronCores) holds 72 heads, 8 of them padding:
+
+    >>> r24 = replica("llama3-70b", "trn2", tp=24)
+    >>> r24.padded_heads, round(r24.padding_weight_bytes / r24.weight_bytes, 3)
+    (8, 0.019)
     """
     m = resolve_model(model)
     tp = integer("tp", tp, minimum=1, maximum=100_000)
     pp = integer("pp", pp, minimum=1, maximum=100_000)
-    for name, value in (("weight_dtype", weight_dtype), ("kv_dtype", kv_dtype),
+    weight_dtype = _weight_dtype(weight_dtype)
+    for name, value in (("kv_dtype", kv_dtype),
                         ("compute_dtype", compute_dtype)):
         _dtype_bytes(name, value)
     c = specs.chip(chip)
@@ -1522,8 +1559,10 @@ class LaunchCheck:
                          f"{self.decode_full.tokens_per_s:,.0f} tokens/s "
                          f"({self.decode_full.tokens_per_s_per_chip:,.0f} per chip in use)")
         if self.decode_alternative is not None:
-            lines.append(f"- TP {self.alternative_tp} over all {self.n_chips} chips, one sequence: "
-                         f"{format_seconds(self.decode_alternative.time_s)} per token")
+            lines.append(f"- TP {self.alternative_tp} over all {self.n_chips} chips, one sequence: decode "
+                         f"bound {format_seconds(self.decode_alternative.time_s)} per token; a bound only: "
+                         f"its TP all-reduces (two per layer) each add a fixed cost in real runs "
+                         f"(`reality.decode` gives the expectation)")
         return "\n".join(lines)
 
 

@@ -644,3 +644,52 @@ def read_data_csv(filename: str):
     df["source"] = [sources[s]["title"] for s in df["source_id"]]
     df["reference"] = [sources[s]["reference"] for s in df["source_id"]]
     return df
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    """One calibrated or sourced model parameter (``data/calibration.csv``), in base units."""
+
+    name: str
+    value: float
+    low: float
+    high: float
+    unit: str
+    fitted_on: str
+    procedure: str
+    source_id: str
+
+    def __repr__(self) -> str:
+        rng = "" if self.low != self.low else f" (range {self.low:.4g} to {self.high:.4g})"
+        return f"Calibrated({self.name} = {self.value:.4g} {self.unit}{rng}; {self.fitted_on})"
+
+
+@functools.lru_cache(maxsize=1)
+def _calibration() -> dict[str, Calibrated]:
+    df = read_data_csv("calibration.csv")
+    num = lambda v: float(v) if str(v).strip() else float("nan")  # noqa: E731
+    return {r["parameter"]: Calibrated(r["parameter"], float(r["value"]), num(r["low"]), num(r["high"]), r["unit"],
+                                       r["fitted_on"], r["procedure"], r["source_id"])
+            for _, r in df.iterrows()}
+
+
+def calibration(name: str) -> Calibrated:
+    """A calibrated default (efficiency, latency) with its range and how it was obtained.
+
+    One home for every fitted or sourced performance parameter; ``trainium_lab.reality`` owns
+    the fit (``reality.fit()``) and ``tools/calibrate.py`` writes the table.
+
+    Examples
+    --------
+    >>> calibration("hop_latency_min_s").value
+    1e-06
+    """
+    table = _calibration()
+    if not isinstance(name, str) or name not in table:
+        raise UnknownNameError(f"name must be one of {', '.join(sorted(table))}; got {name!r}")
+    return table[name]
+
+
+def calibrations() -> tuple[Calibrated, ...]:
+    """Every row of ``data/calibration.csv``."""
+    return tuple(_calibration().values())

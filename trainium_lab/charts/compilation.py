@@ -9,7 +9,7 @@ import functools
 import altair as alt
 import pandas as pd
 
-from trainium_lab.charts.base import PALETTE, DatasetTemplate, base
+from trainium_lab.charts.base import PALETTE, DatasetTemplate, base, described
 
 _STRATEGIES = ["optimal", "powers of two"]
 _STRATEGY_COLOURS = [PALETTE[0], PALETTE[1]]
@@ -28,6 +28,10 @@ def _records(df: pd.DataFrame) -> list[dict]:
     return [dict(zip(cols, row)) for row in zip(*(df[c].tolist() for c in cols))]
 
 
+@described(
+    'Bar chart of the share of sequences in each length bin, with a vertical rule at every '
+    'bucket boundary of each bucketing strategy: a sequence is padded up to the next rule to '
+    'its right.')
 def buckets_chart(shares: pd.DataFrame, buckets: pd.DataFrame, *,
                   title: str = "Lengths and bucket boundaries") -> alt.LayerChart:
     """Share of sequences per length bin (bars) with each strategy's buckets as rules.
@@ -54,6 +58,10 @@ def buckets_chart(shares: pd.DataFrame, buckets: pd.DataFrame, *,
     return alt.layer(bars, rules)
 
 
+@described(
+    'Line chart of the padding share of computed tokens against the number of buckets, for '
+    'optimal buckets and for powers of two: padding falls as buckets are added, and optimal '
+    'buckets pad less than powers of two at the same count.')
 def padding_curve_chart(tradeoff: pd.DataFrame, n_buckets: int | None = None, *,
                         title: str = "Padding against the number of buckets") -> alt.LayerChart:
     """Padding fraction against the number of buckets, optimal and powers of two.
@@ -102,6 +110,9 @@ def _bucketing_template() -> _DatasetHConcatChart:
         datasets={"shares": [], "buckets": [], "curve": [], "chosen": []}).freeze()
 
 
+@described(
+    'Two panels: the share of sequences per length bin with the chosen buckets as rules, and '
+    'beside it the padding share against the number of buckets, with the chosen count marked.')
 def bucketing_chart(shares: pd.DataFrame, buckets: pd.DataFrame, tradeoff: pd.DataFrame,
                     n_buckets: int) -> alt.HConcatChart:
     """The widget's view: lengths with bucket rules beside the padding curve.
@@ -119,6 +130,9 @@ def bucketing_chart(shares: pd.DataFrame, buckets: pd.DataFrame, tradeoff: pd.Da
     })
 
 
+@described(
+    'Line chart of StableHLO operations against the number of layers: the unrolled Python '
+    'loop grows with every layer, while lax.scan stays flat.')
 def hlo_size_chart(df: pd.DataFrame) -> alt.Chart:
     """StableHLO operations against depth, Python loop against ``lax.scan``.
 
@@ -133,6 +147,9 @@ def hlo_size_chart(df: pd.DataFrame) -> alt.Chart:
     )
 
 
+@described(
+    'Timeline of a training run by step, one row per compiled graph, each mark a compile or a '
+    'cache hit: it shows at which steps the run stops to compile.')
 def compile_events_chart(events: pd.DataFrame, *, title: str = "Where the run compiles") -> alt.Chart:
     """Compile and cache-hit events of a run on a step axis, one row per graph.
 

@@ -8,7 +8,7 @@ import pandas as pd
 
 from altair.utils.schemapi import debug_mode
 
-from trainium_lab.charts.base import PALETTE, base
+from trainium_lab.charts.base import PALETTE, base, described
 
 __all__ = ["roofline_chart", "generations_chart", "neuroncore_chart", "utilisation_chart"]
 
@@ -25,6 +25,11 @@ def _records(df: pd.DataFrame) -> alt.InlineData:
 _BOUND_COLORS = alt.Scale(domain=["HBM", "tensor engine"], range=["#7b3294", "#1a9641"])
 
 
+@described(
+    'Roofline on log-log axes: attainable TFLOP/s against arithmetic intensity (FLOP per byte '
+    'of HBM traffic). Each roof rises with the HBM bandwidth until its ridge point, then '
+    'stays flat at the peak compute rate; a marked matmul below the sloped part is bound by '
+    'HBM, on the flat part by the tensor engine.')
 def roofline_chart(curves: pd.DataFrame, point: pd.DataFrame | None = None, *,
                    title: str = "Roofline: attainable FLOP/s against arithmetic intensity",
                    labels: bool = True, path: pd.DataFrame | None = None,
@@ -99,6 +104,10 @@ def _roofline_layers(curves, point, title, labels, path=None, path_label=""):
     return alt.layer(lines, dot, *sides)
 
 
+@described(
+    'Scatter of dense BF16 TFLOP/s per chip against HBM bandwidth per chip in TB/s, one '
+    'labelled point per chip, Trainium apart from the chips it is compared with, the shape '
+    "giving each figure's source tier.")
 def generations_chart(df: pd.DataFrame) -> alt.LayerChart:
     """Dense BF16 TFLOP/s against HBM TB/s, one labelled point per chip.
 
@@ -115,7 +124,7 @@ def generations_chart(df: pd.DataFrame) -> alt.LayerChart:
                width=560, height=300).mark_point(size=140, filled=True).encode(
         **enc,
         color=alt.Color("kind:N", title=None, scale=alt.Scale(
-            domain=["trainium", "comparison"], range=["#f28e2b", "#4e79a7"]),
+            domain=["trainium", "comparison"], range=["#e69f00", "#0072b2"]),
             legend=alt.Legend(orient="bottom")),
         shape=alt.Shape("tier:N", title="source tier", legend=alt.Legend(orient="bottom")),
         tooltip=[alt.Tooltip("name:N"), alt.Tooltip("tier:N", title="source tier"),
@@ -128,6 +137,9 @@ def generations_chart(df: pd.DataFrame) -> alt.LayerChart:
     return alt.layer(pts, labels)
 
 
+@described(
+    'Block diagram of one NeuronCore: the tensor, vector and scalar engines, the on-chip SBUF '
+    'and PSUM memories that feed them, and the HBM beyond.')
 def neuroncore_chart(blocks: pd.DataFrame, *, title: str = "One NeuronCore and what feeds it") -> alt.LayerChart:
     """A block diagram from ``views.neuroncore_blocks``: rectangles with multi-line labels."""
     none = alt.Axis(labels=False, ticks=False, domain=False, grid=False, title=None)
@@ -137,7 +149,7 @@ def neuroncore_chart(blocks: pd.DataFrame, *, title: str = "One NeuronCore and w
         y=alt.Y("y:Q", axis=none, scale=alt.Scale(domain=[0, 100])), y2=alt.Y2("y2:Q"),
         color=alt.Color("kind:N", title=None, scale=alt.Scale(
             domain=["engine", "on-chip SRAM", "data movement", "device memory"],
-            range=["#f28e2b", "#76b7b2", "#bab0ac", "#4e79a7"])),
+            range=["#e69f00", "#56b4e9", "#bbbbbb", "#0072b2"])),
         tooltip=[alt.Tooltip("block:N"), alt.Tooltip("label:N")],
     )
     text = alt.Chart(blocks).transform_calculate(
@@ -147,6 +159,10 @@ def neuroncore_chart(blocks: pd.DataFrame, *, title: str = "One NeuronCore and w
     return alt.layer(rects, text).configure_view(stroke=None)
 
 
+@described(
+    'Step line of the fraction of the tensor-engine array doing useful work against a matmul '
+    'dimension: full at multiples of the array size, dropping just past each multiple, where '
+    'a mostly empty extra tile is needed.')
 def utilisation_chart(df: pd.DataFrame, *, title: str = "Tensor-engine array utilisation") -> alt.Chart:
     """Utilisation (0-1) against one matmul dimension, from ``roofline.utilisation_curve``.
 

@@ -10,7 +10,7 @@ import altair as alt
 import pandas as pd
 from altair.utils.schemapi import debug_mode
 
-from trainium_lab.charts.base import PALETTE, WIDTH, base
+from trainium_lab.charts.base import PALETTE, WIDTH, base, described
 from trainium_lab.charts.layouts import _records  # the course's one inline-data helper
 
 __all__ = ["ENGINE_LABELS", "timeline_chart", "engine_busy_chart", "tile_sweep_chart"]
@@ -46,6 +46,10 @@ def _by_case(chart: alt.Chart, faceted: bool, title: str):
     return chart.properties(title=title)
 
 
+@described(
+    'Timeline of a kernel on the emulator: one lane per engine and queue, a bar per operation '
+    'from its start to its end in microseconds, coloured by kind of operation; gaps in a lane '
+    'are time that engine waits.')
 def timeline_chart(timeline: pd.DataFrame, *, title: str = "Which engine does what, when",
                    width: int = WIDTH + 120) -> alt.Chart:
     """Engine lanes against time (µs): one bar per operation of a ``KernelRun.timeline``.
@@ -72,6 +76,9 @@ def timeline_chart(timeline: pd.DataFrame, *, title: str = "Which engine does wh
         return _by_case(chart, "case" in d.columns, title)
 
 
+@described(
+    "Horizontal bars of each engine's busy time in microseconds, the busiest engine, which "
+    'bounds the kernel, highlighted.')
 def engine_busy_chart(table: pd.DataFrame, *, title: str = "Busy time per engine") -> alt.Chart:
     """Horizontal bars of each engine's busy time (µs) from ``KernelRun.engine_table()``;
     the busiest engine is highlighted. With a ``case`` column, one panel per case."""
@@ -89,13 +96,16 @@ def engine_busy_chart(table: pd.DataFrame, *, title: str = "Busy time per engine
             x=alt.X("busy_us:Q", title="busy time (µs)"),
             y=alt.Y("lane:N", sort=lanes, title=None),
             color=alt.Color("binds:N", scale=alt.Scale(domain=["binds", "other"],
-                                                       range=[PALETTE[2], "#bab0ac"]),
+                                                       range=[PALETTE[2], "#bbbbbb"]),
                             title=None),
             tooltip=[alt.Tooltip("lane:N", title="engine"), alt.Tooltip("busy_us:Q", title="busy (µs)"),
                      alt.Tooltip("ops:Q", title="operations")])
         return _by_case(chart, "case" in d.columns, title)
 
 
+@described(
+    'Bar chart of HBM traffic in GiB for each output tile size, coloured by whether the tile '
+    'fits in SBUF and PSUM: larger tiles move less data, and only tiles that fit can run.')
 def tile_sweep_chart(plans: pd.DataFrame, *, title: str = "HBM traffic against output tile") -> alt.Chart:
     """Bars of HBM traffic (GiB) per output tile, coloured by whether the tile fits SBUF and
     PSUM. ``plans`` has columns ``tile`` (label), ``hbm_gib``, ``intensity`` (FLOP/byte),
@@ -109,6 +119,6 @@ def tile_sweep_chart(plans: pd.DataFrame, *, title: str = "HBM traffic against o
             x=alt.X("tile:N", sort=None, title="output tile (tile_m × tile_n)"),
             y=alt.Y("hbm_gib:Q", title="HBM traffic (GiB)"),
             color=alt.Color("fits:N", scale=alt.Scale(domain=["fits", "does not fit"],
-                                                      range=[PALETTE[0], "#bab0ac"]), title=None),
+                                                      range=[PALETTE[0], "#bbbbbb"]), title=None),
             tooltip=[alt.Tooltip("tile:N"), alt.Tooltip("hbm_gib:Q", title="GiB"),
                      alt.Tooltip("intensity:Q", title="FLOP/byte"), alt.Tooltip("fits:N")])

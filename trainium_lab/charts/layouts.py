@@ -9,7 +9,7 @@ import altair as alt
 import pandas as pd
 from altair.utils.schemapi import debug_mode
 
-from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, DatasetTemplate, stacked_bars
+from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, DatasetTemplate, described, stacked_bars
 
 __all__ = ["memory_chart", "step_time_chart", "plan_scatter_chart", "fully_sharded_chart",
            "layout_panel_chart", "panel_bars_chart", "layout_dashboard"]
@@ -35,6 +35,10 @@ def _records(df: pd.DataFrame) -> alt.InlineData:
         return alt.InlineData(values=values)
 
 
+@described(
+    'Stacked horizontal bars of GiB per chip by part of the memory, one bar per layout, with '
+    "a solid rule at one chip's HBM and a dashed one at HBM less the kept margin: a bar past "
+    'the dashed rule does not fit.')
 def memory_chart(df: pd.DataFrame, *, title: str = "Memory per chip against HBM",
                  width: int = WIDTH) -> alt.LayerChart:
     """Stacked horizontal bars of GiB per chip by part, one bar per ``layout``, with HBM
@@ -68,6 +72,10 @@ def memory_chart(df: pd.DataFrame, *, title: str = "Memory per chip against HBM"
         return alt.layer(bars, hbm, allowed, title=title, width=width, height=34 * n + 10, padding=PAD)
 
 
+@described(
+    'Stacked horizontal bars of seconds per training step by part (compute, the collectives '
+    'left exposed, the pipeline bubble), one bar per layout: the shortest bar is the fastest '
+    'layout.')
 def step_time_chart(df: pd.DataFrame, *, title: str = "Where a step's time goes",
                     width: int = WIDTH, parts: list[str] | None = None, part_labels: dict[str, str] | None = None,
                     colours: list[str] | None = None) -> alt.Chart:
@@ -123,6 +131,10 @@ def _scatter_template(colour: str, title: str, width: int, height: int) -> _Data
         ).properties(datasets={"plan": []}, padding=PAD).freeze()
 
 
+@described(
+    'Scatter of HBM left per chip in GiB against estimated tokens per second, one point per '
+    'layout that fits, coloured by where its tensor-parallel group sits; the best layout is '
+    'the large diamond, fastest among those with room left.')
 def plan_scatter_chart(df: pd.DataFrame, *, colour: str = "tp_level", title: str | None = None,
                        width: int = WIDTH, height: int = HEIGHT) -> alt.Chart:
     """Memory headroom (GiB per chip) against tokens/s, one point per layout that fits;
@@ -148,6 +160,9 @@ def plan_scatter_chart(df: pd.DataFrame, *, colour: str = "tp_level", title: str
     return _scatter_template(colour, title, width, height).with_datasets({"plan": rows})
 
 
+@described(
+    'Horizontal bars of the fully sharded training state in GiB per chip for each number of '
+    "systems, labelled with the GiB left, against one chip's HBM as a rule.")
 def fully_sharded_chart(df: pd.DataFrame, *, hbm_gib: float,
                         title: str = "405B state fully sharded, per chip") -> alt.LayerChart:
     """Bars of state GiB per chip for each number of systems, with one chip's HBM as a rule.
@@ -172,6 +187,9 @@ def fully_sharded_chart(df: pd.DataFrame, *, hbm_gib: float,
                          width=WIDTH, height=40 * len(d) + 10, padding=PAD)
 
 
+@described(
+    "One layout at a glance: memory per chip stacked by part beside bars for one chip's HBM "
+    'and HBM less the margin, and below it the step time stacked by part.')
 def layout_panel_chart(memory: pd.DataFrame, times: pd.DataFrame, *, width: int = WIDTH) -> alt.Chart:
     """One layout at a glance, as a single chart (fast to redraw): a row with memory per
     chip stacked by part beside bars for HBM and HBM less the margin, and a row with the
@@ -195,6 +213,7 @@ def layout_panel_chart(memory: pd.DataFrame, times: pd.DataFrame, *, width: int 
                             legend_columns=2)
 
 
+@described('Rows of stacked horizontal bar panels, each with its own scale.')
 def panel_bars_chart(d: pd.DataFrame, domain: list[str], colours: list[str], panels: list[str], *,
                      width: int = WIDTH, step: int = 22, legend_columns: int = 2) -> alt.Chart:
     """Stacked horizontal bars in rows of panels, each with its own scales, as one chart.
@@ -218,6 +237,9 @@ def panel_bars_chart(d: pd.DataFrame, domain: list[str], colours: list[str], pan
         ).resolve_scale(x="independent", y="independent")
 
 
+@described(
+    'One layout at a glance: memory per chip against HBM, the step time by part, and, when '
+    'given, a map of which ranks sit on which chips.')
 def layout_dashboard(memory: pd.DataFrame, times: pd.DataFrame, placement: alt.TopLevelMixin | None = None
                      ) -> alt.TopLevelMixin:
     """:func:`layout_panel_chart`, above a rank-to-chip map when ``placement`` is given.

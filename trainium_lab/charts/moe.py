@@ -7,7 +7,7 @@ import altair as alt
 import pandas as pd
 from altair.utils.schemapi import debug_mode
 
-from trainium_lab.charts.base import PALETTE, WIDTH, stacked_bars
+from trainium_lab.charts.base import PALETTE, WIDTH, described, stacked_bars
 from trainium_lab.charts.layouts import _records, step_time_chart
 
 __all__ = ["parameter_chart", "all_to_all_chart", "expert_load_chart", "moe_step_chart", "level_time_chart"]
@@ -24,6 +24,10 @@ _LEVELS = ["chips", "chip", "instance", "ultraserver", "efa", "idle", "none"]
 _LEVEL_COLOURS = ["#1f3b5c", PALETTE[4], PALETTE[0], PALETTE[1], PALETTE[2], PALETTE[9], "#dddddd"]
 
 
+@described(
+    'Stacked horizontal bars of billions of parameters by part, a total and an active bar per '
+    'mixture-of-experts model: memory follows the total, compute per token the much shorter '
+    'active bar.')
 def parameter_chart(df: pd.DataFrame, *, title: str = "Stored (total) against computed (active) parameters",
                     width: int = WIDTH) -> alt.Chart:
     """Stacked horizontal bars of billions of parameters by part, a *total* and an *active*
@@ -47,6 +51,10 @@ def parameter_chart(df: pd.DataFrame, *, title: str = "Stored (total) against co
                      alt.Tooltip("billions:Q", format=",.2f", title="billions")])
 
 
+@described(
+    'Grouped horizontal bars of milliseconds per MoE layer and training step: the four '
+    "all-to-alls (dispatch and combine, forward and backward) beside the experts' compute, "
+    'one group per system, expert-parallel group size and level.')
 def all_to_all_chart(df: pd.DataFrame, *, title: str = "One MoE layer: all-to-alls against expert compute",
                      width: int = WIDTH) -> alt.Chart:
     """Grouped horizontal bars, milliseconds per MoE layer per training step: the four
@@ -74,6 +82,10 @@ def all_to_all_chart(df: pd.DataFrame, *, title: str = "One MoE layer: all-to-al
         ).properties(spacing=2)
 
 
+@described(
+    'Bar chart of the tokens each expert receives, hottest first, with the part above the '
+    "capacity in red, the capacity as a dashed rule and the router's expectation as ticks: "
+    'red tokens are dropped.')
 def expert_load_chart(df: pd.DataFrame, *, title: str | None = None, width: int = WIDTH,
                       height: int = 200) -> alt.LayerChart:
     """Tokens each expert receives (hottest first), the part above capacity in red, with
@@ -117,6 +129,9 @@ def expert_load_chart(df: pd.DataFrame, *, title: str | None = None, width: int 
         return alt.layer(bars, ticks, rule, data=_records(d), title=title, width=width, height=height)
 
 
+@described(
+    'Stacked horizontal bars of seconds per training step by part, the expert all-to-alls '
+    'included, one bar per layout.')
 def moe_step_chart(df: pd.DataFrame, *, title: str = "Where a step's time goes",
                    width: int = WIDTH) -> alt.Chart:
     """Stacked horizontal bars of seconds per step by part, expert all-to-alls included, one
@@ -131,6 +146,10 @@ def moe_step_chart(df: pd.DataFrame, *, title: str = "Where a step's time goes",
                            colours=_TIME_COLOURS)
 
 
+@described(
+    'Stacked horizontal bars of the share of each step spent at each level: compute on the '
+    'chips, each collective at the level its group crosses, and the idle pipeline bubble, one '
+    'bar per job.')
 def level_time_chart(df: pd.DataFrame, *, title: str = "Where a step goes, by level",
                      width: int = WIDTH) -> alt.Chart:
     """Stacked horizontal bars of each step's share by the level its time is spent on

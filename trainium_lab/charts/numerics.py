@@ -11,16 +11,19 @@ import pandas as pd
 
 from trainium_lab import numerics
 from trainium_lab._validate import instance
-from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, DatasetTemplate, base
+from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, DatasetTemplate, base, described
 from trainium_lab.views import bit_formula
 
 __all__ = ["bits_chart", "spacing_chart", "rounding_chart", "repeated_updates_chart",
            "loss_curves_chart", "memory_chart", "fp8_range_chart", "fp8_scaling_chart"]
 
 _FIELD_COLORS = alt.Scale(domain=["sign", "exponent", "mantissa"],
-                          range=["#b07aa1", "#59a14f", "#f28e2b"])
+                          range=["#cc79a7", "#009e73", "#e69f00"])
 
 
+@described(
+    'One box per bit of a floating-point number, coloured by field (sign, exponent, '
+    "mantissa), with each bit's value written under it.")
 def bits_chart(pattern: numerics.BitPattern) -> alt.Chart:
     """One box per bit, coloured by field; the bit is written in the axis label.
 
@@ -45,6 +48,10 @@ def bits_chart(pattern: numerics.BitPattern) -> alt.Chart:
     )
 
 
+@described(
+    'Log-log step lines of the gap between neighbouring representable values against the '
+    'value, one per number format: the gap doubles at every power of two, and formats with '
+    'fewer mantissa bits have wider gaps.')
 def spacing_chart(df: pd.DataFrame, *, x_min: float | None = None,
                   x_max: float | None = None) -> alt.Chart:
     """Spacing between neighbouring values against value, log-log, one step line per format.
@@ -76,11 +83,15 @@ def _rounding_template(title: str) -> "_DatasetChart":
         x=alt.X("result_text:N", title="rounded value", sort=None, axis=alt.Axis(labelAngle=0)),
         xOffset="what:N",
         y=alt.Y("share:Q", title="probability", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("what:N", title=None, scale=alt.Scale(range=["#4e79a7", "#f28e2b"])),
+        color=alt.Color("what:N", title=None, scale=alt.Scale(range=["#0072b2", "#e69f00"])),
         tooltip=["result_text:N", "what:N", alt.Tooltip("share:Q", format=".4f")],
     ).freeze()
 
 
+@described(
+    'Bars of the probability and the observed share with which stochastic rounding sends one '
+    'value to each of its two neighbours: the nearer neighbour is chosen more often, in '
+    'proportion to closeness.')
 def rounding_chart(draws: numerics.RoundingDraws) -> alt.Chart:
     """Stochastic rounding of one value: probability and observed share per neighbour.
 
@@ -106,13 +117,17 @@ def _repeated_updates_template() -> "_DatasetChart":
         x=alt.X("step:Q", title="step"),
         y=alt.Y("mean:Q", title="mean weight", scale=alt.Scale(zero=False)),
         color=alt.Color("mode:N", title=None, scale=alt.Scale(domain=modes,
-                                                              range=["#e15759", "#4e79a7", "#000000"])),
+                                                              range=["#d55e00", "#0072b2", "#000000"])),
         strokeDash=alt.StrokeDash("mode:N", title=None, scale=alt.Scale(
             domain=modes, range=[[1, 0], [1, 0], [4, 4]])),
         tooltip=["mode:N", "step:Q", alt.Tooltip("mean:Q", format=".6f")],
     ).freeze()
 
 
+@described(
+    'Line chart of the mean weight against the step for each rounding mode, with the exact '
+    'sum dashed: round-to-nearest stays flat when each update is below half the gap, '
+    'stochastic rounding follows the exact sum on average.')
 def repeated_updates_chart(df: pd.DataFrame) -> alt.Chart:
     """Mean weight against step per rounding mode, with the exact sum dashed.
 
@@ -138,6 +153,10 @@ def _loss_curves_template(title: str) -> "_DatasetChart":
     ).freeze()
 
 
+@described(
+    'Training loss against step on a log scale, one line per way of keeping the weights: '
+    'FP32, BF16 with round-to-nearest, BF16 with stochastic rounding, and BF16 with an FP32 '
+    'master copy.')
 def loss_curves_chart(curves: numerics.TrainingCurves) -> alt.Chart:
     """Training loss against step, one line per way of keeping the weights (log y).
 
@@ -155,6 +174,9 @@ def loss_curves_chart(curves: numerics.TrainingCurves) -> alt.Chart:
     return _loss_curves_template(title).with_datasets({"rows": rows})
 
 
+@described(
+    "Bars of the training state with and without the FP32 master copy, counted in chips' "
+    'worth of HBM.')
 def memory_chart(saving: numerics.MasterWeightsSaving) -> alt.Chart:
     """Training state with and without the FP32 master copy, in chips' worth of HBM.
 
@@ -166,7 +188,7 @@ def memory_chart(saving: numerics.MasterWeightsSaving) -> alt.Chart:
                 ).mark_bar().encode(
         x=alt.X("chips:Q", title=f"{saving.chip} HBMs (state only)"),
         y=alt.Y("setup:N", title=None, sort=None),
-        color=alt.Color("setup:N", legend=None, scale=alt.Scale(range=["#4e79a7", "#59a14f"])),
+        color=alt.Color("setup:N", legend=None, scale=alt.Scale(range=["#0072b2", "#009e73"])),
         tooltip=["setup:N", alt.Tooltip("bytes_per_param:Q", title="bytes/param"),
                  alt.Tooltip("state_gib:Q", format=",.0f", title="GiB"),
                  alt.Tooltip("chips_needed:Q", title="chips needed")],
@@ -174,6 +196,9 @@ def memory_chart(saving: numerics.MasterWeightsSaving) -> alt.Chart:
     return bars
 
 
+@described(
+    'The range of each number format on a log axis: subnormal values as a thin bar, normal '
+    'values as a thick one; E5M2 reaches further, E4M3 is finer.')
 def fp8_range_chart(df: pd.DataFrame) -> alt.LayerChart:
     """Each format's range on a log axis: subnormals thin, normals thick.
 
@@ -194,6 +219,9 @@ def fp8_range_chart(df: pd.DataFrame) -> alt.LayerChart:
     return sub + normal
 
 
+@described(
+    'Bars of the share of values lost to underflow for each FP8 format, with and without a '
+    'per-tensor scale.')
 def fp8_scaling_chart(df: pd.DataFrame) -> alt.Chart:
     """Share of values lost to underflow, per FP8 format, with and without scaling.
 
@@ -204,7 +232,7 @@ def fp8_scaling_chart(df: pd.DataFrame) -> alt.Chart:
                 axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
         y=alt.Y("label:N", title=None),
         yOffset="scaling:N",
-        color=alt.Color("scaling:N", title="scaling", scale=alt.Scale(range=["#e15759", "#59a14f"])),
+        color=alt.Color("scaling:N", title="scaling", scale=alt.Scale(range=["#d55e00", "#009e73"])),
         tooltip=["label:N", "scaling:N", alt.Tooltip("underflow:Q", format=".1%"),
                  alt.Tooltip("rel_error:Q", format=".3f", title="median relative error")],
     )
@@ -212,8 +240,8 @@ def fp8_scaling_chart(df: pd.DataFrame) -> alt.Chart:
 
 # --------------------------------------------------------------------- block scaling (issue 15)
 
-_SCHEME_COLORS = ["#e15759", "#4e79a7", "#59a14f", "#f28e2b", "#76b7b2", "#b07aa1", "#edc948",
-                  "#ff9da7", "#9c755f"]
+_SCHEME_COLORS = ["#d55e00", "#0072b2", "#009e73", "#e69f00", "#56b4e9", "#cc79a7", "#f0e442",
+                  "#332288", "#8c510a"]
 
 
 class _DatasetChart(DatasetTemplate, alt.Chart):
@@ -238,6 +266,10 @@ def _error_by_magnitude_template(title: str) -> _DatasetChart:
     return chart.freeze()
 
 
+@described(
+    "Log-log lines of the median relative error against the values' magnitude, one per "
+    'scaling scheme: a shared scale per block of 32 keeps small values that one scale per '
+    'tensor loses.')
 def error_by_magnitude_chart(df: pd.DataFrame, *, title: str | None = None) -> alt.Chart:
     """Median relative error against the values' magnitude, one line per scheme (log-log).
 
@@ -251,6 +283,9 @@ def error_by_magnitude_chart(df: pd.DataFrame, *, title: str | None = None) -> a
     return _error_by_magnitude_template(title).with_datasets({"rows": rows})
 
 
+@described(
+    'One MX block value by value: each input as a circle and what the format stores as a '
+    "cross; values far below the block's largest one round to zero.")
 def mx_block_chart(df: pd.DataFrame, *, title: str | None = None) -> alt.Chart:
     """One MX block value by value: the input (circle) and what the format stores (cross).
 
@@ -269,7 +304,7 @@ def mx_block_chart(df: pd.DataFrame, *, title: str | None = None) -> alt.Chart:
         shape=alt.Shape("mark:N", title=None, scale=alt.Scale(
             domain=["input", "stored", "clamped"], range=["circle", "cross", "cross"])),
         color=alt.Color("mark:N", title=None, scale=alt.Scale(
-            domain=["input", "stored", "clamped"], range=["#4e79a7", "#f28e2b", "#e15759"])),
+            domain=["input", "stored", "clamped"], range=["#0072b2", "#e69f00", "#d55e00"])),
         tooltip=["index:O", "mark:N", alt.Tooltip("number:Q", format=".4g")],
     )
 

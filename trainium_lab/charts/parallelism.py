@@ -13,7 +13,7 @@ import altair as alt
 import pandas as pd
 from altair.utils.schemapi import debug_mode
 
-from trainium_lab.charts.base import PALETTE, WIDTH, DatasetTemplate, text_width_px
+from trainium_lab.charts.base import PALETTE, WIDTH, DatasetTemplate, described, text_width_px
 from trainium_lab.charts.layouts import PAD
 
 __all__ = ["TP_BLOCKS", "tp_split_chart", "pipeline_schedule_chart", "level_ratio_chart",
@@ -22,7 +22,7 @@ __all__ = ["TP_BLOCKS", "tp_split_chart", "pipeline_schedule_chart", "level_rati
 #: the blocks :func:`tp_split_chart` draws
 TP_BLOCKS = ("mlp", "attention")
 
-_REPLICATED = "#bab0ac"
+_REPLICATED = "#bbbbbb"
 _ALLREDUCE = "#a40000"
 _PHASES = ["forward", "backward", "bubble (idle)"]
 _PHASE_COLOURS = [PALETTE[0], PALETTE[1], "#e6e6e6"]
@@ -128,6 +128,10 @@ def _split_layout(shapes: list[dict], width: float) -> tuple[list[dict], float]:
 _TP_FOR_LAYOUT = 8
 
 
+@described(
+    'Diagram of a Megatron-LM tensor-parallel block: which slice of each weight every rank '
+    'holds and computes, column-parallel then row-parallel, and the all-reduce that joins '
+    'their outputs.')
 def tp_split_chart(block: str = "mlp", tp: int = 4, *, width: int = 700) -> alt.LayerChart:
     """What each of ``tp`` ranks holds and computes in a Megatron-LM tensor-parallel block.
 
@@ -242,6 +246,9 @@ def _schedule_template(title: str, subtitle: str, width: int) -> _DatasetLayerCh
                               width=width, height=alt.Step(22), padding=PAD).freeze()
 
 
+@described(
+    "Pipeline timeline: one row per stage, a bar per micro-batch's forward pass (blue) and "
+    'backward pass (orange), and the idle gaps, the bubble, in grey at the start and end.')
 def pipeline_schedule_chart(ops: pd.DataFrame, idle: pd.DataFrame, *,
                             title: str = "Pipeline schedule: each stage's passes over time",
                             subtitle: str = "grey: the bubble, when a stage waits", width: int = WIDTH,
@@ -272,6 +279,10 @@ def pipeline_schedule_chart(ops: pd.DataFrame, idle: pd.DataFrame, *,
 # --------------------------------------------------------------------- C/W by level
 
 
+@described(
+    'Horizontal bars on a log scale of compute per byte of communication bandwidth (FLOP per '
+    'byte) for each system and level: the higher the bar, the more tokens a collective at '
+    'that level needs to hide behind compute.')
 def level_ratio_chart(df: pd.DataFrame, *, title: str = "C/W: FLOPs a chip computes per byte it sends",
                       width: int = WIDTH) -> alt.LayerChart:
     """Horizontal bars of ``flops_per_byte`` (log scale) per system and level, labelled.
@@ -300,6 +311,10 @@ def level_ratio_chart(df: pd.DataFrame, *, title: str = "C/W: FLOPs a chip compu
             width=width, height=24 * len(d) + 10, padding=PAD)
 
 
+@described(
+    'Points on a log scale of the largest tensor-parallel degree, in chips, that stays '
+    'compute-bound for each model and level, with ticks at the chips each level holds: a '
+    'point above its tick means tensor parallelism can fill that level.')
 def tp_limit_chart(df: pd.DataFrame, *, title: str = "TP limit Y* (chips) against the chips a level holds",
                    width: int = WIDTH) -> alt.LayerChart:
     """Points of ``tp_limit_chips`` per model and level (log scale), with ticks at the chips

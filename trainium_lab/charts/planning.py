@@ -8,7 +8,7 @@ import functools
 import altair as alt
 import pandas as pd
 
-from trainium_lab.charts.base import PALETTE, DatasetTemplate, base
+from trainium_lab.charts.base import PALETTE, DatasetTemplate, base, described
 
 __all__ = ["cost_breakdown_chart", "sensitivity_chart", "comparison_chart", "plan_view_chart",
            "INPUT_LABELS"]
@@ -41,6 +41,10 @@ def _sens_records(sens: pd.DataFrame, base_cost: float) -> list[dict]:
     return out
 
 
+@described(
+    'Dot plot on a log scale of dollars by part of the run (training steps, checkpoints, '
+    'failures, compiles and the rest), so that parts a thousand times smaller than the steps '
+    'stay visible.')
 def cost_breakdown_chart(cost: pd.DataFrame | alt.NamedData, *, title: str = "Where the money goes",
                          width: int = 300) -> alt.LayerChart:
     """USD by part of the run, one dot per part (``RunPlan.cost_table()``: ``part, usd,
@@ -61,6 +65,9 @@ def cost_breakdown_chart(cost: pd.DataFrame | alt.NamedData, *, title: str = "Wh
     return alt.layer(dots, labels)
 
 
+@described(
+    "Tornado chart: for each uncertain input, a bar from the run's cost at its low value to "
+    "the cost at its high value, the largest swing on top, with the plan's cost as a rule.")
 def sensitivity_chart(sens: pd.DataFrame | alt.NamedData, base_cost: float | None = None, *,
                       title: str = "Which input moves the cost most", width: int = 300) -> alt.LayerChart:
     """A tornado: for each uncertain input, the cost at its low and high value (a bar from one to
@@ -94,12 +101,18 @@ def _plan_view_template() -> _DatasetHConcat:
     return _DatasetHConcat(hconcat=[left, right], datasets={"cost": [], "sens": []}).freeze()
 
 
+@described(
+    "Two panels: where the run's money goes by part, beside the sensitivity tornado of the "
+    'inputs that move the cost most.')
 def plan_view_chart(cost: pd.DataFrame, sens: pd.DataFrame, base_cost: float) -> alt.HConcatChart:
     """The worksheet's view: where the money goes beside the sensitivity tornado."""
     return _plan_view_template().with_datasets({"cost": _cost_records(cost),
                                                 "sens": _sens_records(sens, base_cost)})
 
 
+@described(
+    'Horizontal bars of the cost per million trained tokens by platform, coloured by family; '
+    'platforms without a published price are left out.')
 def comparison_chart(table: pd.DataFrame, *, title: str = "Cost per million trained tokens") -> alt.Chart:
     """Cost per million trained tokens by platform (``planning.compare_platforms`` output), coloured
     by family; platforms without a price are left out (their bar would be a guess)."""

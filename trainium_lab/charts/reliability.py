@@ -9,15 +9,18 @@ import altair as alt
 import pandas as pd
 
 from trainium_lab._validate import instance
-from trainium_lab.charts.base import PALETTE, DatasetTemplate, base
+from trainium_lab.charts.base import PALETTE, DatasetTemplate, base, described
 from trainium_lab.reliability import STATUSES, BlastRadius
 
-_STATUS_COLOURS = ["#e15759", "#f28e2b", "#bab0ac"]
+_STATUS_COLOURS = ["#d55e00", "#e69f00", "#bbbbbb"]
 _COMPONENT_ORDER = ["checkpoint writing", "rework", "restart", "total lost"]
 _COMPONENT_COLOURS = [PALETTE[0], PALETTE[1], PALETTE[6], "#333333"]
 _METHODS = ["Young", "Daly", "exact optimum"]
 
 
+@described(
+    'One small grid per instance, each square a chip coloured by its status: failed, replaced '
+    'with it, or stalled while healthy and waiting; it shows how far one failure reaches.')
 def blast_radius_chart(radius: BlastRadius, *, title: str | None = None) -> alt.Chart:
     """One small square grid per instance, each chip coloured by its status.
 
@@ -36,6 +39,9 @@ def blast_radius_chart(radius: BlastRadius, *, title: str | None = None) -> alt.
             title=title or "")
 
 
+@described(
+    "Log-log line of a job's mean time between failures against the chips in the job, with "
+    'labelled reference points: doubling the job halves its MTBF.')
 def mtbf_vs_size_chart(curve: pd.DataFrame, points: pd.DataFrame) -> alt.LayerChart:
     """Job MTBF against chips in the job, log-log, with labelled reference points.
 
@@ -106,6 +112,10 @@ def _lost_time_template(title: str) -> _DatasetLayerChart:
                               datasets={"curve": [], "optima": [], "monte_carlo": []}).freeze()
 
 
+@described(
+    'Lost-time parts against the checkpoint interval, with their sum: writing checkpoints '
+    'costs more at short intervals, rework after a failure more at long ones, and the marked '
+    'optimum sits between.')
 def lost_time_chart(curve: pd.DataFrame, markers: pd.DataFrame,
                     simulated: pd.DataFrame | None = None, *,
                     title: str = "Expected share of wall time lost") -> alt.LayerChart:
@@ -127,6 +137,7 @@ def lost_time_chart(curve: pd.DataFrame, markers: pd.DataFrame,
     })
 
 
+@described('Horizontal bars of interruptions per root cause, coloured by category.')
 def interruptions_chart(df: pd.DataFrame) -> alt.Chart:
     """Horizontal bars of interruptions per root cause, coloured by category.
 
@@ -146,6 +157,9 @@ def interruptions_chart(df: pd.DataFrame) -> alt.Chart:
     )
 
 
+@described(
+    'Histogram of the simulated goodput per run: how much of the wall-clock time went into '
+    'training steps that were kept.')
 def goodput_histogram_chart(df: pd.DataFrame) -> alt.Chart:
     """Histogram of simulated goodput per run (column ``goodput``)."""
     return base(df, height=180, title="Goodput of each simulated run").mark_bar(
@@ -158,12 +172,15 @@ def goodput_histogram_chart(df: pd.DataFrame) -> alt.Chart:
 
 # ------------------------------------------------------ traces and automatic resume (issue 15)
 
-_RANK_COLOURS = ["#4e79a7", "#e8e8e8", "#76b7b2", "#e15759", "#f28e2b", "#bab0ac"]
+_RANK_COLOURS = ["#0072b2", "#e8e8e8", "#56b4e9", "#d55e00", "#e69f00", "#bbbbbb"]
 _POLICY_COLOURS = [PALETTE[9], PALETTE[1], PALETTE[4]]
 _LOG_MARKS = ["job started", "checkpoint loaded", "failure"]
 _LOG_MARK_COLOURS = [PALETTE[6], PALETTE[4], PALETTE[2]]
 
 
+@described(
+    'Scatter of step time against step number from a training log: a flat band with periodic '
+    'spikes or jumps shows where time goes.')
 def step_time_chart(steps: pd.DataFrame, *, title: str = "Step time, as the training log prints it"
                     ) -> alt.Chart:
     """Step time against step number: one point per ``"step done"`` line of a log.
@@ -179,6 +196,9 @@ def step_time_chart(steps: pd.DataFrame, *, title: str = "Step time, as the trai
     )
 
 
+@described(
+    'Steps completed against wall-clock hours, with a vertical rule at every restart: flat '
+    'stretches are time lost to failures and restarts.')
 def progress_chart(log: pd.DataFrame, *, title: str = "Training progress and log events"
                    ) -> alt.LayerChart:
     """Steps completed against wall-clock hours, with vertical rules at restart log lines.
@@ -206,6 +226,10 @@ def progress_chart(log: pd.DataFrame, *, title: str = "Training progress and log
     return alt.layer(line, rules)
 
 
+@described(
+    'Gantt chart of a collective trace: one row per rank, coloured segments over time for '
+    'computing, waiting for other ranks, transferring, and being blocked or exited; a rank '
+    'that never arrives leaves the others waiting.')
 def collective_trace_chart(df: pd.DataFrame, *, title: str = "What each rank is doing"
                            ) -> alt.Chart:
     """One row per rank, coloured segments over time (a Gantt chart of a collective trace).
@@ -245,6 +269,9 @@ def _goodput_template(title: str) -> _DatasetLayerChart:
     return _DatasetLayerChart(layer=[line], datasets={"goodput": []}).freeze()
 
 
+@described(
+    'Goodput against chips in the job on a log scale, one line per recovery policy: goodput '
+    'falls as the job grows, and the policies differ in how fast.')
 def goodput_vs_size_chart(df: pd.DataFrame, *, title: str = "Goodput as the job grows"
                           ) -> alt.LayerChart:
     """Goodput against chips in the job (log scale), one line per recovery policy.
@@ -256,6 +283,9 @@ def goodput_vs_size_chart(df: pd.DataFrame, *, title: str = "Goodput as the job 
     return _goodput_template(title).with_datasets({"goodput": records})
 
 
+@described(
+    'Stacked horizontal bars of the minutes each part of a restart takes (detection, '
+    'replacement, loading, compiling), one bar per recovery policy.')
 def recovery_parts_chart(df: pd.DataFrame, *, title: str = "Where a restart's time goes"
                          ) -> alt.Chart:
     """Stacked horizontal bars: minutes of each part of the restart, per policy.

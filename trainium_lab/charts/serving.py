@@ -10,7 +10,7 @@ import altair as alt
 import pandas as pd
 from altair.utils.schemapi import debug_mode
 
-from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH
+from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, described
 from trainium_lab.charts.layouts import _records, panel_bars_chart
 from trainium_lab.charts.reliability import _DatasetLayerChart
 
@@ -24,6 +24,10 @@ _TIME = ["read weights", "read KV cache", "compute", "TP all-reduces"]
 _TIME_COLOURS = [PALETTE[0], PALETTE[1], "#1a9641", PALETTE[2]]
 
 
+@described(
+    'One serving setup at a glance: memory per logical core and per chip stacked by component '
+    'beside a bar for the HBM, and the parts of a decode step: HBM traffic for weights and KV '
+    'cache, compute, and all-reduces.')
 def serving_panel_chart(memory: pd.DataFrame, hbm: pd.DataFrame, times: pd.DataFrame, *,
                         width: int = WIDTH) -> alt.Chart:
     """One serving setup at a glance, as a single chart (fast to redraw): memory per logical
@@ -61,6 +65,10 @@ def serving_panel_chart(memory: pd.DataFrame, hbm: pd.DataFrame, times: pd.DataF
     return panel_bars_chart(d, domain, colours, panels, width=width, step=20, legend_columns=1)
 
 
+@described(
+    'Log-log lines of the KV cache in GiB against the context length, one per batch size, '
+    'with a rule at the HBM: the cache grows in proportion to context and batch until it no '
+    'longer fits.')
 def kv_growth_chart(df: pd.DataFrame, hbm_gib: float, *, hbm_label: str = "HBM of one chip",
                     title: str = "KV cache against context length") -> alt.LayerChart:
     """Log-log lines of KV GiB against context, one per batch, with an HBM rule.
@@ -85,6 +93,9 @@ def kv_growth_chart(df: pd.DataFrame, hbm_gib: float, *, hbm_label: str = "HBM o
         return alt.layer(lines, hbm, text, title=title, width=WIDTH, height=HEIGHT)
 
 
+@described(
+    'Output tokens per second per chip against the time per output token, one point per '
+    'concurrency: more concurrent requests raise throughput and slow each token.')
 def batching_chart(df: pd.DataFrame, *, title: str = "Continuous batching: throughput against latency") -> alt.LayerChart:
     """Output tokens/s per chip against time per output token, one point per concurrency.
 
@@ -134,6 +145,10 @@ def _speculation_template(title: str) -> _DatasetLayerChart:
     return chart
 
 
+@described(
+    'Speed-up and extra arithmetic of speculative decoding against the speculation length, '
+    'with the chosen length dashed and plain decoding (1x) as a grey rule: the speed-up peaks '
+    'while the extra arithmetic keeps growing.')
 def speculation_chart(table: pd.DataFrame, k: int, *,
                       title: str = "Speculative decoding against k") -> alt.LayerChart:
     """Speed-up and arithmetic factor against speculation length, with the chosen ``k`` marked
@@ -149,6 +164,9 @@ def speculation_chart(table: pd.DataFrame, k: int, *,
     return _speculation_template(title).with_datasets({"factors": factors, "chosen": [{"k": int(k)}]})
 
 
+@described(
+    'Bars of the simulated share of target passes by tokens accepted, against points of the '
+    'capped geometric distribution the formula assumes: the two agree.')
 def speculation_histogram_chart(hist: pd.DataFrame, *, title: str = "Tokens per target pass") -> alt.LayerChart:
     """Simulated share of passes (bars) against the capped geometric distribution (points).
 
@@ -168,6 +186,8 @@ def speculation_histogram_chart(hist: pd.DataFrame, *, title: str = "Tokens per 
         return alt.layer(bars, pts, data=_records(d), title=title, width=WIDTH, height=200)
 
 
+@described(
+    'Grouped bars of output tokens per second per chip, one bar per chip, one group per case.')
 def chips_chart(df: pd.DataFrame, *, title: str = "Decode on Trainium2 and Trainium3") -> alt.Chart:
     """Grouped bars of output tokens/s per chip by chip, one group per ``case``.
 
@@ -186,6 +206,9 @@ def chips_chart(df: pd.DataFrame, *, title: str = "Decode on Trainium2 and Train
                      alt.Tooltip("tokens_per_s_per_chip:Q", format=",.0f")])
 
 
+@described(
+    'Padding waste against the device memory of the loaded NEFFs, one labelled point per '
+    'number of buckets: more buckets waste less padding and hold more memory.')
 def bucket_chart(df: pd.DataFrame, *, title: str = "More buckets: less padding, more NEFF memory") -> alt.LayerChart:
     """Padding waste against NEFF memory, one labelled point per number of buckets.
 

@@ -7,12 +7,16 @@ import functools
 import altair as alt
 import pandas as pd
 
-from trainium_lab.charts.base import PALETTE, WIDTH, DatasetTemplate, base
+from trainium_lab.charts.base import PALETTE, WIDTH, DatasetTemplate, base, described
 from trainium_lab.charts.layouts import PAD
 
 _COMPONENT_ORDER = ["weights", "gradients", "master", "adam_m", "adam_v"]
 
 
+@described(
+    'Stacked horizontal bars of bytes per parameter by component (weights, gradients, master '
+    'copy, optimizer moments), one bar per training recipe: 16 bytes for BF16 mixed precision '
+    'with Adam.')
 def state_stack_chart(df: pd.DataFrame) -> alt.Chart:
     """Stacked horizontal bars of bytes per parameter by component, one bar per recipe.
 
@@ -34,6 +38,10 @@ def state_stack_chart(df: pd.DataFrame) -> alt.Chart:
         component_order=f"indexof({_COMPONENT_ORDER!r}, datum.component)").properties(padding=PAD)
 
 
+@described(
+    'Lines of the bytes each device holds, in GB, against the data-parallel degree, one per '
+    'ZeRO stage: stage 0 stays flat, each higher stage shards more of the state and falls '
+    'faster.')
 def zero_chart(df: pd.DataFrame) -> alt.Chart:
     """Bytes per device (GB, 10^9) versus data-parallel degree, one line per ZeRO stage.
 
@@ -48,6 +56,10 @@ def zero_chart(df: pd.DataFrame) -> alt.Chart:
     ).properties(padding=PAD)
 
 
+@described(
+    'Lines of activation memory in GiB against sequence length, one per configuration: '
+    'activations grow with the sequence, and tensor parallelism, sequence parallelism and '
+    'recomputation lower the line.')
 def activation_chart(df: pd.DataFrame, *, hbm_gib: float | None = None) -> alt.Chart:
     """Activation GiB versus sequence length, one line per configuration.
 
@@ -86,6 +98,7 @@ def _plan_memory_template() -> _DatasetChart:
     ).properties(datasets={"plan": []}, padding=PAD).freeze()
 
 
+@described("One chip's HBM beside what a plan puts on it, stacked by part, with the room left.")
 def plan_memory_chart(df: pd.DataFrame) -> alt.Chart:
     """One chip's HBM next to what a plan puts on it (``sizing.plan_memory_table``).
 

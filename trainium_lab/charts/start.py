@@ -7,7 +7,7 @@ import pandas as pd
 
 from altair.utils.schemapi import debug_mode
 
-from trainium_lab.charts.base import base
+from trainium_lab.charts.base import base, described
 from trainium_lab.charts.hardware import _records
 
 __all__ = ["hbm_fit_chart", "units_chart"]
@@ -18,9 +18,12 @@ PART_LABELS = {
     "adam_m": "Adam 1st moment", "adam_v": "Adam 2nd moment",
     "room": "HBM: room for the model", "reserve": "HBM: kept free (activations, KV cache, runtime)",
 }
-_PART_COLORS = ["#f28e2b", "#e15759", "#b07aa1", "#59a14f", "#76b7b2", "#4e79a7", "#bab0ac"]
+_PART_COLORS = ["#e69f00", "#d55e00", "#cc79a7", "#009e73", "#56b4e9", "#0072b2", "#bbbbbb"]
 
 
+@described(
+    "Two stacked bars in GiB: what each chip must hold, and one chip's HBM split into usable "
+    'room and reserve; the first bar fits if it is no longer than the room.')
 def hbm_fit_chart(parts: pd.DataFrame, *, chip: str = "one chip", title: str | None = None) -> alt.Chart:
     """Two stacked bars in GiB: what each chip holds, and one chip's HBM split into room and
     reserve.
@@ -51,6 +54,9 @@ def _fit_bars(df, rows, title):
     )
 
 
+@described(
+    'Bars comparing one size read as GB (10^9 bytes) and as GiB (2^30 bytes): the GiB figure '
+    'is about 7 % smaller.')
 def units_chart(df: pd.DataFrame) -> alt.Chart:
     """Bars comparing one size read as GB and as GiB (columns ``unit``, ``value``)."""
     return base(df, height=70, title="The same bytes, two units").mark_bar().encode(

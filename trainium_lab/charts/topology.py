@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from altair.utils.schemapi import debug_mode
 
-from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, DatasetTemplate
+from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, DatasetTemplate, described
 
 __all__ = ["levels_chart", "ring_step_chart", "size_sweep_chart", "placement_chart"]
 
@@ -31,6 +31,10 @@ def _records(df: pd.DataFrame) -> alt.InlineData:
         return alt.InlineData(values=values)
 
 
+@described(
+    'Horizontal bars on a log scale of bandwidth per chip for each system and level of the '
+    "hierarchy, with each figure's scope and direction as its source states them: each level "
+    'out is slower than the one inside it.')
 def levels_chart(df: pd.DataFrame, *, title: str = "Bandwidth per chip at each level") -> alt.HConcatChart:
     """Horizontal bars (log scale) of per-chip bandwidth for each system and level, with
     each figure's scope and direction as the source gives them in a column beside.
@@ -59,6 +63,10 @@ def levels_chart(df: pd.DataFrame, *, title: str = "Bandwidth per chip at each l
         return alt.hconcat(bars, text, title=title, data=_records(d)).resolve_scale(y="shared").configure_view(stroke=None)
 
 
+@described(
+    "Grid of participants by chunks, each cell coloured by how many participants' values its "
+    'copy already sums: after n-1 steps of the ring one chunk on each participant holds the '
+    'full sum.')
 def ring_step_chart(df: pd.DataFrame, *, title: str | list[str] | None = None) -> alt.LayerChart:
     """Grid of participants × chunks coloured by how many participants each held copy sums.
 
@@ -96,6 +104,10 @@ def ring_step_chart(df: pd.DataFrame, *, title: str | list[str] | None = None) -
                          height=28 * n).resolve_scale(color="independent")
 
 
+@described(
+    "Log-log lines of a collective's time against the message size, one per series: small "
+    'messages are bound by latency and flat, large ones by bandwidth and rise in proportion '
+    'to size.')
 def size_sweep_chart(df: pd.DataFrame, crossovers: pd.DataFrame | None = None, *,
                      title: str = "All-reduce time against message size") -> alt.LayerChart:
     """Log-log time against size, one line per ``series``, with optional crossover rules.
@@ -125,6 +137,9 @@ def size_sweep_chart(df: pd.DataFrame, crossovers: pd.DataFrame | None = None, *
         return alt.layer(lines, rules, **top)
 
 
+@described(
+    'One small heat map per instance, each cell a chip, coloured by the parallel group it '
+    'belongs to: it shows whether a tensor-parallel group stays inside the fast links.')
 def placement_chart(df: pd.DataFrame, *, kind: str = "tp", highlight: int = 0, columns: int = 4,
                     title: str | list[str] | None = None) -> alt.LayerChart:
     """One small heatmap per instance: each cell a chip, coloured by its ``kind`` group.
@@ -222,6 +237,10 @@ def _dp_threshold_template(title: str, low: float, high: float, n_rows: int) -> 
     return chart.freeze()
 
 
+@described(
+    'Horizontal bars on a log scale of the data-parallel threshold C/W, the tokens per chip a '
+    'step needs to hide its all-reduce, per system and level, with an optional dashed rule at '
+    'a given batch per chip.')
 def dp_threshold_chart(df: pd.DataFrame, tokens_per_chip: float | None = None, *,
                        title: str = "Tokens per chip below which DP is communication-bound"
                        ) -> alt.LayerChart:

@@ -34,9 +34,12 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-__all__ = ["Exercise", "CheckResult", "NOT_ATTEMPTED", "run_solution", "solution_namespace"]
+__all__ = ["Exercise", "CheckResult", "NOT_ATTEMPTED", "run_solution", "solution_namespace",
+           "hide_solutions"]
 
 NOT_ATTEMPTED = (Ellipsis, None)
+#: graded copies (tools/instructor.py) turn ``solution()`` off: see :func:`hide_solutions`
+_SOLUTIONS = {"shown": True}
 _ANSWER_NAME = re.compile(r"^answer(_\w+)?$")
 #: package modules that are not models, so a solution has no use for them
 _NOT_MODELS = {"charts", "widgets", "exercises", "notebook", "cli", "views"}
@@ -64,6 +67,16 @@ def solution_namespace() -> dict[str, Any]:
     ns.update({k: v for k, v in vars(units).items() if not k.startswith("_")})
     ns.update(_model_modules())
     return ns
+
+
+def hide_solutions(hidden: bool = True) -> None:
+    """Make every exercise's ``solution()`` print a notice instead of the code (graded copies).
+
+    >>> q = Exercise("double", solution="answer_1 = 2 * 2.0", hint="Two.", wrong=5.0)
+    >>> hide_solutions(); q.solution(); hide_solutions(False)
+    Solution for double: not shown in a graded copy (your instructor releases it after grading).
+    """
+    _SOLUTIONS["shown"] = not hidden
 
 
 def run_solution(code: str) -> Any:
@@ -188,8 +201,17 @@ class Exercise:
         """Print the hint."""
         print(f"💡 {self._hint}")
 
+    @property
+    def solution_code(self) -> str:
+        """The solution's code (it assigns ``answer`` or ``answer_<name>``)."""
+        return self._solution
+
     def solution(self) -> None:
-        """Print code that computes the answer."""
+        """Print code that computes the answer (a notice instead in a graded copy)."""
+        if not _SOLUTIONS["shown"]:
+            print(f"Solution for {self.name}: not shown in a graded copy "
+                  "(your instructor releases it after grading).")
+            return
         print(f"Solution for {self.name}:\n{self._solution}")
 
     def __repr__(self) -> str:

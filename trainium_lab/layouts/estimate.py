@@ -19,6 +19,7 @@ import pandas as pd
 from trainium_lab import moe, specs, topology
 from trainium_lab._validate import choice, in_range, integer
 from trainium_lab.layouts.engine import _RECOMPUTE_INDEX, TORUS_LINK_MODELS, _comm, _core, _fits
+from trainium_lab import sizing
 from trainium_lab.sizing import ATTENTION_COUNTS, RECOMPUTE_MODES, ModelPreset, recipe, resolve_model
 from trainium_lab.units import GiB, format_bytes, format_seconds
 
@@ -447,7 +448,7 @@ class LayoutEstimate:
                 f"{self.mfu_effective:.1%} at {self.mfu:.0%} while computing")
 
 
-def evaluate(lay: Layout, *, mfu: float = 0.4, dp_overlap: float = 1.0, tp_overlap: float = 0.0,
+def evaluate(lay: Layout, *, mfu: float | None = None, dp_overlap: float = 1.0, tp_overlap: float = 0.0,
              min_headroom_fraction: float = 0.10, attention: str = "causal",
              torus: str = "per-device") -> LayoutEstimate:
     """Memory per chip and a first-order step time for a layout.
@@ -534,7 +535,7 @@ def evaluate(lay: Layout, *, mfu: float = 0.4, dp_overlap: float = 1.0, tp_overl
     """
     if not isinstance(lay, Layout):
         raise ValueError(f"lay must be a Layout (build it with layouts.layout); got {type(lay).__name__}")
-    mfu = in_range("mfu", mfu, 0.0, 1.0, low_open=True)
+    mfu = sizing.default_mfu() if mfu is None else in_range("mfu", mfu, 0.0, 1.0, low_open=True)
     dp_overlap = in_range("dp_overlap", dp_overlap, 0.0, 1.0)
     tp_overlap = in_range("tp_overlap", tp_overlap, 0.0, 1.0)
     min_headroom_fraction = in_range("min_headroom_fraction", min_headroom_fraction, 0.0, 1.0, high_open=True)

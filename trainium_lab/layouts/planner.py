@@ -22,6 +22,7 @@ from trainium_lab._validate import choice, in_range, integer, positive, sequence
 from trainium_lab.layouts.engine import _RECOMPUTE_INDEX, TORUS_LINK_MODELS, _comm, _core, _fits
 from trainium_lab.layouts.estimate import (MEMORY_PARTS, TIME_PARTS, Layout, _labels, _time_parts,
                                            evaluate, layout)
+from trainium_lab import sizing
 from trainium_lab.sizing import (ATTENTION_COUNTS, RECOMPUTE_MODES, ModelPreset, preset, recipe,
                                  resolve_model, sharded_state_table, training_state_bytes)
 from trainium_lab.units import GiB, day
@@ -187,7 +188,7 @@ def _divisors(n: int) -> list[int]:
 def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_systems: int = 1,
          lnc: int | None = None, global_batch: int = 1024, micro_batches: tuple[int, ...] = (1, 2, 4),
          zero_stages: tuple[int, ...] = (0, 1, 2, 3), recompute: tuple[str, ...] = RECOMPUTE_MODES,
-         sequence_parallel: bool = True, mfu: float = 0.4, dp_overlap: float = 1.0,
+         sequence_parallel: bool = True, mfu: float | None = None, dp_overlap: float = 1.0,
          min_headroom_fraction: float = 0.10, seq_len: int | None = None, recipe_name: str = "bf16-adam",
          dtype: str = "bfloat16", n_tokens: float | None = None, tp_overlap: float = 0.0,
          grad_bytes_per_param: float | None = None, ep_degrees: tuple[int, ...] | None = None,
@@ -265,7 +266,7 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     m = resolve_model(model)
     c = topology.cluster(system, n_systems, lnc)
     global_batch = integer("global_batch", global_batch, minimum=1)
-    mfu = in_range("mfu", mfu, 0.0, 1.0, low_open=True)
+    mfu = sizing.default_mfu() if mfu is None else in_range("mfu", mfu, 0.0, 1.0, low_open=True)
     dp_overlap = in_range("dp_overlap", dp_overlap, 0.0, 1.0)
     tp_overlap = in_range("tp_overlap", tp_overlap, 0.0, 1.0)
     min_headroom_fraction = in_range("min_headroom_fraction", min_headroom_fraction, 0.0, 1.0, high_open=True)

@@ -99,7 +99,7 @@ def layout_explorer(model: str = "llama3-405b", tp: int = 64, pp: int = 4, dp: i
         "n_micro_batches": number("micro-batches", 16, integer=True, minimum=1,
                                   tooltip="micro-batches: per step and pipeline"),
         "recompute": W.Dropdown(options=list(sizing.RECOMPUTE_MODES), value="selective", description="recompute"),
-        "mfu_pct": W.FloatSlider(value=40, min=5, max=100, step=5, description="MFU %"),
+        "mfu_pct": W.FloatSlider(value=round(100 * sizing.default_mfu()), min=5, max=100, step=1, description="MFU %"),
         "show_map": W.Checkbox(value=show_map, description="rank map"),
     }
     return Explorer(controls, _evaluate, _render_layout, _describe_layout, columns=3)
@@ -165,7 +165,8 @@ class PlannerExplorer(Explorer):
             "n_systems": number("systems", n_systems, integer=True, minimum=1),
             "lnc": lnc_dropdown(),
             "global_batch": number("global batch", global_batch, integer=True, minimum=1),
-            "mfu_pct": W.FloatSlider(value=40, min=5, max=100, step=5, description="MFU %"),
+            "mfu_pct": W.FloatSlider(value=round(100 * sizing.default_mfu()), min=5, max=100, step=1,
+                                     description="MFU %"),
         }, "Plan", columns=3)
         self.inputs = self.search.controls
         _lnc_follows_system(self.inputs["system"], self.inputs["lnc"], self.search)

@@ -74,7 +74,8 @@ def sizing_calculator(model: str = "llama3-8b", tokens_trillion: float = 1.0) ->
         "zero_stage": W.Dropdown(options=[0, 1, 2, 3], value=3, description="ZeRO stage"),
         "recompute": W.Dropdown(options=list(sizing.RECOMPUTE_MODES), value="selective",
                                 description="recompute"),
-        "mfu_pct": number("MFU %", 40.0, minimum=0, maximum=100, exclusive_minimum=True,
+        "mfu_pct": number("MFU %", round(100 * sizing.default_mfu(), 1), minimum=0, maximum=100,
+                          exclusive_minimum=True,
                           tooltip="model FLOPs utilisation, % (the course writes MFU in percent)"),
     }
     return Explorer(controls, _compute, _render, _describe, relevance=_relevance)

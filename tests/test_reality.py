@@ -1,0 +1,304 @@
+"""trainium_lab.reality against AWS's published measurements (data/measurements.csv).
+
+Sources, by set: (a) AWS Neuron docs, Trn1 training performance table
+(about-neuron/benchmarks/trn1/training_data_decoder.csv, Neuron 2.24.0); (b) NxD Inference
+tutorials "Using Speculative Decoding to improve Llama-3.3-70B inference performance on Trn2"
+(llama70b_perf_comparison.csv) and "... Llama-3.1-405B ... on Trn2" (llama405b_perf_comparison.csv);
+(c) AWS Neuron "NCCOM-TEST User Guide" example runs; (d) vLLM Neuron "Deploy EAGLE3 speculative
+decoding ... Llama 3.1 8B Instruct" (per-position acceptance).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from trainium_lab import reality, sizing, specs
+
+M = reality.measurements()
+C = reality.compare()
+MODELLED = C[C.modelled]
+
+
+def _rows(set_name):
+    return M[M.set == set_name]
+
+
+# --------------------------------------------------------------------------- each row reproduced
+
+
+@pytest.mark.parametrize("mid, tokens_per_s, mfu", [
+    # AWS Trn1 training table (Neuron 2.24): 47.95 and 7.94 seq/s at sequence 8,192 on
+    # 32 x trn1.32xlarge; issue 24 quotes 392,806 tokens/s, 19.5 % and 28.3 % MFU counting 6N.
+    ("trn1-train-llama31-8b", 392_806, 0.195),
+    ("trn1-train-llama31-70b", 65_044, 0.283),
+])
+def test_training_rows_reproduce_tokens_and_6n_mfu(mid, tokens_per_s, mfu):
+    r = M.set_index("measurement_id").loc[mid]
+    tokens = float(r.value) * int(r.seq_len)
+    assert tokens == pytest.approx(tokens_per_s, abs=1)
+    n = sizing.preset(r.model).exact_params()
+    peak = specs.chip("trn1").dense_flops_per_s["bf16"] * int(r.chips)
+    assert 6 * n * tokens / peak == pytest.approx(mfu, abs=0.0015)
+
+
+@pytest.mark.parametrize("mid, sample_p50_s", [
+    # The tutorials' llmperf sample outputs: inter_token_latency p50 0.019832 s (70B),
+    # 0.037929 s (405B); ttft p50 0.57568 s (70B), 2.44196 s (405B).
+    ("nxdi-llama33-70b-tpot", 0.019832020386432607),
+    ("nxdi-llama31-405b-tpot", 0.037929154633788834),
+    ("nxdi-llama33-70b-ttft", 0.5756837059743702),
+    ("nxdi-llama31-405b-ttft", 2.441959390998818),
+])
+def test_inference_rows_match_the_tutorials_llmperf_output(mid, sample_p50_s):
+    r = M.set_index("measurement_id").loc[mid]
+    assert float(r.value) * 1e-3 == pytest.approx(sample_p50_s, rel=float(r.tolerance))
+
+
+def test_nccom_rows_reproduce_their_printed_bandwidths_in_the_unit_they_support():
+    # NCCOM-TEST User Guide: algbw = size(B) / time(us); busbw = algbw x 2(n-1)/n (all-reduce),
+    # x (n-1)/n (all-gather), x 1 (permute). The older runs (time(us)) print GiB/s, as the guide's
+    # column table says; the newer runs (time:avg(us)) print decimal GB/s.
+    raw = pd.read_csv(specs.DATA_DIR / "measurements.csv", dtype=str, keep_default_na=False)
+    rows = raw[raw.set == "nccom_test_guide"]
+    assert len(rows) == 1 + 11 + 4 + 28 + 1 + 4 + 4 + 4 + 8   # every printed row of the nine runs
+    for _, r in rows.iterrows():
+        size, t = float(r.size_bytes), float(r.value) * 1e-6
+        decimals = len(r.value.split(".")[1]) if "." in r.value else 0
+        rel_t = 0.5 * 10**-decimals * 1e-6 / t          # the printed time's own rounding
+        per = {"GiB/s": 2**30, "decimal GB/s": 1e9}
+        readings = per if r.unit_reading.startswith("either") else {r.unit_reading: per[r.unit_reading]}
+        for unit in readings.values():
+            algbw = size / t / unit
+            assert algbw == pytest.approx(float(r.printed_algbw), abs=0.005 + algbw * rel_t + 1e-9), r.measurement_id
+        n = int(r.n_ranks)
+        factor = {"all_reduce": 2 * (n - 1) / n, "all_gather": (n - 1) / n, "permute": 1.0}[r.op]
+        assert float(r.printed_algbw) * factor == pytest.approx(float(r.printed_busbw), abs=0.011 + 0.005 * float(r.printed_busbw)), r.measurement_id
+
+
+def test_nccom_unit_reading_differs_between_old_and_new_runs():
+    # NCCOM-TEST User Guide: 33,554,432 B in 768 us is 40.69 GiB/s (printed 40.69 "GB/s");
+    # 33,554,432 B in 894.24 us is 37.52e9 B/s (printed 37.52 "GB/s").
+    rows = _rows("nccom_test_guide").set_index("measurement_id")
+    assert rows.loc["nccom-allr-2r-quick-33554432", "unit_reading"] == "GiB/s"
+    assert rows.loc["nccom-permute-8r-33554432", "unit_reading"] == "decimal GB/s"
+    decided = rows[~rows.unit_reading.str.startswith("either")]
+    old = decided[decided.percentile == "p50"]
+    new = decided[decided.percentile == "mean"]
+    assert set(old.unit_reading) == {"GiB/s"} and set(new.unit_reading) == {"decimal GB/s"}
+
+
+def test_eagle3_rows_reproduce_the_acceptance_length():
+    # vLLM Neuron EAGLE3 tutorial: per-position acceptance 86.49 / 72.47 / 63.46 %,
+    # "Acceptance length: 3.22" = 1 + their sum.
+    rows = _rows("vllm_eagle3_acceptance")
+    assert 1 + (rows.value.astype(float) / 100).sum() == pytest.approx(3.22, abs=0.005)
+
+
+def test_every_row_states_what_the_source_leaves_out():
+    assert (M.unstated.str.len() > 0).all()
+    assert set(M.set) == {"trn1_training", "nxdi_trn2_tutorials", "nccom_test_guide", "vllm_eagle3_acceptance"}
+
+
+# --------------------------------------------------------------------------- bounds and expectations
+
+
+def test_no_bound_is_beaten_by_any_measurement():
+    # Every modelled row of all four sets: time >= bound, throughput and probability <= bound.
+    assert len(MODELLED) >= 50
+    beaten = MODELLED[~MODELLED.bound_holds]
+    assert beaten.empty, beaten[["measurement_id", "measured", "bound"]]
+
+
+def test_bounds_are_not_trivially_loose_where_the_issue_measured_the_gap():
+    # Issue 24: the 1 GiB all-reduce over 64 ranks on 2 trn1 instances takes 41.8 ms (NCCOM-TEST
+    # guide): its bound is EFA's 1 GiB at 800 Gbps, 10.7 ms; 70B decode at TP 64 (19.8 ms) has a
+    # roofline-plus-latency bound of about 3.8 ms.
+    c = C.set_index("measurement_id")
+    assert c.loc["nccom-allr-64r-2i-1073741824", "bound"] == pytest.approx(2**30 / 100e9, rel=1e-6)
+    assert 3.5e-3 < c.loc["nxdi-llama33-70b-tpot", "bound"] < 4.0e-3
+
+
+def test_median_error_over_all_measurements_is_at_most_15_percent():
+    assert MODELLED.abs_error.median() <= 0.15
+
+
+@pytest.mark.parametrize("set_name, max_error", [
+    ("trn1_training", 0.25), ("nxdi_trn2_tutorials", 0.25), ("vllm_eagle3_acceptance", 0.25)])
+def test_max_error_per_set_is_at_most_25_percent(set_name, max_error):
+    assert MODELLED[MODELLED.set == set_name].abs_error.max() <= max_error
+
+
+@pytest.mark.xfail(strict=True, reason="the 64-rank two-instance NCCOM-TEST run between 1 KiB and 16 MiB sits on a "
+                   "~1.3 ms plateau (an algorithm switch the guide does not name) that the launch + steps x latency "
+                   "+ bytes/bandwidth model misses by up to 43 %; not tuned away (issue 24 report)")
+def test_max_error_over_all_measurements_is_at_most_25_percent():
+    assert MODELLED.abs_error.max() <= 0.25
+
+
+def test_nccom_large_messages_are_within_25_percent():
+    # Where bandwidth dominates (>= 32 MiB) the fitted model holds every run of the guide
+    # (at 16 MiB the two-instance run is still on its latency plateau: 31 % off).
+    nc = MODELLED[MODELLED.set == "nccom_test_guide"]
+    sizes = M.set_index("measurement_id").loc[nc.measurement_id, "size_bytes"].astype(float).to_numpy()
+    assert (nc.abs_error.to_numpy()[sizes >= 2**25] <= 0.25).all()
+
+
+def test_unmodelled_rows_are_only_those_without_a_stated_configuration():
+    rest = C[~C.modelled]
+    assert set(rest.set) == {"nccom_test_guide"}
+    assert set(rest.not_modelled_because) <= {"instance not stated", "op permute not modelled"}
+
+
+# --------------------------------------------------------------------------- the calibration
+
+
+def test_stored_calibration_is_what_the_fit_returns():
+    fitted = reality.fit().set_index("parameter")
+    for name, row in fitted.iterrows():
+        stored = specs.calibration(name)
+        assert stored.value == pytest.approx(row.value, rel=1e-4), name
+        assert stored.fitted_on == row.fitted_on, name
+        if not math.isnan(row.low):
+            assert stored.low <= stored.value <= stored.high, name
+
+
+def test_calibration_is_a_handful_of_physical_parameters():
+    fitted = [c for c in specs.calibrations() if c.fitted_on != "not fitted"]
+    assert 5 <= len(fitted) <= 12
+    for c in fitted:
+        assert c.unit in ("s", "fraction")
+        if c.unit == "fraction":
+            assert 0 < c.value <= 1, c.name
+        else:
+            assert 0 < c.value < 1e-2, c.name
+
+
+def test_trn2_training_carries_a_range_not_only_a_point():
+    # The four sets hold no Trn2 or Trn3 training throughput: train_mfu carries its low-high range.
+    c = specs.calibration("train_mfu")
+    assert c.low < c.value < c.high
+
+
+def test_planner_default_mfu_reproduces_awss_trn1_runs_within_25_percent():
+    mfu = specs.calibration("planner_mfu").value
+    for _, r in _rows("trn1_training").iterrows():
+        pred = reality._planner_tokens_per_s(r, mfu)
+        assert pred == pytest.approx(float(r.value) * int(r.seq_len), rel=0.25)
+
+
+# --------------------------------------------------------------------------- physics
+
+
+def test_decode_latency_lesson_tp64_is_not_16x_faster_than_tp4():
+    # 70B at TP 64 (16 chips) against TP 8 (2 chips, LNC=2): 8x the HBM bandwidth, but 160 TP
+    # all-reduces with a fixed cost each keep the expected speed-up far below 8x.
+    t64 = reality.decode("llama3-70b", "trn2", tp=64, batch=1, context_len=10000)
+    t8 = reality.decode("llama3-70b", "trn2", tp=8, batch=1, context_len=10000)
+    assert t8.bound_s / t64.bound_s > 5
+    assert t8.expected_s / t64.expected_s < 3
+
+
+def test_collectives_between_cores_of_one_chip_are_not_free():
+    # NCCOM-TEST guide: 2 ranks, 32 MiB all-reduce, 768 us.
+    e = reality.collective("all_reduce", 2**25, n_ranks=2, system="trn1.32xlarge")
+    assert e.bound_s > 0 and e.expected_s == pytest.approx(768e-6, rel=0.25)
+
+
+def test_algorithm_follows_awss_size_ranges_on_trn2():
+    # AWS "Intra-node Collective Communications": Mesh < 1 MB, RDH 1-56 MB, KangaRing > 56 MB.
+    pick = [reality.collective("all_reduce", s, n_ranks=64, system="trn2.48xlarge").detail
+            for s in (4096, 8e6, 1e9)]
+    assert pick == ["mesh", "rdh", "kangaring"]
+
+
+def test_hierarchical_collective_across_systems():
+    one = reality.collective("all_reduce", 2**30, n_ranks=32, system="trn1.32xlarge")
+    two = reality.collective("all_reduce", 2**30, n_ranks=64, system="trn1.32xlarge", n_systems=2)
+    assert two.detail.startswith("hierarchical") and two.expected_s > one.expected_s
+
+
+def test_acceptance_iid_model_matches_issue_figures():
+    # Issue 24: with alpha = 0.865 the i.i.d. model predicts 0.865 / 0.748 / 0.647.
+    assert [round(reality.acceptance(i, 0.865), 3) for i in range(3)] == [0.865, 0.748, 0.647]
+
+
+def test_training_expectation_below_its_bound_and_monotone_in_mfu():
+    kw = dict(n_systems=32, tp=32, pp=1, dp=32, seq_len=8192, global_batch=1024)
+    lo = reality.training("llama3-8b", "trn1.32xlarge", mfu=0.3, **kw)
+    hi = reality.training("llama3-8b", "trn1.32xlarge", mfu=0.6, **kw)
+    assert lo.expected_tokens_per_s < hi.expected_tokens_per_s < hi.bound_tokens_per_s
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: reality.decode("llama3-70b", "h100", tp=8, batch=1, context_len=1), "chip"),
+    (lambda: reality.decode("llama3-70b", "trn2", tp=128, batch=1, context_len=1), "tp"),
+    (lambda: reality.decode("llama3-70b", "trn2", tp=8, batch=1, context_len=-5), "context_len"),
+    (lambda: reality.decode("llama3-70b", "trn2", tp=8, batch=float("nan"), context_len=1), "batch"),
+    (lambda: reality.prefill("llama3-70b", "trn2", tp=8, prompt_tokens=0), "prompt_tokens"),
+    (lambda: reality.prefill("llama3-70b", "trn2", tp=8, prompt_tokens=10, efficiency=float("nan")), "efficiency"),
+    (lambda: reality.collective("broadcast", 1024, n_ranks=2, system="trn1.32xlarge"), "op"),
+    (lambda: reality.collective("all_reduce", float("nan"), n_ranks=2, system="trn1.32xlarge"), "size_bytes"),
+    (lambda: reality.collective("all_reduce", -1, n_ranks=2, system="trn1.32xlarge"), "size_bytes"),
+    (lambda: reality.collective("all_reduce", 1024, n_ranks=33, system="trn1.32xlarge"), "n_ranks"),
+    (lambda: reality.collective("all_reduce", 1024, n_ranks=64, system="trn1.32xlarge", n_systems=3), "n_ranks"),
+    (lambda: reality.training("llama3-8b", "trn1.32xlarge", n_systems=0, tp=32, pp=1, dp=32, seq_len=8192,
+                              global_batch=1024), "n_systems"),
+    (lambda: reality.training("llama3-8b", "trn1.32xlarge", n_systems=32, tp=32, pp=1, dp=32, seq_len=-1,
+                              global_batch=1024), "seq_len"),
+    (lambda: reality.training("llama3-8b", "trn1.32xlarge", n_systems=32, tp=32, pp=1, dp=32, seq_len=8192,
+                              global_batch=1000), "global_batch"),
+    (lambda: reality.decode(3.5, "trn2", tp=8, batch=1, context_len=1), "model"),
+])
+def test_bad_input_names_the_parameter(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+def test_compare_columns_and_ratios():
+    cols = {"measured", "bound", "expected", "expected_over_measured", "bound_over_measured", "bound_holds"}
+    assert cols <= set(C.columns)
+    m = MODELLED
+    assert np.allclose(m.expected / m.measured, m.expected_over_measured)
+    assert isinstance(reality.summary(), pd.DataFrame)
+
+
+def test_readme_prints_the_current_compare_figures():
+    # README.md, "How close the models come to real runs": the table must be what summary() gives.
+    from pathlib import Path
+
+    from trainium_lab.views import reality as rv
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    block = text.split("<!-- reality:start -->")[1].split("<!-- reality:end -->")[0]
+    for _, r in rv.summary_table().iterrows():
+        row = f"| {r['set']} | {r['rows']} | {r['median error (%)']} | {r['largest error (%)']} | {r['no bound beaten']} |"
+        assert row in block, row
+
+
+@pytest.mark.parametrize("dtype", ["int8", "float8_e4m3fn"])
+def test_quantised_weights_halve_the_weight_reads(dtype):
+    # AWS's 405B tutorial serves FP8 weights; vLLM's "Neuron INT8 Quantization" example int8: one byte
+    # per weight against BF16's two, so a batch-1 decode bound (weight reads) about halves.
+    bf = reality.decode("llama3-405b", "trn2", tp=64, batch=1, context_len=1024)
+    q = reality.decode("llama3-405b", "trn2", tp=64, batch=1, context_len=1024, weight_dtype=dtype)
+    assert 0.5 < q.bound_s / bf.bound_s < 0.56
+    assert q.expected_s < bf.expected_s
+
+
+def test_judged_on_a_measurement_outside_the_calibration_sets():
+    # vLLM Neuron EAGLE3 tutorial, non-speculative baseline (not in the four fitted sets): Llama 3.1 8B,
+    # trn2.48xlarge, TP 8, max-concurrency 2, sonnet 512 in / 128 out: median TPOT 10.52 ms, median
+    # TTFT 51.07 ms. The decode expectation lands within 25 %; no bound is beaten. (Its TTFT, at
+    # concurrency 2 with a 512-token prompt, is mostly fixed overhead: the prefill expectation is half
+    # of it, reported in the issue 24 report rather than tuned.)
+    d = reality.decode("llama3-8b", "trn2", tp=8, batch=2, context_len=512 + 128 // 2)
+    assert d.expected_s == pytest.approx(10.52e-3, rel=0.25)
+    assert d.bound_s < 10.52e-3
+    assert reality.prefill("llama3-8b", "trn2", tp=8, prompt_tokens=512).bound_s < 51.07e-3

@@ -1,0 +1,146 @@
+"""Tables and sentences for "how close do real runs get" (chapters 03, 04, 05, 09 and 11).
+
+Built from :func:`trainium_lab.reality.compare` and :func:`trainium_lab.reality.summary`;
+numbers are rounded here to what a reader compares (three significant figures), so a stored
+notebook output does not depend on the last bits of floating point.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from trainium_lab import reality
+from trainium_lab.units import format_seconds
+
+__all__ = ["compare_table", "summary_table", "summary_line", "nccom_sweep", "unit_readings", "SET_LABELS"]
+
+SET_LABELS = {
+    "trn1_training": "Trn1 training table",
+    "nxdi_trn2_tutorials": "NxD Inference Trn2 tutorials",
+    "nccom_test_guide": "NCCOM-TEST guide",
+    "vllm_eagle3_acceptance": "EAGLE3 acceptance",
+}
+
+
+def _fmt(value: float, kind: str) -> str:
+    if value != value:
+        return "—"
+    if kind == "time":
+        return format_seconds(value)
+    if kind == "throughput":
+        return f"{value:,.0f} tokens/s"
+    return f"{100 * value:.1f} %"
+
+
+def _sig(x: float) -> float:
+    return x if x != x or x == 0 else round(x, 2 - int(math.floor(math.log10(abs(x)))))
+
+
+def compare_table(sets=None, *, modelled_only: bool = True) -> pd.DataFrame:
+    """Each measurement with its bound and expectation, formatted for reading.
+
+    Columns: ``measurement``, ``set``, ``measured``, ``bound``, ``expected``,
+    ``expected ÷ measured``, ``bound ÷ measured``, ``bound holds``.
+
+    Examples
+    --------
+    >>> t = compare_table(["trn1_training"])
+    >>> list(t.measurement)
+    ['trn1-train-llama31-8b', 'trn1-train-llama31-70b']
+    """
+    c = reality.compare()
+    if sets is not None:
+        c = c[c.set.isin(list(sets))]
+    if modelled_only:
+        c = c[c.modelled]
+    return pd.DataFrame({
+        "measurement": c.measurement_id.to_list(),
+        "set": [SET_LABELS[s] for s in c.set],
+        "measured": [_fmt(v, k) for v, k in zip(c.measured, c.kind)],
+        "bound": [_fmt(v, k) for v, k in zip(c.bound, c.kind)],
+        "expected": [_fmt(v, k) for v, k in zip(c.expected, c.kind)],
+        "expected ÷ measured": [_sig(v) for v in c.expected_over_measured],
+        "bound ÷ measured": [_sig(v) for v in c.bound_over_measured],
+        "bound holds": c.bound_holds.to_list(),
+    })
+
+
+def summary_table() -> pd.DataFrame:
+    """Per set and overall: rows, median and largest ``|expected/measured − 1|`` (in %), bounds held."""
+    s = reality.summary()
+    return pd.DataFrame({
+        "set": [SET_LABELS.get(k, "all measurements") for k in s.set],
+        "rows": s.n_rows.to_list(),
+        "median error (%)": [round(100 * v, 1) for v in s.median_abs_error],
+        "largest error (%)": [round(100 * v, 1) for v in s.max_abs_error],
+        "no bound beaten": s.bounds_hold.to_list(),
+    })
+
+
+def summary_line() -> str:
+    """One sentence with the overall median and maximum error and whether any bound is beaten.
+
+    Examples
+    --------
+    >>> summary_line().startswith("Over ")
+    True
+    """
+    s = reality.summary().set_index("set")
+    c = reality.compare()
+    allrow = s.loc["all"]
+    worst = c[c.modelled].sort_values("abs_error").iloc[-1]
+    beaten = int((~c.bound_holds).sum())
+    return (f"Over {int(allrow.n_rows)} published measurements: median |expected ÷ measured − 1| = "
+            f"{100 * allrow.median_abs_error:.1f} %, largest {100 * allrow.max_abs_error:.1f} % "
+            f"({worst.measurement_id}); {'no bound beaten' if beaten == 0 else f'{beaten} bounds beaten'}; "
+            f"{int((~c.modelled).sum())} rows whose configuration the source does not state are not modelled.")
+
+
+def nccom_sweep(run: str) -> pd.DataFrame:
+    """One NCCOM-TEST run (``measurement_id`` prefix) as lines: measured, expected, bound (ms).
+
+    Columns ``size_bytes``, ``time_ms`` (four significant figures) and ``series``, for
+    :func:`trainium_lab.charts.topology.size_sweep_chart`.
+
+    Examples
+    --------
+    >>> sorted(set(nccom_sweep("nccom-allr-64r-2i-").series))[:1]
+    ['bound (published rates, 1 µs per step)']
+    """
+    c = reality.compare()
+    m = reality.measurements().set_index("measurement_id")
+    c = c[c.measurement_id.str.startswith(run) & c.modelled]
+    size = m.loc[c.measurement_id, "size_bytes"].astype(float).to_numpy()
+    rows = []
+    for label, col in [("measured (NCCOM-TEST guide)", "measured"), ("expected (fitted on the guide)", "expected"),
+                       ("bound (published rates, 1 µs per step)", "bound")]:
+        rows.append(pd.DataFrame({"size_bytes": size, "time_ms": [_sig4(v * 1e3) for v in c[col]], "series": label}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def _sig4(x: float) -> float:
+    return x if x == 0 else round(x, 3 - int(math.floor(math.log10(abs(x)))))
+
+
+def unit_readings() -> pd.DataFrame:
+    """The largest size of each NCCOM-TEST run: size ÷ time in GiB/s and in GB/s beside what it printed.
+
+    Examples
+    --------
+    >>> set(unit_readings().supports) == {"GiB/s", "decimal GB/s"}
+    True
+    """
+    m = reality.measurements()
+    m = m[m.set == "nccom_test_guide"].copy()
+    m["run"] = m.measurement_id.str.rsplit("-", n=1).str[0]
+    m["size"] = m.size_bytes.astype(float)
+    last = m.sort_values("size").groupby("run", sort=False).tail(1).sort_index()
+    t = last.value.astype(float) * 1e-6
+    return pd.DataFrame({
+        "run": last.run.to_list(), "time column": ["time:avg(us)" if p == "mean" else "time(us)" for p in last.percentile],
+        "size (B)": last["size"].astype(int).to_list(), "time (µs)": last.value.to_list(),
+        "size ÷ time (GiB/s)": (last["size"] / t / 2**30).round(2).to_list(),
+        "size ÷ time (GB/s)": (last["size"] / t / 1e9).round(2).to_list(),
+        "printed algbw": last.printed_algbw.to_list(), "supports": last.unit_reading.to_list()})
