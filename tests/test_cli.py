@@ -230,7 +230,7 @@ def test_bad_input_exits_nonzero_with_one_line(args):
 
 
 def test_bad_input_names_the_parameter():
-    assert "n_params" in run("sizing", "--params", "-5B", "--tokens", "2T").stderr
+    assert "--params" in run("sizing", "--params", "-5B", "--tokens", "2T").stderr  # the flag (issue 25)
     assert "--bandwidth" in run("allreduce", "--size", "1GiB", "--ranks", "4",
                                 "--bandwidth", "25").stderr
     assert "trn2.48xlarge" in run("sizing", "--params", "70B", "--tokens", "2T",
@@ -281,3 +281,30 @@ def test_json_values_are_base_units():
     assert r["inputs"] == {"checkpoint_s": 90.0, "mtbf_s": 86400.0, "n_units": None,
                            "restart_s": 600.0}
     assert math.isclose(r["results"]["young_interval_s"], math.sqrt(2 * 90 * 86400))
+
+
+# --------------------------------------------------------------------------- issue 25
+
+
+def main_out(capsys, *args: str) -> tuple[int, str, str]:
+    """The CLI's main in-process (no interpreter start): exit status, stdout, stderr."""
+    code = cli.main(list(args))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_sizing_counts_the_active_parameters_of_a_mixture_of_experts(capsys):
+    # Qwen3 Technical Report (arXiv:2505.09388): 235B in total, 22B activated per token
+    code, out, err = main_out(capsys, "sizing", "--model", "qwen3-235b-a22b", "--tokens", "1T", "--json")
+    assert code == 0 and err == ""
+    d = json.loads(out)
+    m = sizing.preset("qwen3-235b-a22b")
+    assert d["results"]["flops"] == pytest.approx(6 * m.n_active_params * 1e12)
+    assert d["inputs"]["n_active_params"] == m.n_active_params
+    assert d["results"]["state_bytes"] == pytest.approx(16 * m.n_params)   # memory keeps the total
+    # Mixtral 8x7B (Mistral AI: 46.7B total, 12.9B per token), and an explicit count
+    code, out, _ = main_out(capsys, "sizing", "--model", "mixtral-8x7b", "--tokens", "1T", "--json")
+    assert json.loads(out)["results"]["flops"] == pytest.approx(6 * 12.9e9 * 1e12)
+    code, out, _ = main_out(capsys, "sizing", "--params", "100B", "--active-params", "10B", "--tokens", "1T",
+                            "--json")
+    assert json.loads(out)["results"]["flops"] == pytest.approx(6e22)

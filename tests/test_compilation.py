@@ -69,7 +69,19 @@ def test_compiler_facts_record_the_auto_cast_default_and_the_disagreement():
     rows = f[f.fact == "--auto-cast default"]
     assert rows[rows.status == "used"].value.item() == "none"
     assert (rows.status == "alternative").sum() == 1  # the app note that still says matmult
-    assert set(f[f.fact == "release that changed the defaults"].status) == {"used", "alternative"}
+    # the component release notes (2.30.0 listing) now give the overview's version number:
+    # "Neuron Compiler [2.22.12471.0] (Neuron 2.27.0 Release)"
+    versions = f[f.fact.str.startswith("release that changed the defaults")]
+    assert set(versions.status) == {"used"}
+    assert set(versions.value) == {"neuronx-cc 2.22.12471.0 (Neuron SDK 2.27.0)"}
+
+
+def test_scratchpad_page_sizes_follow_the_runtime_2_33_page():
+    """Neuron Device Memory (runtime 2.33 section): contiguous pages of 64 MB by default at
+    LNC 2; 512 MB pages only in the non-contiguous mode."""
+    f = c.compiler_facts("neuron runtime").set_index("fact")
+    assert f.loc["shared scratchpad page size (contiguous mode)", "value"] == "64"
+    assert f.loc["shared scratchpad page size (non-contiguous mode)", "value"] == "512"
 
 
 # ----------------------------------------------------------------- pick_bucket
@@ -501,3 +513,39 @@ def test_fuzz_every_public_function_raises_only_value_error(name, fn):
                 pass
             except Exception as exc:  # noqa: BLE001 - the point of the test
                 pytest.fail(f"{name}({p.name}={bad!r}) raised {type(exc).__name__}: {exc}")
+
+
+def test_padding_against_compile_time_by_hand():
+    """Chapter 07, worked problem 4 (and the 2026-12 audit's example): Wikipedia lengths,
+    2 M real tokens/s, 20 min per NEFF, one epoch, one cold start: 54.8 / 53.8 / 86.1 / 162.9 min
+    for 1 / 2 / 4 / 8 optimal buckets. By hand for one bucket: padding tokens = real tokens
+    (50.0 % padding), so total = real / 2e6 s + 20 min."""
+    from trainium_lab.units import minute
+
+    wiki = c.length_histogram("wikipedia-bert-512")
+    real = float((wiki.n_tokens * wiki.n_sequences).sum())
+    t = c.bucket_tradeoff(wiki.n_tokens, 8, counts=wiki.n_sequences, compile_s_per_neff=20 * minute,
+                          neff_bytes=0, tokens_per_s=2e6)
+    opt = t[t.strategy == "optimal"].set_index("n_buckets")
+    assert [round(opt.total_s[k] / minute, 1) for k in (1, 2, 4, 8)] == [54.8, 53.8, 86.1, 162.9]
+    one = opt.loc[1]
+    padded = real / (1 - one.padding_fraction)
+    assert one.total_s == pytest.approx((padded - real) / 2e6 + 20 * minute)
+    assert int(opt.total_s.idxmin()) == 2
+
+
+def test_more_epochs_raise_the_optimum_and_cold_starts_lower_it():
+    from trainium_lab.units import minute
+
+    wiki = c.length_histogram("wikipedia-bert-512")
+
+    def best(epochs, cold):
+        t = c.bucket_tradeoff(wiki.n_tokens, 8, counts=wiki.n_sequences, compile_s_per_neff=20 * minute,
+                              neff_bytes=0, tokens_per_s=2e6, n_epochs=epochs, n_cold_starts=cold)
+        o = t[t.strategy == "optimal"].set_index("n_buckets")
+        return int(o.total_s.idxmin())
+
+    assert best(10, 1) > best(1, 1) > best(1, 5) == 1
+    with pytest.raises(ValueError, match="n_cold_starts"):
+        c.bucket_tradeoff(range(1, 9), 2, compile_s_per_neff=1, neff_bytes=0, n_cold_starts=-1)
+    assert c.bucket_tradeoff(range(1, 9), 2, compile_s_per_neff=1, neff_bytes=0).total_s.isna().all()

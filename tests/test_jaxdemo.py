@@ -14,11 +14,54 @@ def test_three_shapes_three_compiles_and_a_repeated_shape_none():
     assert df.cache_size.tolist() == [1, 2, 3, 3]  # the jitted function's own count agrees
 
 
-def test_value_branch_error_static_graphs_and_cond():
+def test_value_branch_error_static_graphs_and_select():
     d = j.branch_compiles((True, False, True, False))
     assert d.traced_error == "TracerBoolConversionError"
     assert d.static.new_compiles.tolist() == [1, 1, 0, 0]  # one graph per value of the flag
-    assert d.cond.new_compiles.tolist() == [1, 0, 0, 0]    # one graph holding both branches
+    assert d.select.new_compiles.tolist() == [1, 0, 0, 0]  # jnp.where: one graph, Neuron-safe
+    assert not hasattr(d, "cond")  # JAX NeuronX Known Issues: "jax.lax.cond is not supported"
+
+
+def test_branch_demo_uses_no_lax_cond():
+    """The Neuron-safe forms only: the module's programs never call lax.cond."""
+    import inspect
+
+    assert "lax.cond(" not in inspect.getsource(j)
+
+
+def test_static_loop_is_a_constant_bound_traced_loop_an_input():
+    """JAX NeuronX supports only static while loops: a Python-int bound is a constant in the
+    program (one program per trip count); a traced bound is a run-time input (one program,
+    but a dynamic loop)."""
+    df = j.static_loop_compiles((4, 8, 4))
+    static, traced = df[df["style"] == "static bound"], df[df["style"] == "traced bound"]
+    assert static.new_compiles.tolist() == [1, 1, 0]
+    assert traced.new_compiles.tolist() == [1, 0, 0]
+    assert set(static.bound) == {"a constant in the program"}
+    assert set(traced.bound) == {"an input of the program"}
+
+
+def test_masked_shapes_compile_once_boolean_indexing_per_count():
+    d = j.masked_shape_compiles((3, 5, 3, 7), n_rows=8)
+    assert d.traced_error == "NonConcreteBooleanIndexError"
+    t = d.table.set_index("style")
+    assert t.compiles.tolist() == [3, 1, 1]            # 3 distinct counts; one fixed shape
+    assert t.loc["boolean index, then jit", "rows_per_step"] == "3, 5, 7"
+    assert t.loc["fixed-size mask (jnp.where)", "rows_per_step"] == "8"
+
+
+def test_step_hlo_in_both_dialects():
+    hlo = j.step_hlo(8, 16, dialect="hlo")
+    assert hlo.startswith("HloModule") and "f32[8,16]" in hlo and "tanh(" in hlo
+    assert "stablehlo." not in hlo
+    with pytest.raises(ValueError, match="dialect"):
+        j.step_hlo(8, 16, dialect="neff")
+
+
+def test_xla_dump_writes_the_program_before_optimisation():
+    files = j.xla_dump_files()
+    assert "before_optimizations.txt" in files
+    assert any("after_optimizations" in f for f in files)
 
 
 def test_unrolled_loop_grows_scan_does_not():
@@ -115,7 +158,7 @@ def test_bad_input(call, name):
 
 
 BAD = [None, "x", float("nan"), 1e308, 10**30, -1, [1, "a"], {"a": 1}]
-FUNCTIONS = [n for n in j.__all__ if n not in ("CompileLog", "BranchDemo", "watch_compiles")]
+FUNCTIONS = [n for n in j.__all__ if n not in ("CompileLog", "BranchDemo", "MaskDemo", "watch_compiles")]
 
 
 @pytest.mark.parametrize("name", FUNCTIONS)

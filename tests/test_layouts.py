@@ -454,7 +454,7 @@ def test_ep_all_to_all_is_the_moe_module_cost_at_the_level_it_lands_on():
     and backward), each chip sending its ranks' tokens, k copies, at the EP group's level."""
     lay = layouts.layout("qwen3-235b-a22b", tp=4, ep=16, pp=4, dp=1, lnc=2, system="trn2-ultraserver",
                          n_micro_batches=4, micro_batch=1, recompute="selective")
-    est = layouts.evaluate(lay)
+    est = layouts.evaluate(lay, ep_dispatch="all-to-all")
     assert est.levels["ep"] == "instance"   # 16 ranks, 4 apart (one TP group per chip): 16 chips
     m = lay.model
     per_rank = 1 * m.seq_len / 4 * m.experts_per_token * m.d_model * 2
@@ -756,7 +756,9 @@ def test_divisible_stages_are_bit_identical_to_the_even_split(kw, times, mfu_hex
     """When pp divides the layers (dense, MoE, interleaved, full recomputation, ZeRO-3, pp = 1)
     the busiest-stage rule changes nothing, not even a bit."""
     kw = dict(kw)
-    est = layouts.evaluate(layouts.layout(kw.pop("model"), **kw), mfu=0.4)   # recorded at MFU 0.4
+    lay = layouts.layout(kw.pop("model"), **kw)
+    # recorded at MFU 0.4, and before the all-gather dispatch existed: the all-to-all keeps its bits
+    est = layouts.evaluate(lay, mfu=0.4, **({"ep_dispatch": "all-to-all"} if lay.model.is_moe else {}))
     assert {k: v.hex() for k, v in est.time_s.items()} == times
     assert est.mfu_effective.hex() == mfu_hex
 
@@ -767,7 +769,7 @@ def test_moe_layers_on_the_busiest_stage():
     m = moe.custom_moe_model("toy-dense-first", n_layers=10, d_model=2048, n_heads=16, n_experts=8,
                              experts_per_token=2, expert_ffn_dim=4096, n_dense_layers=4, ffn_dim=8192)
     kw = dict(tp=4, ep=4, system="trn2.48xlarge", lnc=2, n_micro_batches=4, recompute="selective")
-    est = layouts.evaluate(layouts.layout(m, pp=4, dp=1, **kw))
+    est = layouts.evaluate(layouts.layout(m, pp=4, dp=1, **kw), ep_dispatch="all-to-all")
     per_rank = 1 * m.seq_len / 4 * m.experts_per_token * m.d_model * 2
     one = moe.all_to_all_s(per_rank * 4, 4, "trn2.48xlarge")   # 4 ranks per chip; EP over 4 chips
     assert est.time_s["ep_comm"] == pytest.approx(4 * 4 * 2 * one, rel=1e-9)
@@ -857,8 +859,8 @@ def test_torus_own_links_all_to_all_on_16_chips():
     m = "mixtral-8x7b"
     # LNC=1: 8 ranks a chip, so EP8 × TP4 = 32 ranks is an EP group of 4 chips
     kw = dict(tp=4, ep=8, pp=1, zero_stage=1, system="trn2.48xlarge", lnc=1, micro_batch=1, n_micro_batches=4)
-    per = layouts.evaluate(layouts.layout(m, dp=4, **kw))
-    own = layouts.evaluate(layouts.layout(m, dp=4, **kw), torus="own-links")
+    per = layouts.evaluate(layouts.layout(m, dp=4, **kw), ep_dispatch="all-to-all")
+    own = layouts.evaluate(layouts.layout(m, dp=4, **kw), torus="own-links", ep_dispatch="all-to-all")
     assert per.levels["ep"] == "instance"
     # 4 chips: ring 3/2 · S/B; own links (2 of 4): (3/4) · (4/3) · S/(B/2) = 2 · S/B → ratio 4/3
     assert per.time_s["ep_comm"] / own.time_s["ep_comm"] == pytest.approx(1.5 / 2.0, rel=1e-12)
@@ -881,3 +883,100 @@ def test_torus_own_links_trn3_unchanged_and_bad_value():
         layouts.evaluate(lay, torus="per-link")
     with pytest.raises(ValueError, match="torus"):
         layouts.plan("llama3-8b", system="trn2.48xlarge", global_batch=16, torus=None)
+
+
+# --------------------------------------------------------------------- issue 28: EP as NxD runs it, ETP
+
+
+def test_all_gather_dispatch_in_the_planner_is_the_moe_module_cost():
+    """The default EP exchange is NxD's (all-gather the group's tokens, reduce-scatter the outputs;
+    NxD Inference MoE deep dive): per micro-batch and MoE layer, forward and backward, one pair each,
+    costed by moe.ep_exchange_s for the chip's tokens."""
+    lay = layouts.layout("qwen3-235b-a22b", tp=4, ep=16, pp=4, dp=1, lnc=2, system="trn2-ultraserver",
+                         n_micro_batches=4, micro_batch=1, recompute="selective")
+    est = layouts.evaluate(lay)
+    m = lay.model
+    tokens_per_chip = 1 * m.seq_len / 4 * lay.cluster.ranks_per_chip
+    pair = moe.ep_exchange_s(tokens_per_chip, m.d_model, m.experts_per_token, 16, "trn2-ultraserver")
+    assert est.time_s["ep_comm"] == pytest.approx(4 * 2 * math.ceil(m.n_layers / 4) * pair, rel=1e-9)
+    a2a = layouts.evaluate(lay, ep_dispatch="all-to-all")
+    # inside one instance (a ring of 16 in the course's model) the all-gather pair costs 2/k of the
+    # all-to-all pair: 1/4 for Qwen3's top-8
+    assert est.time_s["ep_comm"] / a2a.time_s["ep_comm"] == pytest.approx(2 / 8, rel=1e-9)
+    with pytest.raises(ValueError, match="ep_dispatch"):
+        layouts.evaluate(lay, ep_dispatch="alltoall")
+
+
+def test_expert_tp_splits_experts_apart_from_attention():
+    """Megatron-Core's ETP / NxD's moe_tp_degree: experts over etp·pp·ep ranks, attention over tp·pp.
+    With expert_tp = 1 under TP 4 each rank holds 4× the expert weights of expert_tp = 4."""
+    kw = dict(tp=4, ep=16, pp=4, dp=1, lnc=2, system="trn2-ultraserver", n_micro_batches=4, zero_stage=0)
+    full = layouts.layout("qwen3-235b-a22b", **kw)
+    folded = layouts.layout("qwen3-235b-a22b", expert_tp=1, **kw)
+    assert full.expert_tp == 4 and folded.expert_tp == 1
+    assert "EP16 (ETP1)" in folded.label() and "ETP" not in full.label()
+    non_expert, routed, _, _ = moe._split(full.model)
+    chips = full.cluster.ranks_per_chip
+    w_full = layouts.evaluate(full).memory_bytes["weights"]
+    w_folded = layouts.evaluate(folded).memory_bytes["weights"]
+    assert w_folded - w_full == pytest.approx(2 * routed / (4 * 16) * (1 - 1 / 4) * chips, rel=1e-9)
+    with pytest.raises(ValueError, match="expert_tp must divide tp"):
+        layouts.layout("qwen3-235b-a22b", expert_tp=3, **kw)
+    with pytest.raises(ValueError, match="expert_tp must equal tp"):
+        layouts.layout("llama3-8b", tp=8, pp=4, dp=2, system="trn2.48xlarge", lnc=2, expert_tp=2)
+
+
+def test_narrow_expert_matmuls_are_charged_and_reported():
+    """Qwen3's 1,536-wide experts over TP 16: 96 columns per rank, under the 128-wide tensor engine
+    (NxD Inference MoE deep dive: sharded intermediate dimensions should be >= 128). The expert FLOPs
+    cost 128/96 times; ETP 4 (384 columns, three whole tiles) removes the penalty."""
+    kw = dict(tp=16, ep=4, pp=2, dp=8, lnc=2, system="trn2-ultraserver", n_systems=4, n_micro_batches=4,
+              micro_batch=4, recompute="none")
+    lay = layouts.layout("qwen3-235b-a22b", **kw)
+    on, off = layouts.evaluate(lay), layouts.evaluate(lay, narrow_expert_penalty=False)
+    assert on.expert_matmul_efficiency == pytest.approx(0.75)
+    _, _, active, routed_active = moe._split(lay.model)
+    extra = (1 / 0.75 - 1) * 6 * routed_active / (6 * active + 6 * lay.model.n_layers * lay.seq_len * lay.model.d_model)
+    assert on.time_s["compute"] / off.time_s["compute"] == pytest.approx(1 + extra, rel=1e-9)
+    assert layouts.evaluate(layouts.layout("qwen3-235b-a22b", expert_tp=4, **kw)).expert_matmul_efficiency == 1.0
+    p = layouts.plan("qwen3-235b-a22b", system="trn2-ultraserver", n_systems=4, lnc=2, global_batch=512)
+    text = " ".join(views.explain_plan(p))
+    assert "narrow-matmul" in text and "all-gather" in text
+
+
+def test_planner_searches_expert_tp_degrees():
+    p = layouts.plan("qwen3-235b-a22b", system="trn2-ultraserver", n_systems=4, lnc=2, global_batch=512,
+                     expert_tp_degrees=(1, 2, 4, 8, 16, 32, 64))   # every tp Qwen3's 64 heads allow
+    assert set(p.all.expert_tp) == {1, 2, 4, 8, 16, 32, 64}
+    assert (p.all.tp % p.all.expert_tp == 0).all()
+    assert p.layout(0).expert_tp == int(p.best.expert_tp)
+    default = layouts.plan("qwen3-235b-a22b", system="trn2-ultraserver", n_systems=4, lnc=2, global_batch=512)
+    assert (default.all.expert_tp == default.all.tp).all()
+    assert p.best.tokens_per_s >= default.best.tokens_per_s   # a superset of layouts
+    with pytest.raises(ValueError, match="expert_tp_degrees"):
+        layouts.plan("llama3-8b", system="trn2.48xlarge", lnc=2, global_batch=64, expert_tp_degrees=(1,))
+
+
+def test_dropless_blockwise_matmul_in_the_planner():
+    """NxD Inference MoE deep dive: dropless MoE provisions ⌈T·k/B⌉ + (E − 1) blocks. Per EP rank of Mixtral
+    at TP 4 × EP 8 with 4,096-token sequences: 4096·2/4 = 2,048 assignments, ⌈2048/512⌉ + 8/8 − 1 = 4 blocks,
+    exactly the work (factor 1); Qwen3 at EP 4: 4096·8/4 = 8,192 assignments, 16 + 31 = 47 blocks, 47/16."""
+    lay = layouts.layout("mixtral-8x7b", tp=4, ep=8, dp=2, system="trn2.48xlarge", lnc=2, seq_len=4096,
+                         n_micro_batches=8)
+    base, bw = layouts.evaluate(lay), layouts.evaluate(lay, dropless_block_size=512)
+    assert bw.time_s["compute"] == pytest.approx(base.time_s["compute"], rel=1e-12)
+    q = layouts.layout("qwen3-235b-a22b", tp=4, ep=4, pp=4, dp=4, lnc=2, system="trn2-ultraserver",
+                       n_micro_batches=4, recompute="none")
+    plain, drop = layouts.evaluate(q), layouts.evaluate(q, dropless_block_size=512)
+    _, _, active, routed_active = moe._split(q.model)
+    per_token = 6 * active + 6 * q.model.n_layers * q.seq_len * q.model.d_model
+    expected = 1 + 6 * (47 / 16 - 1) * routed_active / per_token
+    assert drop.time_s["compute"] / plain.time_s["compute"] == pytest.approx(expected, rel=1e-9)
+    p = layouts.plan("qwen3-235b-a22b", system="trn2-ultraserver", n_systems=4, lnc=2, global_batch=512,
+                     dropless_block_size=512)
+    assert (p.all.expert_compute_factor >= 1).all() and "blockwise matmul" in " ".join(views.explain_plan(p))
+    with pytest.raises(ValueError, match="capacity_factor must be 1"):
+        layouts.evaluate(layouts.layout("mixtral-8x7b", tp=4, ep=8, dp=2, system="trn2.48xlarge", lnc=2,
+                                        capacity_factor=1.25), dropless_block_size=512)
+    with pytest.raises(ValueError, match="dropless_block_size"):
+        layouts.evaluate(lay, dropless_block_size=0)

@@ -59,8 +59,8 @@ def test_dense_presets_unchanged_by_the_moe_terms():
         assert (parts.params == parts.active_params).all()
     assert sizing.preset("llama3-8b").exact_params() == 8_030_261_248
     assert [p.key for p in sizing.presets()] == ["llama3-8b", "llama3-70b", "llama3-405b"]
-    assert [p.key for p in sizing.presets("moe")] == ["mixtral-8x7b", "qwen3-235b-a22b"]
-    assert len(sizing.presets("all")) == 5
+    assert [p.key for p in sizing.presets("moe")] == ["mixtral-8x7b", "qwen3-235b-a22b", "deepseek-v3"]
+    assert len(sizing.presets("all")) == 6
 
 
 @given(e=st.integers(1, 64), k=st.integers(1, 8), shared=st.integers(0, 2), dense=st.integers(0, 4))
@@ -332,3 +332,145 @@ def test_activation_width_of_an_moe_layer():
 def test_bad_input_names_the_parameter(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# --------------------------------------------------------------------- issue 28: EP as Neuron runs it
+
+
+@pytest.mark.parametrize("model, ep, ratio", [("mixtral-8x7b", 8, 4.0), ("qwen3-235b-a22b", 16, 2.0)])
+def test_all_gather_moves_ep_over_k_times_the_all_to_all_bytes(model, ep, ratio):
+    """NxD Inference MoE deep dive ("Expert Parallelism uses All-Gather to gather all tokens at all
+    ranks") against GShard's all-to-all: (ep−1)·T·h over (ep−1)/ep·T·k·h = ep/k; the audit
+    (audit-2026-12 M4) works 4× for Mixtral at EP 8 and 2× for Qwen3 at EP 16."""
+    m = sizing.preset(model)
+    ag = moe.ep_exchange_bytes(8192, m.d_model, m.experts_per_token, ep, method="all-gather")
+    a2a = moe.ep_exchange_bytes(8192, m.d_model, m.experts_per_token, ep, method="all-to-all")
+    assert ag / a2a == pytest.approx(ratio, rel=1e-12)
+    assert moe.ep_byte_ratio(ep, m.experts_per_token) == ratio
+    # the all-gather: every other rank's 8,192 tokens, h wide, BF16
+    assert ag == (ep - 1) * 8192 * m.d_model * 2
+
+
+@given(ep=st.integers(1, 256), k=st.integers(1, 16), c=st.floats(1.0, 2.0))
+def test_byte_ratio_identity(ep, k, c):
+    ag = moe.ep_exchange_bytes(1024, 512, k, ep, method="all-gather", capacity_factor=c)
+    a2a = moe.ep_exchange_bytes(1024, 512, k, ep, method="all-to-all", capacity_factor=c)
+    if ep > 1:
+        assert ag / a2a == pytest.approx(moe.ep_byte_ratio(ep, k, c), rel=1e-9)
+    else:
+        assert ag == a2a == 0.0
+
+
+def test_ring_cancels_the_extra_bytes_and_a_switch_does_not():
+    """On one ring of n chips the all-gather pair costs 2/k of the ring all-to-all pair ((n−1)·S/B
+    against (n−1)/2·k·S/B); through Trainium3's switch n/k of it (the byte ratio, (n−1)/n per byte)."""
+    for k in (1, 2, 8):
+        ring = [moe.ep_exchange_s(4096, 4096, k, 16, "trn2-ultraserver", method=m) for m in moe.EP_DISPATCH_METHODS]
+        assert ring[0] / ring[1] == pytest.approx(2 / k, rel=1e-9)
+        switch = [moe.ep_exchange_s(4096, 4096, k, 16, "trn3-gen1-ultraserver", method=m)
+                  for m in moe.EP_DISPATCH_METHODS]
+        assert switch[0] / switch[1] == pytest.approx(16 / k, rel=1e-9)
+
+
+def test_all_gather_pair_is_two_ring_all_gathers_inside_an_instance():
+    """One instance of Trn2 (16 chips, 1,024 GB/s per chip, ring model): all-gather of 16·T·h·2 bytes
+    plus a reduce-scatter of the same, each (n−1)/n · S/B (Thakur et al. 2005)."""
+    t, h, n = 8192, 4096, 16
+    bw = topology.cluster("trn2-ultraserver", 1, 2).level("instance").bytes_per_s
+    expected = 2 * collectives.ring_allgather_s(n * t * h * 2, n, bw)
+    assert moe.ep_exchange_s(t, h, 8, n, "trn2-ultraserver") == pytest.approx(expected, rel=1e-12)
+
+
+def test_ep_exchange_table_and_bad_method():
+    t = moe.ep_exchange_table("qwen3-235b-a22b", ep_chips=(16,), systems=("trn2-ultraserver",))
+    assert t.method.tolist() == ["all-gather", "all-to-all"]
+    assert t.byte_ratio.tolist() == [2.0, 1.0]
+    assert t.time_ratio.iloc[0] == pytest.approx(2 / 8)
+    with pytest.raises(ValueError, match="method"):
+        moe.ep_exchange_bytes(1, 1, 1, 2, method="alltoall")
+    with pytest.raises(ValueError, match="model must be a mixture-of-experts"):
+        moe.ep_exchange_table("llama3-8b")
+
+
+def test_blockwise_matmul_matches_the_nxd_deep_dive():
+    """NxD Inference MoE deep dive, BWMM: N = ⌈T·k/B⌉ + (E − 1); its worked case (1,000 tokens,
+    8 experts, top-2, block 256) provisions 15 blocks, 3,840 slots for 2,000 token-expert pairs."""
+    assert moe.blockwise_blocks(1000, 8, 2, 256) == 15
+    assert moe.blockwise_compute_factor(1000, 8, 2, 256) == pytest.approx(3840 / 2000)
+    # the provision grows with the experts even when tokens are few: one block each, at least
+    assert moe.blockwise_blocks(8, 128, 8, 512) == 1 + 127
+    with pytest.raises(ValueError, match="block_size"):
+        moe.blockwise_blocks(1000, 8, 2, 0)
+
+
+def test_load_balancing_losses():
+    """Switch Transformers §2.2 eq. (4): α·E·Σ f_i·P_i is α at perfect balance and α·E at collapse;
+    ST-MoE eq. (5): the z-loss of all-zero logits over E experts is (log E)²; DeepSeek-V3 §2.1.2:
+    the bias moves by γ against the load."""
+    assert moe.load_balancing_loss([1 / 8] * 8, [1 / 8] * 8, alpha=0.01) == pytest.approx(0.01)
+    assert moe.load_balancing_loss([1, 0, 0, 0], [1, 0, 0, 0], alpha=0.01) == pytest.approx(0.04)
+    assert moe.router_z_loss(np.zeros((3, 8))) == pytest.approx(math.log(8) ** 2)
+    # shifting every logit by s shifts logsumexp by s: z-loss (log E + s)²
+    assert moe.router_z_loss(np.full((2, 8), 2.0)) == pytest.approx((math.log(8) + 2.0) ** 2)
+    b = moe.aux_free_bias_update(np.zeros(4), [40, 20, 20, 0], gamma=0.001)
+    assert b.tolist() == [-0.001, 0.0, 0.0, 0.001]
+    with pytest.raises(ValueError, match="router_probabilities"):
+        moe.load_balancing_loss([0.5, 0.5], [1.0])
+    with pytest.raises(ValueError, match="logits"):
+        moe.router_z_loss([1.0, 2.0])
+
+
+def test_deepseek_v3_parameters_against_its_model_card():
+    """DeepSeek-V3 model card and report abstract (arXiv:2412.19437): "671B total parameters with 37B
+    activated for each token" (the 685B on Hugging Face adds the 14B MTP module, not counted here).
+    Counted from config_671B.json with MLA's projections (DeepSeek-V3 inference/model.py, class MLA)."""
+    p = sizing.preset("deepseek-v3")
+    assert p.exact_params() == 671_026_404_352
+    assert round(p.exact_params() / 1e9) == 671 and round(p.exact_active_params() / 1e9) == 38
+    assert p.exact_active_params() / 1e9 == pytest.approx(37, abs=0.6)   # the card rounds 37.55 to 37
+    t = moe.parameter_table(p).set_index("part")
+    # one MLA layer: q 7168·1536 + 1536 + 1536·128·192, kv 7168·576 + 512 + 512·128·256, o 128·128·7168
+    mla = 7168 * 1536 + 1536 + 1536 * 128 * 192 + 7168 * 576 + 512 + 512 * 128 * 256 + 128 * 128 * 7168
+    assert t.loc["attention", "params"] == 61 * mla
+    # one shared and 8 of 256 routed experts per token in the 58 MoE layers
+    assert t.loc["shared_experts", "params"] == 58 * 3 * 7168 * 2048
+    assert t.loc["routed_experts", "active_params"] == 58 * 8 * 3 * 7168 * 2048
+    assert (p.n_expert_groups, p.n_limited_groups) == (8, 4)   # node-limited routing: M = 4 of 8
+
+
+def test_mla_parameters_need_kv_lora_rank_and_serving_refuses_mla():
+    with pytest.raises(ValueError, match="v_head_dim"):
+        sizing.parameter_parts(2, 64, 4, 4, 128, 100, v_head_dim=16)
+    from trainium_lab import serving
+    with pytest.raises(ValueError, match="multi-head latent attention"):
+        serving.replica("deepseek-v3", tp=64)
+
+
+def test_fabric_readings_span_the_trn3_claim():
+    """The "Trn3 all-to-all 20–34× faster" of the old chapter took the fastest reading of Trainium3
+    (2.56 TB/s NeuronLink-v4, Trainium3 page) against the slowest of Trainium2 (a ring the chapter
+    calls about 4× pessimistic for the 4×4 torus). The Trn3 architecture page's PCIe Gen6 fabric
+    (Gen2: 256 GB/s per chip in a server, 320 GB/s across servers, bidirectional) reverses it."""
+    t = moe.fabric_readings_table(512 * 2**20, ep_chips=(16, 64)).set_index(["ep_chips", "reading"]).all_to_all_s
+    ring, torus = "ring per level (course model)", "torus shortest paths (own links)"
+    nl, pcie = "NeuronLink-v4 2.56 TB/s switch", "PCIe Gen6 switch fabric (Gen2)"
+    assert t[16, ring] / t[16, nl] == pytest.approx(20.0, rel=1e-9)       # the old 20×: n/2 × 2.5
+    assert t[16, ring] / t[16, torus] == pytest.approx(15 / 4, rel=1e-9)   # chapter 03's torus estimate
+    assert t[16, torus] < t[16, pcie] and t[64, torus] < t[64, pcie]       # PCIe reading: Trn3 slower
+    # PCIe by hand: 3/4 · S/128 GB/s inside the server, then 3/4 · S/160 GB/s across 4 servers
+    s = 512 * 2**20
+    assert t[16, pcie] == pytest.approx(0.75 * s / 128e9 + 0.75 * s / 160e9, rel=1e-12)
+
+
+def test_hierarchical_all_gather_grows_the_buffer_phase_by_phase():
+    """Across an UltraServer (64 Trn2 chips: 16 per instance, 4 instances) the all-gather's second phase
+    moves the 16-chip gathered buffer again over the 256 GB/s ring between instances, so past one instance
+    NxD's dispatch costs more than the hierarchical all-to-all (whose every phase moves S once)."""
+    t, h = 8192, 4096
+    c = topology.cluster("trn2-ultraserver", 1, 2)
+    b_in, b_us = c.level("instance").bytes_per_s, c.level("ultraserver").bytes_per_s
+    size = t * h * 2
+    expected = 2 * (collectives.ring_allgather_s(16 * size, 16, b_in) + collectives.ring_allgather_s(64 * size, 4, b_us))
+    assert moe.ep_exchange_s(t, h, 8, 64, "trn2-ultraserver") == pytest.approx(expected, rel=1e-12)
+    ratio = moe.ep_exchange_table("qwen3-235b-a22b", ep_chips=(64,), systems=("trn2-ultraserver",)).time_ratio.iloc[0]
+    assert ratio > 1

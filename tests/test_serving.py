@@ -435,6 +435,109 @@ def test_kv_bound_context_len_is_where_the_compute_bound_batch_becomes_infinite(
     assert sv.kv_bound_context_len(sv.replica(wide, tp=1)) == math.inf
 
 
+# --------------------------------------------------------------------- issue 28: what NxDI and vLLM Neuron do
+
+
+def test_speculation_methods_as_the_libraries_state_them():
+    """vLLM Neuron features guide (2026-08-13): "EAGLE3 and DFlash are supported speculative methods";
+    vLLM Neuron README known issue 5: draft-model speculation only on the legacy v0 fork; NxD Inference
+    feature guide: draft models, fused speculation, EAGLE and Medusa."""
+    t = sv.speculation_methods()
+    vllm = t[t.library == "vLLM Neuron plugin"]
+    assert set(vllm.method) == {"EAGLE3", "DFlash"} and set(vllm.status) == {"supported"}
+    assert t[(t.method == "draft model") & (t.library.str.contains("legacy"))].status.tolist() == ["legacy"]
+    assert {"draft model", "fused speculation", "EAGLE", "Medusa"} <= set(t[t.library == "NxD Inference"].method)
+
+
+def test_eagle_draft_is_one_layer_and_cheaper_than_a_draft_model():
+    """EAGLE (Li et al. 2024) drafts with one decoder layer and the target's LM head: its c is a fraction
+    of an 8B draft's for a 70B target (Chen et al. 2023 / Leviathan et al. 2023: speed-up E[T]/(k·c + 1))."""
+    t70 = sv.replica("llama3-70b", tp=32)
+    eagle = sv.replica(sv.eagle_draft_model("llama3-70b"), tp=32)
+    d8 = sv.replica("llama3-8b", tp=32)
+    e_eagle = sv.speculative_decode(t70, eagle, alpha=0.8, k=5, batch=1, context_len=2048)
+    e_draft = sv.speculative_decode(t70, d8, alpha=0.8, k=5, batch=1, context_len=2048)
+    assert e_eagle.c < e_draft.c and e_eagle.speedup > e_draft.speedup
+    assert sv.eagle_draft_model("llama3-70b").n_layers == 1
+
+
+def test_attention_intensity_is_the_gqa_group_and_weights_turn_compute_bound_near_the_ridge():
+    """scaling-book (inference, "Theoretical step time (general)"): attention reads its KV per sequence,
+    4·a·d FLOPs per 2·g·d·2 bytes = a/g in BF16 (8 for Llama 3 70B); weights do 2·B FLOPs per 2 bytes,
+    compute-bound at B = ridge ≈ 230 on Trn2, whatever the context; FP8/INT8 weights with BF16 compute halve it."""
+    assert sv.attention_decode_intensity("llama3-70b") == 64 / 8
+    assert sv.attention_decode_intensity("llama3-8b") == 32 / 8
+    trn2 = specs.chip("trn2")
+    ridge = trn2.dense_flops_per_s["bfloat16"] / trn2.hbm_bytes_per_s
+    assert sv.weight_critical_batch("trn2") == pytest.approx(ridge)
+    assert sv.weight_critical_batch("trn2", 1.0) == pytest.approx(ridge / 2)
+    t = sv.quantized_weights_table("llama3-70b", tp=8)
+    assert t.weight_bytes.iloc[1] == t.weight_bytes.iloc[0] / 2 == t.weight_bytes.iloc[2]
+
+
+def test_kv_sharding_options_remove_the_replication():
+    """NxD Inference replicates 8 KV heads to 32 at TP 32 (feature guide, REPLICATE_TO_TP_DEGREE: 4 copies);
+    flash decoding shards the sequence over the 4 ranks sharing a head, attention DP 4 the batch, DCP 4 the
+    context: each stores 1/32 of the cache, and 4× the sequences fit."""
+    r = sv.replica("llama3-70b", tp=32)
+    rep_ = sv.kv_sharding(r, "replicate")
+    assert rep_.copies == 4 and rep_.kv_bytes_per_token_per_rank == pytest.approx(r.kv_bytes_per_token_per_rank)
+    for s in ("flash-decoding", "attention-dp", "context-parallel"):
+        k = sv.kv_sharding(r, s, 4)
+        assert k.copies == 1 and k.kv_bytes_per_token_per_rank == pytest.approx(r.kv_bytes_per_token / 32)
+    t = sv.kv_sharding_table(r, 16384, degree=4).set_index("strategy")
+    assert t.sequences_fit["flash-decoding"] >= 4 * t.sequences_fit["replicate"]
+    # attention DP gathers the hidden states: 2·B·h·2·(d−1)/d bytes per layer
+    assert sv.kv_sharding(r, "attention-dp", 4, batch=8).comm_bytes_per_layer == 2 * 8 * 8192 * 2 * 3 / 4
+    # flash decoding combines the group's a/g = 8 query heads' outputs plus 2 statistics each
+    assert sv.kv_sharding(r, "flash-decoding", batch=8).comm_bytes_per_layer == 8 * 8 * (128 + 2) * 2
+    # at TP 8 nothing is replicated: flash decoding has nothing to shard and exchanges nothing
+    r8 = sv.replica("llama3-70b", tp=8)
+    assert sv.kv_sharding(r8, "replicate").copies == 1 and sv.kv_sharding(r8, "flash-decoding").comm_bytes_per_layer == 0
+    with pytest.raises(ValueError, match="strategy"):
+        sv.kv_sharding(r, "ring")
+    with pytest.raises(ValueError, match="degree"):
+        sv.kv_sharding(r, "attention-dp", 3)
+
+
+def test_shared_scratchpad_neff_memory():
+    """Neuron Device Memory: the shared scratchpad is the largest NEFF's, code/constants/DMA rings add up."""
+    sp, other = [1.0, 3.0, 2.0], [0.5, 0.5, 0.25]
+    assert sv.neff_memory_bytes(sp, other) == 3.0 + 1.25
+    assert sv.neff_memory_bytes(sp, other, shared_scratchpad=False) == 6.0 + 1.25
+    # adding a bucket no larger than the biggest costs only its own code and constants
+    assert sv.neff_memory_bytes(sp + [2.5], other + [0.25]) - sv.neff_memory_bytes(sp, other) == 0.25
+    with pytest.raises(ValueError, match="other_bytes"):
+        sv.neff_memory_bytes([1.0], [1.0, 2.0])
+
+
+def test_prefix_cache_model_against_aws_70b_table():
+    """AWS, Llama-3.3-70B prefix-caching tutorial (trn2.48xlarge, TP 64): TTFT with and without prefix
+    caching on four datasets. The model f + (1 − f)(1 − h), with f fixed by the >90 %-hit row, must match
+    the ~25 % (1k) and no-hit rows within 5 %. The ~25 % (2k) row (1.57×) beats 1/(1 − h) = 1.33, which no
+    hit-rate-proportional model can reach: the test pins that it lies outside, not that it fits."""
+    t = sv.prefix_cache_check().set_index("dataset")
+    assert 0.1 < t.fixed_fraction.iloc[0] < 0.3
+    for d in ("math.math", "dynamic sonnet 1k", "HumanEval"):
+        assert abs(t.relative_error[d]) < 0.05, d
+    assert t.measured_speedup["dynamic sonnet 2k"] > t.bound_speedup["dynamic sonnet 2k"]
+    assert (t.model_speedup <= t.bound_speedup + 1e-12).all()
+
+
+def test_disaggregated_ratio_moe_selective_loading_and_cost():
+    """scaling-book's prefill:decode server ratio; NxD Inference MoE deep dive: DeepSeek (256 experts, top-8)
+    at batch 16 touches at most 128 experts (about 102 on average), and switches to all experts at
+    B·k ≥ α·E (α 0.8–1) — batch 32 for DeepSeek."""
+    assert sv.disaggregated_server_ratio(0.5, 0.02, 64, 400) == pytest.approx(4.0)
+    assert sv.expected_unique_experts(256, 8, 16) == pytest.approx(256 * (1 - (1 - 8 / 256) ** 16))
+    assert sv.expected_unique_experts(256, 8, 16) < 128
+    t16 = sv.moe_decode_expert_bytes("deepseek-v3", 16).set_index("strategy")
+    t32 = sv.moe_decode_expert_bytes("deepseek-v3", 32).set_index("strategy")
+    assert t16.chosen["selective"] and t32.chosen["all-experts"]
+    assert t16.bytes_per_layer["all-experts"] == 256 * 3 * 7168 * 2048 * 2
+    assert sv.cost_per_million_tokens_usd(1000, 3.6) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="model must be a mixture-of-experts"):
+        sv.moe_decode_expert_bytes("llama3-8b", 4)
 
 def test_tp_that_does_not_divide_the_heads_is_padded_and_the_waste_counted():
     # NxD Inference (aws-neuron/neuronx-distributed-inference, modules/attention/gqa.py,

@@ -780,3 +780,30 @@ def test_korthikanti_extra_activation_terms_are_under_one_percent_for_22b():
     share = (with_extras - layers) / eq5
     assert round(share * 100, 2) == 0.57
     assert 1e-4 < share < 1e-2
+
+
+# --------------------------------------------------------------------------- active parameters (issue 25)
+
+@pytest.mark.parametrize("key, total, active", [
+    # Mistral AI, "Mixtral of experts" (11 December 2023): 46.7B total, 12.9B used per token
+    ("mixtral-8x7b", 46.7e9, 12.9e9),
+    # Qwen Team, "Qwen3 Technical Report", arXiv:2505.09388: 235B in total, 22B activated
+    ("qwen3-235b-a22b", 235e9, 22e9),
+])
+def test_moe_compute_follows_the_active_parameters_and_memory_the_total(key, total, active):
+    m = sizing.preset(key)
+    assert m.n_params == pytest.approx(total) and m.n_active_params == pytest.approx(active)
+    job = sizing.size_job(m.n_params, 1e12, model=key)
+    assert job.active_params == pytest.approx(active)
+    assert job.flops == pytest.approx(6 * active * 1e12)          # Kaplan et al. 2020: C = 6 N D
+    assert job.state_bytes == pytest.approx(16 * total)           # every expert is held in memory
+    dense = sizing.size_job(m.n_params, 1e12)                       # no shape: the total, as before
+    assert dense.flops / job.flops == pytest.approx(total / active)
+
+
+def test_active_parameters_given_explicitly_and_bad():
+    job = sizing.size_job(100e9, 1e12, n_active_params=10e9)
+    assert job.flops == pytest.approx(6 * 10e9 * 1e12) and job.n_active_params == 10e9
+    assert sizing.size_job(8e9, 1e12, model="llama3-8b").n_active_params is None  # dense
+    with pytest.raises(ValueError, match="n_active_params"):
+        sizing.size_job(8e9, 1e12, n_active_params=9e9)  # more than the total

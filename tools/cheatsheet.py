@@ -52,8 +52,11 @@ def rows() -> list[tuple[str, str, str, str]]:
                 f"{per_param:g} B/param (course, ZeRO paper); {peer:g} B/param (Megatron-LM, DeepSpeed)",
                 _chapter("04_sizing")))
     flops = sizing.training_flops(8e9, 1e12)
-    out.append(("Training compute is six FLOPs per parameter per token (forward 2, backward 4)",
-                "C ≈ 6 · N · D", f"8B params on 1T tokens: {flops:.1e} FLOPs", _chapter("04_sizing")))
+    qwen = sizing.size_job(sizing.preset("qwen3-235b-a22b").n_params, 1e12, model="qwen3-235b-a22b")
+    out.append(("Training compute is six FLOPs per parameter a token uses, per token (forward 2, backward 4); "
+                "for a mixture of experts N counts the active parameters",
+                "C ≈ 6 · N_active · D", f"8B params on 1T tokens: {flops:.1e} FLOPs; Qwen3-235B-A22B "
+                f"({qwen.active_params / 1e9:.0f}B active): {qwen.flops:.1e}", _chapter("04_sizing")))
     n = 16
     factor = collectives.bus_factor("all_reduce", n)
     out.append(("A ring all-reduce sends almost twice the buffer through every rank's link",
@@ -116,9 +119,11 @@ def rows() -> list[tuple[str, str, str, str]]:
     out.append(("Every token in context keeps a key and a value per layer and KV head",
                 "KV bytes/token = 2 · L · n_kv · d_head · bytes", f"Llama 3 8B, BF16: {kv / KiB:,.0f} KiB",
                 _chapter("09_serving")))
-    out.append(("Decode reads every weight once per step: it stays bandwidth-bound until the batch "
-                "nears the ridge point", "batch* ≈ ridge at short contexts; larger (or never) as the KV reads grow",
-                f"BF16: ≈ {r2:,.0f} sequences (Trn2), ≈ {r3:,.0f} (Trn3)", _chapter("09_serving")))
+    out.append(("Decode reads every weight once per step: its weight matmuls stay bandwidth-bound until the "
+                "batch nears the ridge point, whatever the context; attention (about a/g FLOP/byte, the GQA "
+                "group) stays bandwidth-bound at any batch", "batch* ≈ ridge · b_w / 2 (b_w bytes per weight)",
+                f"BF16: ≈ {r2:,.0f} sequences (Trn2), ≈ {r3:,.0f} (Trn3); FP8 or INT8 weights: half",
+                _chapter("09_serving")))
     parts = moe.parameter_table("mixtral-8x7b")
     total, active = parts["params"].sum(), parts["active_params"].sum()
     out.append(("In a mixture of experts, memory follows the total parameters and compute the active ones",

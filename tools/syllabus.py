@@ -31,6 +31,9 @@ READING_WORDS_PER_MIN = 119
 MIN_PER_CODE_CELL = 1.0
 #: minutes per exercise (one calculation or one short explanation)
 MIN_PER_EXERCISE = 8.0
+#: estimates are rounded up to this many minutes (a planning figure: a few words more or less
+#: in a chapter do not change it)
+ROUND_MIN = 15
 #: weeks of the suggested plan: the chapters, shortest neighbours merged until they fit
 WEEKS = 11
 #: exercise kinds (the label after Q1, Q2, ... in a chapter) that suit a class: they ask for a
@@ -103,7 +106,7 @@ def read_chapter(path: Path) -> Chapter:
     minutes = (words / READING_WORDS_PER_MIN + n_code * MIN_PER_CODE_CELL
                + len(checks) * MIN_PER_EXERCISE)
     return Chapter(path.stem, title, subtitle, tuple(_oneline(" ".join(g)) for g in goals),
-                   tuple(earlier), int(5 * math.ceil(minutes / 5)), exercises)
+                   tuple(earlier), int(ROUND_MIN * math.ceil(minutes / ROUND_MIN)), exercises)
 
 
 def chapters() -> list[Chapter]:
@@ -126,7 +129,7 @@ def suits_class(kind: str) -> bool:
 
 
 def _hours(minutes: float) -> str:
-    return f"{minutes / 60:.1f} h"
+    return f"{minutes / 60:g} h"
 
 
 def link(stem: str) -> str:
@@ -154,7 +157,7 @@ def render() -> str:
            "silent reading of non-fiction, Brysbaert 2019, *J. Memory and Language* 109, 104047, "
            "for formulas and checking), plus "
            f"{MIN_PER_CODE_CELL:g} min per code cell and {MIN_PER_EXERCISE:g} min per exercise, "
-           "rounded up to 5 min. It is a planning figure, not a measurement of learners.",
+           f"rounded up to {ROUND_MIN} min. It is a planning figure, not a measurement of learners.",
            "",
            "**Homework or class:** *predict, then reveal* and *which cause?* exercises suit class: "
            "everyone commits to a prediction or a diagnosis, then compares before the reveal. The "

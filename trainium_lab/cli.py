@@ -10,6 +10,7 @@ Commands
 ``specs``      sourced hardware facts (:mod:`trainium_lab.specs`)
 ``plan``       a training run end to end: layout, days, failures, compiles, dollars
                (:mod:`trainium_lab.planning`), as a table, ``--json`` or a ``--markdown`` document
+``compare``    the same job on Trainium and on the comparison GPUs, cost per trained token
 
 Quantities carry their units on the command line (``--size 1GiB``, ``--bandwidth 25GB/s``,
 ``--checkpoint 90s --mtbf 24h``, ``--params 70B``) and in the output. Output is a readable table,
@@ -72,9 +73,75 @@ def _table(title: str, rows: Sequence[tuple[str, str]]) -> str:
 def _emit(args: argparse.Namespace, title: str, rows: Sequence[tuple[str, str]],
           data: dict[str, Any]) -> None:
     if args.json:
-        print(json.dumps({"command": args.command, **data}, indent=2, default=_json_default))
+        print(json.dumps(_finite({"command": args.command, **data}), indent=2, default=_json_default,
+                         allow_nan=False))
     else:
         print(_table(title, rows))
+
+
+def _usd3(x: float) -> str:
+    """Dollars to three significant figures: a plan's cost is a range, not a figure to the dollar."""
+    if not x < float("inf"):
+        return "never finishes"
+    for div, suffix in ((1e9, " B USD"), (1e6, " M USD"), (1e3, " k USD")):
+        if abs(x) >= div:
+            return f"{x / div:,.3g}{suffix}"
+    return f"{x:,.0f} USD"
+
+
+def _pair(text: str, flag: str, parse: Callable[[str, str], float]) -> tuple[float, float]:
+    """``LOW,HIGH`` (or ``LOW-HIGH`` for plain numbers) as two parsed values."""
+    parts = [t.strip() for t in str(text).split(",")]
+    if len(parts) != 2 or not all(parts):
+        raise CliError(f"{flag}: write LOW,HIGH, e.g. 30%,45%; got {text!r}")
+    return parse(parts[0], flag), parse(parts[1], flag)
+
+
+#: the flag that sets each model parameter, so an error names what the user typed
+_FLAG_OF = {
+    "n_tokens": "--tokens", "n_params": "--params", "n_active_params": "--active-params",
+    "deadline_s": "--deadline", "n_systems": "--systems", "max_systems": "--max-systems",
+    "usd_per_hour": "--price", "usd_per_chip_hour": "--price-per-chip", "mfu": "--mfu",
+    "mfu_range": "--mfu-range", "usd_per_hour_range": "--price-range", "chip_mtbf_range_s": "--chip-mtbf-range",
+    "other_costs_usd": "--other-cost", "chip_mtbf_s": "--chip-mtbf", "restart_s": "--restart",
+    "compile_s": "--compile", "n_graphs": "--graphs", "cache": "--cache", "global_batch": "--global-batch",
+    "recipe_name": "--recipe", "recipe": "--recipe", "dtype": "--dtype", "lnc": "--lnc", "system": "--system",
+    "model": "--model", "preset": "--model", "purchase_option": "--option", "checkpoint_write_bytes_per_s": "--checkpoint-bandwidth",
+    "checkpoint_bytes_per_s_per_chip": "--checkpoint-bandwidth-per-chip",
+    "storage_bytes_per_s": "--storage-bandwidth", "snapshot_s": "--snapshot", "checkpoint_mode": "--checkpoint-mode",
+    "zero_stage": "--zero", "activation_share": "--activation-share", "bytes_per_param": "--bytes-per-param",
+    "grad_bytes_per_param": "--grad-bytes", "n_instances": "--instances", "checkpoint_s": "--checkpoint",
+    "mtbf_s": "--mtbf", "unit_mtbf_s": "--mtbf", "n_units": "--units", "size_bytes": "--size",
+    "bandwidth_bytes_per_s": "--bandwidth", "latency_s": "--latency", "n": "--ranks", "collective": "--collective",
+    "n_layers": "--layers", "d_model": "--d-model", "n_heads": "--heads", "n_kv_heads": "--kv-heads",
+    "ffn_dim": "--ffn", "vocab_size": "--vocab", "seq_len": "--seq-len", "n_experts": "--experts",
+    "experts_per_token": "--experts-per-token", "expert_ffn_dim": "--expert-ffn",
+    "n_shared_experts": "--shared-experts", "n_dense_layers": "--dense-layers", "entity": "specs NAME",
+}
+
+
+def _flagged(message: str) -> str:
+    """A model's error with the parameter it names replaced by the flag that sets it."""
+    m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(?=[:\s])", message)
+    if m and m.group(1) in _FLAG_OF:
+        return _FLAG_OF[m.group(1)] + message[m.end(1):]
+    return message
+
+
+def _finite(obj: Any) -> Any:
+    """JSON has no infinity or NaN: write them as null."""
+    if isinstance(obj, float) and not (obj == obj and abs(obj) != float("inf")):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
+        try:
+            return _finite(obj.item())
+        except (TypeError, ValueError):
+            return obj
+    return obj
 
 
 def _json_default(obj: Any) -> Any:
@@ -91,7 +158,11 @@ def _cmd_sizing(args: argparse.Namespace) -> None:
     model = sizing.preset(args.model) if args.model else None
     if args.params is None and model is None:
         raise CliError("sizing: give --params (e.g. 70B) or --model (e.g. llama3-70b)")
-    n_params = parse_count(args.params, "--params") if args.params else model.n_params
+    n_params = parse_count(args.params, "--params") if args.params is not None else model.n_params
+    if args.params is not None and model is not None and abs(n_params - model.n_params) > 1e-9 * model.n_params:
+        raise CliError(f"sizing: --params {args.params} is not the {model.name}'s {_fmt_count(model.n_params)} "
+                       "parameters; give one of them (--model sets the shape and the parameters)")
+    active = None if args.active_params is None else parse_count(args.active_params, "--active-params")
     n_tokens = parse_count(args.tokens, "--tokens")
     mfu = None if args.mfu is None else parse_fraction(args.mfu, "--mfu")
     share = parse_fraction(args.activation_share, "--activation-share")
@@ -103,7 +174,8 @@ def _cmd_sizing(args: argparse.Namespace) -> None:
                        "give it or --grad-bytes, not both")
     job = sizing.size_job(n_params, n_tokens, system=args.system, recipe_name=args.recipe,
                            bytes_per_param=bpp, zero_stage=args.zero, activation_share=share,
-                           mfu=mfu, dtype=args.dtype, model=model, grad_bytes_per_param=grad)
+                           mfu=mfu, dtype=args.dtype, model=model, grad_bytes_per_param=grad,
+                           n_active_params=active)
     system = specs.system(job.system)
     r = sizing.recipe(job.recipe, job.grad_bytes_per_param)
     per_chip = job.state_bytes_per_chip
@@ -113,6 +185,8 @@ def _cmd_sizing(args: argparse.Namespace) -> None:
     chip_name = system.chip.name
     rows = [
         ("model", f"{_fmt_count(n_params)} parameters" + (f" ({model.name})" if model else "")),
+        ("active parameters (per token)", _fmt_count(job.active_params)
+         + (" (all: a dense model)" if job.n_active_params is None else " (mixture of experts)")),
         ("tokens", _fmt_count(n_tokens)),
         ("system", f"{job.system} ({system.n_chips} × {chip_name})"),
         ("recipe", f"{job.recipe}" + (f", {bpp:g} bytes/param" if bpp else
@@ -128,7 +202,7 @@ def _cmd_sizing(args: argparse.Namespace) -> None:
         rows.append(("state per chip at min chips", units.format_bytes(per_chip, digits=1)))
     rows += [
         (f"min {job.system}", "-" if job.min_systems is None else f"{job.min_systems}"),
-        ("training FLOPs (6ND)", units.format_flops(job.flops)),
+        ("training FLOPs (6 × N_active × D)", units.format_flops(job.flops)),
         ("MFU assumed", f"{job.mfu:.0%}"),
         ("instance-days", f"{job.instance_days:,.1f}"),
     ]
@@ -139,7 +213,8 @@ def _cmd_sizing(args: argparse.Namespace) -> None:
         rows.append(("activations (1 micro-batch, no TP/PP, no recompute)",
                      units.format_bytes(job.activation_bytes_per_chip, digits=1)))
     data = {
-        "inputs": {"n_params": n_params, "n_tokens": n_tokens, "system": job.system,
+        "inputs": {"n_params": n_params, "n_active_params": job.active_params, "n_tokens": n_tokens,
+                   "system": job.system,
                    "recipe": job.recipe, "bytes_per_param": bpp,
                    "grad_bytes_per_param": job.grad_bytes_per_param, "zero_stage": job.zero_stage,
                    "mfu": job.mfu, "activation_share": share, "dtype": args.dtype,
@@ -158,10 +233,10 @@ def _cmd_allreduce(args: argparse.Namespace) -> None:
     from trainium_lab import collectives, specs
 
     size = parse_bytes(args.size, "--size")
-    link = specs.link(args.link) if args.link else None
+    link = specs.link(args.link) if args.link is not None else None
     if args.bandwidth is None and link is None:
         raise CliError("allreduce: give --bandwidth (e.g. 25GB/s) or --link (e.g. trn2-efa)")
-    bandwidth = parse_rate(args.bandwidth, "--bandwidth") if args.bandwidth else link.bytes_per_s
+    bandwidth = parse_rate(args.bandwidth, "--bandwidth") if args.bandwidth is not None else link.bytes_per_s
     if args.latency is not None:
         latency = parse_seconds(args.latency, "--latency")
     else:
@@ -175,7 +250,8 @@ def _cmd_allreduce(args: argparse.Namespace) -> None:
         ("size per rank", _bytes_both(size)),
         ("ranks", f"{n}"),
         ("bandwidth per rank", units.format_bandwidth(bandwidth)
-         + (f" (from {link.key}: {link.scope}, direction {link.direction})" if link and not args.bandwidth else "")),
+         + (f" (from {link.key}: {link.scope}, direction {link.direction})" if link and args.bandwidth is None
+            else "")),
         ("latency per step", units.format_seconds(latency) if latency else "0 (ignored)"),
         ("time", units.format_seconds(t)),
         ("algorithm bandwidth", "-" if algbw is None else units.format_bandwidth(algbw)),
@@ -199,6 +275,10 @@ def _cmd_young(args: argparse.Namespace) -> None:
         job_mtbf = reliability.job_mtbf_s(mtbf, n_units)
     else:
         n_units, job_mtbf = None, mtbf
+    if ckpt >= job_mtbf:
+        raise CliError(f"--checkpoint: a checkpoint ({units.format_seconds(ckpt)}) as long as the job MTBF "
+                       f"({units.format_seconds(job_mtbf)}) or longer never saves the work: the job fails "
+                       "before it finishes one; write it faster or use fewer --units")
     young = reliability.young_interval_s(ckpt, job_mtbf)
     daly = reliability.daly_interval_s(ckpt, job_mtbf)
     best = reliability.optimal_interval_s(ckpt, job_mtbf)
@@ -214,6 +294,9 @@ def _cmd_young(args: argparse.Namespace) -> None:
         ("Daly interval", f"{units.format_seconds(daly)}  (loses {lost['daly']:.2%})"),
         ("exact optimum", f"{units.format_seconds(best)}  (loses {lost['optimal']:.2%})"),
     ]
+    if ckpt > 0.1 * job_mtbf:
+        _warn(f"the checkpoint is {ckpt / job_mtbf:.0%} of the job MTBF: Young's √(2δM) assumes δ ≪ M, "
+              "so trust only the exact optimum")
     data = {"inputs": {"checkpoint_s": ckpt, "mtbf_s": mtbf, "n_units": n_units,
                        "restart_s": restart},
             "results": {"job_mtbf_s": job_mtbf, "young_interval_s": young,
@@ -253,39 +336,121 @@ def _cmd_specs(args: argparse.Namespace) -> None:
     print(_table(f"{args.entity}: sourced facts (data/, read by trainium_lab.specs)", rows))
 
 
+_SHAPE_FLAGS = {"layers": "n_layers", "d_model": "d_model", "heads": "n_heads", "kv_heads": "n_kv_heads",
+                "ffn": "ffn_dim", "vocab": "vocab_size", "seq_len": "seq_len"}
+_MOE_FLAGS = {"experts": "n_experts", "experts_per_token": "experts_per_token",
+              "expert_ffn": "expert_ffn_dim", "shared_experts": "n_shared_experts",
+              "dense_layers": "n_dense_layers"}
+
+
+def _model(args: argparse.Namespace):
+    """``--model``: a preset, or with ``--layers`` (and the other shape flags) a model of your own
+    named by ``--model``; with ``--experts`` a mixture of experts."""
+    from trainium_lab import layouts, moe, sizing
+
+    given = {v: _integer(getattr(args, k), "--" + k.replace("_", "-"))
+             for k, v in {**_SHAPE_FLAGS, **_MOE_FLAGS}.items() if getattr(args, k, None) is not None}
+    if not given:
+        return sizing.preset(args.model)
+    for k in ("n_layers", "d_model", "n_heads"):
+        if k not in given:
+            flag = next(f for f, v in _SHAPE_FLAGS.items() if v == k)
+            raise CliError(f"--{flag.replace('_', '-')}: a model of your own needs --layers, --d-model and --heads")
+    moe_given = {k: v for k, v in given.items() if k in _MOE_FLAGS.values()}
+    if moe_given:
+        for k in ("n_experts", "experts_per_token", "expert_ffn_dim"):
+            if k not in moe_given:
+                flag = next(f for f, v in _MOE_FLAGS.items() if v == k)
+                raise CliError(f"--{flag.replace('_', '-')}: a mixture of experts needs --experts, "
+                               "--experts-per-token and --expert-ffn")
+        return moe.custom_moe_model(args.model, **given)
+    return layouts.custom_model(args.model, **given)
+
+
+def _add_model_flags(p: argparse.ArgumentParser, required: bool = True) -> None:
+    p.add_argument("--model", required=required,
+                   help=f"a preset ({_presets_text()}), or the name of your own model given by --layers, "
+                        "--d-model, --heads (and --kv-heads, --ffn, --vocab, --seq-len; MoE: --experts, "
+                        "--experts-per-token, --expert-ffn, --shared-experts, --dense-layers)")
+    shape = p.add_argument_group("a model of your own (with --model NAME)")
+    for flag, what in (("layers", "transformer layers"), ("d-model", "hidden size"),
+                       ("heads", "attention heads"), ("kv-heads", "key/value heads (default: --heads)"),
+                       ("ffn", "MLP inner size (default 4 × --d-model)"), ("vocab", "vocabulary size"),
+                       ("seq-len", "training sequence length"), ("experts", "routed experts per MoE layer"),
+                       ("experts-per-token", "experts per token (top-k)"), ("expert-ffn", "width of one expert"),
+                       ("shared-experts", "shared experts (default 0)"),
+                       ("dense-layers", "dense layers before the MoE layers (default 0)")):
+        shape.add_argument("--" + flag, help=what)
+
+
+def _warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
 def _cmd_plan(args: argparse.Namespace) -> None:
     from trainium_lab import planning
 
-    if args.model is None:
-        raise CliError("plan: give --model (llama3-8b, llama3-70b, llama3-405b)")
+    model = _model(args)
     if args.systems is not None and args.deadline is not None:
         raise CliError("plan: give --systems or --deadline, not both")
     kwargs = dict(
-        system=args.system, mfu=None if args.mfu is None else parse_fraction(args.mfu, "--mfu"), purchase_option=args.option,
-        checkpoint_write_bytes_per_s=parse_rate(args.checkpoint_bandwidth, "--checkpoint-bandwidth"),
+        system=args.system, mfu=None if args.mfu is None else parse_fraction(args.mfu, "--mfu"),
+        purchase_option=args.option, checkpoint_mode=args.checkpoint_mode,
         restart_s=parse_seconds(args.restart, "--restart"), compile_s=parse_seconds(args.compile, "--compile"),
         n_graphs=_integer(args.graphs, "--graphs"), cache=args.cache,
         global_batch=_integer(args.global_batch, "--global-batch"), recipe_name=args.recipe,
         # an FP8 recipe's matmuls run at the FP8 peak unless --dtype says otherwise
         dtype=args.dtype or ("fp8" if str(args.recipe).startswith("fp8") else "bfloat16"))
+    for flag, name, parse in (("checkpoint_bandwidth", "checkpoint_write_bytes_per_s", parse_rate),
+                              ("checkpoint_bandwidth_per_chip", "checkpoint_bytes_per_s_per_chip", parse_rate),
+                              ("storage_bandwidth", "storage_bytes_per_s", parse_rate),
+                              ("snapshot", "snapshot_s", parse_seconds)):
+        text = getattr(args, flag)
+        if text is not None:
+            kwargs[name] = parse(text, "--" + flag.replace("_", "-"))
+    if args.checkpoint_mode == "async" and args.snapshot is None:
+        raise CliError("--checkpoint-mode async needs --snapshot (the blocking copy to host memory, e.g. 5s)")
+    if args.max_systems is not None:
+        kwargs["max_systems"] = _integer(args.max_systems, "--max-systems")
     if args.systems is not None:
         kwargs["n_systems"] = _integer(args.systems, "--systems")
     if args.deadline is not None:
         kwargs["deadline_s"] = parse_seconds(args.deadline, "--deadline")
     if args.lnc is not None:
         kwargs["lnc"] = _integer(args.lnc, "--lnc")
+    if args.price is not None and args.price_per_chip is not None:
+        raise CliError("--price-per-chip: give --price (per instance-hour) or --price-per-chip, not both")
     if args.price is not None:
         kwargs["usd_per_hour"] = parse_usd_per_hour(args.price, "--price")
+    if args.price_per_chip is not None:
+        kwargs["usd_per_chip_hour"] = parse_usd_per_hour(args.price_per_chip, "--price-per-chip")
+    if args.mfu_range is not None:
+        kwargs["mfu_range"] = _pair(args.mfu_range, "--mfu-range", parse_fraction)
+    if args.price_range is not None:
+        kwargs["usd_per_hour_range"] = _pair(args.price_range, "--price-range", parse_usd_per_hour)
+    if args.chip_mtbf_range is not None:
+        kwargs["chip_mtbf_range_s"] = _pair(args.chip_mtbf_range, "--chip-mtbf-range", parse_seconds)
+    if args.other_cost:  # NAME=USD, NAME one of planning.OTHER_COSTS (the model names a wrong one)
+        kwargs["other_costs_usd"] = _assignments(args.other_cost, "--other-cost", parse_count)
     if args.chip_mtbf is not None:
         kwargs["chip_mtbf_s"] = parse_seconds(args.chip_mtbf, "--chip-mtbf")
     try:
-        plan = planning.plan_run(args.model, parse_count(args.tokens, "--tokens"), **kwargs)
+        plan = planning.plan_run(model, parse_count(args.tokens, "--tokens"), **kwargs)
     except ValueError as exc:
         message = str(exc).splitlines()[0]
         if message.startswith("usd_per_hour:"):
             raise CliError("--price" + message[len("usd_per_hour"):].replace(
-                "as an input (an assumption)", "with --price (an assumption)")) from None
+                "as an input (an assumption)", "with --price or --price-per-chip (an assumption)")) from None
         raise
+    r0 = plan.results
+    if r0["lost_fraction"] > 0.5:
+        _warn(f"the plan loses {r0['lost_fraction']:.0%} of its time to failures and checkpoints (job MTBF "
+              f"{units.format_seconds(r0['job_mtbf_s'])}, checkpoint {units.format_seconds(r0['checkpoint_cost_s'])}, "
+              "restart {}): check --chip-mtbf, --restart and the checkpoint bandwidth".format(
+                  units.format_seconds(r0["restart_total_s"])))
+    elif r0["checkpoint_cost_s"] > 0.1 * r0["job_mtbf_s"]:
+        _warn(f"a checkpoint ({units.format_seconds(r0['checkpoint_cost_s'])}) takes over a tenth of the job MTBF "
+              f"({units.format_seconds(r0['job_mtbf_s'])}): Young's interval is far from its optimum's assumptions")
     if args.markdown:
         from trainium_lab.views.planning import to_markdown
 
@@ -294,7 +459,9 @@ def _cmd_plan(args: argparse.Namespace) -> None:
     r = plan.results
     est = plan.estimate
     rows = [
-        ("model", f"{plan.model.name} ({_fmt_count(plan.model.n_params)} parameters)"),
+        ("model", f"{plan.model.name} ({_fmt_count(plan.model.n_params)} parameters"
+                  + (f", {_fmt_count(plan.sizing.active_params)} active per token)" if plan.sizing.n_active_params
+                     else ")")),
         ("tokens", _fmt_count(plan.n_tokens)),
         ("cluster", f"{plan.n_systems} × {plan.system} = {plan.n_chips} chips, {plan.n_instances} "
                     f"instance{'s' if plan.n_instances != 1 else ''} of {plan.instance_type}, LNC={plan.lnc}"),
@@ -309,12 +476,22 @@ def _cmd_plan(args: argparse.Namespace) -> None:
         ("time lost (checkpoints, rework, restarts)", f"{r['lost_fraction']:.2%}"),
         ("first-launch compiles", units.format_seconds(r["cold_start_s"])),
         ("wall clock", f"{plan.days:,.2f} days"),
-        ("instance-hours", f"{r['instance_hours']:,.1f}"),
-        ("price per instance-hour", f"{plan.usd_per_hour:,.2f} USD ({plan.price_basis})"),
-        ("cost", f"{r['cost_usd']:,.0f} USD"),
+        ("range (MFU, failures, price)", f"{r['days_low']:,.1f}-{r['days_high']:,.1f} days"),
+        ("billed", f"{plan.n_instances} × {plan.inputs['billing_unit']} ({plan.inputs['chips_per_instance']} "
+                   f"chips each), {plan.inputs['purchase_option']}: {r['billed_instance_hours']:,.1f} "
+                   f"instance-hours" + (f" ({plan.billing.note})" if plan.billing.note else "")),
+        ("price per instance-hour", f"{plan.usd_per_hour:,.2f} USD = {plan.inputs['usd_per_chip_hour']:,.3f} USD "
+                                    f"per chip-hour ({plan.price_basis})"),
+        ("cost", f"{_usd3(r['cost_usd'])} (range {_usd3(r['cost_low_usd'])} to {_usd3(r['cost_high_usd'])})"),
+        ("other costs (spares, storage, data, evaluation, debugging)",
+         f"{r['other_costs_usd']:,.0f} USD (given with --other-cost; total {_usd3(r['total_cost_usd'])})"),
         ("cost per million tokens", f"{r['cost_per_million_tokens_usd']:,.4f} USD"),
-        ("largest uncertainty", str(plan.sensitivity["input"].iloc[0])),
+        ("largest uncertainty", _FLAG_OF.get(str(plan.sensitivity["input"].iloc[0]),
+                                             str(plan.sensitivity["input"].iloc[0]))),
     ]
+    if plan.systems_tried:
+        rows.append(("count search", f"exact: {len(plan.systems_tried)} counts planned, {plan.systems_bounded} "
+                                     "ruled out by the state and perfect-scaling floors"))
     if plan.deadline_s is not None:
         rows.append(("deadline", f"{units.format_seconds(plan.deadline_s)}: "
                                  f"{'met' if plan.meets_deadline else 'missed'}"))
@@ -322,6 +499,7 @@ def _cmd_plan(args: argparse.Namespace) -> None:
         "inputs": {"model": plan.model.key, "n_params": plan.model.n_params, "n_tokens": plan.n_tokens,
                    "system": plan.system, "n_systems": plan.n_systems, "lnc": plan.lnc,
                    "deadline_s": plan.deadline_s, "price_basis": plan.price_basis,
+                   "n_active_params": plan.sizing.active_params,
                    "assumptions": list(plan.assumptions),
                    **{k: v for k, v in plan.inputs.items()}},
         "layout": {"tp": plan.layout.tp, "pp": plan.layout.pp, "dp": plan.layout.dp, "ep": plan.layout.ep,
@@ -334,9 +512,58 @@ def _cmd_plan(args: argparse.Namespace) -> None:
                     **dict(r), "sizing": {"state_bytes": plan.sizing.state_bytes,
                                           "min_chips": plan.sizing.min_chips,
                                           "instance_days": plan.sizing.instance_days}},
+        "billing": {"unit": plan.inputs["billing_unit"], "chips_per_instance": plan.inputs["chips_per_instance"],
+                    "n_instances": plan.n_instances, "purchase_option": plan.inputs["purchase_option"],
+                    "n_purchases": plan.billing.n_purchases, "days_per_purchase": list(plan.billing.days_per_purchase),
+                    "instances_per_purchase": list(plan.billing.instances_per_purchase), "note": plan.billing.note},
+        "search": {"systems_tried": list(plan.systems_tried), "systems_bounded": plan.systems_bounded},
         "sensitivity": plan.sensitivity.to_dict(orient="records"),
     }
     _emit(args, "Training plan (trainium_lab.planning)", rows, data)
+
+
+def _assignments(items: Sequence[str] | None, flag: str, parse: Callable[[str, str], float]) -> dict[str, float]:
+    out = {}
+    for item in items or ():
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise CliError(f"{flag}: write NAME=VALUE, got {item!r}")
+        out[name.strip()] = parse(value, flag)
+    return out
+
+
+def _cmd_compare(args: argparse.Namespace) -> None:
+    from trainium_lab import planning, sizing
+
+    model = _model(args)
+    n_tokens = parse_count(args.tokens, "--tokens")
+    mfu = parse_fraction(args.mfu, "--mfu")
+    names = planning.platforms().platform.tolist()
+    per = _assignments(args.platform_mfu, "--platform-mfu", parse_fraction)
+    prices = _assignments(args.price_per_chip, "--price-per-chip", parse_usd_per_hour)
+    for name in (*per, *prices):
+        if name not in names:
+            raise CliError(f"--platform-mfu/--price-per-chip: unknown platform {name!r}; one of {', '.join(names)}")
+    if args.reference not in names:
+        raise CliError(f"--reference: unknown platform {args.reference!r}; one of {', '.join(names)}")
+    active = float(getattr(model, "n_active_params", 0.0) or 0.0) or float(model.n_params)
+    table = planning.compare_platforms(active, n_tokens, {n: per.get(n, mfu) for n in names},
+                                       prices or None, purchase_option=args.option, reference=args.reference)
+    rows = []
+    for r in table.itertuples():
+        cost = "no price: give --price-per-chip" if r.cost_usd != r.cost_usd else (
+            f"{_usd3(r.cost_usd)}, {r.cost_per_million_tokens_usd:,.3f} USD per million tokens")
+        rows.append((f"{r.platform} ({r.accelerator_name})",
+                     f"MFU {r.mfu:.0%}: {r.chip_hours:,.0f} chip-hours; " + cost
+                     + ("" if r.parity_usd_per_chip_hour != r.parity_usd_per_chip_hour
+                        else f"; equal cost per token at {r.parity_usd_per_chip_hour:,.2f} USD per chip-hour")))
+    data = {"inputs": {"model": model.key, "n_params": float(model.n_params), "n_active_params": active,
+                       "n_tokens": n_tokens, "mfu": {n: per.get(n, mfu) for n in names},
+                       "purchase_option": args.option, "reference": args.reference},
+            "platforms": table.to_dict(orient="records")}
+    _emit(args, f"The same job on every platform: {model.name}, {_fmt_count(n_tokens)} tokens, 6 × "
+                f"{_fmt_count(active)} active parameters × D (trainium_lab.planning.compare_platforms)",
+          rows, data)
 
 
 # --------------------------------------------------------------------------- argument parser
@@ -354,6 +581,20 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str):  # type: ignore[override]
         raise CliError(f"{self.prog}: {message} (see --help)")
+
+
+def _systems_text() -> str:
+    """Every Trainium system of ``data/systems.csv``, for the help texts."""
+    from trainium_lab import specs
+
+    return ", ".join(sy.key for sy in specs.systems())
+
+
+def _presets_text() -> str:
+    """Every model preset of ``data/model_presets.csv``, for the help texts."""
+    from trainium_lab import sizing
+
+    return ", ".join(p.key for p in sizing.presets("all"))
 
 
 def _add_json(p: argparse.ArgumentParser) -> None:
@@ -383,6 +624,9 @@ def build_parser() -> argparse.ArgumentParser:
                f"  {PROG} specs trn2\n"
                f"  {PROG} plan --model llama3-8b --tokens 100B --systems 1 --price 40",
         formatter_class=argparse.RawDescriptionHelpFormatter)
+    from trainium_lab import __version__
+
+    parser.add_argument("--version", action="version", version=f"{PROG} (trainium_lab) {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     p = _command(sub, "sizing", _cmd_sizing, help="training state, chips, FLOPs and instance-days",
@@ -390,7 +634,9 @@ def build_parser() -> argparse.ArgumentParser:
                  "and systems, FLOPs (6ND) and instance-days at an assumed MFU.",
                  epilog=f"Example: {PROG} sizing --params 8B --tokens 1T --mfu 40%")
     p.add_argument("--params", help="parameters, e.g. 70B, 405e9 (default: the --model's)")
-    p.add_argument("--model", help="a published shape: llama3-8b, llama3-70b, llama3-405b")
+    p.add_argument("--model", help=f"a published shape: {_presets_text()}")
+    p.add_argument("--active-params", help="parameters one token uses, for the FLOPs (default: the "
+                   "--model's published active count for a mixture of experts, else --params)")
     p.add_argument("--tokens", required=True, help="training tokens, e.g. 2T, 15.6T")
     p.add_argument("--system", default="trn2.48xlarge",
                    help="trn1.32xlarge, trn2.48xlarge, trn2-ultraserver, ... (default %(default)s)")
@@ -462,21 +708,46 @@ def build_parser() -> argparse.ArgumentParser:
                  "give --price (an assumption).",
                  epilog=f"Example: {PROG} plan --model llama3-405b --tokens 1T --system trn2-ultraserver "
                  "--deadline 60d --price 40 --global-batch 2048 --json")
-    p.add_argument("--model", help="llama3-8b, llama3-70b or llama3-405b")
+    _add_model_flags(p)
     p.add_argument("--tokens", required=True, help="training tokens, e.g. 100B, 1T")
     p.add_argument("--system", default="trn2.48xlarge",
-                   help="trn1.32xlarge, trn2.48xlarge, trn2-ultraserver, trn3-gen1-ultraserver, "
-                        "trn3-gen2-ultraserver (default %(default)s)")
+                   help=f"{_systems_text()} (default %(default)s)")
     p.add_argument("--systems", help="how many systems (instances or UltraServers)")
     p.add_argument("--deadline", help="wall-clock deadline, e.g. 60d; chooses --systems")
     p.add_argument("--lnc", help="logical NeuronCore setting, 1 or 2 (default: the chip's)")
-    p.add_argument("--price", help="USD per instance-hour, e.g. 40 (default: the sourced price, if any)")
+    p.add_argument("--price", help="USD per hour of one billed instance: trn1.32xlarge, trn2.48xlarge and "
+                                   "trn2u.48xlarge (a quarter of a Trn2 UltraServer) hold 16 chips, a Trn3 Gen1 "
+                                   "server 16, a Trn3 Gen2 server 4; e.g. 40 (default: the sourced price, if any)")
+    p.add_argument("--price-per-chip", help="USD per chip-hour instead of --price, e.g. 4.64")
+    p.add_argument("--mfu-range", help="low,high MFU for the plan's range, e.g. 30%%,45%% "
+                                       "(default: --mfu × 0.75 and × 1.25)")
+    p.add_argument("--price-range", help="low,high price per instance-hour for the range (default: × 0.75, × 1.25)")
+    p.add_argument("--chip-mtbf-range", help="low,high chip MTBF for the range (default: × 0.5, × 2)")
+    p.add_argument("--other-cost", action="append", metavar="NAME=USD",
+                   help="a cost outside the instance-hours, repeatable: spares, storage, data pipeline, "
+                        "evaluation or debugging runs, e.g. --other-cost storage=20000 (each 0 unless given)")
     p.add_argument("--option", default="on-demand", choices=["on-demand", "capacity-block", "ri-effective"],
-                   help="purchase option of the sourced price (default %(default)s)")
+                   help="purchase option, billed under its terms: on-demand hourly; capacity-block 1-182 days, "
+                        "64 instances per block, 256 in all; ri-effective whole 1-year terms "
+                        "(default %(default)s)")
     p.add_argument("--mfu", default=None, help="MFU while computing, e.g. 40%% (default: the calibrated "
                    "value, fitted on AWS's Trn1 training runs)")
-    p.add_argument("--checkpoint-bandwidth", default="10GB/s",
-                   help="aggregate checkpoint write bandwidth (default %(default)s)")
+    p.add_argument("--checkpoint-bandwidth",
+                   help="checkpoint write bandwidth of the whole job, e.g. 1TB/s (default: "
+                        "--checkpoint-bandwidth-per-chip × chips, up to --storage-bandwidth)")
+    p.add_argument("--checkpoint-bandwidth-per-chip",
+                   help="checkpoint write bandwidth per chip (default: Meta's Llama 3 storage per GPU, "
+                        "2 TB/s over 16,384 GPUs = 122MB/s)")
+    p.add_argument("--storage-bandwidth",
+                   help="limit of the checkpoint storage (default: the 1.1 PiB FSx for Lustre file system "
+                        "AWS demonstrated, 1.15TB/s)")
+    p.add_argument("--checkpoint-mode", default="sync", choices=["sync", "async"],
+                   help="sync: training waits for the write; async: only for --snapshot, the copy to "
+                        "host memory, then the upload runs behind training (default %(default)s)")
+    p.add_argument("--snapshot", help="blocking copy of the state to host memory with --checkpoint-mode "
+                                      "async, e.g. 5s (an assumption)")
+    p.add_argument("--max-systems", help="largest count --deadline (or the fewest that fit) considers "
+                                         "(default: 100,000 chips' worth)")
     p.add_argument("--chip-mtbf", help="MTBF of one chip, e.g. 2000d (default: the Llama 3 per-GPU proxy)")
     p.add_argument("--restart", default="10min", help="restart time before the reload (default %(default)s)")
     p.add_argument("--compile", default="20min", help="compile time per graph (default %(default)s)")
@@ -492,6 +763,26 @@ def build_parser() -> argparse.ArgumentParser:
                      help="print JSON in base units (bytes, s, FLOPs, bytes/s, USD) instead of a table")
     out.add_argument("--markdown", action="store_true",
                      help="print the plan as a Markdown document (the capacity-request attachment)")
+
+    p = _command(sub, "compare", _cmd_compare, help="the same job on Trainium and the comparison GPUs",
+                 description="The same training job on every platform the course knows (chapter 11): "
+                 "accelerator-hours = 6 × N_active × D / (peak × MFU), cost = accelerator-hours × price per "
+                 "accelerator-hour (the sourced instance price ÷ its accelerators, or --price-per-chip). "
+                 "Perfect scaling on all alike; every MFU is an input.",
+                 epilog=f"Example: {PROG} compare --model llama3-70b --tokens 2T --mfu 40%% "
+                 "--price-per-chip trn2.48xlarge=4.64")
+    _add_model_flags(p)
+    p.add_argument("--tokens", required=True, help="training tokens, e.g. 2T")
+    p.add_argument("--mfu", default="40%", help="MFU on every platform, e.g. 40%% (default %(default)s)")
+    p.add_argument("--platform-mfu", action="append", metavar="PLATFORM=MFU",
+                   help="an MFU for one platform, repeatable, e.g. p5.48xlarge=35%%")
+    p.add_argument("--price-per-chip", action="append", metavar="PLATFORM=USD",
+                   help="USD per accelerator-hour for a platform (repeatable); Trainium has no sourced price")
+    p.add_argument("--option", default="on-demand", choices=["on-demand", "capacity-block", "ri-effective"],
+                   help="which sourced prices to use (default %(default)s)")
+    p.add_argument("--reference", help="a priced platform: adds the price per chip-hour at which each costs "
+                                       "the same per token (default p5.48xlarge)", default="p5.48xlarge")
+    _add_json(p)
     return parser
 
 
@@ -499,7 +790,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (0 ok, 2 bad input, 1 internal error)."""
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # --help and --version print and stop
+            return int(exc.code or 0) if not isinstance(exc.code, str) else 2
         if args.command is None:
             parser.print_help()
             return 2
@@ -508,9 +802,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except ValueError as exc:  # the models' validation: names the parameter and its range
+    except ValueError as exc:  # the models' validation: names the parameter (here: its flag) and its range
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"error: {message}", file=sys.stderr)
+        print(f"error: {_flagged(message)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -24,6 +24,10 @@ A training run
     batch, a branch on some ranks), :func:`run_compiles` (compiles, stalls and
     node-seconds with per-node or shared caches), :func:`trial_run_keys` and
     :func:`parallel_precompile_s` (``neuron_parallel_compile`` [2]_).
+Padding against compile time
+    ``bucket_tradeoff(..., tokens_per_s=..., n_epochs=..., n_cold_starts=...)`` adds the
+    padding time and the compiles per cold start (``total_s``): the bucket count that
+    minimises it depends on throughput, epochs and whether the cache survives restarts.
 
 Numbers that no public source gives (compile time per NEFF, memory per loaded NEFF)
 are inputs, labelled assumptions wherever they are used. Sourced statements about
@@ -33,7 +37,9 @@ References
 ----------
 .. [1] AWS Neuron documentation, "Neuron Persistent Cache",
    https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/arch/neuron-features/neuron-caching.html
-.. [2] AWS Neuron documentation, "PyTorch NeuronX neuron_parallel_compile CLI",
+.. [2] AWS Neuron documentation, "PyTorch NeuronX neuron_parallel_compile CLI" (a torch-neuronx
+   tool: legacy, as PyTorch/XLA training is unsupported from Neuron 2.30 and torch-neuronx is not
+   shipped from 2.32; the cache page [1] describes the same path),
    https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/torch-neuronx/api-reference-guide/training/pytorch-neuron-parallel-compile.html
 .. [3] AWS Neuron documentation, "Neuron Device Memory" (per-NEFF memory, shared scratchpad),
    https://awsdocs-neuron.readthedocs-hosted.com/en/latest/neuron-runtime/explore/device-memory.html
@@ -64,7 +70,7 @@ import numpy as np
 import pandas as pd
 
 from trainium_lab import specs
-from trainium_lab._validate import choice, finite_number, integer, positive
+from trainium_lab._validate import choice, finite_number, in_range, integer, positive
 from trainium_lab.units import MiB, minute
 
 __all__ = [
@@ -525,16 +531,24 @@ def bucket_set_cost(lengths, buckets, *, compile_s_per_neff: float, neff_bytes: 
 
 def bucket_tradeoff(lengths, max_buckets: int, *, compile_s_per_neff: float, neff_bytes: float,
                     tokens_per_s: float | None = None, n_epochs: float = 1.0,
-                    scratchpad_bytes_per_token: float = 0.0, counts=None) -> pd.DataFrame:
+                    scratchpad_bytes_per_token: float = 0.0, counts=None,
+                    n_cold_starts: float = 1.0) -> pd.DataFrame:
     """Optimal and power-of-two bucket sets for 1..``max_buckets`` buckets, costed.
+
+    Padding against compile time: ``padding_s`` is the time spent computing padding
+    tokens over ``n_epochs`` at ``tokens_per_s``; every bucket is a NEFF compiled once
+    per cold start, and ``n_cold_starts`` says how many times the run meets an empty
+    cache (1 with a shared cache that outlives restarts; one more for each restart onto
+    nodes whose local caches are empty). ``total_s = padding_s + n_cold_starts ×
+    compile_s`` is the time the two cost together, and the best bucket count minimises it.
 
     Returns
     -------
     pandas.DataFrame
         One row per (``strategy``, ``n_buckets``): ``strategy`` ("optimal" or
         "powers of two"), ``n_buckets`` (requested), ``buckets`` (text), ``n_neffs``,
-        ``padding_fraction``, ``compile_s``, ``loaded_bytes``, ``padding_s`` (NaN
-        without ``tokens_per_s``).
+        ``padding_fraction``, ``compile_s`` (one cold start), ``loaded_bytes``,
+        ``padding_s`` and ``total_s`` (NaN without ``tokens_per_s``).
 
     Examples
     --------
@@ -545,6 +559,7 @@ def bucket_tradeoff(lengths, max_buckets: int, *, compile_s_per_neff: float, nef
     ['128', '64, 128', '32, 64, 128']
     """
     max_buckets = integer("max_buckets", max_buckets, minimum=1, maximum=MAX_BUCKETS)
+    n_cold_starts = in_range("n_cold_starts", n_cold_starts, 0, 1e6)
     values, cnt = _histogram(lengths, counts)
     top = int(values[-1])
     sets = {"optimal": optimal_buckets_by_count(values, max_buckets, cnt),
@@ -559,7 +574,9 @@ def bucket_tradeoff(lengths, max_buckets: int, *, compile_s_per_neff: float, nef
                          "buckets": ", ".join(str(x) for x in c.buckets), "n_neffs": c.n_neffs,
                          "padding_fraction": c.padding_fraction, "compile_s": c.compile_s,
                          "loaded_bytes": c.loaded_bytes,
-                         "padding_s": np.nan if c.padding_s is None else c.padding_s})
+                         "padding_s": np.nan if c.padding_s is None else c.padding_s,
+                         "total_s": (np.nan if c.padding_s is None
+                                     else c.padding_s + n_cold_starts * c.compile_s)})
     return pd.DataFrame(rows)
 
 
@@ -1207,7 +1224,8 @@ def compiler_facts(topic: str | None = None) -> pd.DataFrame:
     ----------
     topic : str, optional
         Keep one topic (``"neuronx-cc"``, ``"neuron cache"``, ``"neuron_parallel_compile"``,
-        ``"neuron runtime"``, ``"torch-neuronx"``, ``"jax cache"``).
+        ``"neuron runtime"``, ``"torch-neuronx"``, ``"torchneuron"``, ``"jax neuronx"``,
+        ``"jax cache"``, ``"neuron logs"``, ``"neuron scale"``, ``"neuron docs"``).
 
     Examples
     --------

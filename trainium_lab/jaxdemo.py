@@ -1,7 +1,8 @@
 """Real compilation on the learner's CPU: JAX's ``jax.jit`` shows what neuronx-cc lives with.
 
 JAX traces a Python function into a StableHLO program (on Trainium the Neuron
-PJRT plugin hands it to the Neuron compiler as an XLA HLO module), compiles it once per input shape with XLA, and keeps the
+PJRT plugin hands it to the Neuron compiler as an XLA HLO module, the input the
+neuronx-cc CLI reference names), compiles it once per input shape with XLA, and keeps the
 executable in an in-memory cache keyed by shapes and static arguments; a
 persistent cache on disk survives the process. Every function here runs a small
 program and returns **counts and program text**, which are the same on every
@@ -21,10 +22,12 @@ References
 ----------
 JAX documentation: "Just-in-time compilation" (tracing, static arguments, caching),
 https://docs.jax.dev/en/latest/jit-compilation.html; "Control flow and logical
-operators with JIT" (``lax.cond``, ``lax.scan``, tracer boolean conversion),
+operators with JIT" (``lax.select``, ``lax.scan``, ``fori_loop``, tracer boolean conversion),
 https://docs.jax.dev/en/latest/control-flow.html; "Persistent compilation cache",
 https://docs.jax.dev/en/latest/persistent_compilation_cache.html; the cache key's
-parts in ``jax/_src/cache_key.py`` (jax 0.10.2).
+parts in ``jax/_src/cache_key.py`` (jax 0.10.2). AWS, "JAX NeuronX Known Issues":
+``jax.lax.cond`` is not supported on Neuron and only static while loops are; the
+demonstrations therefore use ``jnp.where`` / ``lax.select`` and static loop bounds.
 
 Examples
 --------
@@ -48,11 +51,12 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from trainium_lab._validate import integer, sequence
+from trainium_lab._validate import choice, integer, sequence
 
 __all__ = ["CompileLog", "watch_compiles", "step_hlo", "call_times", "hlo_op_count", "shape_compiles",
-           "BranchDemo", "branch_compiles", "loop_vs_scan", "ragged_batch_compiles",
-           "graph_cut_compiles", "persistent_cache_demo"]
+           "BranchDemo", "branch_compiles", "loop_vs_scan", "static_loop_compiles", "MaskDemo",
+           "masked_shape_compiles", "ragged_batch_compiles", "graph_cut_compiles",
+           "persistent_cache_demo", "xla_dump_files"]
 
 _COMPILING = re.compile(r"^Compiling (?P<name>\S+) with global shapes and types \((?P<shapes>.*?)\)\.")
 _FINISHED = re.compile(r"^Finished XLA compilation of (?P<name>\S+) in (?P<s>[0-9.eE+-]+) sec")
@@ -162,26 +166,36 @@ def _make_step():
     return train_step
 
 
-def step_hlo(batch: int = 8, d_model: int = 16) -> str:
-    """The StableHLO text JAX produces for a tiny training-step stand-in.
+def step_hlo(batch: int = 8, d_model: int = 16, dialect: str = "stablehlo") -> str:
+    """The program JAX produces for a tiny training-step stand-in, before any optimisation.
 
     ``train_step(x, w) = mean(tanh(x @ w)²)`` with ``x`` of shape ``(batch,
     d_model)`` and ``w`` of shape ``(d_model, d_model)``, lowered from abstract
-    shapes (``jax.ShapeDtypeStruct``): tracing only, nothing runs or compiles. This
-    text is what JAX hands to a backend; on Trainium the Neuron PJRT plugin passes it
-    on as an XLA HLO module, the input ``neuronx-cc`` compiles.
-    The shapes are written into every line: another batch size is another program.
+    shapes (``jax.ShapeDtypeStruct``): tracing only, nothing runs or compiles.
+
+    ``dialect="stablehlo"`` gives ``lower().as_text()``: the StableHLO module JAX
+    emits, before any compiler pass. ``dialect="hlo"`` gives
+    ``lower().compiler_ir("hlo")``: the same program as an XLA HLO module, the form
+    the Neuron PJRT plugin hands to ``neuronx-cc`` (``--framework XLA`` takes an HLO
+    module). Neither is optimised; XLA's own passes, and then ``neuronx-cc``'s, come
+    after. The shapes are written into every line: another batch size is another program.
 
     Examples
     --------
     >>> "tensor<8x16xf32>" in step_hlo(8, 16)
     True
+    >>> "f32[8,16]" in step_hlo(8, 16, dialect="hlo")
+    True
     """
     batch, d_model = _check_dims(batch, d_model)
+    dialect = choice("dialect", dialect, ("stablehlo", "hlo"))
     jax = _jax()
     x = jax.ShapeDtypeStruct((batch, d_model), np.float32)
     w = jax.ShapeDtypeStruct((d_model, d_model), np.float32)
-    return jax.jit(_make_step()).lower(x, w).as_text()
+    lowered = jax.jit(_make_step()).lower(x, w)
+    if dialect == "hlo":
+        return lowered.compiler_ir("hlo").as_hlo_text()
+    return lowered.as_text()
 
 
 def call_times(batches: Sequence[int] = (8, 16, 32), d_model: int = 16,
@@ -225,6 +239,8 @@ def call_times(batches: Sequence[int] = (8, 16, 32), d_model: int = 16,
 
 def hlo_op_count(text: str) -> int:
     """Number of StableHLO operations in a program's text (occurrences of ``stablehlo.``).
+
+    Constants count (``stablehlo.constant``), as do the ops inside a reduction's body.
 
     Examples
     --------
@@ -295,17 +311,19 @@ class BranchDemo:
 
     ``traced_error``: the exception JAX raises for a Python ``if`` on a traced
     value. ``static``: compiles per call when the flag is a static argument (one
-    program per value). ``cond``: compiles per call with ``lax.cond`` (one program
-    holding both branches).
+    program per value). ``select``: compiles per call with ``jnp.where`` (a
+    ``select`` in the program: both sides computed, one kept; one program for every
+    value). ``lax.cond`` would also give one program, but JAX NeuronX does not
+    support it, so it is not the Neuron-safe answer.
     """
 
     traced_error: str
     static: pd.DataFrame
-    cond: pd.DataFrame
+    select: pd.DataFrame
 
 
 def branch_compiles(flags: Sequence[bool] = (True, False, True), d_model: int = 16) -> BranchDemo:
-    """A value-dependent branch: an error when traced, separate graphs when static, one with ``lax.cond``.
+    """A value-dependent branch: an error when traced, separate graphs when static, one with ``jnp.where``.
 
     Parameters
     ----------
@@ -321,13 +339,13 @@ def branch_compiles(flags: Sequence[bool] = (True, False, True), d_model: int = 
     Examples
     --------
     >>> d = branch_compiles((True, False, True))
-    >>> d.traced_error, d.static.new_compiles.tolist(), d.cond.new_compiles.tolist()
+    >>> d.traced_error, d.static.new_compiles.tolist(), d.select.new_compiles.tolist()
     ('TracerBoolConversionError', [1, 1, 0], [1, 0, 0])
     """
     flags = tuple(sequence("flags", flags, _flag, max_length=64))
     _, d_model = _check_dims(1, d_model)
     jax = _jax()
-    jnp, lax = jax.numpy, jax.lax
+    jnp = jax.numpy
     x = np.ones((8, d_model), np.float32)
     w = np.ones((d_model, d_model), np.float32)
 
@@ -349,13 +367,13 @@ def branch_compiles(flags: Sequence[bool] = (True, False, True), d_model: int = 
             y = jnp.tanh(y)
         return y.mean()
 
-    def cond_step(x, w, clip):
+    def select_step(x, w, clip):
         y = x @ w
-        y = lax.cond(clip, jnp.tanh, lambda v: v, y)  # both branches in one program
+        y = jnp.where(clip, jnp.tanh(y), y)  # both sides computed, one kept: Neuron-safe
         return y.mean()
 
     tables = []
-    for fn, jit_kw in ((static_step, {"static_argnames": "clip"}), (cond_step, {})):
+    for fn, jit_kw in ((static_step, {"static_argnames": "clip"}), (select_step, {})):
         jitted = jax.jit(fn, **jit_kw)
         rows = []
         for i, flag in enumerate(flags, start=1):
@@ -428,6 +446,145 @@ def loop_vs_scan(depths: Sequence[int] = (2, 8, 32), d_model: int = 16, *,
             rows.append({"depth": depth, "style": style, "hlo_ops": hlo_op_count(text),
                          "hlo_lines": text.count("\n"), "compile_s": seconds})
     return pd.DataFrame(rows)
+
+
+def static_loop_compiles(trip_counts: Sequence[int] = (4, 8, 4), d_model: int = 16) -> pd.DataFrame:
+    """A ``lax.fori_loop`` with a static trip count against one with a traced trip count.
+
+    With a Python ``int`` as the bound (a static argument), the trip count is a
+    constant in the program: a static loop, one program per trip count. With the
+    bound passed as an array it is an input of the program, so one program serves
+    every count, but its loop is a ``while`` whose condition reads a value only known
+    at run time: a dynamic loop, which JAX NeuronX does not support ("only static
+    while loops are supported").
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``style``, ``call``, ``trip_count``, ``new_compiles``, ``bound`` ("a constant
+        in the program" or "an input of the program", read from the StableHLO text).
+
+    Examples
+    --------
+    >>> df = static_loop_compiles((4, 8, 4))
+    >>> df.groupby("style", sort=False).new_compiles.apply(list).to_dict()
+    {'static bound': [1, 1, 0], 'traced bound': [1, 0, 0]}
+    """
+    counts = _int_tuple("trip_counts", trip_counts, minimum=1, maximum=1024, max_len=16)
+    _, d_model = _check_dims(1, d_model)
+    jax = _jax()
+    jnp, lax = jax.numpy, jax.lax
+    x = np.ones((8, d_model), np.float32)
+    w = np.full((d_model, d_model), 0.01, np.float32)
+
+    def static_bound(x, w, n):
+        return lax.fori_loop(0, n, lambda i, h: jnp.tanh(h @ w), x)
+
+    def traced_bound(x, w, n):
+        return lax.fori_loop(0, n, lambda i, h: jnp.tanh(h @ w), x)
+
+    def bound(text: str) -> str:
+        cond = text.split("cond {", 1)[1].split("} do {", 1)[0]
+        return "a constant in the program" if "stablehlo.constant" in cond else "an input of the program"
+
+    rows = []
+    for style, fn, jit_kw in (("static bound", static_bound, {"static_argnames": "n"}),
+                              ("traced bound", traced_bound, {})):
+        jitted = jax.jit(fn, **jit_kw)
+        for i, n in enumerate(counts, start=1):
+            arg = int(n) if jit_kw else np.int32(n)
+            with watch_compiles() as log:
+                jitted(x, w, arg).block_until_ready()
+            text = jitted.lower(x, w, arg).as_text()
+            rows.append({"style": style, "call": i, "trip_count": int(n),
+                         "new_compiles": log.count(fn.__name__), "bound": bound(text)})
+    return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class MaskDemo:
+    """Data-dependent shapes and their fixed-size replacements (see :func:`masked_shape_compiles`).
+
+    ``traced_error``: what JAX raises for boolean indexing inside ``jit``. ``table``:
+    one row per style with the compiles over all batches and the output shapes seen.
+    """
+
+    traced_error: str
+    table: pd.DataFrame
+
+
+def masked_shape_compiles(kept_per_batch: Sequence[int] = (3, 5, 3, 7), n_rows: int = 8,
+                          d_model: int = 16) -> MaskDemo:
+    """Rows selected by a data-dependent mask: a new shape per count, or one fixed shape.
+
+    Each batch has ``n_rows`` rows, of which the first ``kept_per_batch[i]`` pass a
+    mask (a stand-in for ``nonzero``, boolean indexing, or the tokens one MoE expert
+    receives). Three styles:
+
+    * "boolean index, then jit": ``x[mask]`` eagerly, then a jitted step on the result:
+      one program per distinct count (inside ``jit`` the indexing is an error);
+    * "fixed-size mask (jnp.where)": the step keeps all ``n_rows`` rows and zeroes the
+      ones the mask drops, dividing by the mask's sum: one program;
+    * "nonzero(size=n_rows)": ``jnp.nonzero(mask, size=n_rows, fill_value=0)`` gathers
+      the kept rows into a fixed-size buffer padded with row 0, masked out: one program.
+
+    Returns
+    -------
+    MaskDemo
+
+    Examples
+    --------
+    >>> d = masked_shape_compiles((3, 5, 3, 7))
+    >>> d.traced_error, d.table.compiles.tolist()
+    ('NonConcreteBooleanIndexError', [3, 1, 1])
+    """
+    n_rows = integer("n_rows", n_rows, minimum=1, maximum=4096)
+    kept = _int_tuple("kept_per_batch", kept_per_batch, minimum=0, maximum=n_rows, max_len=64)
+    _, d_model = _check_dims(1, d_model)
+    jax = _jax()
+    jnp = jax.numpy
+    w = np.full((d_model, d_model), 0.01, np.float32)
+    x = np.ones((n_rows, d_model), np.float32)
+    masks = [np.arange(n_rows) < k for k in kept]
+
+    try:
+        jax.jit(lambda x, m: x[m])(x, masks[0])
+        error = "none"
+    except jax.errors.NonConcreteBooleanIndexError as exc:
+        error = type(exc).__name__
+
+    def step_on_kept(xk, w):
+        h = jnp.tanh(xk @ w)
+        return jnp.sum(h * h) / jnp.maximum(xk.shape[0], 1)
+
+    def step_masked(x, m, w):
+        h = jnp.tanh(x @ w)
+        return jnp.sum(m[:, None] * h * h) / jnp.maximum(jnp.sum(m), 1)
+
+    def step_nonzero(x, m, w):
+        idx = jnp.nonzero(m, size=x.shape[0], fill_value=0)[0]
+        valid = jnp.arange(x.shape[0]) < jnp.sum(m)
+        h = jnp.tanh(x[idx] @ w)
+        return jnp.sum(valid[:, None] * h * h) / jnp.maximum(jnp.sum(m), 1)
+
+    rows = []
+    for style, fn in (("boolean index, then jit", step_on_kept),
+                      ("fixed-size mask (jnp.where)", step_masked),
+                      ("nonzero(size=n_rows)", step_nonzero)):
+        jitted = jax.jit(fn)
+        shapes = []
+        with watch_compiles() as log:
+            for m in masks:
+                if fn is step_on_kept:
+                    xk = x[m]
+                    shapes.append(xk.shape[0])
+                    jitted(xk, w).block_until_ready()
+                else:
+                    shapes.append(n_rows)
+                    jitted(x, m.astype(np.float32) if fn is step_masked else m, w).block_until_ready()
+        rows.append({"style": style, "batches": len(masks), "compiles": log.count(fn.__name__),
+                     "rows_per_step": ", ".join(str(s) for s in dict.fromkeys(shapes))})
+    return MaskDemo(error, pd.DataFrame(rows))
 
 
 def ragged_batch_compiles(n_samples: int = 1000, batch_size: int = 64, n_epochs: int = 2,
@@ -632,3 +789,38 @@ def persistent_cache_demo(cache_dir: str | None = None) -> pd.DataFrame:
         if own:
             shutil.rmtree(path, ignore_errors=True)
     return pd.DataFrame(rows)
+
+
+def xla_dump_files(batch: int = 8, d_model: int = 16) -> list[str]:
+    """What ``--xla_dump_to`` writes for one compile: the kinds of file, in sorted order.
+
+    Compiles the training-step stand-in with the XLA debug option ``xla_dump_to``
+    pointing at a temporary directory (removed afterwards) and returns the file
+    names with the per-process module number and program name removed
+    (``module_0007.jit_train_step.before_optimizations.txt`` becomes
+    ``before_optimizations.txt``). On Neuron the same flag, set through
+    ``XLA_FLAGS`` before JAX starts (AWS, "JAX NeuronX Environment Variables"),
+    dumps the HLO the Neuron plugin compiles; on the CPU it also shows the CPU
+    backend's own files.
+
+    Examples
+    --------
+    >>> files = xla_dump_files()
+    >>> "before_optimizations.txt" in files
+    True
+    """
+    batch, d_model = _check_dims(batch, d_model)
+    jax = _jax()
+    path = tempfile.mkdtemp(prefix="xla-dump-demo-")
+    try:
+        x = jax.ShapeDtypeStruct((batch, d_model), np.float32)
+        w = jax.ShapeDtypeStruct((d_model, d_model), np.float32)
+        jax.jit(_make_step()).lower(x, w).compile(compiler_options={"xla_dump_to": path})
+        kinds = set()
+        for name in os.listdir(path):
+            m = re.match(r"^module_\d+\.[^.]+\.(.+)$", name)
+            if m:
+                kinds.add(m[1])
+        return sorted(kinds)
+    finally:
+        shutil.rmtree(path, ignore_errors=True)

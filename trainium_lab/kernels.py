@@ -19,7 +19,9 @@ for a NeuronCore, and its cost can be reasoned about without a Neuron device:
   :func:`trainium_lab.numerics.round_to`; the engines compute in FP32 (as the NKI guides
   say they do); the tensor engine accumulates in FP32.
 * **Cost.** Each operation's time comes from the engine's sourced rate: DMA bytes over
-  the core's DMA bandwidth; a matmul instruction occupies the whole array for
+  the bandwidth of the DMA engines the tile's partitions reach (each engine serves
+  ``partitions / 16`` of them), slowed below about 2 KiB per partition, after a fixed
+  cost per transfer (AWS's DMA bandwidth guide); a matmul instruction occupies the whole array for
   ``max(N, mm_min_cycles)`` cycles at the dtype's peak rate (so a 100-row contraction costs
   as much as a 128-row one); a vector, scalar or GpSimd instruction streams its free
   elements at the engine's data-path width, plus a fixed per-instruction overhead. Each
@@ -29,14 +31,23 @@ for a NeuronCore, and its cost can be reasoned about without a Neuron device:
 
 Where it simplifies (each is stated again where it matters):
 
-* Loads and stores are two DMA queues that run concurrently, each at the core's full DMA
-  bandwidth; a real core shares its 16 DMA engines between them. ``KernelRun.dma_floor_s``
-  gives the time if they could not overlap at all.
+* **DMA queues.** By default (``dma_queues="shared"``) loads and stores are two queues, each in
+  order, that share the core's 16 DMA engines: a transfer takes the engines when they are free
+  (a later-issued load may fill a gap before an earlier store), so all DMA together never runs
+  faster than the core's DMA bandwidth and a kernel never beats ``KernelRun.dma_floor_s``.
+  ``dma_queues="separate"`` gives each queue the full bandwidth at once (the view of earlier
+  versions of this emulator): it shows how far overlap could go, not what a core does.
+* **DMA cost of one transfer.** ``fixed + bytes / (bandwidth × efficiency)``. The fixed cost
+  (``dma_fixed_s``, about 1.3 µs) is latency from trigger to data: it overlaps with the data of
+  the transfer before it in the same queue (needed for large transfers to saturate, as AWS says
+  they do) and shows when a transfer waits for compute. The bandwidth is ``min(engines reached
+  × per-engine rate, the core's DMA bandwidth)``. The efficiency is ``min(1, bytes per partition
+  / dma_efficient_bytes_per_partition)``: below the guide's 2 KiB per partition a transfer is
+  bound by descriptors, not bytes (a packet-rate floor). The per-engine rate is the DMA
+  bandwidth guide's table (17 / 23 / 33 B/ns on NeuronCore-v2 / v3 / v4) by default,
+  ``dma_figure="prose"`` the DMA overview's 27.2 / 38.4 GB/s; AWS states both.
 * The core's DMA bandwidth is ``min(16 engines × per-engine rate, chip HBM bandwidth / cores)``:
-  an equal share of HBM when every core streams, which AWS does not state. Every transfer
-  gets all of it, whatever its shape: on a device each DMA engine serves eight partitions, so a
-  tile of few rows uses few engines (AWS's DMA page profiles a [4, 4096] BF16 load on one
-  engine at 1,416 ns), and transfers of under about 4 KiB per partition do not reach peak.
+  an equal share of HBM when every core streams, which AWS does not state.
 * The vector engine's BF16/FP16 width (NeuronCore-v3 and -v4) is its performance mode, which
   the Trainium2 guide grants to ``tensor_copy`` and ``tensor_scalar`` with all operands in
   SBUF; other vector instructions stream at the width for other data types (see
@@ -57,11 +68,14 @@ Guide for NKI", "Trainium3 Architecture Guide for NKI" (engines, data-path width
 cost models, tile-size limits, PSUM banks, double-FP8 and MX matmul); "What is Tiling?"
 (partition dimension at most 128; PSUM and matmul tile limits); "The Trainium Memory
 Hierarchy" (all memories software-managed); "Introduction to Direct Memory Access (DMA) with
-NKI" (16 DMA engines per core and their bandwidth).
+NKI" (16 DMA engines per core, 27.2 / 38.4 GB/s each in its prose, eight partitions per engine,
+a profiled [4, 4096] BF16 load on one engine); "Guideline to Avoid Under-Utilizing DMA
+Bandwidth" (17 / 23 / 33 B/ns per engine, ~1,300 ns per transfer, >= 2 KiB per partition).
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 from dataclasses import dataclass, field
@@ -75,7 +89,9 @@ from trainium_lab import units as u
 from trainium_lab._validate import UnknownNameError, choice, in_range, integer, positive
 
 __all__ = [
-    "ENGINES", "SPACES", "ACTIVATIONS", "CoreModel", "core_model", "max_contraction",
+    "ENGINES", "SPACES", "ACTIVATIONS", "DMA_FIGURES", "DMA_QUEUES", "CoreModel", "core_model",
+    "max_contraction", "nki_mapping", "matmul_ladder", "SystolicTiming", "systolic_matmul_cycles",
+    "decode_matmul_orientations",
     "memory_hierarchy", "core_roofline", "core_bound_s", "Tensor", "View", "Pool", "Kernel",
     "KernelRun", "pipeline_time_s", "matmul_hbm_bytes", "TilePlan", "tile_plan", "largest_tiles",
     "tiled_matmul", "matmul_cost", "elementwise", "softmax", "attention_softmax", "rmsnorm",
@@ -83,6 +99,10 @@ __all__ = [
 
 #: engine queues of the timeline, in display order
 ENGINES: tuple[str, ...] = ("dma_load", "tensor", "vector", "scalar", "gpsimd", "dma_store")
+#: per-engine DMA bandwidth figures AWS states: the DMA bandwidth guide's table, the DMA overview's prose
+DMA_FIGURES: tuple[str, ...] = ("table", "prose")
+#: how loads and stores use the DMA engines (see the module docstring)
+DMA_QUEUES: tuple[str, ...] = ("shared", "separate")
 #: memory spaces
 SPACES: tuple[str, ...] = ("hbm", "sbuf", "psum")
 #: activation functions of :meth:`Kernel.activation` (the scalar engine)
@@ -172,6 +192,9 @@ class CoreModel:
     dma_fixed_s: float
     hbm_bytes: float
     assumed: tuple[str, ...]
+    dma_figure: str = "table"
+    dma_efficient_bytes_per_partition: float = 0.0
+    dma_queues: str = "shared"
 
     @property
     def sbuf_bytes_per_partition(self) -> float:
@@ -198,12 +221,37 @@ class CoreModel:
         """All of the core's DMA engines together: engines × per-engine bandwidth."""
         return self.dma_engines * self.dma_engine_bytes_per_s
 
+    def dma_transfer_s(self, nbytes: float, partitions: int) -> float:
+        """Data time of one transfer of ``nbytes`` over ``partitions`` SBUF partitions (the
+        fixed cost ``dma_fixed_s`` comes on top, as latency): bytes over the bandwidth of the
+        engines those partitions reach, at the small-transfer efficiency.
+
+        Examples
+        --------
+        >>> c = core_model("trn2")
+        >>> round(c.dma_transfer_s(4 * 4096 * 2, 4) * 1e9)   # one engine, 32 KiB at 23 B/ns
+        1425
+        >>> round(c.dma_transfer_s(128 * 256, 128) / c.dma_transfer_s(128 * 2048, 128), 3)  # 256 B/partition
+        1.0
+        """
+        if nbytes <= 0:
+            return 0.0
+        partitions = max(1, int(partitions))
+        per_engine = self.partitions / self.dma_engines
+        engines = min(self.dma_engines, math.ceil(partitions / per_engine))
+        bandwidth = min(engines * self.dma_engine_bytes_per_s, self.dma_bytes_per_s)
+        efficiency = 1.0
+        if self.dma_efficient_bytes_per_partition > 0:
+            efficiency = min(1.0, nbytes / partitions / self.dma_efficient_bytes_per_partition)
+        return nbytes / (bandwidth * efficiency)
+
     def _repr_markdown_(self) -> str:
         return (f"**{self.core}** ({self.chip_name}): SBUF {self.sbuf_bytes / u.MiB:g} MiB in "
                 f"{self.partitions} partitions, PSUM {self.psum_bytes / u.MiB:g} MiB "
                 f"({self.psum_banks} banks of {self.psum_tile_fmax} FP32 per partition), "
                 f"tensor engine {self.dense_flops_per_s['bf16'] / u.TFLOPS:g} TFLOP/s BF16, DMA "
-                f"{u.format_bandwidth(self.dma_bytes_per_s)}; assumed: "
+                f"{u.format_bandwidth(self.dma_bytes_per_s)} ({self.dma_figure} figure, "
+                f"{self.dma_queues} queues, {self.dma_fixed_s / u.us:g} µs per transfer); assumed: "
                 f"{', '.join(self.assumed) or 'nothing'}")
 
 
@@ -211,7 +259,9 @@ def core_model(chip: str = "trn2", *, dma_bytes_per_s: float | None = None,
                mm_min_cycles: float | None = None,
                instruction_overhead_cycles: float | None = None,
                gpsimd_elements_per_cycle: float | None = None,
-               dma_fixed_s: float = 0.0) -> CoreModel:
+               dma_fixed_s: float | None = None, dma_figure: str = "table",
+               dma_efficient_bytes_per_partition: float | None = None,
+               dma_queues: str = "shared") -> CoreModel:
     """The per-core figures of a chip's NeuronCore that the emulator's cost model uses.
 
     Parameters
@@ -232,8 +282,18 @@ def core_model(chip: str = "trn2", *, dma_bytes_per_s: float | None = None,
         GpSimd data-path width; default the recorded width (NeuronCore-v3 has none
         recorded, so it takes the nearest generation's). AWS gives no rule of thumb for
         GpSimd instruction cost, so this is always listed as assumed.
-    dma_fixed_s : float
-        Fixed time added to every DMA transfer (s). Default 0: not modelled.
+    dma_fixed_s : float, optional
+        Fixed cost of every DMA transfer (s), latency from trigger to data; default the DMA
+        bandwidth guide's ~1,300 ns (``data/cores.csv``). 0 turns it off.
+    dma_figure : str
+        ``"table"`` (default): the DMA bandwidth guide's 17 / 23 / 33 B/ns per engine;
+        ``"prose"``: the DMA overview's 27.2 / 38.4 GB/s. AWS states both.
+    dma_efficient_bytes_per_partition : float, optional
+        Bytes per partition from which a transfer runs at full bandwidth (below it, time
+        is as if it moved this many); default the guide's 2 KiB. 0 turns it off.
+    dma_queues : str
+        ``"shared"`` (default): loads and stores share the DMA engines; ``"separate"``:
+        each gets the full bandwidth at once (an upper bound on overlap).
 
     Returns
     -------
@@ -243,15 +303,18 @@ def core_model(chip: str = "trn2", *, dma_bytes_per_s: float | None = None,
     ----------
     AWS NKI architecture guides (engine data-path widths, frequencies, cost models); AWS
     "Introduction to DMA with NKI" (16 DMA engines per core; 27.2 GB/s each on v2 and v3,
-    38.4 GB/s on v4).
+    38.4 GB/s on v4, in its prose); "Guideline to Avoid Under-Utilizing DMA Bandwidth"
+    (17 / 23 / 33 B/ns per engine, ~1,300 ns per transfer, 2 KiB per partition).
 
     Examples
     --------
     >>> c = core_model("trn2")
     >>> c.core, c.partitions, c.psum_banks
     ('NeuronCore-v3', 128, 8)
-    >>> round(c.dma_bytes_per_s / 1e9, 1)   # 2.9 TB/s shared by 8 cores binds before 16 × 27.2 GB/s
+    >>> round(c.dma_bytes_per_s / 1e9, 1)   # 2.9 TB/s shared by 8 cores binds before 16 × 23 GB/s
     362.5
+    >>> round(core_model("trn1").dma_bytes_per_s / 1e9), round(core_model("trn1", dma_figure="prose").dma_bytes_per_s / 1e9)
+    (272, 435)
     >>> "mm_min_cycles" in c.assumed, "mm_min_cycles" in core_model("trn1").assumed
     (True, False)
     """
@@ -263,7 +326,11 @@ def core_model(chip: str = "trn2", *, dma_bytes_per_s: float | None = None,
         else in_range("instruction_overhead_cycles", instruction_overhead_cycles, 0, 1e6),
         None if gpsimd_elements_per_cycle is None
         else in_range("gpsimd_elements_per_cycle", gpsimd_elements_per_cycle, 1, 1e6),
-        in_range("dma_fixed_s", dma_fixed_s, 0, 1.0),
+        None if dma_fixed_s is None else in_range("dma_fixed_s", dma_fixed_s, 0, 1.0),
+        choice("dma_figure", dma_figure, DMA_FIGURES),
+        None if dma_efficient_bytes_per_partition is None
+        else in_range("dma_efficient_bytes_per_partition", dma_efficient_bytes_per_partition, 0, 2**30),
+        choice("dma_queues", dma_queues, DMA_QUEUES),
     )
     if overrides[0] is not None and overrides[0] > 1e15:
         raise ValueError(f"dma_bytes_per_s must be at most 1e15, got {dma_bytes_per_s!r}")
@@ -272,7 +339,7 @@ def core_model(chip: str = "trn2", *, dma_bytes_per_s: float | None = None,
 
 @functools.lru_cache(maxsize=64)
 def _core_model(key: str, dma_override, mm_override, overhead_override, gpsimd_override,
-                dma_fixed_s: float) -> CoreModel:
+                fixed_override, dma_figure: str, knee_override, dma_queues: str) -> CoreModel:
     c = specs.chip(key)
     core = c.core
     name = core.name
@@ -301,7 +368,10 @@ def _core_model(key: str, dma_override, mm_override, overhead_override, gpsimd_o
                    if f.entity == name and f.status == "used"
                    and f.field.startswith("tensor_contraction_max.")}
     engines = carried("dma_engines")
-    per_engine = carried("dma_engine_bytes_per_s")
+    if dma_figure == "prose":
+        per_engine = _dma_prose_rate(name)
+    else:
+        per_engine = carried("dma_engine_bytes_per_s")
     hbm_share = c.hbm_bytes_per_s / c.neuron_cores
     if dma_override is None:
         dma = min(engines * per_engine, hbm_share)
@@ -309,7 +379,8 @@ def _core_model(key: str, dma_override, mm_override, overhead_override, gpsimd_o
     else:
         dma = float(dma_override)
         assumed.append("dma_bytes_per_s")
-    assumed.append("dma_fixed_s")
+    dma_fixed_s = carried("dma_fixed_s", fixed_override)
+    knee = carried("dma_efficient_bytes_per_partition", knee_override)
     return CoreModel(
         chip=c.key, chip_name=c.name, core=name, partitions=core.sbuf_partitions,
         sbuf_bytes=core.sbuf_bytes, psum_bytes=core.psum_bytes,
@@ -320,8 +391,18 @@ def _core_model(key: str, dma_override, mm_override, overhead_override, gpsimd_o
         instruction_overhead_cycles=carried("instruction_overhead_cycles", overhead_override),
         dma_engines=int(engines), dma_engine_bytes_per_s=per_engine,
         hbm_share_bytes_per_s=hbm_share, dma_bytes_per_s=dma, dma_fixed_s=float(dma_fixed_s),
-        hbm_bytes=c.hbm_bytes, assumed=tuple(dict.fromkeys(assumed)),
+        hbm_bytes=c.hbm_bytes, assumed=tuple(dict.fromkeys(assumed)), dma_figure=dma_figure,
+        dma_efficient_bytes_per_partition=float(knee), dma_queues=dma_queues,
     )
+
+
+def _dma_prose_rate(core: str) -> float:
+    """The DMA overview's per-engine rate for this core (the ``alternative`` row of
+    ``dma_engine_bytes_per_s`` sourced to ``aws-nki-dma``)."""
+    for f in specs._facts("core"):
+        if f.entity == core and f.field == "dma_engine_bytes_per_s" and f.source_id == "aws-nki-dma":
+            return float(f.base_value)
+    raise ValueError(f"no DMA-overview figure for {core} in data/cores.csv")  # pragma: no cover
 
 
 def _tensor_mode(core: CoreModel, dtypes: Sequence[str]) -> tuple[str, int]:
@@ -633,6 +714,7 @@ class KernelRun:
     partitions: int
     dma_bytes_per_s: float
     engine_busy_s: Mapping[str, float]
+    dma_queues: str
     ops: Mapping[str, Sequence] = field(repr=False)
     output: np.ndarray | None = field(default=None, repr=False)
 
@@ -648,13 +730,23 @@ class KernelRun:
 
     @property
     def dma_floor_s(self) -> float:
-        """Time if loads and stores had to share the DMA bandwidth: all HBM bytes / bandwidth."""
+        """The DMA floor: all HBM bytes at the core's full DMA bandwidth. With shared DMA
+        queues (the default) no kernel is faster; separate queues can look faster."""
         return self.hbm_bytes / self.dma_bytes_per_s
 
     @property
+    def dma_busy_s(self) -> float:
+        """Time the DMA engines spend moving data, loads and stores together."""
+        return self.engine_busy_s["dma_load"] + self.engine_busy_s["dma_store"]
+
+    @property
     def binding_engine(self) -> str:
-        """The engine (or DMA queue) busy longest: the one to speed up first."""
-        return max(self.engine_busy_s, key=lambda e: self.engine_busy_s[e])
+        """The engine (or DMA queue) busy longest: the one to speed up first. With shared DMA
+        queues, ``"dma"`` when loads and stores together keep the DMA engines busiest."""
+        busy = dict(self.engine_busy_s)
+        if self.dma_queues == "shared" and self.dma_busy_s > max(busy.values()):
+            return "dma"
+        return max(busy, key=lambda e: busy[e])
 
     @property
     def lane_utilisation(self) -> float:
@@ -686,11 +778,14 @@ class KernelRun:
                               "busy_share": self.engine_busy_s[e] / self.time_s if self.time_s else 0.0}
                              for e in ENGINES])
 
+    def _busy_of(self, engine: str) -> float:
+        return self.dma_busy_s if engine == "dma" else self.engine_busy_s[engine]
+
     def _repr_markdown_(self) -> str:
         return (f"**{self.name}** on one {self.core} ({self.chip}): "
                 f"**{u.format_seconds(self.time_s)}**; HBM read "
                 f"{u.format_bytes(self.hbm_read_bytes)}, written {u.format_bytes(self.hbm_write_bytes)}; "
-                f"busiest: {self.binding_engine} ({u.format_seconds(self.engine_busy_s[self.binding_engine])}); "
+                f"busiest: {self.binding_engine} ({u.format_seconds(self._busy_of(self.binding_engine))}); "
                 f"SBUF peak {u.format_bytes(self.sbuf_peak_bytes_per_partition)} of "
                 f"{u.format_bytes(self.sbuf_bytes_per_partition)} per partition; PSUM "
                 f"{self.psum_peak_banks} of {self.psum_banks} banks")
@@ -746,6 +841,9 @@ class Kernel:
         self._hbm_used = 0.0
         self._free_at = dict.fromkeys(ENGINES, 0.0)
         self._busy = dict.fromkeys(ENGINES, 0.0)
+        self._dma_cost: dict[tuple[float, int], float] = {}
+        self._dma_starts: list[float] = []   # busy intervals of the shared DMA engines, sorted
+        self._dma_ends: list[float] = []
         self._ops: dict[str, list] = {k: [] for k in ("engine", "op", "start_s", "end_s", "bytes",
                                                       "flops", "partitions", "deps")}
         self.hbm_read_bytes = 0.0
@@ -863,19 +961,26 @@ class Kernel:
     # ------------------------------------------------------------------ scheduling
     def _issue(self, engine: str, op: str, reads: Sequence[View], writes: Sequence[View],
                duration_s: float, *, nbytes: float = 0.0, flops: float = 0.0,
-               partitions: int = 0) -> int:
-        start = self._free_at[engine]
+               partitions: int = 0, latency_s: float = 0.0) -> int:
         deps: list[int] = []
+        ready = ready_same = 0.0   # a wait on another engine costs the latency; on this queue, order only
+        engines = self._ops["engine"]
         for v in (*reads, *writes):  # read or write after the last write
             t = v.tensor
             if t.writer is not None:
-                start = max(start, t.write_end)
                 deps.append(t.writer)
+                if engines[t.writer] == engine:
+                    ready_same = max(ready_same, t.write_end)
+                else:
+                    ready = max(ready, t.write_end)
         for v in writes:  # write after the reads since that write
             t = v.tensor
             if t.readers:
-                start = max(start, t.read_end)
+                ready = max(ready, t.read_end)
                 deps.extend(t.readers)
+        start = max(self._free_at[engine], ready_same, ready + latency_s)
+        if self.core.dma_queues == "shared" and engine in ("dma_load", "dma_store") and duration_s > 0:
+            start = self._dma_slot(start, duration_s)
         end = start + duration_s
         o = self._ops
         op_id = len(o["engine"])
@@ -900,6 +1005,19 @@ class Kernel:
             t.write_end = end
             t.readers = []
         return op_id
+
+    def _dma_s(self, nbytes: float, partitions: int) -> float:
+        """:meth:`CoreModel.dma_transfer_s`, cached per (bytes, partitions) for this kernel."""
+        key = (nbytes, partitions)
+        s = self._dma_cost.get(key)
+        if s is None:
+            s = self._dma_cost[key] = self.core.dma_transfer_s(nbytes, partitions)
+        return s
+
+    def _dma_slot(self, earliest: float, duration_s: float) -> float:
+        """Earliest start >= ``earliest`` when the shared DMA engines are free for
+        ``duration_s``; the interval is then reserved."""
+        return _reserve(self._dma_starts, self._dma_ends, earliest, duration_s)
 
     def _engine_s(self, engine: str, free_elems: int, n_inputs: int, dtypes: Sequence[str],
                   perf_mode: bool = False) -> float:
@@ -984,8 +1102,8 @@ class Kernel:
                 mem.tensor.data[mem.slices] = _cast(values, tile.tensor.dtype, mem.tensor.dtype)
         c = self.core
         self._issue("dma_load" if kind == "load" else "dma_store", kind, reads, writes,
-                    nbytes / c.dma_bytes_per_s + c.dma_fixed_s, nbytes=nbytes,
-                    partitions=tile.shape[0])
+                    self._dma_s(nbytes, tile.shape[0]), nbytes=nbytes,
+                    partitions=tile.shape[0], latency_s=c.dma_fixed_s)
 
     # ------------------------------------------------------------------ tensor engine
     def matmul(self, dst: Any, stationary: Any, moving: Any, *, accumulate: bool = False) -> None:
@@ -1236,7 +1354,7 @@ class Kernel:
             flops=float(self.flops), sbuf_peak_bytes_per_partition=float(self._sbuf_peak),
             sbuf_bytes_per_partition=float(c.sbuf_bytes_per_partition),
             psum_peak_banks=int(self._psum_peak), psum_banks=c.psum_banks,
-            partitions=c.partitions, dma_bytes_per_s=c.dma_bytes_per_s,
+            partitions=c.partitions, dma_bytes_per_s=c.dma_bytes_per_s, dma_queues=c.dma_queues,
             engine_busy_s=dict(self._busy), ops={k: list(v) for k, v in o.items()}, output=out)
 
 
@@ -1363,12 +1481,50 @@ def _pipeline_schedule(n: int, load_s: float, compute_s: float, store_s: float, 
     return se
 
 
+def _reserve(starts: list[float], ends: list[float], earliest: float, duration_s: float) -> float:
+    """First-fit on one resource: the earliest start >= ``earliest`` at which ``duration_s``
+    fits between the sorted, disjoint busy intervals ``[starts[i], ends[i])``; reserved."""
+    i = bisect.bisect_right(ends, earliest)
+    s = earliest
+    while i < len(starts) and s + duration_s > starts[i]:
+        s = max(s, ends[i])
+        i += 1
+    starts.insert(i, s)
+    ends.insert(i, s + duration_s)
+    return s
+
+
+def _pipeline_schedule_shared(n: int, load_s: float, compute_s: float, store_s: float,
+                              buffers: int) -> float:
+    """The emulator's rule with shared DMA engines: loads and stores each in order, both on
+    one set of engines that runs one transfer at a time (a load may fill an earlier gap)."""
+    starts: list[float] = []
+    ends: list[float] = []
+
+    def slot(earliest: float, d: float) -> float:
+        return _reserve(starts, ends, earliest, d) if d > 0 else earliest
+
+    le = ce = se = 0.0
+    store_ends: list[float] = []
+    for i in range(n):
+        slot_free = store_ends[i - buffers] if i >= buffers else 0.0
+        le = slot(max(le, slot_free), load_s) + load_s
+        ce = max(le, ce) + compute_s
+        se = slot(max(ce, se), store_s) + store_s
+        store_ends.append(se)
+    return se
+
+
 def pipeline_time_s(n_tiles: int, load_s: float, compute_s: float, store_s: float,
-                    buffers: int) -> float:
+                    buffers: int, dma_queues: str = "separate") -> float:
     """Time for ``n_tiles`` identical tiles to stream load → compute → store.
 
-    Each stage runs on its own queue (DMA in, an engine, DMA out) in tile order, and a tile
-    holds one of ``buffers`` SBUF buffers from the start of its load to the end of its store.
+    With ``dma_queues="separate"`` each stage runs on its own queue (DMA in, an engine, DMA
+    out) at full speed, in tile order, and a tile holds one of ``buffers`` SBUF buffers from
+    the start of its load to the end of its store. That is the textbook three-stage pipeline;
+    on a NeuronCore loads and stores share the 16 DMA engines, which ``dma_queues="shared"``
+    models (the emulator's default): the DMA then needs ``n·(load + store)`` whatever the
+    buffers, so the time is at least that, and no closed form is claimed for it.
 
     * ``buffers = 1``: the stages serialise, ``n·(load + compute + store)``.
     * ``buffers >= 3``: enough to overlap all three stages,
@@ -1386,6 +1542,8 @@ def pipeline_time_s(n_tiles: int, load_s: float, compute_s: float, store_s: floa
         Time of each stage for one tile (s, >= 0).
     buffers : int
         Buffers per stream (>= 1).
+    dma_queues : str
+        ``"separate"`` (the closed forms above) or ``"shared"``.
 
     Returns
     -------
@@ -1407,12 +1565,18 @@ def pipeline_time_s(n_tiles: int, load_s: float, compute_s: float, store_s: floa
     10.0
     >>> (pipeline_time_s(41, 2.0, 2.0, 2.0, 2) - pipeline_time_s(39, 2.0, 2.0, 2.0, 2)) / 2  # 3 s a tile
     3.0
+    >>> pipeline_time_s(4, 1.0, 2.0, 1.0, 3, dma_queues="shared")   # DMA needs 4 × 2 = 8 s of 10
+    10.0
+    >>> pipeline_time_s(4, 2.0, 1.0, 2.0, 3, dma_queues="shared") >= 4 * (2.0 + 2.0)
+    True
     """
     n = integer("n_tiles", n_tiles, minimum=1, maximum=1_000_000)
     load = positive("load_s", load_s, allow_zero=True)
     comp = positive("compute_s", compute_s, allow_zero=True)
     store = positive("store_s", store_s, allow_zero=True)
     b = integer("buffers", buffers, minimum=1, maximum=1_000_000)
+    if choice("dma_queues", dma_queues, DMA_QUEUES) == "shared":
+        return float(_pipeline_schedule_shared(n, load, comp, store, b))
     if b == 1:
         t = n * (load + comp + store)
     elif b >= 3:
@@ -1710,7 +1874,7 @@ def _matmul_schedule(kern: Kernel, a_t: Tensor, b: Tensor, c: Tensor, plan: Tile
     key, cmax = _tensor_mode(core, [a_t.dtype, b.dtype])
     per_instr = max(1, cmax // p)
     rate = core.dense_flops_per_s[key]
-    dma_s = lambda nbytes: nbytes / core.dma_bytes_per_s + core.dma_fixed_s  # noqa: E731
+    fixed = core.dma_fixed_s
     a_b, b_b, c_b = a_t.itemsize, b.itemsize, c.itemsize
     issue = kern._issue
     a_v, b_v, c_v = a_t._full, b._full, c._full
@@ -1730,8 +1894,8 @@ def _matmul_schedule(kern: Kernel, a_t: Tensor, b: Tensor, c: Tensor, plan: Tile
                     for src, dst, width, item in ((a_v, a_s, mb, a_b), (b_v, b_s, nb, b_b)):
                         nbytes = nrows * width * item
                         kern.hbm_read_bytes += nbytes
-                        issue("dma_load", "load", [src], [dst], dma_s(nbytes), nbytes=nbytes,
-                              partitions=part)
+                        issue("dma_load", "load", [src], [dst], kern._dma_s(nbytes, part),
+                              nbytes=nbytes, partitions=part, latency_s=fixed)
                 for n_part, (part, groups, nrows) in enumerate(parts):
                     accumulate = c_i > 0 or n_part > 0
                     n_instr = math.ceil(groups / per_instr)
@@ -1756,7 +1920,8 @@ def _matmul_schedule(kern: Kernel, a_t: Tensor, b: Tensor, c: Tensor, plan: Tile
                 ms = min(fm, mb - i * fm)
                 nbytes = ms * nb * c_b
                 kern.hbm_write_bytes += nbytes
-                issue("dma_store", "store", [c_s], [c_v], dma_s(nbytes), nbytes=nbytes, partitions=ms)
+                issue("dma_store", "store", [c_s], [c_v], kern._dma_s(nbytes, ms), nbytes=nbytes,
+                      partitions=ms, latency_s=fixed)
             block += 1
 
 
@@ -1869,7 +2034,7 @@ def matmul_cost(m: int, n: int, k: int, *, chip: str = "trn2", dtype: str = "bfl
     >>> r.hbm_bytes == largest_tiles(4096, 4096, 4096).hbm_bytes, r.binding_engine
     (True, 'tensor')
     >>> round(r.time_s * 1e3, 2)
-    1.76
+    1.78
     """
     m, n, k = (integer(nm, v, minimum=1, maximum=_MAX_DIM) for nm, v in (("m", m), ("n", n), ("k", k)))
     return _run_matmul(m, n, k, None, None, chip, _dtype(dtype), out_dtype, tile_m, tile_n,
@@ -1877,13 +2042,13 @@ def matmul_cost(m: int, n: int, k: int, *, chip: str = "trn2", dtype: str = "bfl
 
 
 def _rows_kernel(x: Any, name: str, chip: str, dtype: str, buffers: int,
-                 rows_per_tile: int | None = None, out_name: str = "out"):
+                 rows_per_tile: int | None = None, out_name: str = "out", dma_queues: str = "shared"):
     """A kernel over the rows of ``x`` (checked): the input and a zeroed output of its shape in
     HBM, the checked dtype and buffer count, and the rows (partitions) of one tile."""
     dtype = _dtype(dtype)
     xa = _finite_array(x, "x", dtype, ndim=2)
     buffers = integer("buffers", buffers, minimum=1, maximum=16)
-    kern = Kernel(chip, name=name)
+    kern = Kernel(chip, name=name, core=core_model(chip, dma_queues=dma_queues))
     p = kern.core.partitions
     rows = p if rows_per_tile is None else integer("rows_per_tile", rows_per_tile, minimum=1, maximum=p)
     xin = kern.hbm(xa, dtype, "x")
@@ -1909,7 +2074,7 @@ def _stream_rows(kern: Kernel, xin: Tensor, out: Tensor, p: int, *pools):
 
 
 def elementwise(x: Any, func: str = "exp", *, chip: str = "trn2", dtype: str = "bfloat16",
-                buffers: int = 2) -> KernelRun:
+                buffers: int = 2, dma_queues: str = "shared") -> KernelRun:
     """Apply an activation function to every element, 128 rows per tile, in place.
 
     Each tile is loaded (DMA), transformed on the scalar engine in its own buffer and
@@ -1926,6 +2091,9 @@ def elementwise(x: Any, func: str = "exp", *, chip: str = "trn2", dtype: str = "
         Core and the format of x and of the result.
     buffers : int
         SBUF buffers the tiles rotate through (1 to 16).
+    dma_queues : str
+        ``"shared"`` (default): loads and stores share the core's DMA engines;
+        ``"separate"``: each has the full bandwidth (see :func:`core_model`).
 
     Examples
     --------
@@ -1934,7 +2102,8 @@ def elementwise(x: Any, func: str = "exp", *, chip: str = "trn2", dtype: str = "
     >>> float(r.output.max()), list(r.timeline.engine[:4])
     (1.0, ['dma_load', 'scalar', 'dma_store', 'dma_load'])
     """
-    kern, xin, out, dtype, buffers, p = _rows_kernel(x, f"elementwise {func}", chip, dtype, buffers)
+    kern, xin, out, dtype, buffers, p = _rows_kernel(x, f"elementwise {func}", chip, dtype, buffers,
+                                                     dma_queues=dma_queues)
     func = choice("func", func, ACTIVATIONS)
     cols = xin.shape[1]
     pool = kern.pool("sbuf", (p, cols), dtype, buffers, "tile")
@@ -2139,3 +2308,197 @@ def rmsnorm(x: Any, weight: Any = None, *, eps: float = 1e-6, scale_engine: str 
         else:
             kern.copy(xt, yt)
     return kern.result(out)
+
+
+# --------------------------------------------------------------------------- NKI, the matmul ladder, systolic timing
+
+@functools.cache
+def _nki_table() -> pd.DataFrame:
+    return specs.read_data_csv("nki_api.csv")
+
+
+def nki_mapping() -> pd.DataFrame:
+    """Each emulator call and the NKI call it stands for, with the source and what differs.
+
+    From ``data/nki_api.csv``: ``emulator_call``, ``timeline_op`` (the first word of the op
+    the emulator records for it), ``nki_call``, ``engine``, ``source_id``, ``note``.
+
+    Examples
+    --------
+    >>> m = nki_mapping().set_index("emulator_call")
+    >>> m.nki_call["Kernel.matmul"]
+    'nisa.nc_matmul(dst=psum_tile, stationary=..., moving=...)'
+    """
+    return _nki_table().copy()
+
+
+def matmul_ladder(m: int, n: int, k: int, dtype: str = "bfloat16", chip: str = "trn2") -> pd.DataFrame:
+    """The NKI matrix-multiplication tutorial's four kernels, rung by rung: HBM traffic and
+    FLOP/byte, derived from each kernel's loop order.
+
+    ``lhsT`` is ``[k, m]``, ``rhs`` ``[k, n]``, the result ``[m, n]``, all of ``dtype``; tiles
+    are ``128 × 128`` (stationary), ``128 × 512`` (moving, one PSUM bank).
+
+    1. ``nki_matmul_tiled_``: both tiles loaded for every (m-tile, n-tile, k-tile):
+       A read ``n/512`` times, B ``m/128`` times.
+    2. ``nki_matmul_hoist_load_``: the lhsT column of an m-tile loaded once, B per (m, n):
+       A once, B ``m/128`` times.
+    3. ``nki_matmul_block_free_dimension_`` (2 × 2 tiles, blocks 256 × 1024): A once,
+       B ``m/256`` times.
+    4. ``nki_matmul_fully_optimized_`` (blocks 2048 × 1024 × 1024, results accumulated in
+       SBUF with the vector engine): B once, A ``n/1024`` times; the live result, lhsT and
+       rhs blocks must fit SBUF.
+
+    The result is written once in every rung. ``sbuf_bytes`` is what each rung keeps live
+    (the tutorial's own count for rung 4: result tiles ``m × 1024``, the lhsT block
+    ``1024 × 2048`` and the rhs block ``1024 × 1024``); ``accumulate`` says where partial sums
+    live; ``vector_add_s`` is rung 4's PSUM-to-SBUF accumulation on the vector engine
+    (one ``tensor_tensor`` add of a ``128 × 512`` tile per m-tile, n-tile and k-block), the
+    price of escaping PSUM's capacity.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``rung``, ``kernel``, ``block_m``, ``block_n``, ``block_k``, ``a_bytes``, ``b_bytes``,
+        ``c_bytes``, ``hbm_bytes``, ``intensity_flop_per_byte``, ``sbuf_bytes``, ``fits_sbuf``,
+        ``accumulate``, ``vector_add_s``.
+
+    References
+    ----------
+    AWS NKI tutorial "Matrix multiplication" and its ``matrix_multiplication_nki_kernels.py``
+    (``data/sources.csv``: ``aws-nki-matmul-tutorial``).
+
+    Examples
+    --------
+    >>> df = matmul_ladder(4096, 4096, 4096)
+    >>> [round(v) for v in df.intensity_flop_per_byte]
+    [100, 120, 228, 683]
+    """
+    e = _bytes(dtype, "dtype")
+    core = core_model(chip)
+    p, fm, fn = core.partitions, core.stationary_fmax, core.psum_tile_fmax
+    bm4, bn4, bk4 = 16 * fm, 2 * fn, 8 * p
+    m = integer("m", m, minimum=bm4, maximum=_MAX_DIM)
+    n = integer("n", n, minimum=bn4, maximum=_MAX_DIM)
+    k = integer("k", k, minimum=bk4, maximum=_MAX_DIM)
+    for name, v, q in (("m", m, bm4), ("n", n, bn4), ("k", k, bk4)):
+        if v % q:
+            raise ValueError(f"{name} must be a multiple of {q} (the tutorial's rung 4 block), got {v}")
+    flops = 2.0 * m * n * k
+    a, b, c = m * k * e, k * n * e, m * n * e
+    probe = Kernel(chip, execute=False, core=core)
+    add_s = probe._engine_s("vector", fn, 2, [_dtype(dtype), "float32"])
+    rungs = [
+        (1, "nki_matmul_tiled_", fm, fn, p, a * n / fn, b * m / fm, (p * fm + p * fn) * e, "PSUM", 0.0),
+        (2, "nki_matmul_hoist_load_", fm, fn, k, a, b * m / fm, (k * fm + k * fn) * e, "PSUM", 0.0),
+        (3, "nki_matmul_block_free_dimension_", 2 * fm, 2 * fn, k, a, b * m / (2 * fm),
+         (k * 2 * fm + k * 2 * fn) * e, "PSUM", 0.0),
+        (4, "nki_matmul_fully_optimized_", bm4, bn4, bk4, a * n / bn4, b,
+         (m * bn4 + bk4 * bm4 + bk4 * bn4) * e, "SBUF",
+         (m // fm) * (n // fn) * (k // bk4) * add_s),
+    ]
+    rows = []
+    for rung, name, bm, bn, bk, a_b, b_b, live, acc, vec in rungs:
+        total = a_b + b_b + c
+        rows.append({"rung": rung, "kernel": name, "block_m": bm, "block_n": bn, "block_k": bk,
+                     "a_bytes": float(a_b), "b_bytes": float(b_b), "c_bytes": float(c),
+                     "hbm_bytes": float(total), "intensity_flop_per_byte": flops / total,
+                     "sbuf_bytes": float(live), "fits_sbuf": bool(live <= core.sbuf_bytes),
+                     "accumulate": acc, "vector_add_s": float(vec)})
+    return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class SystolicTiming:
+    """One matmul instruction on a ``rows × cols`` systolic array (see :func:`systolic_matmul_cycles`)."""
+
+    moving_n: int
+    rows: int
+    cols: int
+    fill_cycles: int
+    stream_cycles: int
+    latency_cycles: int
+    issue_cycles: float
+
+    def _repr_markdown_(self) -> str:
+        return (f"N = {self.moving_n} moving columns on {self.rows} × {self.cols}: fill "
+                f"{self.fill_cycles}, stream {self.stream_cycles}, latency {self.latency_cycles} "
+                f"cycles; back to back, one instruction every **{self.issue_cycles:g}** cycles")
+
+
+def systolic_matmul_cycles(moving_n: int, chip: str = "trn2") -> SystolicTiming:
+    """Cycles of one MultiplyMoving instruction on the tensor engine's systolic array.
+
+    The stationary tile (contraction ``rows`` × ``cols`` outputs) sits in the array; the
+    ``moving_n`` columns of the moving tile enter one per cycle, skewed, and each partial
+    sum moves one processing element per cycle. By hand: the first column's result leaves
+    after it crosses the array, ``rows + cols − 1`` cycles (the **fill**); one more column
+    leaves every cycle after that (the **stream**, ``moving_n − 1`` cycles), so an isolated
+    instruction takes ``latency = rows + cols + moving_n − 2`` cycles. Back to back, the
+    next instruction's fill overlaps this one's drain, so the array accepts an instruction
+    every ``moving_n`` cycles, but no faster than the per-instruction minimum AWS states
+    (``mm_min_cycles``, 64 on NeuronCore-v2, carried to later cores): ``max(N, 64)``.
+
+    References
+    ----------
+    H. T. Kung, "Why systolic architectures?", IEEE Computer 15(1), 1982 (the pipelined
+    array); AWS "Trainium/Inferentia2 Architecture Guide for NKI" (the ``max(N, 64)`` cost
+    of a matmul instruction; LoadStationary and MultiplyMoving).
+
+    Examples
+    --------
+    >>> t = systolic_matmul_cycles(512)
+    >>> t.fill_cycles, t.latency_cycles, t.issue_cycles
+    (255, 766, 512.0)
+    >>> systolic_matmul_cycles(8).issue_cycles      # a skinny moving tile pays the floor
+    64.0
+    """
+    core = core_model(chip)
+    n = integer("moving_n", moving_n, minimum=1, maximum=core.psum_tile_fmax)
+    rows, cols = core.tensor_rows, core.stationary_fmax
+    fill = rows + cols - 1
+    return SystolicTiming(n, rows, cols, fill, n - 1, fill + n - 1, max(float(n), core.mm_min_cycles))
+
+
+def decode_matmul_orientations(tokens: int, d_in: int, d_out: int, dtype: str = "bfloat16",
+                               chip: str = "trn2") -> pd.DataFrame:
+    """A skinny decode matmul ``[tokens, d_in] @ [d_in, d_out]`` on one core, both ways round.
+
+    "tokens stationary": ``xᵀ`` chunks (``128 × tokens``) are stationary, the weight streams
+    as moving tiles of 512 columns: ``⌈d_in/128⌉ · ⌈d_out/512⌉`` instructions of
+    ``max(512, 64)`` cycles, and only ``tokens`` of the 128 array columns do work.
+    "weights stationary": ``128 × 128`` weight tiles are stationary and the tokens stream as
+    the moving tile: ``⌈d_in/128⌉ · ⌈d_out/128⌉`` instructions of ``max(tokens, 64)`` cycles
+    (the 64-cycle floor binds below 64 tokens). Both read the weight once from HBM, so
+    ``hbm_s`` is the same; the faster orientation is the one whose ``tensor_s`` is smaller,
+    and the kernel is memory-bound when ``hbm_s`` exceeds it.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``orientation``, ``instructions``, ``cycles_per_instruction``, ``tensor_s``,
+        ``column_utilisation``, ``hbm_s``.
+
+    Examples
+    --------
+    >>> df = decode_matmul_orientations(8, 8192, 8192).set_index("orientation")
+    >>> int(df.instructions["weights stationary"]), df.cycles_per_instruction.tolist()
+    (4096, [512.0, 64.0])
+    """
+    core = core_model(chip)
+    tokens = integer("tokens", tokens, minimum=1, maximum=core.stationary_fmax)
+    d_in = integer("d_in", d_in, minimum=1, maximum=_MAX_DIM)
+    d_out = integer("d_out", d_out, minimum=1, maximum=_MAX_DIM)
+    e = _bytes(_dtype(dtype), "dtype")
+    p, cols, fn = core.partitions, core.stationary_fmax, core.psum_tile_fmax
+    clock = core.clocks_hz["tensor"]
+    hbm_s = (d_in * d_out + tokens * (d_in + d_out)) * e / core.dma_bytes_per_s
+    kc = math.ceil(d_in / p)
+    out = []
+    for name, instr, n_moving, util in (
+            ("tokens stationary", kc * math.ceil(d_out / fn), min(fn, d_out), tokens / cols),
+            ("weights stationary", kc * math.ceil(d_out / cols), tokens, min(d_out, cols) / cols)):
+        cyc = systolic_matmul_cycles(n_moving, chip).issue_cycles
+        out.append({"orientation": name, "instructions": instr, "cycles_per_instruction": cyc,
+                    "tensor_s": instr * cyc / clock, "column_utilisation": util, "hbm_s": hbm_s})
+    return pd.DataFrame(out)

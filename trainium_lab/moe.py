@@ -27,6 +27,13 @@ This module answers, in base units (bytes, s, FLOPs, FLOP/s):
   (one all-to-all at every level of a system);
 * **compute** -- :func:`flops_per_token` and :func:`step_compute` (the FLOPs of the
   active parameters per chip).
+* **expert parallelism as Neuron runs it** -- :func:`ep_exchange_bytes`, :func:`ep_byte_ratio`,
+  :func:`ep_exchange_s`, :func:`ep_exchange_table` (NxD's all-gather + reduce-scatter against
+  the all-to-all, about ``ep/k`` times the bytes) and :func:`fabric_readings_table` (one
+  all-to-all under each reading of the Trn2 and Trn3 fabrics);
+* **dropless MoE and balance** -- :func:`blockwise_blocks`, :func:`blockwise_compute_factor`
+  (NxD's blockwise matmul), :func:`load_balancing_loss`, :func:`router_z_loss`,
+  :func:`aux_free_bias_update`.
 
 The layout planner (:func:`trainium_lab.layouts.plan`) uses these functions for the
 fourth degree, ``ep``.
@@ -62,7 +69,7 @@ import numpy as np
 import pandas as pd
 
 from trainium_lab import collectives, cores, specs, topology
-from trainium_lab._validate import choice, in_range, integer, positive, sequence
+from trainium_lab._validate import choice, finite_number, in_range, integer, positive, sequence
 from trainium_lab import sizing
 from trainium_lab.sizing import ModelPreset, parameter_count, parameter_parts, recipe, resolve_model
 from trainium_lab.units import GiB
@@ -73,6 +80,9 @@ __all__ = [
     "expert_memory", "expert_capacity_tokens", "router_popularity", "expected_dropped_fraction",
     "simulate_routing", "dispatch_bytes", "all_to_all_s", "all_to_all_table",
     "flops_per_token", "step_compute",
+    "EP_DISPATCH_METHODS", "ep_exchange_bytes", "ep_byte_ratio", "ep_exchange_s", "ep_exchange_table",
+    "blockwise_blocks", "blockwise_compute_factor",
+    "load_balancing_loss", "router_z_loss", "aux_free_bias_update", "fabric_readings_table",
 ]
 
 #: largest token count the routing functions take (a simulation holds tokens × experts scores)
@@ -258,22 +268,25 @@ def _activation_model(m: ModelPreset, capacity_factor: float) -> ModelPreset:
 # --------------------------------------------------------------------- memory under EP and TP
 
 
-def _state_per_rank(non_expert: float, routed: float, tp, pp, dp, ep, zero, r):
+def _state_per_rank(non_expert: float, routed: float, tp, pp, dp, ep, zero, r, etp=None):
     """Weights, gradients and optimizer bytes per rank (numpy arrays or floats).
 
-    Experts are split over ``tp·pp·ep`` ranks and replicated over ``dp``; everything else
-    over ``tp·pp``, replicated over ``dp·ep`` (the expert-parallel ranks see different
-    tokens, so for the attention layers they are data-parallel replicas). ZeRO shards
-    each part over its own replicas (Rajbhandari et al. 2020 and 2022).
+    Experts are split over ``etp·pp·ep`` ranks (``etp``, the experts' own TP degree,
+    defaults to ``tp``) and replicated over ``dp·tp/etp``; everything else over ``tp·pp``,
+    replicated over ``dp·ep`` (the expert-parallel ranks see different tokens, so for the
+    attention layers they are data-parallel replicas). ZeRO shards each part over its own
+    replicas (Rajbhandari et al. 2020 and 2022).
     """
+    etp = tp if etp is None else etp
     per_dense = non_expert / (tp * pp)
-    per_expert = routed / (tp * pp * ep)
+    per_expert = routed / (etp * pp * ep)
+    expert_replicas = dp * (tp / etp)
     replicas = dp * ep
     out = []
     for b, stage in ((r.weights, 3), (r.gradients, 2), (r.optimizer_bytes_per_param, 1)):
         sharded = zero >= stage
         out.append(b * per_dense / np.where(sharded, replicas, 1.0)
-                   + b * per_expert / np.where(sharded, dp, 1.0))
+                   + b * per_expert / np.where(sharded, expert_replicas, 1.0))
     return out[0], out[1], out[2], per_dense, per_expert
 
 
@@ -763,6 +776,24 @@ def _a2a_group(c: topology.Cluster, shape: tuple[int, int, int], size: float, hi
     return sum(phase(level, n, size) for level, n in phases)
 
 
+def _torus_level(c: topology.Cluster, level: topology.Level) -> bool:
+    """Whether ``level`` is the square 2D torus inside an instance (Trn1, Trn2; not Trn3's switch)."""
+    return level.name == "instance" and collectives._square_torus(c)
+
+
+def _own_links_phase(c: topology.Cluster):
+    """The all-to-all phase over shortest torus paths on the group's own links inside a 2D-torus
+    instance, ``(n−1)/n · h̄ · S/B_own`` (collectives.torus_average_hops,
+    torus_group_bytes_per_s); other levels as :func:`_a2a`. The layout planner's
+    ``torus="own-links"`` and :func:`fabric_readings_table` share it."""
+    def phase(level: topology.Level, n: int, size: float) -> float:
+        if not _torus_level(c, level):
+            return _a2a(level, n, size)
+        bw = collectives.torus_group_bytes_per_s(n, c.system)
+        return (n - 1) / n * collectives.torus_average_hops(n, c.grid_side) * size / bw
+    return phase
+
+
 def all_to_all_s(size_bytes: float, n_chips: int, system: str = "trn2-ultraserver", *,
                  hierarchical: bool = True) -> float:
     """Seconds for one dispatch (or combine) all-to-all over ``n_chips`` packed chips.
@@ -973,3 +1004,369 @@ def step_compute(model, *, n_tokens: float, n_chips: int, chip: str = "trn2", dt
     per_chip = flops / n_chips
     return StepCompute(m, n_tokens, n_chips, flops, dense * n_tokens, per_chip,
                        per_chip / (ch.dense_flops_per_s[dtype] * mfu))
+
+
+# --------------------------------------------------------------------- expert parallelism as Neuron runs it
+
+
+#: how the expert-parallel group exchanges tokens: "all-gather" is what AWS's libraries run today
+#: (NxD Inference's MoE deep dive: "Expert Parallelism uses All-Gather to gather all tokens at all
+#: ranks"; neuronx-distributed's MoE layer gathers the hidden states, then reduce-scatters the
+#: output), "all-to-all" the GShard / Megatron-Core exchange (AWS: All-to-All-v is future work)
+EP_DISPATCH_METHODS: tuple[str, ...] = ("all-gather", "all-to-all")
+
+
+def ep_exchange_bytes(n_tokens: float, d_model: int, experts_per_token: int, ep: int, *,
+                      method: str = "all-gather", capacity_factor: float = 1.0,
+                      bytes_per_element: float = 2.0) -> float:
+    """Bytes one rank receives from the other ranks in one dispatch (the combine moves as many back).
+
+    With ``T`` tokens per rank of width ``h``, ``k`` experts per token and ``ep`` ranks:
+
+    * ``"all-to-all"`` (GShard §2.2): every token goes to each of its ``k`` experts; a
+      share ``1/ep`` of the copies stays on the rank, so ``(ep−1)/ep · c·T·k·h·b`` crosses
+      the links (``c`` the capacity factor, 1 for dropless);
+    * ``"all-gather"`` (NxD): every rank gathers every other rank's ``T`` tokens whatever
+      their experts, ``(ep−1) · T·h·b``, and the outputs return by a reduce-scatter of the
+      same size.
+
+    The ratio, all-gather over all-to-all, is ``ep / (c·k)``: 4 for Mixtral (top-2) at EP 8,
+    2 for Qwen3 (top-8) at EP 16 (:func:`ep_byte_ratio`).
+
+    References
+    ----------
+    AWS Neuron docs, NxD Inference "Deep dive: Mixture of Experts (MoE) inference", *Future
+    optimizations*; aws-neuron/neuronx-distributed, ``modules/moe/model.py``; Lepikhin et al.
+    2020 (GShard), §2.2.
+
+    Examples
+    --------
+    >>> ag = ep_exchange_bytes(8192, 4096, 2, 8)
+    >>> a2a = ep_exchange_bytes(8192, 4096, 2, 8, method="all-to-all")
+    >>> ag / 2**20, a2a / 2**20, ag / a2a   # MiB, MiB, ratio ep/k
+    (448.0, 112.0, 4.0)
+    """
+    t = positive("n_tokens", n_tokens)
+    h = integer("d_model", d_model, minimum=1, maximum=10**7)
+    k = integer("experts_per_token", experts_per_token, minimum=1, maximum=10**5)
+    ep = integer("ep", ep, minimum=1, maximum=10**6)
+    method = choice("method", method, EP_DISPATCH_METHODS)
+    c = in_range("capacity_factor", capacity_factor, 0.0, 1e3, low_open=True)
+    b = in_range("bytes_per_element", bytes_per_element, 0.0, 16.0, low_open=True)
+    if method == "all-gather":
+        return (ep - 1) * t * h * b
+    return (ep - 1) / ep * c * t * k * h * b
+
+
+def ep_byte_ratio(ep: int, experts_per_token: int, capacity_factor: float = 1.0) -> float:
+    """Bytes an all-gather dispatch moves over those of an all-to-all: ``ep / (c·k)``.
+
+    Derived in :func:`ep_exchange_bytes`: ``(ep−1)·T·h`` over ``(ep−1)/ep · c·T·k·h``.
+    Below 1 only when the group is smaller than the copies a token makes (``ep < c·k``).
+
+    Examples
+    --------
+    >>> ep_byte_ratio(8, 2), ep_byte_ratio(16, 8), ep_byte_ratio(64, 8)
+    (4.0, 2.0, 8.0)
+    """
+    ep = integer("ep", ep, minimum=1, maximum=10**6)
+    k = integer("experts_per_token", experts_per_token, minimum=1, maximum=10**5)
+    c = in_range("capacity_factor", capacity_factor, 0.0, 1e3, low_open=True)
+    return ep / (c * k)
+
+
+def _ag_group(c: topology.Cluster, shape: tuple[int, int, int], size: float, phase=None) -> float:
+    """Seconds for a hierarchical all-gather of ``size`` bytes per chip over a packed group.
+
+    Innermost level first, each phase gathers what the previous ones gathered: the
+    phase over ``n_i`` participants ends with ``size·Π n_j`` (j ≤ i) bytes per chip and
+    costs an all-gather of that size (``(n_i−1)/n_i · S_i/B_i`` on a ring or switch).
+    A reduce-scatter runs the same phases outermost first at the same sizes, so it costs
+    the same. ``phase(level, n, gathered)`` may replace the per-phase cost (the planner's
+    torus model).
+    """
+    total, gathered = 0.0, size
+    for level, n in _phases(c, *shape):
+        gathered *= n
+        total += (collectives._level_cost(level, n, 1, gathered, "all_gather", None) if phase is None
+                  else phase(level, n, gathered))
+    return total
+
+
+def ep_exchange_s(n_tokens: float, d_model: int, experts_per_token: int, n_chips: int,
+                  system: str = "trn2-ultraserver", *, method: str = "all-gather",
+                  capacity_factor: float = 1.0, bytes_per_element: float = 2.0) -> float:
+    """Seconds for one MoE layer's dispatch **and** combine (forward) over ``n_chips`` packed chips.
+
+    ``"all-to-all"``: two :func:`all_to_all_s` of :func:`dispatch_bytes` per chip.
+    ``"all-gather"``: an all-gather of every chip's ``T·h·b`` bytes, then a reduce-scatter of
+    the gathered outputs (the same size), level by level (:func:`_ag_group`). On one ring of
+    ``n`` chips the all-gather pair costs ``2/(c·k)`` of the ring all-to-all pair (the ring's
+    ``n/2`` hop penalty cancels the all-gather's ``ep/k`` extra bytes); through a switch
+    ``n/(c·k)`` of it, the byte ratio.
+
+    References
+    ----------
+    As :func:`ep_exchange_bytes` and :func:`all_to_all_s`.
+
+    Examples
+    --------
+    >>> ag = ep_exchange_s(8192, 4096, 2, 16, "trn2-ultraserver")
+    >>> a2a = ep_exchange_s(8192, 4096, 2, 16, "trn2-ultraserver", method="all-to-all")
+    >>> round(ag / a2a, 3)   # one ring of 16: 2/k
+    1.0
+    >>> sw = [ep_exchange_s(8192, 4096, 2, 16, "trn3-gen1-ultraserver", method=m) for m in EP_DISPATCH_METHODS]
+    >>> round(sw[0] / sw[1], 3)   # through a switch: ep/k
+    8.0
+    """
+    t = positive("n_tokens", n_tokens)
+    h = integer("d_model", d_model, minimum=1, maximum=10**7)
+    k = integer("experts_per_token", experts_per_token, minimum=1, maximum=10**5)
+    n = integer("n_chips", n_chips, minimum=1, maximum=10**7)
+    method = choice("method", method, EP_DISPATCH_METHODS)
+    if method == "all-to-all":
+        return 2.0 * all_to_all_s(dispatch_bytes(t, h, k, capacity_factor, bytes_per_element), n, system)
+    c0 = in_range("capacity_factor", capacity_factor, 0.0, 1e3, low_open=True)
+    del c0  # gathering raw tokens: no capacity padding on the wire
+    b = in_range("bytes_per_element", bytes_per_element, 0.0, 16.0, low_open=True)
+    choice("system", system, topology.SYSTEMS)
+    base = _chip_cluster(system, 1)
+    c = _chip_cluster(system, -(-n // base.chips_per_system))
+    return 2.0 * _ag_group(c, _packed_shape(c, n), t * h * b)
+
+
+def ep_exchange_table(model, *, tokens_per_chip: int = 8192, ep_chips: tuple[int, ...] = (4, 16, 64),
+                      systems: tuple[str, ...] = ("trn2-ultraserver", "trn3-gen1-ultraserver"),
+                      bytes_per_element: float = 2.0) -> pd.DataFrame:
+    """Both dispatch methods side by side for one model: bytes and seconds per MoE layer (forward).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``system, ep_chips, method, bytes_received_per_chip`` (one dispatch,
+        :func:`ep_exchange_bytes`), ``layer_exchange_s`` (dispatch + combine,
+        :func:`ep_exchange_s`), ``byte_ratio`` and ``time_ratio`` (all-gather over all-to-all,
+        on the all-gather rows; 1 on the all-to-all rows).
+
+    Examples
+    --------
+    >>> t = ep_exchange_table("mixtral-8x7b", ep_chips=(8,), systems=("trn2-ultraserver",))
+    >>> t[["method", "byte_ratio"]].values.tolist()
+    [['all-gather', 4.0], ['all-to-all', 1.0]]
+    """
+    m = _moe(model)
+    tokens = integer("tokens_per_chip", tokens_per_chip, minimum=1, maximum=MAX_TOKENS)
+    sizes = sequence("ep_chips", ep_chips, lambda n, x: integer(n, x, minimum=1, maximum=10**6))
+    names = sequence("systems", systems, lambda n, x: choice(n, x, topology.SYSTEMS))
+    rows = []
+    for name in names:
+        for n in sizes:
+            got = {meth: (ep_exchange_bytes(tokens, m.d_model, m.experts_per_token, n, method=meth,
+                                            bytes_per_element=bytes_per_element),
+                          ep_exchange_s(tokens, m.d_model, m.experts_per_token, n, name, method=meth,
+                                        bytes_per_element=bytes_per_element))
+                   for meth in EP_DISPATCH_METHODS}
+            a2a_bytes, a2a_s = got["all-to-all"]
+            for meth, (nbytes, secs) in got.items():
+                rows.append(dict(system=name, ep_chips=n, method=meth, bytes_received_per_chip=nbytes,
+                                 layer_exchange_s=secs,
+                                 byte_ratio=nbytes / a2a_bytes if a2a_bytes else 1.0,
+                                 time_ratio=secs / a2a_s if a2a_s else 1.0))
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------- dropless MoE on static shapes
+
+
+def blockwise_blocks(n_tokens: int, n_experts: int, experts_per_token: int, block_size: int = 512) -> int:
+    """Blocks NxD's blockwise matmul provisions for dropless MoE: ``⌈T·k/B⌉ + (E − 1)``.
+
+    Static shapes (the Neuron compiler's) cannot follow each expert's varying load, so
+    dropless MoE on Neuron maps tokens into fixed blocks of ``B`` tokens, one expert per
+    block; this many blocks hold any routing without dropping a token.
+
+    References
+    ----------
+    AWS Neuron docs, NxD Inference "Deep dive: Mixture of Experts (MoE) inference",
+    *Blockwise matrix multiplication* (``block_size=512`` in its examples; the worked case
+    1,000 tokens, 8 experts, top-2, block 256 gives 15 blocks).
+
+    Examples
+    --------
+    >>> blockwise_blocks(1000, 8, 2, 256)
+    15
+    """
+    t = integer("n_tokens", n_tokens, minimum=1, maximum=MAX_TOKENS)
+    e = integer("n_experts", n_experts, minimum=1, maximum=10**5)
+    k = integer("experts_per_token", experts_per_token, minimum=1, maximum=e)
+    bs = integer("block_size", block_size, minimum=1, maximum=2**20)
+    return -(-t * k // bs) + (e - 1)
+
+
+def blockwise_compute_factor(n_tokens: int, n_experts: int, experts_per_token: int,
+                             block_size: int = 512) -> float:
+    """Provisioned expert compute over the routed work: ``N·B / (T·k)`` (at least 1).
+
+    The cost of dropless MoE through the blockwise matmul when every provisioned block is
+    computed; NxD's dynamic while-loop skips fully padded blocks, so this is the bound, not
+    the expectation. A capacity factor ``c`` costs ``c`` instead, and drops tokens.
+
+    Examples
+    --------
+    >>> round(blockwise_compute_factor(1000, 8, 2, 256), 3)   # the deep dive's 3,840 / 2,000
+    1.92
+    >>> round(blockwise_compute_factor(16384, 128, 8, 512), 3)   # Qwen3, 16k tokens per rank
+    1.496
+    """
+    n = blockwise_blocks(n_tokens, n_experts, experts_per_token, block_size)
+    return n * block_size / (n_tokens * experts_per_token)
+
+
+# --------------------------------------------------------------------- keeping the router balanced
+
+
+def load_balancing_loss(token_fractions, router_probabilities, alpha: float = 0.01) -> float:
+    """The auxiliary load-balancing loss: ``α · E · Σ_i f_i · P_i``.
+
+    ``f_i`` is the share of token-to-expert assignments that went to expert ``i`` and
+    ``P_i`` the router's mean probability for it; both sum to 1 over the ``E`` experts.
+    A perfectly balanced router (``f_i = P_i = 1/E``) gives exactly ``α``; routing all
+    tokens to one expert with certainty gives ``α · E``.
+
+    References
+    ----------
+    Fedus et al. 2022 (Switch Transformers), §2.2, eqs. (4)–(6), ``α = 10⁻²``.
+
+    Examples
+    --------
+    >>> load_balancing_loss([0.25] * 4, [0.25] * 4)
+    0.01
+    >>> load_balancing_loss([1, 0, 0, 0], [1, 0, 0, 0], alpha=1.0)
+    4.0
+    """
+    f = np.asarray(sequence("token_fractions", token_fractions,
+                            lambda n, x: in_range(n, x, 0.0, 1.0)), dtype=float)
+    p = np.asarray(sequence("router_probabilities", router_probabilities,
+                            lambda n, x: in_range(n, x, 0.0, 1.0)), dtype=float)
+    if len(f) != len(p):
+        raise ValueError(f"router_probabilities must have one value per expert ({len(f)}), got {len(p)}")
+    a = in_range("alpha", alpha, 0.0, 1e3)
+    return float(round(a * len(f) * float(np.dot(f, p)), 12))
+
+
+def router_z_loss(logits) -> float:
+    """The router z-loss: the mean over tokens of ``(log Σ_j exp x_j)²``.
+
+    It penalises large router logits, which overflow in low precision (ST-MoE adds it
+    with weight ``10⁻³``).
+
+    Parameters
+    ----------
+    logits : array-like, shape (tokens, experts)
+
+    References
+    ----------
+    B. Zoph et al., "ST-MoE: Designing Stable and Transferable Sparse Expert Models",
+    arXiv:2202.08906 (2022), §3.1, eq. (5).
+
+    Examples
+    --------
+    >>> round(router_z_loss([[0.0, 0.0], [0.0, 0.0]]), 6)   # (log 2)²
+    0.480453
+    """
+    try:
+        x = None if isinstance(logits, (str, bytes)) or logits is None else np.asarray(logits, dtype=float)
+    except (TypeError, ValueError):
+        x = None
+    if x is None or x.ndim != 2 or x.size == 0 or not np.all(np.isfinite(x)) or np.abs(x).max() > 1e150:
+        raise ValueError("logits must be a finite 2-d array (tokens × experts)")
+    mx = x.max(axis=1, keepdims=True)
+    lse = (mx + np.log(np.exp(x - mx).sum(axis=1, keepdims=True)))[:, 0]
+    return float(np.mean(lse ** 2))
+
+
+def aux_free_bias_update(bias, expert_loads, gamma: float = 0.001) -> np.ndarray:
+    """One step of the auxiliary-loss-free balancing bias: ``b_i ← b_i + γ·sign(mean load − load_i)``.
+
+    The bias is added to the affinities only to choose the top-k experts (not to weight
+    their outputs): an overloaded expert's bias falls by ``γ``, an underloaded one's rises.
+
+    References
+    ----------
+    DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv:2412.19437 (2024), §2.1.2
+    (bias update speed γ = 0.001 for the first 14.3 T tokens); L. Wang et al.,
+    "Auxiliary-Loss-Free Load Balancing Strategy for Mixture-of-Experts", arXiv:2408.15664.
+
+    Examples
+    --------
+    >>> aux_free_bias_update([0.0, 0.0, 0.0], [30, 10, 20], gamma=0.1).tolist()
+    [-0.1, 0.1, 0.0]
+    """
+    b = np.asarray(sequence("bias", bias, finite_number), dtype=float)
+    loads = np.asarray(sequence("expert_loads", expert_loads,
+                                lambda n, x: positive(n, x, allow_zero=True)), dtype=float)
+    if len(b) != len(loads):
+        raise ValueError(f"expert_loads must have one value per expert ({len(b)}), got {len(loads)}")
+    g = in_range("gamma", gamma, 0.0, 1.0)
+    return b + g * np.sign(loads.mean() - loads)
+
+
+# --------------------------------------------------------------------- how much the fabric reading moves Trn2 vs Trn3
+
+
+#: the Trainium3 Gen2 PCIe Gen6 switch fabric of "Amazon EC2 Trn3 Architecture" (section added
+#: 2026-04-03): chips per server, and the links.csv keys of the in-server and cross-server figures
+_TRN3_PCIE = (4, "trn3-gen2-pcie-intra-server", "trn3-gen2-pcie-inter-server")
+
+
+def fabric_readings_table(size_bytes: float, ep_chips: tuple[int, ...] = (16, 64)) -> pd.DataFrame:
+    """One all-to-all of ``size_bytes`` per chip under each reading of the two fabrics.
+
+    Trainium2: the course's one-way ring per level (:func:`all_to_all_s`, an upper bound for
+    the 4×4 torus) and shortest torus paths over the group's own links (chapter 03's
+    ``own-links`` estimate, about 4× less inside an instance). Trainium3: the NeuronLink-v4
+    reading (2.56 TB/s per chip through NeuronSwitch, :func:`all_to_all_s` on
+    ``trn3-gen1-ultraserver``) and the PCIe Gen6 switch-fabric reading the same AWS page gives
+    for Gen2 (256 GB/s per chip inside a 4-chip server, 320 GB/s across servers, both
+    bidirectional, so half each way while every chip sends and receives): a direct exchange
+    inside the server, then one across servers (:func:`trainium_lab.collectives.direct_all_to_all_s`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``ep_chips, system, reading, all_to_all_s``.
+
+    References
+    ----------
+    AWS Neuron docs, "Amazon EC2 Trn3 Architecture" and "Amazon EC2 Trn2 Architecture";
+    Grama et al. 2003, §4.5.
+
+    Examples
+    --------
+    >>> t = fabric_readings_table(512 * 2**20, ep_chips=(16,))
+    >>> [round(x * 1e3, 2) for x in t.all_to_all_s]   # ms: Trn2 ring, Trn2 torus, Trn3 NeuronLink, Trn3 PCIe
+    [3.93, 1.05, 0.2, 5.66]
+    """
+    size = positive("size_bytes", size_bytes)
+    sizes = sequence("ep_chips", ep_chips, lambda n, x: integer(n, x, minimum=2, maximum=128))
+    per_server, intra_key, inter_key = _TRN3_PCIE
+    intra = specs.link(intra_key).bytes_per_s / 2.0   # bidirectional: half each way
+    inter = specs.link(inter_key).bytes_per_s / 2.0
+    rows = []
+    for n in sizes:
+        base = _chip_cluster("trn2-ultraserver", 1)
+        c2 = _chip_cluster("trn2-ultraserver", -(-n // base.chips_per_system))
+        shape = _packed_shape(c2, n)
+        in_server = min(n, per_server)
+        servers = -(-n // per_server)
+        pcie = (collectives.direct_all_to_all_s(size, in_server, intra)
+                + (collectives.direct_all_to_all_s(size, servers, inter) if servers > 1 else 0.0))
+        rows += [dict(ep_chips=n, system="trn2-ultraserver", reading="ring per level (course model)",
+                      all_to_all_s=_a2a_group(c2, shape, size)),
+                 dict(ep_chips=n, system="trn2-ultraserver", reading="torus shortest paths (own links)",
+                      all_to_all_s=_a2a_group(c2, shape, size, phase=_own_links_phase(c2))),
+                 dict(ep_chips=n, system="trn3-gen1-ultraserver", reading="NeuronLink-v4 2.56 TB/s switch",
+                      all_to_all_s=all_to_all_s(size, n, "trn3-gen1-ultraserver")),
+                 dict(ep_chips=n, system="trn3-gen2-ultraserver", reading="PCIe Gen6 switch fabric (Gen2)",
+                      all_to_all_s=pcie)]
+    return pd.DataFrame(rows)

@@ -69,7 +69,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from trainium_lab import (compilation, collectives, cores, dtypes, layouts, reliability, serving,
+from trainium_lab import (compilation, collectives, cores, dtypes, layouts, moe, reliability, serving,
                           sizing, specs)
 from trainium_lab import topology
 from trainium_lab._validate import (choice, in_range, instance, integer,
@@ -78,8 +78,10 @@ from trainium_lab.sizing import ModelPreset
 from trainium_lab.units import GB, GiB, day, format_seconds, hour, minute
 
 __all__ = [
-    "PURCHASE_OPTIONS", "CACHE_MODES", "DEFAULTS", "SENSITIVITY", "IGNORED", "BILLED_INSTANCE",
-    "Price", "prices", "price", "billed_instance", "platforms", "parity_usd_per_hour",
+    "PURCHASE_OPTIONS", "CACHE_MODES", "MAX_CHIPS", "DEFAULTS", "SENSITIVITY", "IGNORED", "BILLED_INSTANCE",
+    "Price", "prices", "price", "billed_instance", "purchase_terms", "Billing", "bill", "OTHER_COSTS",
+    "billing_unit", "default_checkpoint_bytes_per_s_per_chip", "checkpoint_write_bytes_per_s",
+    "Calibration", "llama3_calibration", "platforms", "parity_usd_per_hour",
     "RunPlan", "plan_run", "checkpoint_bytes",
     "ServingPlan", "plan_serving",
     "compare_platforms", "ClaimCheck", "price_claims", "check_price_claim",
@@ -95,8 +97,8 @@ CACHE_MODES: tuple[str, ...] = ("precompiled", "shared", "local")
 
 #: defaults of inputs that no public source gives; every plan labels them assumptions.
 #: MFU is the calibrated default (``sizing.default_mfu``, fitted on AWS's Trn1 runs); 20 min per compile
-#: and the 10 min restart are chapters 07's and 06's
-#: examples; the checkpoint bandwidth (to shared storage, the whole job together) is a round guess
+#: and the 10 min restart are chapters 07's and 06's examples. The checkpoint bandwidth is not here: it
+#: scales with the job, from sourced figures (:func:`checkpoint_write_bytes_per_s`)
 class _Defaults(dict):
     """The assumed inputs; ``"mfu"`` is the calibrated default, read when first asked for."""
 
@@ -107,7 +109,6 @@ class _Defaults(dict):
 
 
 DEFAULTS: dict[str, float] = _Defaults({
-    "checkpoint_write_bytes_per_s": 10 * GB,
     "restart_s": 10 * minute,
     "compile_s": 20 * minute,
     "n_graphs": 2,
@@ -127,6 +128,9 @@ SENSITIVITY: dict[str, tuple[float, float]] = {
     "compile_s": (0.5, 2.0),
 }
 
+#: cost line items outside the instance-hours, zero unless given (``plan_run(other_costs_usd=...)``)
+OTHER_COSTS: tuple[str, ...] = ("spares", "storage", "data pipeline", "evaluation", "debugging runs")
+
 #: the EC2 instance type a system's instances are billed as, where it differs from the system key
 BILLED_INSTANCE: dict[str, str] = {"trn2-ultraserver": "trn2u.48xlarge"}
 
@@ -140,13 +144,16 @@ IGNORED: tuple[str, ...] = (
     "strikes mid-upload (chapter 06)",
     "graphs a neuron_parallel_compile trial run does not reach: 'precompiled' assumes it reaches "
     "every graph of the run",
-    "storage, data transfer, host-side software and engineering time: the cost is instance-hours "
-    "× the hourly price only",
-    "price changes during the run and the minimum terms of a purchase option (Capacity Blocks "
-    "are sold for fixed windows)",
+    "costs outside the instance-hours (spares, storage, data pipeline, evaluation, debugging runs, "
+    "data transfer, engineering time) unless given as line items: they are zero by default",
+    "price changes during the run; whether capacity is free when wanted (Capacity Block start "
+    "dates, quotas); UltraServer Capacity Blocks' own limits (the instance limits are applied)",
 )
 
 _SECONDS_PER_HOUR = hour
+
+#: chips the default ``max_systems`` of :func:`plan_run` reaches (chapter 10's largest clusters)
+MAX_CHIPS = 100_000
 
 
 # --------------------------------------------------------------------------- prices
@@ -268,6 +275,139 @@ def price(instance: str, purchase_option: str = "on-demand") -> Price:
                  r.tier, r.note)
 
 
+@functools.cache
+def _terms_table() -> pd.DataFrame:
+    df = specs.read_data_csv("purchase_terms.csv")
+    for col in ("min_days", "max_days", "fine_step_days", "fine_until_days", "coarse_step_days",
+                "max_instances_per_purchase", "max_instances_total"):
+        df[col] = pd.to_numeric(df[col].replace("", np.nan)).astype(float)
+    return df.set_index("purchase_option")
+
+
+def purchase_terms() -> pd.DataFrame:
+    """The terms of each purchase option (``data/purchase_terms.csv``): durations, instance limits.
+
+    Examples
+    --------
+    >>> t = purchase_terms().set_index("purchase_option")
+    >>> t.loc["capacity-block", ["min_days", "max_days", "max_instances_per_purchase", "max_instances_total"]].tolist()
+    [1.0, 182.0, 64.0, 256.0]
+    >>> float(t.loc["ri-effective", "min_days"])
+    365.0
+    """
+    return _terms_table().reset_index()
+
+
+@dataclass(frozen=True)
+class Billing:
+    """How a run is bought under a purchase option's terms (:func:`bill`).
+
+    Attributes
+    ----------
+    purchase_option : str
+    n_purchases : int
+        Purchases (Capacity Blocks, reserved terms) the run needs; 0 for on-demand.
+    days_per_purchase : tuple of float
+        The durations bought, one per consecutive purchase (all instances alike).
+    instances_per_purchase : tuple of int
+        How the instances are split across parallel purchases.
+    billed_instance_hours : float
+        What is paid for: at least the instance-hours used.
+    note : str
+        What the terms did to the plan (split, rounded up, billed for a whole term), or "".
+    """
+
+    purchase_option: str
+    n_purchases: int
+    days_per_purchase: tuple[float, ...]
+    instances_per_purchase: tuple[int, ...]
+    billed_instance_hours: float
+    note: str
+
+
+def _opt(row, col):
+    v = row[col]
+    return None if pd.isna(v) else float(v)
+
+
+def bill(purchase_option: str, wall_s: float, n_instances: int) -> Billing:
+    """Buy ``n_instances`` for ``wall_s`` seconds under the terms of ``purchase_option``.
+
+    * **on-demand**: the instance-hours used.
+    * **capacity-block**: blocks of at most the longest duration, run one after another, each
+      rounded up to a duration AWS sells (1-day steps to 14 days, then 7-day steps to 182), and
+      instances split into parallel blocks of at most 64; more than 256 instances across blocks is
+      refused. Paid for whole blocks.
+    * **ri-effective**: whole 365-day terms (the shorter of the terms the rate may mean).
+
+    Raises
+    ------
+    ValueError
+        Naming ``purchase_option`` when the plan cannot be bought that way.
+
+    References
+    ----------
+    ``data/purchase_terms.csv``: Amazon EC2 User Guide, "Find and purchase Capacity Blocks" and
+    "Reserved Instances".
+
+    Examples
+    --------
+    >>> from trainium_lab.units import day
+    >>> b = bill("capacity-block", 543 * day, 1)   # the audit's 543-day trn1 run: three blocks
+    >>> b.n_purchases, b.days_per_purchase
+    (3, (182.0, 182.0, 182.0))
+    >>> bill("ri-effective", 13.6 * day, 1).billed_instance_hours / 24
+    365.0
+    """
+    purchase_option = choice("purchase_option", purchase_option, PURCHASE_OPTIONS)
+    wall_s = in_range("wall_s", wall_s, 0.0, 1e18, low_open=True)
+    n_instances = integer("n_instances", n_instances, minimum=1, maximum=10**7)
+    row = _terms_table().loc[purchase_option]
+    used_h = n_instances * wall_s / _SECONDS_PER_HOUR
+    days = wall_s / day
+    if purchase_option == "on-demand":
+        return Billing(purchase_option, 0, (), (n_instances,), used_h, "")
+    per, total = _opt(row, "max_instances_per_purchase"), _opt(row, "max_instances_total")
+    if total is not None and n_instances > total:
+        raise ValueError(f"purchase_option: {purchase_option} holds at most {total:.0f} instances across "
+                         f"purchases ({row.term}; {row.source_id}); this plan needs {n_instances}: use "
+                         "on-demand or fewer systems")
+    split = [n_instances] if per is None else \
+        [int(per)] * (n_instances // int(per)) + ([n_instances % int(per)] if n_instances % int(per) else [])
+    lo, hi = _opt(row, "min_days"), _opt(row, "max_days")
+    if hi is None:  # whole terms of min_days
+        n_terms = max(1, math.ceil(days / lo - 1e-12))
+        durations = (lo,) * n_terms
+        note = (f"billed for {n_terms} whole {lo:.0f}-day term{'s' if n_terms > 1 else ''} per instance "
+                f"({row.term}): the run uses {days:,.1f} days")
+    else:
+        n_seq = max(1, math.ceil(days / hi - 1e-12))
+        each = days / n_seq
+        fine, until, coarse = (_opt(row, c) for c in ("fine_step_days", "fine_until_days", "coarse_step_days"))
+
+        def sold(d: float) -> float:
+            d = max(lo, d)
+            if fine is None:
+                return d
+            if d <= until:
+                return math.ceil(d / fine - 1e-9) * fine
+            return min(hi, until + math.ceil((d - until) / coarse - 1e-9) * coarse)
+
+        durations = tuple(sold(each) for _ in range(n_seq))
+        parts = []
+        if n_seq > 1:
+            parts.append(f"split into {n_seq} consecutive purchases of {durations[0]:.0f} days (at most "
+                         f"{hi:.0f} each)")
+        if len(split) > 1:
+            parts.append(f"{len(split)} parallel purchases of at most {per:.0f} instances")
+        if sum(durations) > days + 1e-9:
+            parts.append(f"{sum(durations):,.0f} days bought for {days:,.1f} used (durations sold in "
+                         f"{fine:.0f}-day steps to {until:.0f} days, then {coarse:.0f}-day steps)")
+        note = "; ".join(parts)
+    billed = n_instances * sum(durations) * 24.0
+    return Billing(purchase_option, len(durations) * len(split), durations, tuple(split), max(billed, used_h), note)
+
+
 def billed_instance(system: str) -> tuple[str, int]:
     """The EC2 instance type a system is billed as, and how many of them it holds.
 
@@ -282,6 +422,26 @@ def billed_instance(system: str) -> tuple[str, int]:
     """
     s = specs.system(system)
     return BILLED_INSTANCE.get(s.key, s.key), s.n_instances
+
+
+def billing_unit(system: str) -> tuple[str, int, bool]:
+    """What one billed instance of ``system`` is: its name, its chips, and whether the name is an
+    EC2 instance type (``False`` for Trn3, whose instance names are not in the course's sources).
+
+    A price per instance-hour means a price per ``chips`` chip-hours: 16 on trn1.32xlarge,
+    trn2.48xlarge and trn2u.48xlarge, and on a Trn3 Gen1 server, 4 on a Trn3 Gen2 server.
+
+    Examples
+    --------
+    >>> billing_unit("trn2-ultraserver"), billing_unit("trn3-gen2-ultraserver")[1:]
+    (('trn2u.48xlarge', 16, True), (4, False))
+    """
+    s = specs.system(system)
+    name, per_system = billed_instance(s.key)
+    chips = s.n_chips // per_system
+    if name == s.key and s.n_instances > 1:
+        return f"{s.key} server", chips, False
+    return name, chips, True
 
 
 @functools.cache
@@ -380,6 +540,183 @@ def checkpoint_bytes(n_params: float, recipe_name: str = "bf16-adam") -> float:
     return n_params * (r.bytes_per_param - r.gradients)
 
 
+def default_checkpoint_bytes_per_s_per_chip() -> float:
+    """Checkpoint write bandwidth per chip the planner assumes: Meta's Llama 3 405B run's share.
+
+    The sustained throughput of the run's storage (2 TB/s) over the 16,384 GPUs that shared it:
+    about 122 MB/s per accelerator, a GPU-cluster proxy like the default chip MTBF (no
+    Trainium figure is published).
+
+    References
+    ----------
+    arXiv:2407.21783 §3.3.1 and Table 5 (:func:`trainium_lab.reliability.llama3_storage_bytes_per_s`,
+    :func:`trainium_lab.reliability.llama3_summary`).
+
+    Examples
+    --------
+    >>> from trainium_lab.units import MB
+    >>> round(default_checkpoint_bytes_per_s_per_chip() / MB, 1)
+    122.1
+    """
+    return reliability.llama3_storage_bytes_per_s() / reliability.llama3_summary().n_gpus
+
+
+def checkpoint_write_bytes_per_s(n_chips: int, *, per_chip_bytes_per_s: float | None = None,
+                                 storage_bytes_per_s: float | None = None) -> float:
+    """Aggregate checkpoint write bandwidth of a job: every chip's share, up to the storage's limit.
+
+    ``min(n_chips × per_chip_bytes_per_s, storage_bytes_per_s)``. Each rank writes its own shard
+    (a sharded checkpoint), so the bandwidth grows with the job until the shared storage is the
+    bottleneck. Defaults: :func:`default_checkpoint_bytes_per_s_per_chip` (Meta's storage per
+    GPU) and :func:`trainium_lab.reliability.fsx_demonstrated_bytes_per_s` (the 1.1 PiB FSx for
+    Lustre file system AWS built on demand, about 1.15 TB/s).
+
+    Parameters
+    ----------
+    n_chips : int
+        Chips of the job (>= 1).
+    per_chip_bytes_per_s, storage_bytes_per_s : float, optional
+        Bytes/s (> 0).
+
+    References
+    ----------
+    arXiv:2407.21783 §3.3.1 (Tectonic, 2 TB/s sustained for 16,384 GPUs); Amazon FSx for Lustre
+    User Guide, "Managing provisioned throughput capacity" and "Performance characteristics of SSD
+    and HDD storage classes" (throughput grows with capacity, to multiple TB/s); AWS HPC Blog,
+    "Build and deploy a 1 TB/s file system in under an hour".
+
+    Examples
+    --------
+    >>> from trainium_lab.units import GB, TB
+    >>> round(checkpoint_write_bytes_per_s(16) / GB, 2)        # one trn2.48xlarge
+    1.95
+    >>> round(checkpoint_write_bytes_per_s(32_768) / TB, 3)    # 512 Trn2 UltraServers: the FSx limit
+    1.153
+    """
+    n_chips = integer("n_chips", n_chips, minimum=1, maximum=10**7)
+    per_chip = (default_checkpoint_bytes_per_s_per_chip() if per_chip_bytes_per_s is None
+                else in_range("per_chip_bytes_per_s", per_chip_bytes_per_s, 0.0, 1e15, low_open=True))
+    limit = (reliability.fsx_demonstrated_bytes_per_s() if storage_bytes_per_s is None
+             else in_range("storage_bytes_per_s", storage_bytes_per_s, 0.0, 1e18, low_open=True))
+    return min(n_chips * per_chip, limit)
+
+
+class _NeverFinishes(ValueError):
+    """The expected lost share reaches 1: failures come faster than a checkpoint cycle."""
+
+
+def _losses(ckpt_bytes: float, write_bytes_per_s: float, read_bytes_per_s: float, mode: str,
+            snapshot_s: float | None, mtbf_s: float, restart_s: float) -> dict[str, float]:
+    """Chapter 06's checkpoint-and-failure losses of one job (one home for the plan and for the
+    Llama 3 calibration): the write, the blocking cost δ, the optimum interval and the lost share.
+
+    ``restart_s`` is everything a restart costs before the reload (detect, replace, recompile)."""
+    write_s = ckpt_bytes / write_bytes_per_s
+    reload_s = ckpt_bytes / read_bytes_per_s
+    # an asynchronous checkpoint blocks for the snapshot to host memory, never longer than the write
+    delta = reliability.checkpoint_cost_s(write_s, mode=mode,
+                                          snapshot_s=None if snapshot_s is None else min(snapshot_s, write_s))
+    restart_total = restart_s + reload_s
+    tau = reliability.optimal_interval_s(delta, mtbf_s)
+    if mode == "async":
+        tau = max(tau, write_s)  # the upload must finish before the next snapshot (chapter 06)
+    lost = float(reliability.lost_fraction(tau, delta, mtbf_s, restart_total))
+    if not lost < 1.0:
+        raise _NeverFinishes(
+            f"chip_mtbf_s: the job fails every {format_seconds(mtbf_s)} on average, too often to finish: a "
+            f"checkpoint blocks for {format_seconds(delta)} and a restart takes {format_seconds(restart_total)}; "
+            "raise the MTBF, the checkpoint bandwidth or use fewer chips")
+    return {"checkpoint_write_s": write_s, "reload_s": reload_s, "checkpoint_cost_s": delta,
+            "checkpoint_interval_s": tau, "restart_total_s": restart_total, "lost_fraction": lost}
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The planner's checkpoint-and-failure model on a run that was done (:func:`llama3_calibration`).
+
+    Attributes
+    ----------
+    platform : str
+        The comparison system of ``data/`` the run used.
+    n_accelerators, n_instances : int
+    job_mtbf_s : float
+        Mean time between the run's unexpected interruptions.
+    checkpoint_bytes, checkpoint_write_bytes_per_s : float
+    restart_s : float
+        The restart time assumed (no public figure).
+    losses : dict
+        :func:`_losses`'s results (``lost_fraction``, ``checkpoint_interval_s``...).
+    published_effective_fraction : float
+        What Meta reports ("higher than 90 %").
+    """
+
+    platform: str
+    n_accelerators: int
+    n_instances: int
+    job_mtbf_s: float
+    checkpoint_bytes: float
+    checkpoint_write_bytes_per_s: float
+    restart_s: float
+    losses: dict
+    published_effective_fraction: float
+
+    @property
+    def effective_fraction(self) -> float:
+        """Share of the wall time spent on training steps: 1 − the lost share."""
+        return 1.0 - self.losses["lost_fraction"]
+
+    def __repr__(self) -> str:
+        return (f"Calibration({self.platform} × {self.n_instances}, MTBF {format_seconds(self.job_mtbf_s)}, "
+                f"effective {self.effective_fraction:.1%} vs published > {self.published_effective_fraction:.0%})")
+
+
+def llama3_calibration(*, restart_s: float | None = None, recipe_name: str = "bf16-adam") -> Calibration:
+    """Meta's Llama 3 405B pre-training through the planner's loss model, on its own hardware.
+
+    16,384 H100s (the comparison ``p5.48xlarge`` of ``data/``: 8 per instance) with the run's
+    interruption rate (419 in 54 days, Table 5), its checkpoint (405B parameters at
+    :func:`checkpoint_bytes`) written at :func:`checkpoint_write_bytes_per_s` with the storage
+    limit the run had (Tectonic's sustained 2 TB/s), and the planner's default restart. Meta
+    reports higher than 90 % effective training time: the model should land near it.
+
+    Parameters
+    ----------
+    restart_s : float, optional
+        Seconds per restart before the reload; default :data:`DEFAULTS`'s (an assumption: Meta
+        gives none).
+    recipe_name : str
+
+    References
+    ----------
+    Llama Team, AI @ Meta, "The Llama 3 Herd of Models", arXiv:2407.21783 (2024), §3.3.1 (storage),
+    §3.3.4 and Table 5 (interruptions, effective training time).
+
+    Examples
+    --------
+    >>> c = llama3_calibration()
+    >>> c.n_accelerators, round(c.checkpoint_write_bytes_per_s / 1e12, 1), round(c.effective_fraction, 3)
+    (16384, 2.0, 0.927)
+    """
+    restart = DEFAULTS["restart_s"] if restart_s is None else positive("restart_s", restart_s, allow_zero=True)
+    summary = reliability.llama3_summary()
+    plat = _platforms().set_index("platform").loc["p5.48xlarge"]
+    n = summary.n_gpus
+    storage = reliability.llama3_storage_bytes_per_s()
+    bw = checkpoint_write_bytes_per_s(n, storage_bytes_per_s=storage)
+    mtbf = reliability.job_mtbf_s(summary.per_gpu_mtbf_s, n)
+    size = checkpoint_bytes(preset_params("llama3-405b"), recipe_name)
+    losses = _losses(size, bw, bw, "sync", None, mtbf, restart)
+    return Calibration(platform="p5.48xlarge", n_accelerators=n,
+                       n_instances=math.ceil(n / int(plat.chips_per_platform)), job_mtbf_s=mtbf,
+                       checkpoint_bytes=size, checkpoint_write_bytes_per_s=bw, restart_s=restart, losses=losses,
+                       published_effective_fraction=reliability.llama3_effective_training_fraction())
+
+
+def preset_params(name: str) -> float:
+    """Parameters of a model preset (``sizing.preset(name).n_params``)."""
+    return float(sizing.preset(name).n_params)
+
+
 @functools.lru_cache(maxsize=256)
 def _search(model: ModelPreset, system: str, n_systems: int, lnc: int | None, global_batch: int,
             mfu: float, dp_overlap: float, min_headroom_fraction: float, recipe_name: str, dtype: str,
@@ -439,6 +776,8 @@ def _compile_counts(n_graphs: int, n_instances: int, cache: str, seq_len: int,
 def _compile_stalls(n_graphs: int, compile_s: float, n_instances: int, cache: str, seq_len: int,
                     precompile_workers: int) -> tuple[float, ...]:
     """:func:`_compile_counts` at ``compile_s`` seconds per compile."""
+    if compile_s == 0.0:
+        return (0.0, 0.0, 0.0, 0.0)
     return tuple(compile_s * x for x in _compile_counts(n_graphs, n_instances, cache, seq_len,
                                                         precompile_workers))
 
@@ -473,25 +812,21 @@ class _Inputs:
         return _replace(self, **kw)
 
 
-def _economics(est: layouts.LayoutEstimate, x: _Inputs, detail: bool = True) -> dict[str, float]:
-    """Days, losses, instance-hours and dollars of one layout estimate (base units).
+def _economics(tokens_per_s: float, x: _Inputs, detail: bool = True) -> dict[str, float]:
+    """Days, losses, instance-hours and dollars of a layout running at ``tokens_per_s`` (base units).
 
-    ``detail=False`` skips the breakdown of the lost time (the sensitivity table needs only
-    wall time and cost)."""
-    compute_s = x.n_tokens / est.tokens_per_s
+    ``detail=False`` skips the breakdown of the lost time (the sensitivity table and the
+    deadline search need only wall time and cost)."""
+    compute_s = x.n_tokens / tokens_per_s
     ckpt = checkpoint_bytes(x.n_params, x.recipe_name)
-    write_s = ckpt / x.checkpoint_write_bytes_per_s
-    reload_s = ckpt / x.checkpoint_read_bytes_per_s
-    delta = reliability.checkpoint_cost_s(write_s, mode=x.checkpoint_mode, snapshot_s=x.snapshot_s)
     mtbf = reliability.layout_mtbf_s(x.n_chips, system=x.system, chip_mtbf_s=x.chip_mtbf_s,
                                      instance_mtbf_s=x.instance_mtbf_s)
     cold_s, restart_compile_s, pre_s, node_compile_s = _compile_stalls(
         x.n_graphs, x.compile_s, x.n_instances, x.cache, x.seq_len, x.precompile_workers)
-    restart_total = x.restart_s + reload_s + restart_compile_s
-    tau = reliability.optimal_interval_s(delta, mtbf)
-    if x.checkpoint_mode == "async":
-        tau = max(tau, write_s)  # the upload must finish before the next snapshot (chapter 06)
-    lost = float(reliability.lost_fraction(tau, delta, mtbf, restart_total))
+    loss = _losses(ckpt, x.checkpoint_write_bytes_per_s, x.checkpoint_read_bytes_per_s, x.checkpoint_mode,
+                   x.snapshot_s, mtbf, x.restart_s + restart_compile_s)
+    write_s, reload_s, delta = loss["checkpoint_write_s"], loss["reload_s"], loss["checkpoint_cost_s"]
+    tau, restart_total, lost = loss["checkpoint_interval_s"], loss["restart_total_s"], loss["lost_fraction"]
     training_wall = compute_s / (1.0 - lost)
     wall = cold_s + training_wall
     instance_hours = x.n_instances * wall / _SECONDS_PER_HOUR + pre_s / _SECONDS_PER_HOUR
@@ -558,7 +893,17 @@ class RunPlan:
         cost_high_usd, days_low, days_high, swing_usd``, largest swing first.
     deadline_s : float or None
     systems_tried : tuple of int
-        Counts of systems the search evaluated (deadline or smallest-that-fits mode).
+        Counts of systems the search evaluated with the layout planner, in order (deadline or
+        smallest-that-fits mode); the last is the answer.
+    billing : Billing
+        How the instances are bought under the purchase option's terms (:func:`bill`):
+        ``results["billed_instance_hours"]`` (>= ``instance_hours``) is what ``cost_usd`` pays for,
+        ``billing.note`` says what the terms did (empty when nothing).
+    systems_bounded : int
+        Counts of systems below the answer that the deadline search ruled out without the planner:
+        below the state's or the perfect-scaling floor, or missing the deadline even at perfect
+        scaling with the same failures and checkpoints. With :attr:`systems_tried` they cover every
+        count from 1 to the answer, so the answer is the exact minimum.
     """
 
     model: ModelPreset
@@ -580,6 +925,8 @@ class RunPlan:
     sensitivity: pd.DataFrame
     deadline_s: float | None
     systems_tried: tuple[int, ...]
+    systems_bounded: int = 0
+    billing: Billing | None = None
 
     def __getattr__(self, name: str):  # the results read as attributes: plan.wall_s, plan.cost_usd
         results = self.__dict__.get("results")
@@ -654,7 +1001,15 @@ class RunPlan:
         names = list(w["part"])
         names.append("pre-compilation (one instance)")
         hours.append(self.results["precompile_s"] / _SECONDS_PER_HOUR)
+        names.append("bought, not used (the purchase terms)")
+        unused = self.results["billed_instance_hours"] - sum(hours)
+        hours.append(unused if unused > 1e-9 * self.results["billed_instance_hours"] else 0.0)
         usd = [h * self.usd_per_hour for h in hours]
+        others = self.inputs.get("other_costs_usd") or {}
+        for k in OTHER_COSTS:
+            names.append(f"{k} (outside instance-hours; given)")
+            hours.append(0.0)
+            usd.append(float(others.get(k, 0.0)))
         total = sum(usd)
         return pd.DataFrame({"part": names, "instance_hours": hours, "usd": usd,
                              "share": [u / total for u in usd]})
@@ -674,8 +1029,21 @@ class RunPlan:
             ("global batch", x["global_batch"], "sequences", "chosen"),
             ("precision recipe", x["recipe_name"], "", "chosen"),
             ("MFU while computing", x["mfu"], "fraction", "assumption"),
-            ("price per instance-hour", x["usd_per_hour"], "USD/hour", self.price_basis),
-            ("checkpoint write bandwidth", x["checkpoint_write_bytes_per_s"], "bytes/s", "assumption"),
+            (f"price per instance-hour of {x['billing_unit']} ({x['chips_per_instance']} chips)", x["usd_per_hour"],
+             "USD/hour", self.price_basis),
+            ("price range (low, high)", x["usd_per_hour_range"], "USD/hour", "assumption: the range of the price"),
+            ("MFU range (low, high)", x["mfu_range"], "fraction", "assumption: the range of the MFU"),
+            ("chip MTBF range (low, high)", x["chip_mtbf_range_s"], "s", "assumption: the range of the failure rate"),
+            ("purchase option", x["purchase_option"], "", "chosen; billed under its terms"),
+            ("checkpoint write bandwidth per chip", x["checkpoint_bytes_per_s_per_chip"], "bytes/s",
+             "assumption" if "checkpoint_bytes_per_s_per_chip" in self.assumptions else
+             "sourced: Llama 3 405B storage per GPU (Meta 2024, §3.3.1: 2 TB/s for 16,384 GPUs), a GPU-cluster proxy"),
+            ("checkpoint storage limit", x["storage_bytes_per_s"], "bytes/s",
+             "assumption" if "storage_bytes_per_s" in self.assumptions else
+             "sourced: FSx for Lustre, the 1.1 PiB file system AWS demonstrated, at 1,000 MB/s per TiB"),
+            ("checkpoint write bandwidth (whole job)", x["checkpoint_write_bytes_per_s"], "bytes/s",
+             "assumption" if x.get("checkpoint_bandwidth_given") else
+             "computed: chips × per-chip bandwidth, up to the storage limit"),
             ("checkpoint read bandwidth", x["checkpoint_read_bytes_per_s"], "bytes/s",
              "assumption (the write bandwidth unless given)"),
             ("checkpoint mode", x["checkpoint_mode"], "", "chosen"),
@@ -687,6 +1055,9 @@ class RunPlan:
         ]
         if x.get("instance_mtbf_s") is not None:
             rows.append(("instance MTBF", x["instance_mtbf_s"], "s", "assumption"))
+        for k in OTHER_COSTS:
+            rows.append((f"{k} (cost outside instance-hours)", float((x.get("other_costs_usd") or {}).get(k, 0.0)),
+                         "USD", "input (zero unless given)"))
         if self.deadline_s is not None:
             rows.append(("deadline", self.deadline_s, "s", "requirement"))
         return pd.DataFrame(rows, columns=["input", "value", "unit", "basis"])
@@ -707,59 +1078,87 @@ class RunPlan:
                 f"step {format_seconds(self.step_s)}, {self.tokens_per_s:,.0f} tokens/s. "
                 f"**{self.days:,.1f} days** wall clock ({r['lost_fraction']:.1%} of training time lost to "
                 f"checkpoints, rework and restarts; {format_seconds(r['cold_start_s'])} of first-launch compiles); "
-                f"**{r['instance_hours']:,.0f} instance-hours** × {self.usd_per_hour:,.2f} USD = "
-                f"**{r['cost_usd']:,.0f} USD**, **{r['cost_per_million_tokens_usd']:,.3f} USD per million "
-                f"tokens** (price: {self.price_basis}).{deadline}")
+                f"**{r['billed_instance_hours']:,.0f} instance-hours** billed ({self.n_instances} × "
+                f"{self.inputs['billing_unit']}, {self.inputs['chips_per_instance']} chips each) × "
+                f"{self.usd_per_hour:,.2f} USD = **{r['cost_usd']:,.0f} USD**, "
+                f"{r['cost_per_million_tokens_usd']:,.3f} USD per million tokens (price: {self.price_basis}). "
+                f"**Range: {r['days_low']:,.0f}–{r['days_high']:,.0f} days, {_usd_short(r['cost_low_usd'])}–"
+                f"{_usd_short(r['cost_high_usd'])}** over the MFU, failure-rate and price ranges."
+                + (f" Purchase terms: {self.billing.note}." if self.billing is not None and self.billing.note else "")
+                + deadline)
+
+
+def _usd_short(x: float) -> str:
+    """Dollars to three significant figures (a range, not a figure to the dollar)."""
+    for div, suffix in ((1e9, " B USD"), (1e6, " M USD"), (1e3, " k USD")):
+        if abs(x) >= div:
+            return f"{x / div:,.3g}{suffix}"
+    return f"{x:,.0f} USD"
 
 
 def _as_tuple(name: str, values, item) -> tuple:
     return tuple(sequence(name, values, item))
 
 
-def _smallest(pred: Callable[[int], bool], low: int, high: int,
-              scan: int = 16) -> tuple[int | None, list[int]]:
-    """Smallest ``n`` in ``[low, high]`` with ``pred(n)``: doubling, then bisection, then every
-    count below the one found down to ``low`` (at most ``scan`` of them), since ``pred`` need not
-    be monotone (a count whose ranks split the global batch evenly can work where its neighbours
-    do not); also the counts tried, in order."""
+def _range(name: str, value, centre: float | None, high: float) -> tuple[float, float] | None:
+    """A (low, high) pair of positive numbers with low <= centre <= high (when centre is given)."""
+    if value is None:
+        return None
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise ValueError(f"{name} must be a (low, high) pair, got {value!r}"[:160])
+    lo = in_range(name, value[0], 0.0, high, low_open=True)
+    hi = in_range(name, value[1], 0.0, high, low_open=True)
+    if lo > hi or (centre is not None and not lo <= centre <= hi):
+        raise ValueError(f"{name} must be (low, high) with low <= {'the value' if centre is None else f'{centre:g}'} "
+                         f"<= high, got {value!r}")
+    return (lo, hi)
+
+
+def _run_inputs(m: ModelPreset, system_key: str, n_tokens: float, recipe_name: str, usd_per_hour: float,
+                checkpointing: tuple, chip_mtbf_s: float, instance_mtbf_s: float | None, restart_s: float,
+                compile_s: float, n_graphs: int, cache: str, precompile_workers: int,
+                n_systems: int) -> _Inputs:
+    """The economics' inputs of ``n_systems`` systems (one home for the plan and the search)."""
+    s = specs.system(system_key)
+    write, read, per_chip, storage, mode, snapshot = checkpointing
+    if write is None:  # the bandwidth grows with the job up to the storage's limit
+        write = checkpoint_write_bytes_per_s(n_systems * s.n_chips, per_chip_bytes_per_s=per_chip,
+                                             storage_bytes_per_s=storage)
+    read = write if read is None else read
+    return _Inputs(n_tokens=n_tokens, n_params=float(m.n_params), recipe_name=recipe_name, system=s.key,
+                   n_chips=n_systems * s.n_chips, n_instances=n_systems * billed_instance(s.key)[1],
+                   seq_len=m.seq_len, usd_per_hour=usd_per_hour, checkpoint_write_bytes_per_s=write,
+                   checkpoint_read_bytes_per_s=read, checkpoint_mode=mode, snapshot_s=snapshot,
+                   chip_mtbf_s=chip_mtbf_s, instance_mtbf_s=instance_mtbf_s, restart_s=restart_s,
+                   compile_s=compile_s, n_graphs=n_graphs, cache=cache, precompile_workers=precompile_workers)
+
+
+def _first(pred: Callable[[int], bool], counts: Sequence[int] | range) -> tuple[int | None, list[int]]:
+    """The first count of ``counts`` (ascending) with ``pred(count)``, and the counts tried.
+
+    ``pred`` need not be monotone (the global batch must split evenly over the data-parallel
+    ranks, so a count can work where its neighbours do not): every count is tried in turn, so
+    the answer is exact whenever ``counts`` holds every count that could work."""
     tried: list[int] = []
-    memo: dict[int, bool] = {}
-
-    def ok(n: int) -> bool:
-        if n not in memo:
-            tried.append(n)
-            memo[n] = pred(n)
-        return memo[n]
-
-    if ok(low):
-        return low, tried
-    bad, n = low, low
-    while True:
-        n = min(high, max(n + 1, 2 * n))
-        if ok(n):
-            good = n
-            break
-        bad = n
-        if n >= high:
-            return None, tried
-    while good - bad > 1:
-        mid = (good + bad) // 2
-        if ok(mid):
-            good = mid
-        else:
-            bad = mid
-    for m in range(good - 1, max(low, good - 1 - scan), -1):
-        if ok(m):
-            good = m
-    return good, tried
+    for n in counts:
+        tried.append(n)
+        if pred(n):
+            return n, tried
+    return None, tried
 
 
 def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.48xlarge",
              n_systems: int | None = None, deadline_s: float | None = None, lnc: int | None = None,
              mfu: float | None = None, usd_per_hour: float | None = None,
-             purchase_option: str = "on-demand",
-             checkpoint_write_bytes_per_s: float = DEFAULTS["checkpoint_write_bytes_per_s"],
-             checkpoint_read_bytes_per_s: float | None = None, checkpoint_mode: str = "sync",
+             usd_per_chip_hour: float | None = None, purchase_option: str = "on-demand",
+             mfu_range: tuple[float, float] | None = None,
+             chip_mtbf_range_s: tuple[float, float] | None = None,
+             usd_per_hour_range: tuple[float, float] | None = None,
+             other_costs_usd: Mapping[str, float] | None = None,
+             checkpoint_write_bytes_per_s: float | None = None,
+             checkpoint_read_bytes_per_s: float | None = None,
+             checkpoint_bytes_per_s_per_chip: float | None = None, storage_bytes_per_s: float | None = None,
+             checkpoint_mode: str = "sync",
              snapshot_s: float | None = None, chip_mtbf_s: float | None = None,
              instance_mtbf_s: float | None = None, restart_s: float = DEFAULTS["restart_s"],
              compile_s: float = DEFAULTS["compile_s"], n_graphs: int = DEFAULTS["n_graphs"],
@@ -768,7 +1167,7 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
              dtype: str = "bfloat16", min_headroom_fraction: float = 0.10, dp_overlap: float = 1.0,
              micro_batches: Sequence[int] = (1, 2, 4), zero_stages: Sequence[int] = (0, 1, 2, 3),
              recompute: Sequence[str] = sizing.RECOMPUTE_MODES, sequence_parallel: bool = True,
-             max_systems: int = 1024, layout: layouts.Layout | None = None) -> RunPlan:
+             max_systems: int | None = None, layout: layouts.Layout | None = None) -> RunPlan:
     """Plan a training run: layout, memory, step time, days with losses, instance-hours, cost.
 
     1. **Layout** (chapter 05): :func:`trainium_lab.layouts.plan` on ``n_systems`` systems with
@@ -813,11 +1212,30 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
         Price of one billed instance-hour (for an UltraServer, of one of its instances). Default:
         the sourced ``purchase_option`` price of :func:`billed_instance`; there is none for
         Trn2 and Trn3, so give it (an assumption).
+    usd_per_chip_hour : float, optional
+        The price per chip-hour instead (not with ``usd_per_hour``): times the chips of one billed
+        instance (:func:`billing_unit`).
     purchase_option : {"on-demand", "capacity-block", "ri-effective"}
-    checkpoint_write_bytes_per_s : float
-        Aggregate bandwidth of the whole job to checkpoint storage: an assumption.
+        Billed under its terms (:func:`bill`, ``data/purchase_terms.csv``): Capacity Blocks split
+        into blocks AWS sells (at most 182 days, 64 instances each, 256 in all, else refused), a
+        reserved rate for whole 365-day terms; the plan's ``billing_note`` says what was done.
+    mfu_range, chip_mtbf_range_s, usd_per_hour_range : (low, high), optional
+        The uncertain inputs' ranges; the plan's ``days_low/high`` and ``cost_low/high_usd`` take
+        the favourable and the unfavourable ends together. Default: the value times
+        :data:`SENSITIVITY`'s factors; for the MFU, when ``mfu`` is not given either, the calibrated
+        range of ``planner_mfu`` (``data/calibration.csv``).
+    other_costs_usd : mapping, optional
+        Line items outside the instance-hours (:data:`OTHER_COSTS`: spares, storage, data
+        pipeline, evaluation, debugging runs), USD; zero unless given, always listed.
+    checkpoint_write_bytes_per_s : float, optional
+        Aggregate bandwidth of the whole job to checkpoint storage, if you know it (an
+        assumption). Default: :func:`checkpoint_write_bytes_per_s` of the job's chips, which grows
+        with the job up to the storage's limit.
     checkpoint_read_bytes_per_s : float, optional
         For the restart's reload; default the write bandwidth.
+    checkpoint_bytes_per_s_per_chip, storage_bytes_per_s : float, optional
+        The scaling model's inputs (default: Meta's Llama 3 storage per GPU, and the 1.1 PiB FSx
+        for Lustre file system AWS demonstrated): see :func:`checkpoint_write_bytes_per_s`.
     checkpoint_mode : {"sync", "async"}
         Chapter 06's modes; ``"async"`` needs ``snapshot_s`` (the blocking copy to host memory).
     chip_mtbf_s, instance_mtbf_s : float, optional
@@ -837,8 +1255,9 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
     global_batch, recipe_name, dtype, min_headroom_fraction, dp_overlap, micro_batches,
     zero_stages, recompute, sequence_parallel
         As in :func:`trainium_lab.layouts.plan`.
-    max_systems : int
-        Largest count the search for ``n_systems`` tries.
+    max_systems : int, optional
+        Largest count the search for ``n_systems`` considers (every count up to it is accounted
+        for). Default: enough systems for :data:`MAX_CHIPS` (100,000) chips.
     layout : trainium_lab.layouts.Layout, optional
         Evaluate this layout instead of searching (its model and cluster are used).
 
@@ -866,14 +1285,39 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
     >>> p.layout.label()
     'TP64 ranks = 16 chips × PP1×DP8 ZeRO-3 mb1×128 selective'
     >>> round(p.days), p.n_instances, f"{p.cost_usd:.3g}"
-    (1289, 8, '9.9e+06')
+    (1281, 8, '9.84e+06')
     """
     x_tokens = positive("n_tokens", n_tokens)
+    if mfu is None and mfu_range is None:
+        # the calibrated default and its fitted range (issue 24: data/calibration.csv, planner_mfu)
+        cal = specs.calibration("planner_mfu")
+        mfu_range = (cal.low, cal.high) if cal.low == cal.low else None
     mfu = sizing.default_mfu() if mfu is None else in_range("mfu", mfu, 0.0, 1.0, low_open=True)
     purchase_option = choice("purchase_option", purchase_option, PURCHASE_OPTIONS)
-    ckpt_w = positive("checkpoint_write_bytes_per_s", checkpoint_write_bytes_per_s)
-    ckpt_r = ckpt_w if checkpoint_read_bytes_per_s is None else positive(
-        "checkpoint_read_bytes_per_s", checkpoint_read_bytes_per_s)
+    if usd_per_chip_hour is not None:
+        if usd_per_hour is not None:
+            raise ValueError("usd_per_chip_hour: give usd_per_hour or usd_per_chip_hour, not both")
+        usd_per_chip_hour = in_range("usd_per_chip_hour", usd_per_chip_hour, 0.0, 1e6, low_open=True)
+    ranges = {"mfu": _range("mfu_range", mfu_range, mfu, 1.0),
+              "chip_mtbf_s": None if chip_mtbf_range_s is None else _range("chip_mtbf_range_s", chip_mtbf_range_s,
+                                                                          None, 1e15),
+              "usd_per_hour": None if usd_per_hour_range is None else _range("usd_per_hour_range",
+                                                                             usd_per_hour_range, None, 1e7)}
+    others = {k: 0.0 for k in OTHER_COSTS}
+    if other_costs_usd is not None:
+        if not isinstance(other_costs_usd, Mapping):
+            raise ValueError(f"other_costs_usd must be a mapping of {', '.join(OTHER_COSTS)} to USD, "
+                             f"got {other_costs_usd!r}"[:200])
+        for k, v in other_costs_usd.items():
+            others[choice("other_costs_usd", k, OTHER_COSTS)] = in_range(f"other_costs_usd[{k!r}]", v, 0.0, 1e13)
+    ckpt_w = None if checkpoint_write_bytes_per_s is None else in_range(
+        "checkpoint_write_bytes_per_s", checkpoint_write_bytes_per_s, 0.0, 1e18, low_open=True)
+    ckpt_r = None if checkpoint_read_bytes_per_s is None else in_range(
+        "checkpoint_read_bytes_per_s", checkpoint_read_bytes_per_s, 0.0, 1e18, low_open=True)
+    ckpt_chip = None if checkpoint_bytes_per_s_per_chip is None else in_range(
+        "checkpoint_bytes_per_s_per_chip", checkpoint_bytes_per_s_per_chip, 0.0, 1e15, low_open=True)
+    ckpt_storage = None if storage_bytes_per_s is None else in_range(
+        "storage_bytes_per_s", storage_bytes_per_s, 0.0, 1e18, low_open=True)
     checkpoint_mode = choice("checkpoint_mode", checkpoint_mode, ("sync", "async"))
     if checkpoint_mode == "async":
         if snapshot_s is None:
@@ -881,6 +1325,13 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
         snapshot_s = positive("snapshot_s", snapshot_s)
     elif snapshot_s is not None:
         snapshot_s = positive("snapshot_s", snapshot_s)
+    # the scaling model's inputs, resolved once (sourced defaults read from data/ here, not per count)
+    ckpt = (ckpt_w, ckpt_r,
+            default_checkpoint_bytes_per_s_per_chip() if ckpt_chip is None else ckpt_chip,
+            reliability.fsx_demonstrated_bytes_per_s() if ckpt_storage is None else ckpt_storage,
+            checkpoint_mode, snapshot_s)
+    given_ckpt = {"checkpoint_write_bytes_per_s": ckpt_w, "checkpoint_bytes_per_s_per_chip": ckpt_chip,
+                  "storage_bytes_per_s": ckpt_storage}
     proxy = chip_mtbf_s is None
     chip_mtbf = (_proxy_chip_mtbf_s() if proxy
                  else positive("chip_mtbf_s", chip_mtbf_s))
@@ -896,6 +1347,12 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
     sizing.recipe(recipe_name)
     if not isinstance(dtype, str):
         raise ValueError(f"dtype must be a number format such as 'bf16', got {dtype!r}")
+    if layout is not None:
+        instance("layout", layout, layouts.Layout, "a Layout from layouts.layout(...) or None")
+    _chip = specs.chip(specs.system(system if layout is None else layout.cluster.system).chip_key)
+    if dtype not in _chip.dense_flops_per_s:
+        raise ValueError(f"dtype must be one of {sorted(_chip.dense_flops_per_s)} (the number formats with "
+                         f"a published peak on {_chip.name}); got {dtype!r}")
     min_headroom_fraction = in_range("min_headroom_fraction", min_headroom_fraction, 0.0, 1.0,
                                      high_open=True)
     dp_overlap = in_range("dp_overlap", dp_overlap, 0.0, 1.0)
@@ -905,6 +1362,8 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
     modes = _as_tuple("recompute", recompute, lambda n, v: choice(n, v, sizing.RECOMPUTE_MODES))
     if sequence_parallel not in (True, False):
         raise ValueError(f"sequence_parallel must be True or False, got {sequence_parallel!r}")
+    if max_systems is None:
+        max_systems = 100_000 if layout is not None else math.ceil(MAX_CHIPS / specs.system(system).n_chips)
     max_systems = integer("max_systems", max_systems, minimum=1, maximum=100_000)
     deadline = None if deadline_s is None else positive("deadline_s", deadline_s)
 
@@ -917,7 +1376,7 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
         c = lay.cluster
         if n_systems is not None and integer("n_systems", n_systems, minimum=1) != c.n_systems:
             raise ValueError(f"n_systems must match the layout's cluster ({c.n_systems}); got {n_systems}")
-        system_key, n_sys, lnc_used, search, tried = c.system, c.n_systems, c.lnc, None, ()
+        system_key, n_sys, lnc_used, search, tried, bounded = c.system, c.n_systems, c.lnc, None, (), 0
     else:
         m = layouts.resolve_model(model)
         base = topology.cluster(system, 1, lnc)
@@ -928,7 +1387,8 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
         def search_at(n: int) -> layouts.Plan | None:
             return _try_search(m, args[0], n, *args[1:])
 
-        tried = ()
+        tried: tuple[int, ...] = ()
+        bounded = 0
         if n_systems is not None:
             n_sys = integer("n_systems", n_systems, minimum=1, maximum=max_systems)
             search = _search(m, system_key, n_sys, *args[1:])
@@ -940,55 +1400,113 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
             low = max(1, math.ceil(state / specs.system(system_key).hbm_bytes_total - 1e-9))
             if low > max_systems:
                 raise ValueError(f"max_systems ({max_systems}) is below the {low} systems the state needs")
-            found, tried_fit = _smallest(lambda n: search_at(n) is not None, low, max_systems)
-            if found is None:
-                raise ValueError(f"max_systems: no layout of {m.name} fits on up to {max_systems} × "
-                                 f"{system_key}")
-            tried = tuple(tried_fit)
-            n_sys = found
-        if n_systems is None and deadline is not None:
-            sys_insts = specs.system(system_key).n_instances
-            ideal = sizing.instance_days(sizing.training_flops(_active_params(m), x_tokens), mfu, system_key, dtype)
-            low_t = max(n_sys, math.ceil(ideal * day / sys_insts / deadline - 1e-9))
-            if low_t > max_systems:
-                raise ValueError(f"deadline_s: even perfect scaling needs {low_t} × {system_key}, more than "
-                                 f"max_systems ({max_systems})")
+            if deadline is None:
+                # the fewest that fit: every count from the state's lower bound up, in turn
+                found, tried_fit = _first(lambda n: search_at(n) is not None, range(low, max_systems + 1))
+                if found is None:
+                    raise ValueError(f"max_systems: no layout of {m.name} fits on up to {max_systems} × "
+                                     f"{system_key}")
+                tried, n_sys = tuple(tried_fit), found
+            else:
+                sys_insts = specs.system(system_key).n_instances
+                # 6·N_active·D plus the causal attention scores (the smaller of the two counts the
+                # layout model can use): no layout of n systems computes these FLOPs faster than all
+                # its chips at the MFU
+                # (the active count the layout model itself computes with, where it is the smaller)
+                n_compute = min(_active_params(m), float(moe._split(m)[2]))
+                flops = sizing.training_flops(n_compute, x_tokens, include_attention=True,
+                                              n_layers=m.n_layers, seq_len=m.seq_len, d_model=m.d_model)
+                ideal_s = sizing.instance_days(flops, mfu, system_key, dtype) * day / sys_insts
+                low_t = max(low, math.ceil(ideal_s / deadline - 1e-9))
+                if low_t > max_systems:
+                    raise ValueError(f"deadline_s: even perfect scaling needs {low_t} × {system_key}, more than "
+                                     f"max_systems ({max_systems})")
+                floor_inputs = functools.partial(
+                    _run_inputs, m, system_key, x_tokens, recipe_name, 1.0, ckpt, chip_mtbf, inst_mtbf,
+                    restart_s, 0.0, n_graphs, cache, precompile_workers)
+                full_inputs = functools.partial(
+                    _run_inputs, m, system_key, x_tokens, recipe_name, 1.0, ckpt, chip_mtbf, inst_mtbf,
+                    restart_s, compile_s, n_graphs, cache, precompile_workers)
 
-            def meets(n: int) -> bool:
-                p = search_at(n)
-                if p is None:
-                    return False
-                trial = _assemble(m, p.layout(0), p, x_tokens, mfu, dp_overlap, min_headroom_fraction,
-                                  usd_per_hour, purchase_option, ckpt_w, ckpt_r, checkpoint_mode, snapshot_s,
-                                  chip_mtbf, proxy, inst_mtbf, restart_s, compile_s, n_graphs, cache,
-                                  precompile_workers, global_batch, recipe_name, dtype, deadline, (),
-                                  sensitivity=False)
-                return trial.results["wall_s"] <= deadline
+                def floor_meets(n: int) -> bool:
+                    try:
+                        return _floor_meets(n)
+                    except _NeverFinishes:
+                        return False
 
-            found, tried_dl = _smallest(meets, low_t, max_systems)
-            tried = tuple(tried) + tuple(tried_dl)
-            if found is None:
-                raise ValueError(f"deadline_s: no count of {system_key} up to max_systems ({max_systems}) "
-                                 f"finishes {m.name} on {x_tokens:.3g} tokens within "
-                                 f"{format_seconds(deadline)}")
-            n_sys = found
+                def _floor_meets(n: int) -> bool:
+                    # the wall time at perfect scaling (tokens/s of n systems at the MFU, 6·N_active per
+                    # token) with the same failures and checkpoints but no compiles: a lower bound on the
+                    # wall time of every layout of n systems, so a count it rules out cannot meet
+                    return _economics(x_tokens * n / ideal_s, floor_inputs(n), detail=False)["wall_s"] <= deadline
+
+                def meets(n: int) -> bool:
+                    p = search_at(n)
+                    if p is None:
+                        return False
+                    tokens_per_s = float(p.best.tokens_per_s)  # the fastest layout: the least wall time
+                    closest.append((x_tokens / tokens_per_s, n))
+                    # compiles only add time: a count that misses without them misses with them
+                    if _economics(tokens_per_s, floor_inputs(n), detail=False)["wall_s"] > deadline:
+                        return False
+                    try:
+                        return _economics(tokens_per_s, full_inputs(n), detail=False)["wall_s"] <= deadline
+                    except _NeverFinishes:
+                        return False
+
+                ruled_out: list[int] = []
+                closest: list[tuple[float, int]] = []  # (training time without losses, count) planned
+
+                def candidates():
+                    for n in range(low_t, max_systems + 1):
+                        if floor_meets(n):
+                            yield n
+                        else:
+                            ruled_out.append(n)
+
+                found, tried_dl = _first(meets, candidates())
+                tried, bounded = tuple(tried_dl), len(ruled_out) + (low_t - low)
+                if found is None:
+                    why = ("; even at perfect scaling every count either computes too long or loses too much to "
+                           "failures, checkpoints and restarts")
+                    if closest:
+                        compute_s, n_best = min(closest)
+                        try:
+                            r = _economics(x_tokens / compute_s, full_inputs(n_best), detail=False)
+                            why = (f"; the fastest planned, {n_best} systems, computes for {format_seconds(compute_s)} "
+                                   f"and loses {r['lost_fraction']:.0%} to failures, checkpoints and restarts "
+                                   f"({format_seconds(r['wall_s'])} in all)")
+                        except _NeverFinishes:
+                            why = f"; at {n_best} systems failures come faster than a checkpoint cycle"
+                    raise ValueError(f"deadline_s: no count of {system_key} up to max_systems ({max_systems}) "
+                                     f"finishes {m.name} on {x_tokens:.3g} tokens within "
+                                     f"{format_seconds(deadline)}{why}")
+                n_sys = found
         search = search_at(n_sys) if n_systems is None else search
         lay = search.layout(0)
     return _assemble(m, lay, search, x_tokens, mfu, dp_overlap, min_headroom_fraction, usd_per_hour,
-                     purchase_option, ckpt_w, ckpt_r, checkpoint_mode, snapshot_s, chip_mtbf, proxy,
+                     purchase_option, ckpt,
+                     chip_mtbf, proxy,
                      inst_mtbf, restart_s, compile_s, n_graphs, cache, precompile_workers, global_batch,
-                     recipe_name, dtype, deadline, tuple(tried))
+                     recipe_name, dtype, deadline, tuple(tried), bounded=bounded,
+                     usd_per_chip_hour=usd_per_chip_hour, ranges=ranges, others=others, given_ckpt=given_ckpt)
 
 
 def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, usd_per_hour,
-              purchase_option, ckpt_w, ckpt_r, checkpoint_mode, snapshot_s, chip_mtbf, proxy, inst_mtbf,
+              purchase_option, ckpt, chip_mtbf, proxy, inst_mtbf,
               restart_s, compile_s, n_graphs, cache, precompile_workers, global_batch, recipe_name,
-              dtype, deadline, tried, sensitivity: bool = True) -> RunPlan:
+              dtype, deadline, tried, sensitivity: bool = True, bounded: int = 0,
+              usd_per_chip_hour: float | None = None, ranges: dict | None = None,
+              others: dict | None = None, given_ckpt: dict | None = None) -> RunPlan:
     c = lay.cluster
     s = specs.system(c.system)
     inst_type, per_system = billed_instance(c.system)
+    unit_name, chips_per_instance, _ = billing_unit(c.system)
     n_instances = c.n_systems * per_system
-    if usd_per_hour is None:
+    if usd_per_hour is None and usd_per_chip_hour is not None:
+        usd = usd_per_chip_hour * chips_per_instance
+        basis = f"input (assumption): {usd_per_chip_hour:g} USD per chip-hour × {chips_per_instance} chips"
+    elif usd_per_hour is None:
         try:
             pr = price(inst_type, purchase_option)
         except ValueError:
@@ -1000,33 +1518,71 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
     else:
         usd = positive("usd_per_hour", usd_per_hour)
         basis = "input (assumption)"
-    x = _Inputs(n_tokens=n_tokens, n_params=float(m.n_params), recipe_name=recipe_name, system=c.system,
-                n_chips=c.n_chips, n_instances=n_instances, seq_len=lay.seq_len, usd_per_hour=usd,
-                checkpoint_write_bytes_per_s=ckpt_w, checkpoint_read_bytes_per_s=ckpt_r,
-                checkpoint_mode=checkpoint_mode, snapshot_s=snapshot_s, chip_mtbf_s=chip_mtbf,
-                instance_mtbf_s=inst_mtbf, restart_s=restart_s, compile_s=compile_s, n_graphs=n_graphs,
-                cache=cache, precompile_workers=precompile_workers)
+    x = _run_inputs(m, c.system, n_tokens, recipe_name, usd, ckpt,
+                    chip_mtbf, inst_mtbf, restart_s, compile_s, n_graphs, cache, precompile_workers,
+                    c.n_systems).replace(seq_len=lay.seq_len)
     est = layouts.evaluate(lay, mfu=mfu, dp_overlap=dp_overlap, min_headroom_fraction=min_headroom_fraction)
-    results = _economics(est, x)
-    size = sizing.size_job(m.n_params, n_tokens, system=s.key, recipe_name=recipe_name, mfu=mfu, dtype=dtype)
+    results = _economics(est.tokens_per_s, x)
+    others = {k: 0.0 for k in OTHER_COSTS} if others is None else dict(others)
+    other_usd = float(sum(others.values()))
+
+    def billed(res: dict, price_usd: float) -> tuple[Billing, float, float]:
+        # the purchase option's terms on the instances held; pre-compilation on one instance, hourly
+        b = bill(purchase_option, res["wall_s"], n_instances)
+        hours = b.billed_instance_hours + res["precompile_s"] / _SECONDS_PER_HOUR
+        return b, hours, hours * price_usd
+
+    billing, billed_h, cost = billed(results, usd)
+    results.update({"billed_instance_hours": billed_h, "n_purchases": float(billing.n_purchases),
+                    "cost_usd": cost, "cost_per_million_tokens_usd": cost / n_tokens * 1e6,
+                    "other_costs_usd": other_usd, "total_cost_usd": cost + other_usd})
+    # ranges: the favourable and the unfavourable ends of MFU, failure rate and price together
+    ranges = {} if ranges is None else dict(ranges)
+    lo_f = {k: SENSITIVITY[k][0] for k in ("mfu", "chip_mtbf_s", "usd_per_hour")}
+    hi_f = {k: SENSITIVITY[k][1] for k in ("mfu", "chip_mtbf_s", "usd_per_hour")}
+    centre = {"mfu": mfu, "chip_mtbf_s": chip_mtbf, "usd_per_hour": usd}
+    span = {k: ranges.get(k) or (centre[k] * lo_f[k], min(1.0, centre[k] * hi_f[k]) if k == "mfu"
+                                  else centre[k] * hi_f[k]) for k in centre}
+    ends = []
+    for m_v, t_v, p_v in ((span["mfu"][1], span["chip_mtbf_s"][1], span["usd_per_hour"][0]),
+                          (span["mfu"][0], span["chip_mtbf_s"][0], span["usd_per_hour"][1])):
+        e = layouts.evaluate(lay, mfu=m_v, dp_overlap=dp_overlap, min_headroom_fraction=min_headroom_fraction)
+        try:
+            r = _economics(e.tokens_per_s, x.replace(chip_mtbf_s=t_v), detail=False)
+            ends.append((r["wall_s"] / day, billed(r, p_v)[2] + other_usd))
+        except _NeverFinishes:  # at that end of the failure rate the job never finishes
+            ends.append((math.inf, math.inf))
+    results.update({"days_low": ends[0][0], "days_high": ends[1][0],
+                    "cost_low_usd": ends[0][1], "cost_high_usd": ends[1][1]})
+    # memory follows the total, compute the parameters a token uses (chapter 10)
+    size = sizing.size_job(m.n_params, n_tokens, system=s.key, recipe_name=recipe_name, mfu=mfu, dtype=dtype,
+                           n_active_params=_active_params(m))
     table = _sensitivity(lay, est, x, mfu, dp_overlap, min_headroom_fraction, results) if sensitivity \
         else pd.DataFrame()
     inputs = {"mfu": mfu, "usd_per_hour": usd, "purchase_option": purchase_option,
-              "checkpoint_write_bytes_per_s": ckpt_w, "checkpoint_read_bytes_per_s": ckpt_r,
-              "checkpoint_mode": checkpoint_mode, "snapshot_s": snapshot_s, "chip_mtbf_s": chip_mtbf,
+              "checkpoint_write_bytes_per_s": x.checkpoint_write_bytes_per_s,
+              "checkpoint_read_bytes_per_s": x.checkpoint_read_bytes_per_s,
+              "checkpoint_bandwidth_given": ckpt[0] is not None,
+              "checkpoint_bytes_per_s_per_chip": ckpt[2], "storage_bytes_per_s": ckpt[3],
+              "checkpoint_mode": x.checkpoint_mode, "snapshot_s": x.snapshot_s, "chip_mtbf_s": chip_mtbf,
               "chip_mtbf_is_proxy": proxy, "instance_mtbf_s": inst_mtbf, "restart_s": restart_s,
               "compile_s": compile_s, "n_graphs": n_graphs, "cache": cache,
               "precompile_workers": precompile_workers, "global_batch": global_batch,
               "recipe_name": recipe_name, "dtype": dtype, "min_headroom_fraction": min_headroom_fraction,
-              "dp_overlap": dp_overlap}
-    assumptions = ("mfu", "checkpoint_write_bytes_per_s", "restart_s", "compile_s", "n_graphs") \
+              "dp_overlap": dp_overlap, "usd_per_chip_hour": usd / chips_per_instance,
+              "chips_per_instance": chips_per_instance, "billing_unit": unit_name,
+              "mfu_range": span["mfu"], "chip_mtbf_range_s": span["chip_mtbf_s"],
+              "usd_per_hour_range": span["usd_per_hour"], "other_costs_usd": others}
+    given = given_ckpt or {"checkpoint_write_bytes_per_s": ckpt[0]}
+    assumptions = ("mfu",) + tuple(k for k, v in given.items() if v is not None) \
+        + ("restart_s", "compile_s", "n_graphs") \
         + (("usd_per_hour",) if usd_per_hour is not None else ()) \
         + (() if proxy else ("chip_mtbf_s",)) + (("instance_mtbf_s",) if inst_mtbf is not None else ())
     return RunPlan(model=m, n_tokens=n_tokens, system=c.system, n_systems=c.n_systems, lnc=c.lnc,
                    n_chips=c.n_chips, n_instances=n_instances, instance_type=inst_type, inputs=inputs,
                    assumptions=assumptions, price_basis=basis, sizing=size, layout=lay, estimate=est,
                    search=search, results=results, sensitivity=table, deadline_s=deadline,
-                   systems_tried=tuple(tried))
+                   systems_tried=tuple(tried), systems_bounded=bounded, billing=billing)
 
 
 def _sensitivity(lay, est, x: _Inputs, mfu: float, dp_overlap: float, headroom: float,
@@ -1043,13 +1599,16 @@ def _sensitivity(lay, est, x: _Inputs, mfu: float, dp_overlap: float, headroom: 
             if name == "mfu":
                 v = min(v, 1.0)
                 e = layouts.evaluate(lay, mfu=v, dp_overlap=dp_overlap, min_headroom_fraction=headroom)
-                r = _economics(e, x, detail=False)
+                r = _economics(e.tokens_per_s, x, detail=False)
             elif name == "checkpoint_write_bytes_per_s":
                 read = x.checkpoint_read_bytes_per_s * f  # a reload reads the same storage
-                r = _economics(est, x.replace(checkpoint_write_bytes_per_s=v, checkpoint_read_bytes_per_s=read),
+                r = _economics(est.tokens_per_s, x.replace(checkpoint_write_bytes_per_s=v, checkpoint_read_bytes_per_s=read),
                                detail=False)
             else:
-                r = _economics(est, x.replace(**{name: v}), detail=False)
+                try:
+                    r = _economics(est.tokens_per_s, x.replace(**{name: v}), detail=False)
+                except _NeverFinishes:
+                    r = {"cost_usd": math.inf, "wall_s": math.inf}
             out.append((v, r["cost_usd"], r["wall_s"] / day))
         (vl, cl, dl), (vh, ch, dh) = out
         rows.append({"input": name, "value": values[name], "low_value": vl, "high_value": vh,

@@ -935,7 +935,8 @@ from trainium_lab._validate import finite_number, in_range  # noqa: E402
 __all__ += [
     "recovery_facts", "fsx_throughput_options_mb_per_s_per_tib", "deep_health_check_s",
     "hyperpod_fsx_size_range_bytes",
-    "checkpoint_bytes", "fsx_lustre_bytes_per_s", "checkpoint_write_s", "young_lost_fraction",
+    "checkpoint_bytes", "fsx_lustre_bytes_per_s", "llama3_storage_bytes_per_s",
+    "llama3_effective_training_fraction", "fsx_demonstrated_bytes_per_s", "checkpoint_write_s", "young_lost_fraction",
     "RESUME_POLICIES", "Recovery", "spare_shortfall_probability", "resume_recovery",
     "goodput_vs_job_size",
     "TIMELINE_KINDS", "LOG_EVENTS", "training_timeline", "timeline_log",
@@ -971,13 +972,13 @@ def recovery_facts(topic: str | None = None) -> pd.DataFrame:
 
     Parameters
     ----------
-    topic : {"checkpoint", "fsx lustre", "hyperpod"}, optional
+    topic : {"checkpoint", "fsx lustre", "hyperpod", "llama3 storage"}, optional
         Keep one topic.
 
     Examples
     --------
     >>> sorted(recovery_facts().topic.unique())
-    ['checkpoint', 'fsx lustre', 'hyperpod']
+    ['checkpoint', 'fsx lustre', 'hyperpod', 'llama3 storage']
     """
     df = _recovery_facts_table().copy()
     if topic is not None:
@@ -1054,6 +1055,78 @@ def deep_health_check_s() -> float:
     if unit != "hour":
         raise ValueError(f"recovery_facts.csv: deep health check unit must be hour, got {unit!r}")
     return float(value) * hour
+
+
+def llama3_storage_bytes_per_s(kind: str = "sustained") -> float:
+    """Throughput of the storage Meta's Llama 3 405B run checkpointed to, in bytes/s.
+
+    Parameters
+    ----------
+    kind : {"sustained", "peak"}
+
+    References
+    ----------
+    Llama Team, AI @ Meta, "The Llama 3 Herd of Models", arXiv:2407.21783 (2024), §3.3.1
+    (Tectonic: 2 TB/s sustainable, 7 TB/s peak).
+
+    Examples
+    --------
+    >>> from trainium_lab.units import TB
+    >>> llama3_storage_bytes_per_s() / TB, llama3_storage_bytes_per_s("peak") / TB
+    (2.0, 7.0)
+    """
+    from trainium_lab.units import TB
+
+    kind = choice("kind", kind, ("sustained", "peak"))
+    value, unit = _fact_value("llama3 storage", f"{kind} throughput of the checkpoint storage of the "
+                                                "Llama 3 405B run")
+    if unit != "TB/s":
+        raise ValueError(f"recovery_facts.csv: Llama 3 storage unit must be TB/s, got {unit!r}")
+    return float(value) * TB
+
+
+def llama3_effective_training_fraction() -> float:
+    """The effective training time Meta reports for the Llama 3 405B run: "higher than 90 %".
+
+    References
+    ----------
+    arXiv:2407.21783, §3.3.4 (over the 54-day snapshot of Table 5).
+
+    Examples
+    --------
+    >>> llama3_effective_training_fraction()
+    0.9
+    """
+    value, unit = _fact_value("llama3 storage", "effective training time of the Llama 3 405B run")
+    if unit != "fraction":
+        raise ValueError(f"recovery_facts.csv: effective training time unit must be fraction, got {unit!r}")
+    return float(value)
+
+
+def fsx_demonstrated_bytes_per_s() -> float:
+    """Throughput of the largest FSx for Lustre file system AWS has shown built on demand, bytes/s.
+
+    The 1.1 PiB file system of AWS's HPC blog ("over a terabyte per second") at the top
+    Persistent-2 tier (:func:`fsx_throughput_options_mb_per_s_per_tib`), through
+    :func:`fsx_lustre_bytes_per_s`: the storage limit the planner assumes by default.
+
+    References
+    ----------
+    AWS HPC Blog, "Build and deploy a 1 TB/s file system in under an hour" (2023); Amazon FSx for
+    Lustre User Guide, "Managing provisioned throughput capacity".
+
+    Examples
+    --------
+    >>> from trainium_lab.units import TB
+    >>> round(fsx_demonstrated_bytes_per_s() / TB, 3)
+    1.153
+    """
+    from trainium_lab.units import PiB
+
+    value, unit = _fact_value("fsx lustre", "file system size AWS demonstrated at over 1 TB/s")
+    if unit != "PiB":
+        raise ValueError(f"recovery_facts.csv: demonstrated FSx size unit must be PiB, got {unit!r}")
+    return fsx_lustre_bytes_per_s(float(value) * PiB, max(fsx_throughput_options_mb_per_s_per_tib()))
 
 
 def checkpoint_bytes(n_params: float, recipe: str = "bf16-adam") -> float:

@@ -35,6 +35,15 @@ Public API, by question
     :func:`speculative_decode`
 *Sourced software facts* (``data/serving.csv``)
     :func:`serving_fact`
+*What NxD Inference and vLLM Neuron do* (issue 28)
+    :func:`speculation_methods`, :func:`eagle_draft_model` (which speculation each library runs);
+    :func:`attention_decode_intensity`, :func:`weight_critical_batch`, :func:`quantized_weights_table`
+    (the two parts of a decode step, quantised weights); :func:`kv_sharding`,
+    :func:`kv_sharding_table` (replication against flash decoding, attention DP and context
+    parallelism); :func:`neff_memory_bytes` (the shared scratchpad); :func:`prefix_cache_ttft_ratio`,
+    :func:`prefix_cache_check` (against AWS's 70B table); :func:`disaggregated_server_ratio`;
+    :func:`expected_unique_experts`, :func:`moe_decode_expert_bytes` (selective loading);
+    :func:`cost_per_million_tokens_usd`
 
 Degrees count **ranks** (logical NeuronCores), as in chapters 03 and 05: at LNC=2 a Trainium2
 chip runs 4 ranks, so ``tp=64`` is 16 chips. What the first-order model leaves out is listed
@@ -79,7 +88,7 @@ from trainium_lab import collectives, cores, dtypes, roofline, specs, topology
 from trainium_lab._validate import choice, finite_number, in_range, integer, positive
 from trainium_lab.layouts import resolve_model
 from trainium_lab.sizing import ModelPreset
-from trainium_lab.units import MB, TB, TFLOPS, GiB, format_bytes, format_seconds, ms
+from trainium_lab.units import MB, TB, TFLOPS, GiB, format_bytes, format_seconds, hour, ms
 
 __all__ = [
     "IGNORED", "FORWARD_ALLREDUCES_PER_LAYER",
@@ -96,6 +105,11 @@ __all__ = [
     "best_speculation_length", "speculation_table", "SpeculationSimulation",
     "simulate_speculation", "SpeculativeEstimate", "speculative_decode",
     "serving_fact",
+    "speculation_methods", "eagle_draft_model", "attention_decode_intensity", "weight_critical_batch",
+    "WEIGHT_FORMATS", "quantized_weights_table", "KV_SHARDING", "KVSharding", "kv_sharding",
+    "kv_sharding_table", "neff_memory_bytes", "prefix_cache_ttft_ratio", "prefix_cache_measurements",
+    "prefix_cache_check", "disaggregated_server_ratio", "expected_unique_experts",
+    "SELECTIVE_LOADING_ALPHA", "moe_decode_expert_bytes", "cost_per_million_tokens_usd",
 ]
 
 #: what the first-order serving model leaves out (the notebook discusses each)
@@ -483,6 +497,10 @@ def _replica(model: ModelPreset, chip: str, tp: int, pp: int, lnc: int, weight_d
     c = specs.chip(chip)
     per_chip = cores.logical_cores_per_chip(c.key, lnc)
     m = model
+    if m.kv_lora_rank:
+        raise ValueError(f"model must use grouped-query attention: {m.name} caches a multi-head latent "
+                         f"attention latent ({m.kv_lora_rank} + {m.qk_rope_head_dim} values per layer), which "
+                         "this serving model does not count")
     # NxD Inference pads the attention heads up to a multiple of tp (neuronx_distributed's
     # get_number_of_extra_heads: tp − n_heads % tp) and, when tp is not a multiple of the KV heads,
     # converts GQA to MHA: K/V replicated to the padded head count (modules/attention/gqa.py,
@@ -1546,8 +1564,9 @@ class LaunchCheck:
             f"- {ok if self.num_cores_match_chips else no} {self.n_chips} chips have "
             f"**{self.logical_cores_available}** logical cores; {self.n_ranks} ranks fill "
             f"**{self.chips_for_ranks:g}** chips",
-            f"- {ok if self.pp_listed else no} pipeline parallelism in the vLLM Neuron plugin's list "
-            f"of parallelism dimensions",
+            f"- {ok if self.pp_listed else no} pipeline parallelism "
+            f"{'is' if self.pp_listed else 'is not'} among the vLLM Neuron plugin's parallelism dimensions "
+            f"({', '.join(serving_fact('vllm_neuron_parallelism'))})",
             f"- {ok if c.fits else no} memory per rank at max-model-len {self.max_model_len:,}: weights "
             f"{format_bytes(c.weight_bytes)}, {c.max_sequences} sequences of "
             f"{format_bytes(c.kv_bytes_per_sequence)} KV fit",
@@ -1957,3 +1976,469 @@ def speculative_decode(target: Replica, draft: Replica, alpha: float, k: int, ba
     e = expected_tokens_per_pass(a, k)
     s = speculative_speedup(a, k, c, v)
     return SpeculativeEstimate(a, k, b, c, v, e, s, t1, b / t1 * s / target.n_chips)
+
+
+# =========================================================================== what NxD Inference and vLLM Neuron do
+# (issue 28: speculation methods, KV sharding, shared NEFF scratchpad, quantised weights, prefix
+# caching, disaggregated serving, MoE serving, cost per token; the step latency itself is
+# decode_step's)
+
+
+def speculation_methods() -> pd.DataFrame:
+    """The speculative-decoding methods of the Neuron serving stacks, side by side (``data/speculation_methods.csv``).
+
+    Columns ``method, library, status`` (``supported`` or ``legacy``), ``configuration``,
+    ``draft`` (what proposes the tokens), ``source_id`` and ``note``.
+
+    References
+    ----------
+    vLLM Neuron plugin, "How to use vLLM Neuron features" (EAGLE3 and DFlash) and README known
+    issues (draft-model speculation only on the legacy v0 fork); AWS Neuron docs, "NxD Inference
+    Features Configuration Guide" (speculative decoding, fused speculation, EAGLE, Medusa).
+
+    Examples
+    --------
+    >>> t = speculation_methods()
+    >>> sorted(t[t.library == "vLLM Neuron plugin"].method)
+    ['DFlash', 'EAGLE3']
+    >>> t[(t.method == "draft model") & (t.library != "NxD Inference")].status.tolist()
+    ['legacy']
+    """
+    return specs.read_data_csv("speculation_methods.csv")
+
+
+def eagle_draft_model(model: str | ModelPreset) -> ModelPreset:
+    """An EAGLE-style draft for ``model``: one decoder layer of the target's shape plus its LM head.
+
+    EAGLE (Li et al. 2024) drafts with a single transformer layer that reads the target's hidden
+    states and reuses the target's embedding and LM head; its per-token cost is one layer and
+    the LM head, against the target's ``L`` layers and LM head. Counted here as a one-layer
+    model of the target's width and vocabulary (its embedding rows are read one per token, so
+    counting the input embedding as weights read makes the draft's cost a slight overestimate).
+
+    References
+    ----------
+    Y. Li, F. Wei, C. Zhang, H. Zhang, "EAGLE: Speculative Sampling Requires Rethinking Feature
+    Uncertainty", ICML 2024, arXiv:2401.15077; EAGLE-3, arXiv:2503.01840 (2025).
+
+    Examples
+    --------
+    >>> d = eagle_draft_model("llama3-70b")
+    >>> d.n_layers, d.d_model, round(d.n_params / 1e9, 2)
+    (1, 8192, 2.96)
+    """
+    from trainium_lab.layouts import custom_model
+
+    m = resolve_model(model)
+    return custom_model(f"EAGLE draft for {m.name}", n_layers=1, d_model=m.d_model, n_heads=m.n_heads,
+                        n_kv_heads=m.n_kv_heads, ffn_dim=m.ffn_dim, vocab_size=m.vocab_size, seq_len=m.seq_len)
+
+
+def attention_decode_intensity(model: str | ModelPreset, kv_dtype: str = "bfloat16") -> float:
+    """FLOPs per byte of attention in a decode step: ``2·a / (g·b_kv)``, the GQA group in BF16.
+
+    Per layer, token and cached position, attention does ``2·a·d`` FLOPs for ``q·kᵀ`` and as
+    many for the weighted sum of values (``a`` query heads of size ``d``) and reads the cached
+    key and value, ``2·g·d·b_kv`` bytes (``g`` KV heads). Batching does not raise it: every
+    sequence reads its own cache. So attention stays memory-bound at any batch while the weight
+    matmuls (:func:`weight_critical_batch`) turn compute-bound near the ridge point.
+
+    References
+    ----------
+    J. Austin et al., "How to Scale Your Model" (scaling-book), inference chapter, "Theoretical
+    step time (general)": attention is bandwidth-bound; its step time is added to the larger of
+    the MLP's compute and weight loading.
+
+    Examples
+    --------
+    >>> attention_decode_intensity("llama3-70b"), attention_decode_intensity("llama3-70b", "float8_e4m3fn")
+    (8.0, 16.0)
+    """
+    m = resolve_model(model)
+    b = _dtype_bytes("kv_dtype", kv_dtype)
+    return 4.0 * m.n_heads / (2.0 * m.n_kv_heads * b)
+
+
+def weight_critical_batch(chip: str = "trn2", bytes_per_weight: float = 2.0,
+                          compute_dtype: str = "bfloat16") -> float:
+    """The batch at which a decode step's weight matmuls turn compute-bound: ``(P/BW) · b_w / 2``.
+
+    A weight of ``b_w`` bytes read once per step does 2 FLOPs per sequence in the batch, so the
+    matmuls' intensity is ``2·B / b_w``; it meets the ridge point ``P/BW`` at this ``B``,
+    whatever the context (attention, bandwidth-bound, adds its own time on top). Weight-only
+    quantisation (FP8 or INT8 weights, dequantised to BF16 for the matmul) halves ``b_w`` and so
+    halves the batch; FP8 compute at the double-FP8 peak restores it.
+
+    References
+    ----------
+    scaling-book, inference chapter (the critical batch and weight quantisation); AWS Neuron
+    docs, NxD Inference MoE deep dive ("weights quantized to FP8 ... with BF16 compute").
+
+    Examples
+    --------
+    >>> round(weight_critical_batch("trn2")), round(weight_critical_batch("trn2", 1.0))
+    (230, 115)
+    """
+    c = specs.chip(chip)
+    b = in_range("bytes_per_weight", bytes_per_weight, 0.0, 16.0, low_open=True)
+    if compute_dtype not in c.dense_flops_per_s:
+        raise ValueError(f"compute_dtype must be one of {', '.join(c.dense_flops_per_s)} for {c.name}; "
+                         f"got {compute_dtype!r}")
+    return c.dense_flops_per_s[compute_dtype] / c.hbm_bytes_per_s * b / 2.0
+
+
+#: weight formats compared in chapter 09 (``weight_dtype`` names; bytes from ``dtypes`` and
+#: :data:`INTEGER_WEIGHT_BYTES`): BF16; FP8 (AWS's trn2-llama3.1-405b and trn2-llama3.3-70b-fp8
+#: tutorials); INT8 weight-only (the NxD Inference feature guide's quantization section)
+WEIGHT_FORMATS: tuple[str, ...] = ("bfloat16", "float8_e4m3fn", "int8")
+
+
+def quantized_weights_table(model: str | ModelPreset, chip: str = "trn2", tp: int = 1) -> pd.DataFrame:
+    """What each weight format does to weight bytes, per rank, and to the critical batch.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``format, bytes_per_weight, weight_bytes, weight_bytes_per_rank, critical_batch``
+        (:func:`weight_critical_batch`, BF16 compute).
+
+    Examples
+    --------
+    >>> t = quantized_weights_table("llama3-405b", tp=64)
+    >>> [round(x / 2**30) for x in t.weight_bytes_per_rank], [round(b) for b in t.critical_batch]
+    ([12, 6, 6], [230, 115, 115])
+    """
+    m = resolve_model(model)
+    tp = integer("tp", tp, minimum=1, maximum=100_000)
+    specs.chip(chip)
+    n = float(m.exact_params())
+    rows = []
+    for f in WEIGHT_FORMATS:
+        b = _weight_bytes_per_element(f)
+        rows.append(dict(format=f, bytes_per_weight=b, weight_bytes=n * b, weight_bytes_per_rank=n * b / tp,
+                         critical_batch=weight_critical_batch(chip, b)))
+    return pd.DataFrame(rows)
+
+
+#: how the KV cache can be laid out over a TP group (Neuron names in kv_sharding's docstring)
+KV_SHARDING = ("replicate", "flash-decoding", "attention-dp", "context-parallel")
+
+
+@dataclass(frozen=True)
+class KVSharding:
+    """One KV-cache layout of a replica (:func:`kv_sharding`); bytes per rank.
+
+    Attributes
+    ----------
+    strategy : str
+    degree : int
+        Attention-DP or context-parallel degree (1 otherwise).
+    kv_bytes_per_token_per_rank : float
+        Cache one rank stores per token of the batch (all sequences averaged).
+    copies : float
+        Copies of each cached value across the replica (1: no replication).
+    comm_bytes_per_layer : float
+        Bytes each rank exchanges per layer and decode step for the layout (beyond TP's own
+        all-reduces), for ``batch`` sequences.
+    """
+
+    strategy: str
+    degree: int
+    kv_bytes_per_token_per_rank: float
+    copies: float
+    comm_bytes_per_layer: float
+
+    def _repr_markdown_(self) -> str:
+        return (f"**{self.strategy}** (degree {self.degree}): {format_bytes(self.kv_bytes_per_token_per_rank)} "
+                f"per token per rank, {self.copies:g} cop{'y' if self.copies == 1 else 'ies'}, "
+                f"{format_bytes(self.comm_bytes_per_layer)} exchanged per layer and step")
+
+
+def kv_sharding(rep: Replica, strategy: str = "replicate", degree: int | None = None,
+                batch: int = 1) -> KVSharding:
+    """The KV cache per rank, and what it costs to exchange, under one layout.
+
+    With ``g`` KV heads, ``a`` query heads of size ``d`` and TP degree ``t``:
+
+    * ``"replicate"`` (NxD Inference's ``REPLICATE_TO_TP_DEGREE``): each of the ``t/g`` ranks
+      that share a KV head stores it whole, ``max(1, t/g)`` copies; no extra exchange.
+    * ``"flash-decoding"`` (NxD Inference ``flash_decoding_enabled``): those ``t/g`` ranks
+      shard the sequence instead, so each stores ``1/t`` of the cache; per layer they combine
+      partial attention: outputs of the group's ``a/g`` query heads plus two softmax
+      statistics per head, ``B·(a/g)·(d + 2)·b_act`` bytes.
+    * ``"attention-dp"`` (vLLM Neuron attention data parallelism, "the KV cache is always
+      batch-sharded"): ``degree`` groups of ``t/degree`` ranks each run attention for
+      ``B/degree`` of the sequences; copies ``max(1, (t/degree)/g)``; the hidden states are
+      all-gathered into the MLP's TP group and scattered back, ``2·B·h·b_act·(degree−1)/degree``.
+    * ``"context-parallel"`` (vLLM Neuron decode context parallelism, DCP, "shards the KV cache
+      sequence dimension"): ``degree`` groups each hold ``1/degree`` of every sequence; copies
+      ``max(1, t/g)/degree`` (at least 1); per layer the partial outputs and their log-sum-exp
+      of the rank's ``a/t`` heads are gathered, ``B·(a/t)·(d + 1)·b_act·(degree−1)``.
+
+    References
+    ----------
+    AWS Neuron docs, NxD Inference "Tensor-parallelism support" app note and feature guide
+    (``REPLICATE_TO_TP_DEGREE``, flash decoding); vLLM Neuron design docs
+    ``design/parallelism/attention_dp.md`` and ``dcp.md``; AWS's Qwen3-235B card
+    (``attention_dp_degree`` 8, ``cp_degree`` 16); T. Dao et al., "Flash-Decoding for
+    long-context inference" (2023); scaling-book, inference chapter (KV sharded by batch).
+
+    Examples
+    --------
+    >>> r = replica("llama3-70b", tp=32)
+    >>> [round(kv_sharding(r, s, 4).kv_bytes_per_token_per_rank / 1024, 1) for s in KV_SHARDING]
+    [40.0, 10.0, 10.0, 10.0]
+    >>> kv_sharding(r, "replicate").copies, kv_sharding(r, "flash-decoding").copies
+    (4.0, 1.0)
+    """
+    rep = _rep(rep)
+    strategy = choice("strategy", strategy, KV_SHARDING)
+    batch = _batch("batch", batch)
+    m, t = rep.model, rep.tp
+    g, a, d = m.n_kv_heads, m.n_heads, _head_dim(m)
+    share = max(1.0, t / g)                    # ranks that would hold each KV head
+    total = rep.kv_bytes_per_token * rep.layers_per_stage / m.n_layers   # one stage's cache per token
+    act = rep.activation_bytes
+    if strategy in ("replicate", "flash-decoding"):
+        deg = 1
+    else:
+        deg = integer("degree", t if degree is None else degree, minimum=1, maximum=t)
+        if t % deg:
+            raise ValueError(f"degree must divide tp ({t}); got {deg}")
+    if strategy == "replicate":
+        copies, comm = max(1.0, rep.kv_heads_per_rank * t / g), 0.0
+    elif strategy == "flash-decoding":
+        copies = 1.0
+        comm = batch * (a / g) * (d + 2) * act if t > g else 0.0
+    elif strategy == "attention-dp":
+        copies = max(1.0, (t / deg) / g)
+        comm = 2.0 * batch * m.d_model * act * (deg - 1) / deg
+    else:
+        copies = max(1.0, share / deg)
+        comm = batch * (a / t) * (d + 1) * act * (deg - 1)
+    return KVSharding(strategy, deg, total * copies / t, copies, comm)
+
+
+def kv_sharding_table(rep: Replica, context_len: int, batch: int = 1, degree: int | None = None,
+                      block_size: int = 32) -> pd.DataFrame:
+    """Every layout of :data:`KV_SHARDING` side by side: bytes per rank, copies, exchange, sequences that fit.
+
+    ``sequences_fit`` divides the KV budget of :func:`capacity` (the same HBM, weights and cap)
+    by each layout's cache per sequence of ``context_len`` tokens.
+
+    Examples
+    --------
+    >>> t = kv_sharding_table(replica("llama3-70b", tp=32), 16384, degree=4)
+    >>> t.set_index("strategy").sequences_fit.tolist()
+    [10, 41, 41, 41]
+    """
+    rep = _rep(rep)
+    ctx = _tokens("context_len", context_len, minimum=1)
+    budget = capacity(rep, ctx, block_size=block_size).kv_budget_bytes
+    rows = []
+    for s in KV_SHARDING:
+        k = kv_sharding(rep, s, degree, batch)
+        per_seq = paged_kv_blocks(ctx, block_size) * block_size * k.kv_bytes_per_token_per_rank
+        rows.append(dict(strategy=s, degree=k.degree, kv_bytes_per_token_per_rank=k.kv_bytes_per_token_per_rank,
+                         copies=k.copies, comm_bytes_per_layer=k.comm_bytes_per_layer,
+                         sequences_fit=int(budget // per_seq) if budget > 0 else 0))
+    return pd.DataFrame(rows)
+
+
+def neff_memory_bytes(scratchpad_bytes: Sequence[float], other_bytes: Sequence[float],
+                      shared_scratchpad: bool = True) -> float:
+    """Device memory of the NEFFs loaded on one NeuronCore.
+
+    The Neuron runtime "allocates a shared scratchpad ... shared by all NEFFs loaded on a
+    particular NeuronCore", sized to "the largest scratchpad among all the loaded NEFFs"; each
+    NEFF's code, constants and DMA rings (``other_bytes``) still add up. So
+    ``max(scratchpad) + Σ other`` (``shared_scratchpad=False`` gives the naive sum of both).
+
+    References
+    ----------
+    AWS Neuron docs, "Neuron Device Memory" (shared scratchpad; memory categories).
+
+    Examples
+    --------
+    >>> GiB_ = 2**30
+    >>> round(neff_memory_bytes([0.4 * GiB_] * 14, [0.1 * GiB_] * 14) / GiB_, 2)
+    1.8
+    >>> round(neff_memory_bytes([0.4 * GiB_] * 14, [0.1 * GiB_] * 14, shared_scratchpad=False) / GiB_, 2)
+    7.0
+    """
+    sp = [_amount("scratchpad_bytes", x) for x in _seq("scratchpad_bytes", scratchpad_bytes)]
+    other = [_amount("other_bytes", x) for x in _seq("other_bytes", other_bytes)]
+    if len(sp) != len(other):
+        raise ValueError(f"other_bytes must have one value per NEFF ({len(sp)}), got {len(other)}")
+    if shared_scratchpad not in (True, False):
+        raise ValueError(f"shared_scratchpad must be True or False, got {shared_scratchpad!r}")
+    return (max(sp) + sum(other)) if shared_scratchpad else (sum(sp) + sum(other))
+
+
+def _seq(name: str, values: object) -> list:
+    if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple, np.ndarray, range)):
+        raise ValueError(f"{name} must be a non-empty list of byte counts, got {values!r}")
+    out = list(values)
+    if not out or len(out) > 100_000:
+        raise ValueError(f"{name} must hold 1 to 100,000 values, got {len(out)}")
+    return out
+
+
+def prefix_cache_ttft_ratio(hit_rate: float, fixed_fraction: float) -> float:
+    """TTFT with prefix caching over TTFT without: ``f + (1 − f)·(1 − h)``.
+
+    A share ``h`` of the prompt's tokens is found in the cache, so only ``1 − h`` of the
+    prefill work that grows with the tokens is done; a share ``f`` of TTFT does not shrink
+    (scheduling, the first decode step, the block-KV layout, attention to the cached keys).
+    The speed-up is its inverse, at most ``1/(1 − h)`` (Amdahl).
+
+    Examples
+    --------
+    >>> round(1 / prefix_cache_ttft_ratio(0.9, 0.2), 2), round(1 / prefix_cache_ttft_ratio(0.25, 0.0), 2)
+    (3.57, 1.33)
+    """
+    h = _fraction("hit_rate", hit_rate) if hit_rate != 0 else 0.0
+    f = in_range("fixed_fraction", fixed_fraction, 0.0, 1.0)
+    return f + (1.0 - f) * (1.0 - h)
+
+
+def prefix_cache_measurements() -> pd.DataFrame:
+    """AWS's Llama-3.3-70B prefix-caching measurements (``data/prefix_caching_ttft.csv``).
+
+    Columns as in the file: ``dataset, cache_hit_rate, hit_rate_as_stated,
+    ttft_p50_ms_without, ttft_p50_ms_with, speedup_stated, model, tp, instance, source_id, note``.
+    """
+    return specs.read_data_csv("prefix_caching_ttft.csv")
+
+
+def prefix_cache_check(fixed_fraction: float | None = None) -> pd.DataFrame:
+    """:func:`prefix_cache_ttft_ratio` against AWS's table, row by row.
+
+    ``fixed_fraction`` defaults to the one value that reproduces the row with the highest hit
+    rate (math.math, > 90 %); the other rows judge it. Returns ``dataset, cache_hit_rate,
+    measured_speedup`` (from the two TTFTs), ``model_speedup``, ``bound_speedup``
+    (``1/(1 − h)``), ``relative_error``.
+
+    Examples
+    --------
+    >>> t = prefix_cache_check()
+    >>> t.set_index("dataset").relative_error.abs().round(2).to_dict()
+    {'math.math': 0.0, 'dynamic sonnet 1k': 0.03, 'dynamic sonnet 2k': 0.21, 'HumanEval': 0.02}
+    """
+    t = prefix_cache_measurements()
+    measured = t.ttft_p50_ms_without / t.ttft_p50_ms_with
+    if fixed_fraction is None:
+        top = t.cache_hit_rate.idxmax()
+        r, h = 1.0 / measured[top], t.cache_hit_rate[top]
+        fixed_fraction = (r - (1.0 - h)) / h
+    f = in_range("fixed_fraction", fixed_fraction, 0.0, 1.0)
+    model = [1.0 / prefix_cache_ttft_ratio(h, f) for h in t.cache_hit_rate]
+    bound = [1.0 / (1.0 - h) for h in t.cache_hit_rate]
+    out = pd.DataFrame({"dataset": t.dataset, "cache_hit_rate": t.cache_hit_rate, "measured_speedup": measured,
+                        "model_speedup": model, "bound_speedup": bound})
+    out["relative_error"] = out.model_speedup / out.measured_speedup - 1.0
+    out["fixed_fraction"] = f
+    return out
+
+
+def disaggregated_server_ratio(prefill_s_per_request: float, decode_step_s: float, batch: int,
+                               output_tokens: int) -> float:
+    """Prefill servers needed per decode server when prefill and decode run apart.
+
+    A decode server holding ``batch`` sequences that each generate ``output_tokens`` at one
+    token per ``decode_step_s`` finishes ``batch / (output_tokens · decode_step_s)`` requests
+    per second; each needs ``prefill_s_per_request`` of a prefill server. The ratio is their
+    product (scaling-book works it the same way).
+
+    References
+    ----------
+    scaling-book, inference chapter ("Disaggregated serving"); AWS Neuron docs, NxD Inference
+    "Disaggregated inference" developer guide (1P1D and xPyD).
+
+    Examples
+    --------
+    >>> disaggregated_server_ratio(0.5, 0.02, 64, 400)   # 8 requests/s per decode server × 0.5 s
+    4.0
+    """
+    p = positive("prefill_s_per_request", prefill_s_per_request)
+    s = positive("decode_step_s", decode_step_s)
+    b = _batch("batch", batch)
+    n = _tokens("output_tokens", output_tokens, minimum=1)
+    return b / (n * s) * p
+
+
+def expected_unique_experts(n_experts: int, experts_per_token: int, batch: int) -> float:
+    """Distinct experts a decode batch touches in one MoE layer: ``E·(1 − (1 − k/E)^B)``.
+
+    Each of ``B`` tokens picks ``k`` of ``E`` experts; with a balanced router each expert is
+    missed by one token with probability ``1 − k/E``, by all of them with that to the ``B``.
+
+    Examples
+    --------
+    >>> round(expected_unique_experts(256, 8, 16), 1), round(expected_unique_experts(128, 8, 1))
+    (102.0, 8)
+    """
+    e = integer("n_experts", n_experts, minimum=1, maximum=10**5)
+    k = integer("experts_per_token", experts_per_token, minimum=1, maximum=e)
+    b = _batch("batch", batch)
+    return e * (1.0 - (1.0 - k / e) ** b)
+
+
+#: NxD Inference's switch from selective loading to all experts: batch·k >= alpha·E, alpha "typically
+#: between 0.8-1" (MoE deep dive); the default takes the middle
+SELECTIVE_LOADING_ALPHA = 0.9
+
+
+def moe_decode_expert_bytes(model: str | ModelPreset, batch: int, bytes_per_weight: float = 2.0,
+                            alpha: float = SELECTIVE_LOADING_ALPHA) -> pd.DataFrame:
+    """Expert weights a decode step reads per MoE layer: selective loading against all experts.
+
+    *Selective loading* reads only the experts the batch routes to (:func:`expected_unique_experts`,
+    with the DMA indirection it needs); *all experts* reads all ``E`` with plain DMA and masks
+    the unused outputs. NxD Inference switches to all experts once ``B·k ≥ α·E``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``strategy`` (``selective``, ``all-experts``), ``experts_read``, ``bytes_per_layer``,
+        ``chosen`` (the one NxD's rule picks).
+
+    References
+    ----------
+    AWS Neuron docs, NxD Inference "Deep dive: MoE inference", *Selective loading* and
+    *All-Experts algorithm*.
+
+    Examples
+    --------
+    >>> t = moe_decode_expert_bytes("qwen3-235b-a22b", 4)
+    >>> t.set_index("strategy").experts_read.round(1).to_dict(), t[t.chosen].strategy.item()
+    ({'selective': 29.1, 'all-experts': 128.0}, 'selective')
+    """
+    from trainium_lab.sizing import resolve_model as _resolve
+
+    m = _resolve(model)
+    if not m.is_moe:
+        raise ValueError(f"model must be a mixture-of-experts model; {m.name} is dense")
+    b = _batch("batch", batch)
+    w = in_range("bytes_per_weight", bytes_per_weight, 0.0, 16.0, low_open=True)
+    al = in_range("alpha", alpha, 0.0, 1.0, low_open=True)
+    expert = 3.0 * m.d_model * m.expert_ffn_dim * w
+    sel = expected_unique_experts(m.n_experts, m.experts_per_token, b)
+    all_experts = b * m.experts_per_token >= al * m.n_experts
+    return pd.DataFrame([dict(strategy="selective", experts_read=sel, bytes_per_layer=sel * expert,
+                              chosen=not all_experts),
+                         dict(strategy="all-experts", experts_read=float(m.n_experts),
+                              bytes_per_layer=m.n_experts * expert, chosen=all_experts)])
+
+
+def cost_per_million_tokens_usd(tokens_per_s: float, usd_per_hour: float) -> float:
+    """Dollars per million generated tokens: the hourly price over the tokens an hour produces, × 10⁶.
+
+    Examples
+    --------
+    >>> round(cost_per_million_tokens_usd(10_000, 36.0), 3)
+    1.0
+    """
+    t = positive("tokens_per_s", tokens_per_s)
+    u = positive("usd_per_hour", usd_per_hour)
+    return u / (t * hour) * 1e6

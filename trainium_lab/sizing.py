@@ -1431,6 +1431,12 @@ class ModelPreset:
     n_dense_layers: int = 0
     head_dim: int = 0
     n_active_params: float = 0.0
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
+    n_expert_groups: int = 0
+    n_limited_groups: int = 0
 
     @property
     def is_moe(self) -> bool:
@@ -1440,9 +1446,10 @@ class ModelPreset:
     def _shape(self) -> dict:
         if not self.is_moe:
             return {}
+        mla = {k: getattr(self, k) for k in _MLA_FIELDS} if self.kv_lora_rank else {}
         return dict(head_dim=self.head_dim or None, n_experts=self.n_experts,
                     experts_per_token=self.experts_per_token, n_shared_experts=self.n_shared_experts,
-                    expert_ffn_dim=self.expert_ffn_dim, n_dense_layers=self.n_dense_layers)
+                    expert_ffn_dim=self.expert_ffn_dim, n_dense_layers=self.n_dense_layers, **mla)
 
     def exact_params(self) -> int:
         """Parameters counted from the configuration (Llama-style, untied embeddings)."""
@@ -1469,7 +1476,10 @@ class ModelPreset:
 _PRESET_UNITS = {"count": 1.0, "billion": 1e9}
 #: optional integer fields of a mixture-of-experts preset (0 when absent: a dense model)
 _MOE_FIELDS = ("n_experts", "experts_per_token", "n_shared_experts", "expert_ffn_dim", "n_dense_layers",
-               "head_dim")
+               "head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "v_head_dim",
+               "n_expert_groups", "n_limited_groups")
+#: multi-head latent attention (DeepSeek-V2/V3) fields, passed to parameter_parts when kv_lora_rank > 0
+_MLA_FIELDS = ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "v_head_dim")
 #: preset kinds :func:`presets` can list
 PRESET_KINDS = ("dense", "moe", "all")
 
@@ -1546,7 +1556,7 @@ def presets(kind: str = "dense") -> tuple[ModelPreset, ...]:
     Examples
     --------
     >>> [p.key for p in presets("moe")]
-    ['mixtral-8x7b', 'qwen3-235b-a22b']
+    ['mixtral-8x7b', 'qwen3-235b-a22b', 'deepseek-v3']
     """
     kind = choice("kind", kind, PRESET_KINDS)
     return tuple(p for p in _presets().values()
@@ -1578,7 +1588,8 @@ def presets_table(kind: str = "dense") -> pd.DataFrame:
 def parameter_parts(n_layers: int, d_model: int, n_heads: int, n_kv_heads: int, ffn_dim: int,
                     vocab_size: int, *, tied_embeddings: bool = False, head_dim: int | None = None,
                     n_experts: int = 0, experts_per_token: int = 0, n_shared_experts: int = 0,
-                    expert_ffn_dim: int | None = None, n_dense_layers: int = 0) -> pd.DataFrame:
+                    expert_ffn_dim: int | None = None, n_dense_layers: int = 0, q_lora_rank: int = 0,
+                    kv_lora_rank: int = 0, qk_rope_head_dim: int = 0, v_head_dim: int = 0) -> pd.DataFrame:
     """Parameters of a Llama-style decoder, part by part: all of them and those one token uses.
 
     Dense model (``n_experts = 0``), per layer: ``2 h·a·d + 2 h·g·d`` for the Q, O, K and V
@@ -1592,6 +1603,13 @@ def parameter_parts(n_layers: int, d_model: int, n_heads: int, n_kv_heads: int, 
     same width that every token uses (DeepSeekMoE, Dai et al. 2024) and a router (``h·E``, no
     bias). A token uses ``k = experts_per_token`` routed experts: the active count keeps
     ``k`` of the ``E``.
+
+    Multi-head latent attention (DeepSeek-V2 §2.1, DeepSeek-V3; ``kv_lora_rank = r_kv > 0``):
+    per layer ``h·r_q + r_q + r_q·a·(d + d_r)`` for the queries (``h·a·(d + d_r)`` when
+    ``q_lora_rank = r_q`` is 0), ``h·(r_kv + d_r) + r_kv + r_kv·a·(d + d_v)`` for the keys
+    and values and ``a·d_v·h`` for the output, with ``d = head_dim`` the non-rotary query/key
+    width, ``d_r = qk_rope_head_dim`` and ``d_v = v_head_dim`` (the projections of
+    DeepSeek-V3's ``inference/model.py``, ``MLA``).
 
     Returns
     -------
@@ -1646,7 +1664,18 @@ def parameter_parts(n_layers: int, d_model: int, n_heads: int, n_kv_heads: int, 
     moe_layers = n_layers - dense
     expert = 3 * h * fe
     emb = (1 if tied_embeddings else 2) * v * h
-    attention = n_layers * (2 * h * a * d + 2 * h * kv * d)
+    r_kv = integer("kv_lora_rank", kv_lora_rank, minimum=0, maximum=10**6)
+    if r_kv:
+        r_q = integer("q_lora_rank", q_lora_rank, minimum=0, maximum=10**6)
+        d_r = integer("qk_rope_head_dim", qk_rope_head_dim, minimum=0, maximum=10**5)
+        d_v = integer("v_head_dim", v_head_dim, minimum=1, maximum=10**5)
+        q = (h * r_q + r_q + r_q * a * (d + d_r)) if r_q else h * a * (d + d_r)
+        attention = n_layers * (q + h * (r_kv + d_r) + r_kv + r_kv * a * (d + d_v) + a * d_v * h)
+    else:
+        for name, x in (("q_lora_rank", q_lora_rank), ("qk_rope_head_dim", qk_rope_head_dim),
+                        ("v_head_dim", v_head_dim)):
+            integer(name, x, minimum=0, maximum=0)
+        attention = n_layers * (2 * h * a * d + 2 * h * kv * d)
     norms = n_layers * 2 * h + h
     rows = [("embeddings", emb, emb), ("attention", attention, attention), ("norms", norms, norms),
             ("dense_mlp", dense * 3 * h * f, dense * 3 * h * f),
@@ -1660,7 +1689,8 @@ def parameter_count(n_layers: int, d_model: int, n_heads: int, n_kv_heads: int, 
                     vocab_size: int, *, tied_embeddings: bool = False, head_dim: int | None = None,
                     n_experts: int = 0, experts_per_token: int = 0, n_shared_experts: int = 0,
                     expert_ffn_dim: int | None = None, n_dense_layers: int = 0,
-                    active: bool = False) -> int:
+                    active: bool = False, q_lora_rank: int = 0, kv_lora_rank: int = 0,
+                    qk_rope_head_dim: int = 0, v_head_dim: int = 0) -> int:
     """Parameters of a Llama-style decoder (GQA attention, SwiGLU MLP, RMSNorm, no biases).
 
     Per layer: ``2 h² + 2 h·(n_kv_heads·h/n_heads)`` for Q, O, K, V;
@@ -1683,7 +1713,9 @@ def parameter_count(n_layers: int, d_model: int, n_heads: int, n_kv_heads: int, 
     t = parameter_parts(n_layers, d_model, n_heads, n_kv_heads, ffn_dim, vocab_size,
                         tied_embeddings=tied_embeddings, head_dim=head_dim, n_experts=n_experts,
                         experts_per_token=experts_per_token, n_shared_experts=n_shared_experts,
-                        expert_ffn_dim=expert_ffn_dim, n_dense_layers=n_dense_layers)
+                        expert_ffn_dim=expert_ffn_dim, n_dense_layers=n_dense_layers,
+                        q_lora_rank=q_lora_rank, kv_lora_rank=kv_lora_rank,
+                        qk_rope_head_dim=qk_rope_head_dim, v_head_dim=v_head_dim)
     return int(sum(int(x) for x in t["active_params" if active else "params"]))
 
 
@@ -1715,6 +1747,9 @@ class JobSizing:
     grad_bytes_per_param : float
         Bytes per gradient the state was counted with (2 = BF16, the course's
         convention; 4 = FP32, Megatron-LM's and DeepSpeed's).
+    n_active_params : float or None
+        Parameters one token uses (a mixture-of-experts model's active count), the N that
+        ``flops`` counts; None when it is ``n_params`` (a dense model). Memory follows the total.
     state_bytes_per_chip : float or None
         Training state on each chip at ``min_chips`` chips under ``zero_stage``
         (:func:`zero_bytes_per_device`; at ZeRO-3 ``state_bytes / min_chips``, also for a
@@ -1737,6 +1772,12 @@ class JobSizing:
     instance_days: float
     grad_bytes_per_param: float = DEFAULT_GRAD_BYTES_PER_PARAM
     state_bytes_per_chip: float | None = None
+    n_active_params: float | None = None
+
+    @property
+    def active_params(self) -> float:
+        """Parameters one token uses, the N of 6ND: ``n_active_params``, or all of them."""
+        return self.n_params if self.n_active_params is None else self.n_active_params
 
     def days_on(self, n_instances: int) -> float:
         """Days on ``n_instances`` instances (perfect scaling)."""
@@ -1761,8 +1802,10 @@ class JobSizing:
         return (f"**{format_count(self.n_params)} parameters, {format_count(self.n_tokens)} tokens**, "
                 f"recipe `{self.recipe}`: "
                 f"training state {format_bytes(self.state_bytes)}; {fit}; "
-                f"{format_flops(self.flops)} = **{self.instance_days:,.1f} instance-days** at "
-                f"{self.mfu:.0%} MFU")
+                f"{format_flops(self.flops)}"
+                + ("" if self.n_active_params is None
+                   else f" (6 × {format_count(self.n_active_params)} active parameters × D)")
+                + f" = **{self.instance_days:,.1f} instance-days** at {self.mfu:.0%} MFU")
 
 
 def size_job(n_params: float, n_tokens: float, *, system: str = "trn2.48xlarge",
@@ -1771,7 +1814,8 @@ def size_job(n_params: float, n_tokens: float, *, system: str = "trn2.48xlarge",
              mfu: float | None = None, dtype: str = "bfloat16", model: ModelPreset | str | None = None,
              micro_batch: int = 1, recompute: str = "none",
              include_attention: bool = False,
-             grad_bytes_per_param: float | None = None) -> JobSizing:
+             grad_bytes_per_param: float | None = None,
+             n_active_params: float | None = None) -> JobSizing:
     """Size a training job: state, chips, systems, FLOPs and instance-days.
 
     Parameters
@@ -1794,6 +1838,17 @@ def size_job(n_params: float, n_tokens: float, *, system: str = "trn2.48xlarge",
         Bytes per gradient (:func:`recipe`): the recipe's own by default (2, BF16, the
         course's 16 B/param); 4 counts FP32 gradients as Megatron-LM and DeepSpeed do
         (18 B/param). Not with ``bytes_per_param``, which is already a total.
+    n_active_params : float, optional
+        Parameters one token uses, for the FLOPs (6·N_active·D) and instance-days: a
+        mixture-of-experts model computes with its active experts only, while its memory holds
+        them all. Default: the ``model``'s published active count when ``model`` is a
+        mixture-of-experts preset of ``n_params`` parameters, else ``n_params``.
+
+    References
+    ----------
+    Kaplan et al. 2020, arXiv:2001.08361 (C ≈ 6ND, N the parameters a token uses); Fedus et al.
+    2022, Switch Transformers, arXiv:2101.03961 (a sparse model's FLOPs per token follow the
+    parameters it activates, not its total).
 
     Examples
     --------
@@ -1809,6 +1864,12 @@ def size_job(n_params: float, n_tokens: float, *, system: str = "trn2.48xlarge",
     >>> q = size_job(70e9, 2e12, grad_bytes_per_param=4)
     >>> round(q.state_bytes / GiB), q.min_chips, q.min_systems
     (1173, 19, 2)
+
+    A mixture-of-experts model: memory from its 235B parameters, FLOPs from its 22B active ones:
+
+    >>> m = size_job(235e9, 1e12, model="qwen3-235b-a22b")
+    >>> m.active_params / 1e9, f"{m.flops:.3g}", round(m.state_bytes / GiB)
+    (22.0, '1.32e+23', 3502)
     """
     n_params = _n_params(n_params)
     n_tokens = positive("n_tokens", n_tokens)
@@ -1843,12 +1904,18 @@ def size_job(n_params: float, n_tokens: float, *, system: str = "trn2.48xlarge",
     if shape is not None:
         act = activation_bytes(shape.n_layers, shape.seq_len, micro_batch, shape.d_model,
                                shape.n_heads, recompute=recompute, **activation_options(shape))
+    if n_active_params is None:
+        same_model = shape is not None and abs(n_params - shape.n_params) <= 1e-9 * shape.n_params
+        active = float(shape.n_active_params) if same_model and shape.n_active_params else None
+    else:
+        active = in_range("n_active_params", n_active_params, 0.0, n_params, low_open=True)
+    n_compute = n_params if active is None else active
     if include_attention and shape is not None:
-        flops = training_flops(n_params, n_tokens, include_attention=True,
+        flops = training_flops(n_compute, n_tokens, include_attention=True,
                                n_layers=shape.n_layers, seq_len=shape.seq_len,
                                d_model=shape.d_model)
     else:
-        flops = training_flops(n_params, n_tokens)
+        flops = training_flops(n_compute, n_tokens)
     return JobSizing(
         n_params=n_params, n_tokens=n_tokens, system=sysm.key, recipe=r.key, zero_stage=stage,
         mfu=mfu, activation_share=float(activation_share), state_bytes=state,
@@ -1856,7 +1923,8 @@ def size_job(n_params: float, n_tokens: float, *, system: str = "trn2.48xlarge",
         min_systems=None if chips is None else min_systems(chips, sysm.key),
         activation_bytes_per_chip=act, flops=flops,
         instance_days=instance_days(flops, mfu, sysm.key, dtype),
-        grad_bytes_per_param=float(r.gradients), state_bytes_per_chip=per_chip)
+        grad_bytes_per_param=float(r.gradients), state_bytes_per_chip=per_chip,
+        n_active_params=None if active is None or active == n_params else active)
 
 
 def job_memory_table(job: JobSizing) -> pd.DataFrame:

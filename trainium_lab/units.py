@@ -26,7 +26,7 @@ from trainium_lab._validate import finite_number, integer, positive
 
 __all__ = [
     "KB", "MB", "GB", "TB", "PB",
-    "KiB", "MiB", "GiB", "TiB",
+    "KiB", "MiB", "GiB", "TiB", "PiB",
     "ns", "us", "ms", "s", "minute", "hour", "day",
     "TFLOPS", "PFLOPS", "Gbps", "GHz",
     "format_bytes", "format_seconds", "format_count", "format_flops", "format_flop_rate",
@@ -45,6 +45,7 @@ KiB = float(2**10)
 MiB = float(2**20)
 GiB = float(2**30)
 TiB = float(2**40)
+PiB = float(2**50)
 # seconds
 ns = 1e-9
 us = 1e-6

@@ -87,14 +87,18 @@ q4 = Exercise(
 q5 = Exercise(
     "Q5 one Mixtral dispatch over a Trn2 instance",
     unit="ms",
-    hint=("Each chip sends 8,192 tokens × 2 experts × 4,096 values × 2 bytes; on the instance's torus the "
-          "course costs an all-to-all as a ring, (n − 1)/2 × S / B with B the per-chip NeuronLink figure."),
+    hint=("Each chip sends 8,192 tokens × 2 experts × 4,096 values × 2 bytes; the question asks for the "
+          "course's all-to-all model, a ring per level, (n − 1)/2 × S / B with B the per-chip NeuronLink "
+          "figure: an upper bound for the 4×4 torus."),
     solution=("size = moe.dispatch_bytes(8192, 4096, experts_per_token=2)   # 128 MiB per chip\n"
               "answer_5 = moe.all_to_all_s(size, 16, 'trn2-ultraserver') / ms   # (16 − 1)/2 × S / B"),
     mistakes=[(lambda: _q5_direct_ms(), "that is Trainium3's switched fabric (a direct exchange); on "
                                         "Trainium2's torus a message crosses several links"),
               (lambda: run_solution(q5._solution) / 2, "each token is sent to both of its experts: "
-                                                       "2 copies")],
+                                                       "2 copies"),
+              (lambda: run_solution(q5._solution) * 4 / 15,
+               "that is chapter 03's shortest-path estimate for the torus, a better guess of the real exchange; "
+               "the question asks for the course's ring model, the upper bound the planner uses by default")],
 )
 
 q6 = Exercise(

@@ -34,8 +34,10 @@ _RECOMPUTE_INDEX = {m: i for i, m in enumerate(RECOMPUTE_MODES)}
 class _Comm:
     """Affine costs ``a + b·size`` from chapter 03, for one (cluster, tp, pp, dp, ep).
 
-    ``ep_a2a`` is per byte a rank sends (all the chip's ranks send at once); the ``ep_*``
-    all-reduce pieces are for the dense gradients' reduction inside the EP group.
+    ``ep_a2a`` is per byte a rank sends (all the chip's ranks send at once); ``ep_gather``
+    the hierarchical all-gather of the EP group (NxD's dispatch), per byte a rank
+    contributes; the ``ep_ag``/``ep_rs`` pieces are for the dense gradients' reduction
+    inside the EP group.
     """
 
     levels: dict[str, str]
@@ -48,6 +50,7 @@ class _Comm:
     ep_level: str = "none"
     ep_chips: int = 1
     ep_a2a: tuple[float, float] = (0.0, 0.0)
+    ep_gather: tuple[float, float] = (0.0, 0.0)
     ep_ag: tuple[float, float] = (0.0, 0.0)
     ep_rs: tuple[float, float] = (0.0, 0.0)
 
@@ -59,9 +62,7 @@ class _Comm:
 TORUS_LINK_MODELS = ("per-device", "own-links")
 
 
-def _torus_level(c: topology.Cluster, level: topology.Level) -> bool:
-    """Whether ``level`` is the square 2D torus inside an instance (Trn1, Trn2; not Trn3's switch)."""
-    return level.name == "instance" and collectives._square_torus(c)
+_torus_level = moe._torus_level
 
 
 def _a2a_group(c: topology.Cluster, shape: tuple[int, int, int], size: float, torus: str) -> float:
@@ -69,14 +70,21 @@ def _a2a_group(c: topology.Cluster, shape: tuple[int, int, int], size: float, to
     instance is ``(n−1)/n · h̄ · S/B`` over the group's own links (collectives.torus_average_hops)."""
     if torus == "per-device":
         return moe._a2a_group(c, shape, size)
+    return moe._a2a_group(c, shape, size, phase=moe._own_links_phase(c))
 
-    def phase(level: topology.Level, n: int, size: float) -> float:
-        if not _torus_level(c, level):
-            return moe._a2a(level, n, size)
-        bw = collectives.torus_group_bytes_per_s(n, c.system)
-        return (n - 1) / n * collectives.torus_average_hops(n, c.grid_side) * size / bw
 
-    return moe._a2a_group(c, shape, size, phase=phase)
+def _ag_group(c: topology.Cluster, shape: tuple[int, int, int], size: float, torus: str) -> float:
+    """moe's hierarchical all-gather; with ``torus="own-links"`` the phase inside a 2D torus
+    instance gets only the group's own links (collectives.torus_group_bytes_per_s)."""
+    if torus == "per-device":
+        return moe._ag_group(c, shape, size)
+
+    def phase(level: topology.Level, n: int, gathered: float) -> float:
+        if _torus_level(c, level):
+            level = replace(level, bytes_per_s=collectives.torus_group_bytes_per_s(n, c.system))
+        return collectives._level_cost(level, n, 1, gathered, "all_gather", None)
+
+    return moe._ag_group(c, shape, size, phase=phase)
 
 
 #: rank orderings (innermost first): EP right after TP, so it lands in the fastest domain holding tp·ep
@@ -118,7 +126,10 @@ def _comm(system: str, n_systems: int, lnc: int, tp: int, pp: int, dp: int, ep: 
         shape = (-(-n_ep // n_inst), -(-n_inst // n_sys), n_sys)
         a = _a2a_group(c, shape, 0.0, torus)
         b = (_a2a_group(c, shape, 1e9 * c.ranks_per_chip, torus) - a) / 1e9
-        extra = dict(ep_level=lv_ep.name, ep_chips=n_ep, ep_a2a=(a, b), ep_ag=affine("ep", "all_gather"),
+        ga = _ag_group(c, shape, 0.0, torus)
+        gb = (_ag_group(c, shape, 1e9 * c.ranks_per_chip, torus) - ga) / 1e9
+        extra = dict(ep_level=lv_ep.name, ep_chips=n_ep, ep_a2a=(a, b), ep_gather=(ga, gb),
+                     ep_ag=affine("ep", "all_gather"),
                      ep_rs=affine("ep", "reduce_scatter"))
     return _Comm(levels=levels, tp_ar=affine("tp", "all_reduce"), dp_ar=affine("dp", "all_reduce"),
                  dp_ag=affine("dp", "all_gather"), dp_rs=affine("dp", "reduce_scatter"),
@@ -134,11 +145,22 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
           tp: np.ndarray, pp: np.ndarray, dp: np.ndarray, zero: np.ndarray, mb: np.ndarray,
           nmb: np.ndarray, mode: np.ndarray, comm: list[_Comm], comm_idx: np.ndarray, *,
           ep: np.ndarray | None = None, v: np.ndarray | None = None,
-          capacity_factor: float = 1.0, attention: str = "causal") -> dict[str, np.ndarray]:
+          capacity_factor: float = 1.0, attention: str = "causal", etp: np.ndarray | None = None,
+          ep_dispatch: str = "all-gather", narrow_expert_penalty: bool = True,
+          dropless_block_size: int | None = None) -> dict[str, np.ndarray]:
     """Every formula of the chapter, on arrays (one element per layout).
 
     ``ep`` (expert parallelism, MoE models) and ``v`` (interleaved virtual stages) default
     to 1 everywhere; a dense model with ``ep = v = 1`` gives exactly the chapter-05 numbers.
+    ``etp`` (expert tensor parallelism, Megatron-Core's ETP, NxD's ``moe_tp_degree``) is the
+    TP degree of the experts alone, dividing ``tp`` (default: ``tp``); the ``tp/etp`` ranks
+    of a TP group that share an expert shard hold copies of it and split the tokens.
+    ``ep_dispatch`` picks the EP exchange (:data:`trainium_lab.moe.EP_DISPATCH_METHODS`);
+    ``narrow_expert_penalty`` charges expert matmuls whose per-rank width is not a whole
+    number of tensor-engine columns (:func:`expert_matmul_efficiency`). ``dropless_block_size``
+    costs dropless MoE through NxD's blockwise matmul instead of a capacity factor: each rank's
+    experts compute ``N·B`` slots for their ``mb·s·k/tp`` expected assignments, with
+    ``N = ⌈mb·s·k/(tp·B)⌉ + E/ep − 1`` (:func:`trainium_lab.moe.blockwise_blocks` per rank).
 
     Time is costed on the busiest pipeline stage: a pipeline runs at the pace of its slowest
     stage (Narayanan et al. 2021, §2.2), and when ``pp`` does not divide the ``L`` layers
@@ -166,13 +188,14 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
     tpf, ppf, dpf = tp.astype(float), pp.astype(float), dp.astype(float)
     mbf, mf = mb.astype(float), nmb.astype(float)
     epf = np.ones_like(tpf) if ep is None else ep.astype(float)
+    etpf = tpf if etp is None else etp.astype(float)
     vf = np.ones_like(tpf) if v is None else v.astype(float)
     # dense: (n_params, 0, n_params, 0); MoE: experts split from the rest, active < total
     non_expert, routed, n_active, routed_active = moe._split(m)
 
     # ---- memory per rank, then per chip (rank memory × ranks per chip)
     weights, grads, optim, per_dense, per_expert = moe._state_per_rank(non_expert, routed, tpf, ppf, dpf,
-                                                                       epf, zero, r)
+                                                                       epf, zero, r, etp=etpf)
     layers_stage = np.ceil(L / ppf)  # the first (and busiest) stage's layers
     in_flight = np.minimum(ppf, mf)  # 1F1B: stage 1 stashes up to p micro-batches
     # one activation model for the package (sizing): the preset's Llama-style layer, with an
@@ -203,7 +226,15 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
     attn = (6.0 if attention == "causal" else 12.0) * L * s * h
     model_flops_mb = (6.0 * n_active + attn) * tokens_mb
     # padded expert slots (capacity factor) are computed too, but are not model FLOPs
-    padding_mb = 6.0 * (capacity_factor - 1.0) * routed_active * tokens_mb
+    if m.is_moe and dropless_block_size:
+        # blockwise matmul: the rank's E/ep experts get mb·s·k/tp assignments on average
+        bs = float(dropless_block_size)
+        assigned = mbf * s * m.experts_per_token / tpf
+        blocks = np.ceil(assigned / bs - 1e-9) + m.n_experts / epf - 1.0
+        compute_factor = blocks * bs / assigned
+    else:
+        compute_factor = capacity_factor * np.ones_like(tpf)
+    padding_mb = 6.0 * (compute_factor - 1.0) * routed_active * tokens_mb
     recompute_flops_mb = np.choose(mode, [0.0 * tokens_mb, attn / 3.0 * tokens_mb,
                                           (2.0 * n_active + attn / 3.0) * tokens_mb])
     chips_per_stage_replica = c.n_chips / (ppf * dpf * epf)
@@ -211,8 +242,18 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
     # the busiest stage holds ⌈L/p⌉ layers (also with v > 1: see the docstring), the share
     # ⌈L/p⌉/L of the FLOPs; written as (1/p)·busiest so that it is exactly 1/p when p | L
     busiest = layers_stage * ppf / L  # 1.0 exactly when p divides L
-    fwd = (model_flops_mb + padding_mb) / 3.0 / ppf / rate * busiest
-    bwd = ((model_flops_mb + padding_mb) * 2.0 / 3.0 + recompute_flops_mb) / ppf / rate * busiest
+    # expert matmuls narrower than the tensor engine run at a share of its peak: their FLOPs
+    # (6·N_routed_active per token, padded by c; 2 more with full recompute) cost 1/eff times
+    if m.is_moe and narrow_expert_penalty:
+        eff = expert_matmul_efficiency(m.expert_ffn_dim, etpf, chip.core.tensor_cols)
+    else:
+        eff = np.ones_like(tpf)
+    narrow_mb = (1.0 / eff - 1.0) * routed_active * compute_factor * tokens_mb
+    out["expert_compute_factor"] = compute_factor
+    fwd = ((model_flops_mb + padding_mb) / 3.0 + 2.0 * narrow_mb) / ppf / rate * busiest
+    bwd = ((model_flops_mb + padding_mb) * 2.0 / 3.0 + 4.0 * narrow_mb + recompute_flops_mb
+           + np.where(mode == 2, 2.0, 0.0) * narrow_mb) / ppf / rate * busiest
+    out["expert_matmul_efficiency"] = eff * np.ones_like(tpf)
 
     # ---- per-layout communication coefficients (from chapter 03)
     def coef(name: str, i: int) -> np.ndarray:
@@ -238,8 +279,13 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
     if m.is_moe:
         # the busiest stage's MoE layers: ⌈(L − L_dense)/p⌉ (dense layers on the lighter stages)
         moe_layers_stage = np.ceil((L - m.n_dense_layers) / ppf)
-        a2a_bytes = mbf * s / tpf * m.experts_per_token * h * 2.0 * capacity_factor
-        t_a2a = coef("ep_a2a", 0) + coef("ep_a2a", 1) * a2a_bytes
+        if ep_dispatch == "all-to-all":
+            a2a_bytes = mbf * s / tpf * m.experts_per_token * h * 2.0 * capacity_factor
+            t_a2a = coef("ep_a2a", 0) + coef("ep_a2a", 1) * a2a_bytes
+        else:
+            # NxD: all-gather every rank's tokens (mb·s/t of them, h wide, BF16) over the EP group,
+            # then reduce-scatter the outputs back: the same phases at the same sizes (moe._ag_group)
+            t_a2a = coef("ep_gather", 0) + coef("ep_gather", 1) * (mbf * s / tpf * h * 2.0)
         ep_fwd = 2.0 * moe_layers_stage * t_a2a
         ep_bwd = np.where(mode == 2, 4.0, 2.0) * moe_layers_stage * t_a2a
     else:
@@ -288,6 +334,25 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
     out["slot"] = slot
     out["bwd_window"] = window
     return out
+
+
+# --------------------------------------------------------------------- narrow expert matmuls
+
+
+def expert_matmul_efficiency(expert_ffn_dim: int, etp, tensor_cols: int):
+    """Share of the tensor engine an expert's matmuls use when split ``etp`` ways.
+
+    Each rank holds ``w = f_e / etp`` of an expert's intermediate columns; the engine
+    works in tiles of ``tensor_cols`` (128 on NeuronCore-v2 to v4), so ``w`` occupies
+    ``⌈w / cols⌉`` tiles and uses ``w / (cols · ⌈w / cols⌉)`` of them: Qwen3's 1,536-wide
+    experts at ETP 16 have 96 columns per rank, 0.75. AWS states the rule (NxD Inference,
+    MoE deep dive: "optimal configuration is when sharded intermediate dimensions are >= 128
+    for good tensor engine utilization"); the proportional efficiency below 128 is this
+    course's assumption, not a measurement.
+    """
+    w = expert_ffn_dim / np.asarray(etp, dtype=float)
+    tiles = np.ceil(w / tensor_cols - 1e-9)
+    return w / (tensor_cols * tiles)
 
 
 # --------------------------------------------------------------------- the one rule for "fits"

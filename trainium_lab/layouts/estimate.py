@@ -60,8 +60,9 @@ IGNORED: tuple[str, ...] = (
     "interleaved schedules' finer points: the p·v chunks hold ⌊L/(p·v)⌋ or ⌈L/(p·v)⌉ layers, the "
     "busiest stage ⌈L/p⌉ of them, and the bubble is (p − 1)/v of that stage's slot (a larger chunk "
     "is not charged extra); the number of micro-batches must be a multiple of p (Megatron-LM's rule)",
-    "expert tensor parallelism: each expert is split over the TP ranks too (Megatron-Core's default); "
-    "splitting small experts that finely lowers kernel efficiency, which one MFU for all cannot show",
+    "narrow expert matmuls are charged only for filling part of the 128-wide tensor engine "
+    "(expert_matmul_efficiency, an assumption); with expert_tp < tp the experts' gradient reduction "
+    "over the tp/expert_tp copies inside each TP group is not costed",
 )
 
 
@@ -135,7 +136,7 @@ def _tp_text(tp: int, ranks_per_chip: int) -> str:
 
 
 def _labels(tp, ep, pp, dp, zero_stage, micro_batch, n_micro_batches, recompute, virtual_stages,
-            ranks_per_chip: int, is_moe: bool) -> list[str]:
+            ranks_per_chip: int, is_moe: bool, etp=None) -> list[str]:
     """The one label of a layout, for :meth:`Layout.label` and the planner's ``label`` column:
     one string per element of the equal-length sequences (lists of ints; recompute modes).
 
@@ -143,9 +144,13 @@ def _labels(tp, ep, pp, dp, zero_stage, micro_batch, n_micro_batches, recompute,
     ['TP64 ranks = 16 chips × PP4×DP2 ZeRO-1 mb1×16 selective']
     >>> _labels([8], [8], [1], [2], [3], [4], [1], ["full"], [2], 4, True)
     ['TP8 ranks = 2 chips × EP8×PP1×DP2 ZeRO-3 mb4×1 full v2']
+    >>> _labels([8], [8], [1], [2], [3], [4], [1], ["full"], [2], 4, True, etp=[2])
+    ['TP8 ranks = 2 chips × EP8 (ETP2)×PP1×DP2 ZeRO-3 mb4×1 full v2']
     """
     tp_text = {t: _tp_text(t, ranks_per_chip) for t in set(tp)}
-    ep_text = [f"EP{e}×" for e in ep] if is_moe else [""] * len(tp)
+    etp = list(tp) if etp is None else list(etp)
+    ep_text = ([f"EP{e}{f' (ETP{x})' if x != t else ''}×" for e, x, t in zip(ep, etp, tp)] if is_moe
+               else [""] * len(tp))
     v_text = [f" v{v}" if v > 1 else "" for v in virtual_stages]
     return [f"{tp_text[a]} × {e}PP{b}×DP{d} ZeRO-{z} mb{x}×{y} {r}{w}" for a, e, b, d, z, x, y, r, w in
             zip(tp, ep_text, pp, dp, zero_stage, micro_batch, n_micro_batches, recompute, v_text)]
@@ -188,6 +193,9 @@ class Layout:
         Chunks per pipeline device (1: plain 1F1B; ``v > 1``: interleaved 1F1B).
     capacity_factor : float
         MoE expert buffers relative to a perfectly balanced load (1 for dense models).
+    expert_tp : int
+        The experts' own tensor-parallel degree (Megatron-Core's ETP, NxD's
+        ``moe_tp_degree``), dividing ``tp``; equal to ``tp`` unless set.
     """
 
     model: ModelPreset
@@ -207,6 +215,11 @@ class Layout:
     grad_bytes_per_param: float = 2.0
     virtual_stages: int = 1
     capacity_factor: float = 1.0
+    expert_tp: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.expert_tp:
+            object.__setattr__(self, "expert_tp", self.tp)
 
     @property
     def global_batch(self) -> int:
@@ -228,7 +241,7 @@ class Layout:
         mb1×16 selective`` (the same text as the planner's ``label`` column)."""
         return _labels([self.tp], [self.ep], [self.pp], [self.dp], [self.zero_stage], [self.micro_batch],
                        [self.n_micro_batches], [self.recompute], [self.virtual_stages],
-                       self.cluster.ranks_per_chip, self.model.is_moe)[0]
+                       self.cluster.ranks_per_chip, self.model.is_moe, etp=[self.expert_tp])[0]
 
     def __repr__(self) -> str:
         c = self.cluster
@@ -248,7 +261,7 @@ def layout(model: str | ModelPreset, tp: int, pp: int = 1, dp: int = 1, ep: int 
            system: str = "trn2-ultraserver", n_systems: int | None = None, lnc: int | None = None,
            seq_len: int | None = None, recipe_name: str = "bf16-adam", dtype: str = "bfloat16",
            grad_bytes_per_param: float | None = None, virtual_stages: int = 1,
-           capacity_factor: float = 1.0) -> Layout:
+           capacity_factor: float = 1.0, expert_tp: int | None = None) -> Layout:
     """Check a layout and return it.
 
     Parameters
@@ -287,6 +300,12 @@ def layout(model: str | ModelPreset, tp: int, pp: int = 1, dp: int = 1, ep: int 
     capacity_factor : float
         MoE only: expert buffers (compute and all-to-all bytes) as a multiple of a
         balanced load, in [1, 16] (:func:`trainium_lab.moe.expert_capacity_tokens`).
+    expert_tp : int, optional
+        MoE only: the experts' own TP degree, dividing ``tp`` (default ``tp``, every expert
+        split like the attention). Megatron-Core calls it ETP ("parallel folding"), NxD
+        Inference ``moe_tp_degree`` (AWS's Qwen3-235B recipe: ``moe_tp_degree`` 2 and
+        ``moe_ep_degree`` 32 under attention TP 64). The ``tp/expert_tp`` ranks that share an
+        expert shard hold copies of it (expert data parallelism) and split its tokens.
 
     Raises
     ------
@@ -330,6 +349,12 @@ def layout(model: str | ModelPreset, tp: int, pp: int = 1, dp: int = 1, ep: int 
             raise ValueError(f"n_micro_batches must be a multiple of pp ({pp}) for the interleaved schedule "
                              f"(Narayanan et al. 2021, §2.2.2); got {n_micro_batches}")
     capacity_factor = in_range("capacity_factor", capacity_factor, 1.0, 16.0)
+    etp = tp if expert_tp is None else integer("expert_tp", expert_tp, minimum=1, maximum=tp)
+    if tp % etp:
+        raise ValueError(f"expert_tp must divide tp ({tp}); got expert_tp={etp}")
+    if etp != tp and not m.is_moe:
+        raise ValueError(f"expert_tp must equal tp for {m.name}: it is a dense model, with no experts; "
+                         f"got expert_tp={etp}")
     recompute = choice("recompute", recompute, RECOMPUTE_MODES)
     if sequence_parallel not in (True, False):
         raise ValueError(f"sequence_parallel must be True or False; got {sequence_parallel!r}")
@@ -350,7 +375,7 @@ def layout(model: str | ModelPreset, tp: int, pp: int = 1, dp: int = 1, ep: int 
         raise ValueError(f"dtype must be one of {sorted(chip.dense_flops_per_s)} for {c.chip}; got {dtype!r}")
     return Layout(m, tp, pp, dp, ep, zero_stage, micro_batch, n_micro_batches, recompute,
                   bool(sequence_parallel), c, seq_len, recipe_name, dtype, float(grads), virtual_stages,
-                  capacity_factor if m.is_moe else 1.0)
+                  capacity_factor if m.is_moe else 1.0, etp)
 
 
 @dataclass(frozen=True)
@@ -366,7 +391,7 @@ class LayoutEstimate:
         HBM per chip (from specs).
     time_s : dict
         Per step: ``compute``, ``tp_comm`` (the exposed part of the TP all-reduces),
-        ``pp_comm``, ``bubble``, ``dp_exposed`` (and ``ep_comm``, the expert all-to-alls, for
+        ``pp_comm``, ``bubble``, ``dp_exposed`` (and ``ep_comm``, the expert exchanges, for
         MoE models: :data:`MOE_TIME_PARTS`).
     dp_comm_s : float
         All data-parallel traffic of a step (hidden or not).
@@ -377,6 +402,8 @@ class LayoutEstimate:
         for MoE models); ``"none"`` for a degree of 1.
     mfu, min_headroom_fraction : float
         The assumptions used.
+    expert_matmul_efficiency : float
+        Share of the tensor engine the expert matmuls fill (1 for dense models and whole tiles).
     """
 
     layout: Layout
@@ -390,6 +417,7 @@ class LayoutEstimate:
     mfu_effective: float
     mfu: float
     min_headroom_fraction: float
+    expert_matmul_efficiency: float = 1.0
 
     @property
     def state_bytes(self) -> float:
@@ -450,7 +478,8 @@ class LayoutEstimate:
 
 def evaluate(lay: Layout, *, mfu: float | None = None, dp_overlap: float = 1.0, tp_overlap: float = 0.0,
              min_headroom_fraction: float = 0.10, attention: str = "causal",
-             torus: str = "per-device") -> LayoutEstimate:
+             torus: str = "per-device", ep_dispatch: str = "all-gather",
+             narrow_expert_penalty: bool = True, dropless_block_size: int | None = None) -> LayoutEstimate:
     """Memory per chip and a first-order step time for a layout.
 
     Memory per rank (Ψ parameters, recipe bytes ``w, g, K``; Rajbhandari et al.):
@@ -477,8 +506,11 @@ def evaluate(lay: Layout, *, mfu: float | None = None, dp_overlap: float = 1.0, 
     ``1 + (p − 1)/(p·v)`` times the first stage's activations (§2.2.2; Korthikanti et al.
     §4.2.3); the ``p·v`` chunks hold ``⌊L/(p·v)⌋`` or ``⌈L/(p·v)⌉`` layers (each at least
     one, as :func:`layout` checks), so the busiest stage again holds ``⌈L/p⌉``. MoE models (:mod:`trainium_lab.moe`): experts over ``tp·pp·ep`` ranks, the
-    rest over ``tp·pp``; compute of the active parameters; four all-to-alls per MoE
-    layer (dispatch and combine, forward and backward) at the level the EP group lands on.
+    rest over ``tp·pp`` (experts over ``expert_tp·pp·ep`` when the layout sets ``expert_tp``);
+    compute of the active parameters (narrow expert matmuls and dropless blocks charged as
+    below); dispatch and combine in every MoE layer, forward and backward, at the level the EP
+    group lands on: an all-gather and a reduce-scatter as NxD runs them, or all-to-alls
+    (``ep_dispatch``).
 
     Parameters
     ----------
@@ -521,6 +553,24 @@ def evaluate(lay: Layout, *, mfu: float | None = None, dp_overlap: float = 1.0, 
         second's ring pessimistic for the all-to-all; chapter 03 discusses both. Pipeline
         sends, levels that are not a 2D torus (Trn2 UltraServer's ring of instances, EFA) and
         Trainium3's switch are costed the same either way.
+    ep_dispatch : {"all-gather", "all-to-all"}
+        MoE only: how the EP group exchanges tokens (:data:`trainium_lab.moe.EP_DISPATCH_METHODS`).
+        ``"all-gather"`` (default) is what AWS's libraries run: every rank gathers all the
+        group's tokens, then the outputs are reduce-scattered (NxD Inference MoE deep dive;
+        neuronx-distributed ``modules/moe/model.py``), about ``ep/k`` times the bytes of an
+        all-to-all (:func:`trainium_lab.moe.ep_byte_ratio`). ``"all-to-all"``: GShard's and
+        Megatron-Core's dispatch and combine (AWS lists All-to-All-v as future work).
+    narrow_expert_penalty : bool
+        MoE only: charge expert matmuls whose width per rank (``expert_ffn_dim / expert_tp``)
+        fills the 128-wide tensor engine only in part at that share of its peak
+        (:func:`trainium_lab.layouts.engine.expert_matmul_efficiency`, an assumption built
+        on AWS's ">= 128" rule); default on.
+    dropless_block_size : int, optional
+        MoE only: cost dropless MoE as NxD runs it, through the blockwise matmul with blocks of
+        this many tokens (AWS's examples use 512), instead of a capacity factor (which must
+        then be 1): each rank's experts compute ``⌈mb·s·k/(tp·B)⌉ + E/ep − 1`` blocks
+        (:func:`trainium_lab.moe.blockwise_blocks`); the provisioned slots are the bound, since
+        NxD skips fully padded blocks on the chip.
 
     Examples
     --------
@@ -541,6 +591,10 @@ def evaluate(lay: Layout, *, mfu: float | None = None, dp_overlap: float = 1.0, 
     min_headroom_fraction = in_range("min_headroom_fraction", min_headroom_fraction, 0.0, 1.0, high_open=True)
     attention = choice("attention", attention, ATTENTION_COUNTS)
     torus = choice("torus", torus, TORUS_LINK_MODELS)
+    ep_dispatch = choice("ep_dispatch", ep_dispatch, moe.EP_DISPATCH_METHODS)
+    if narrow_expert_penalty not in (True, False):
+        raise ValueError(f"narrow_expert_penalty must be True or False, got {narrow_expert_penalty!r}")
+    dropless = _dropless(dropless_block_size, lay.capacity_factor)
     c = lay.cluster
     cm = _comm(c.system, c.n_systems, c.lnc, lay.tp, lay.pp, lay.dp, lay.ep, torus)
     one = lambda v: np.array([v])  # noqa: E731
@@ -549,14 +603,27 @@ def evaluate(lay: Layout, *, mfu: float | None = None, dp_overlap: float = 1.0, 
                 one(lay.tp), one(lay.pp), one(lay.dp), one(lay.zero_stage), one(lay.micro_batch),
                 one(lay.n_micro_batches), one(_RECOMPUTE_INDEX[lay.recompute]), [cm], one(0),
                 ep=one(lay.ep), v=one(lay.virtual_stages), capacity_factor=lay.capacity_factor,
-                attention=attention)
+                attention=attention, etp=one(lay.expert_tp), ep_dispatch=ep_dispatch,
+                narrow_expert_penalty=narrow_expert_penalty, dropless_block_size=dropless)
     f = {k: float(v[0]) for k, v in out.items()}
     levels = dict(cm.levels)
     if lay.model.is_moe:
         levels["ep"] = cm.ep_level
     return LayoutEstimate(lay, {k: f[k] for k in MEMORY_PARTS}, f["hbm"],
                           {k: f[k] for k in _time_parts(lay.model)}, f["dp_comm_total"], f["bwd_window"],
-                          levels, f["tokens_per_s"], f["mfu_effective"], mfu, min_headroom_fraction)
+                          levels, f["tokens_per_s"], f["mfu_effective"], mfu, min_headroom_fraction,
+                          f["expert_matmul_efficiency"])
+
+
+def _dropless(block_size, capacity_factor: float) -> int | None:
+    """``dropless_block_size`` checked: None, or blocks of 1 to 2^20 tokens with no capacity factor."""
+    if block_size is None:
+        return None
+    bs = integer("dropless_block_size", block_size, minimum=1, maximum=2**20)
+    if capacity_factor != 1.0:
+        raise ValueError(f"capacity_factor must be 1 with dropless_block_size (dropless MoE has no "
+                         f"capacity); got {capacity_factor}")
+    return bs
 
 
 def _time_parts(m: ModelPreset) -> tuple[str, ...]:

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from trainium_lab import specs, topology
+from trainium_lab import moe, specs, topology
 from trainium_lab._validate import choice, in_range, integer, positive, sequence
 from trainium_lab.layouts.engine import _RECOMPUTE_INDEX, TORUS_LINK_MODELS, _comm, _core, _fits
-from trainium_lab.layouts.estimate import (MEMORY_PARTS, TIME_PARTS, Layout, _labels, _time_parts,
+from trainium_lab.layouts.estimate import (MEMORY_PARTS, TIME_PARTS, Layout, _dropless, _labels, _time_parts,
                                            evaluate, layout)
 from trainium_lab import sizing
 from trainium_lab.sizing import (ATTENTION_COUNTS, RECOMPUTE_MODES, ModelPreset, preset, recipe,
@@ -129,7 +129,7 @@ class Plan:
                       dtype=self.settings.get("dtype", "bfloat16"),
                       grad_bytes_per_param=self.settings.get("grad_bytes_per_param"),
                       virtual_stages=int(r.virtual_stages),
-                      capacity_factor=self.settings.get("capacity_factor", 1.0))
+                      capacity_factor=self.settings.get("capacity_factor", 1.0), expert_tp=int(r.expert_tp))
 
     def time_by_level(self, rank: int = 0) -> pd.DataFrame:
         """Where the step of row ``rank`` goes, by the level each part runs on.
@@ -193,7 +193,9 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
          dtype: str = "bfloat16", n_tokens: float | None = None, tp_overlap: float = 0.0,
          grad_bytes_per_param: float | None = None, ep_degrees: tuple[int, ...] | None = None,
          virtual_stages: tuple[int, ...] = (1,), capacity_factor: float = 1.0,
-         attention: str = "causal", torus: str = "per-device") -> Plan:
+         attention: str = "causal", torus: str = "per-device", ep_dispatch: str = "all-gather",
+         expert_tp_degrees: tuple[int, ...] | None = None, narrow_expert_penalty: bool = True,
+         dropless_block_size: int | None = None) -> Plan:
     """Evaluate every valid layout of ``model`` on a cluster; keep those that fit; rank by tokens/s.
 
     Enumerates every ``(tp, ep, pp, dp)`` with ``tp·ep·pp·dp`` = ranks, ``tp`` dividing
@@ -238,6 +240,17 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     torus : {"per-device", "own-links"}
         How groups inside one instance's 2D torus are charged, as in :func:`evaluate`
         (``"per-device"``, the default, is the course's model; Trainium3 is unaffected).
+    ep_dispatch : {"all-gather", "all-to-all"}
+        MoE only: the EP exchange to cost, as in :func:`evaluate` (default ``"all-gather"``,
+        what NxD runs).
+    expert_tp_degrees : tuple of int, optional
+        MoE only: expert-TP degrees to search (each layout tries those dividing its ``tp``;
+        a ``tp`` that none divides is skipped). Default: the experts split like the
+        attention, ``expert_tp = tp``.
+    narrow_expert_penalty : bool
+        As in :func:`evaluate` (default on).
+    dropless_block_size : int, optional
+        As in :func:`evaluate`: dropless MoE through the blockwise matmul (``capacity_factor`` 1).
 
     Returns
     -------
@@ -246,7 +259,8 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
         n_micro_batches, recompute, tp_level, pp_level, dp_level, weights_gib, gradients_gib,
         optimizer_gib, activations_gib, memory_gib, hbm_gib, headroom_gib, fits, compute_s,
         tp_comm_s, pp_comm_s, bubble_s, dp_exposed_s, dp_comm_total_s, step_s, tokens_per_s,
-        mfu_effective, ep, virtual_stages, ep_level, ep_chips, ep_comm_s`` (and ``days``).
+        mfu_effective, ep, virtual_stages, ep_level, ep_chips, ep_comm_s, expert_tp,
+        expert_matmul_efficiency, expert_compute_factor`` (and ``days``).
         ``label`` names the layout, TP in ranks and in chips (the text of :meth:`Layout.label`).
 
     Examples
@@ -258,6 +272,9 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     >>> q = plan("qwen3-235b-a22b", system="trn2-ultraserver", n_systems=4, lnc=2, global_batch=512)
     >>> int(q.best.tp * q.best.ep * q.best.pp * q.best.dp) == q.cluster.n_ranks, q.best.ep_level
     (True, 'instance')
+    >>> tp16 = q.all[q.all.tp == 16]   # 1,536-wide experts over TP 16: 96 of 128 columns
+    >>> sorted(set(tp16.expert_matmul_efficiency.round(2)))
+    [0.75]
     >>> plan("llama3-8b", system="trn2.48xlarge", ep_degrees=(1, 2))
     Traceback (most recent call last):
     ...
@@ -272,6 +289,16 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     min_headroom_fraction = in_range("min_headroom_fraction", min_headroom_fraction, 0.0, 1.0, high_open=True)
     attention = choice("attention", attention, ATTENTION_COUNTS)
     torus = choice("torus", torus, TORUS_LINK_MODELS)
+    ep_dispatch = choice("ep_dispatch", ep_dispatch, moe.EP_DISPATCH_METHODS)
+    if narrow_expert_penalty not in (True, False):
+        raise ValueError(f"narrow_expert_penalty must be True or False, got {narrow_expert_penalty!r}")
+    if expert_tp_degrees is not None:
+        etps = sorted(set(sequence("expert_tp_degrees", expert_tp_degrees, integer)))
+        if not m.is_moe and etps:
+            raise ValueError(f"expert_tp_degrees must be None for {m.name}: it is a dense model, with no "
+                             f"experts; got {tuple(expert_tp_degrees)}")
+    else:
+        etps = None
     mbs = sorted(set(sequence("micro_batches", micro_batches, integer)))
     zs = sorted(set(sequence("zero_stages", zero_stages,
                              lambda name, x: integer(name, x, minimum=0, maximum=3))))
@@ -281,6 +308,7 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     vs = sorted(set(sequence("virtual_stages", virtual_stages,
                              lambda name, x: integer(name, x, minimum=1, maximum=m.n_layers))))
     capacity_factor = in_range("capacity_factor", capacity_factor, 1.0, 16.0)
+    dropless = _dropless(dropless_block_size, capacity_factor)
     if ep_degrees is None:
         eps = _divisors(m.n_experts) if m.is_moe else [1]
     else:
@@ -312,6 +340,16 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     D = np.where(ok, n_ranks // np.maximum(prod, 1), 0)
     ok &= (D > 0) & (global_batch % np.maximum(D * E, 1) == 0)
     T, E, P, D = T[ok], E[ok], P[ok], D[ok]
+    if etps is None:
+        X = T.copy()
+    else:  # one row per expert-TP degree dividing the row's tp
+        pairs = [(i, x) for i, t in enumerate(T.tolist()) for x in etps if t % x == 0]
+        if not pairs:
+            raise ValueError(f"expert_tp_degrees must hold a degree dividing some candidate tp; got "
+                             f"{tuple(expert_tp_degrees)}")
+        rows = np.array([i for i, _ in pairs], dtype=np.int64)
+        X = np.array([x for _, x in pairs], dtype=np.int64)
+        T, E, P, D = T[rows], E[rows], P[rows], D[rows]
     if len(T) == 0:
         raise ValueError(f"global_batch ({global_batch}) admits no layout on {n_ranks} ranks: no data-"
                          "parallel degree divides it together with the micro-batch sizes")
@@ -335,7 +373,7 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     opts[~one_row] = full[offset[~one_row]]
     opts[one_row] = single[offset[one_row]]
     z, mb, mode, v = opts.T
-    tp, ep, pp, dp = T[idx], E[idx], P[idx], D[idx]
+    tp, ep, pp, dp, etp = T[idx], E[idx], P[idx], D[idx], X[idx]
     per_replica = global_batch // (dp * ep)
     keep = per_replica % mb == 0
     nmb = per_replica // mb
@@ -343,10 +381,12 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     if not keep.any():
         raise ValueError(f"global_batch ({global_batch}) admits no layout on {n_ranks} ranks: no data-"
                          "parallel degree divides it together with the micro-batch sizes")
-    z, mb, mode, v, tp, ep, pp, dp, nmb, idx = (x[keep] for x in (z, mb, mode, v, tp, ep, pp, dp, nmb, idx))
+    z, mb, mode, v, tp, ep, pp, dp, nmb, idx, etp = (x[keep] for x in (z, mb, mode, v, tp, ep, pp, dp, nmb,
+                                                                        idx, etp))
     out = _core(m, c, seq_len, recipe_name, dtype, sequence_parallel, mfu, dp_overlap, tp_overlap, grads,
                 tp, pp, dp, z, mb, nmb, mode, comms, idx, ep=ep, v=v, capacity_factor=capacity_factor,
-                attention=attention)
+                attention=attention, etp=etp, ep_dispatch=ep_dispatch,
+                narrow_expert_penalty=narrow_expert_penalty, dropless_block_size=dropless)
     levels = {k: np.array([x.levels[k] for x in comms])[idx] for k in ("tp", "pp", "dp")}
     modes_arr = np.array(RECOMPUTE_MODES)[mode]
     hbm = out["hbm"]
@@ -363,9 +403,12 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
         "ep": ep, "virtual_stages": v,
         "ep_level": np.array([x.ep_level for x in comms])[idx],
         "ep_chips": np.array([x.ep_chips for x in comms])[idx], "ep_comm_s": out["ep_comm"],
+        "expert_tp": etp, "expert_matmul_efficiency": out["expert_matmul_efficiency"],
+        "expert_compute_factor": out["expert_compute_factor"],
     })
     df.insert(0, "label", _labels(tp.tolist(), ep.tolist(), pp.tolist(), dp.tolist(), z.tolist(), mb.tolist(),
-                                  nmb.tolist(), modes_arr.tolist(), v.tolist(), c.ranks_per_chip, m.is_moe))
+                                  nmb.tolist(), modes_arr.tolist(), v.tolist(), c.ranks_per_chip, m.is_moe,
+                                  etp=etp.tolist()))
     if n_tokens is not None:
         df["days"] = n_tokens / df["tokens_per_s"] / day
     df = df.sort_values(["tokens_per_s", "headroom_gib"], ascending=[False, False], kind="stable")
@@ -375,7 +418,8 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     settings = dict(sequence_parallel=sequence_parallel, seq_len=seq_len, recipe_name=recipe_name,
                     dtype=dtype, mfu=mfu, dp_overlap=dp_overlap, tp_overlap=tp_overlap,
                     grad_bytes_per_param=grads, capacity_factor=capacity_factor, attention=attention,
-                    torus=torus)
+                    torus=torus, ep_dispatch=ep_dispatch, narrow_expert_penalty=narrow_expert_penalty,
+                    dropless_block_size=dropless)
     return Plan(fitting, df, m, c, global_batch, min_headroom_fraction, settings)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainium_lab import layouts
+from trainium_lab import layouts, specs
 from trainium_lab._validate import instance, integer
 from trainium_lab.layouts.estimate import _tp_text
 
@@ -66,7 +66,9 @@ def explain_plan(plan) -> list[str]:
     worst = max(overhead, key=overhead.get)
     names = {"compute": "compute", "tp_comm": "tensor-parallel all-reduces", "pp_comm": "pipeline sends",
              "bubble": "the pipeline bubble", "dp_exposed": "exposed data-parallel traffic",
-             "ep_comm": "expert all-to-alls (dispatch and combine)"}
+             "ep_comm": ("expert all-gathers and reduce-scatters (dispatch and combine)"
+                         if plan.settings.get("ep_dispatch", "all-gather") == "all-gather"
+                         else "expert all-to-alls (dispatch and combine)")}
     where = (f"TP groups stay within the {b.tp_level} level" if b.tp > 1 else "no TP")
     if is_moe:
         where += (f", EP groups ({b.ep} ranks over {b.ep_chips:g} chips, placed right after TP) land on "
@@ -92,7 +94,10 @@ def explain_plan(plan) -> list[str]:
                     else f" {names[worst].capitalize()} binds after compute."))
     faster = a[(~a.fits) & (a.tokens_per_s > b.tokens_per_s)]
     if len(faster):
-        f = faster.sort_values("memory_gib").iloc[0]
+        # ties in memory (equal in exact arithmetic, not always in the last bit) go to the faster,
+        # then to the label, so the sentence is the same on every processor
+        f = (faster.assign(_memory=faster.memory_gib.round(6))
+             .sort_values(["_memory", "tokens_per_s", "label"], ascending=[True, False, True], kind="stable").iloc[0])
         lines.append(f"Memory binds too: {len(faster)} faster layouts do not fit. The closest to fitting, "
                      f"{f.label}, would give {f.tokens_per_s / b.tokens_per_s - 1:.1%} more tokens/s but "
                      f"needs {f.memory_gib:.1f} GiB per chip ({f.activations_gib:.1f} GiB of activations), "
@@ -115,4 +120,31 @@ def explain_plan(plan) -> list[str]:
                          f"{1 - n.tokens_per_s / b.tokens_per_s:.1%} slower.")
         elif b.ep > 1:
             lines.append("No layout without expert parallelism fits: EP is what makes the experts fit.")
+        lines.extend(_expert_lines(plan, b))
     return lines
+
+
+def _expert_lines(plan, b) -> list[str]:
+    """How the winner splits its experts, and what narrow expert matmuls cost it."""
+    m = plan.model
+    width = m.expert_ffn_dim / int(b.expert_tp)
+    cols = specs.chip(plan.cluster.chip).core.tensor_cols
+    method = plan.settings.get("ep_dispatch", "all-gather")
+    out = [f"EP exchange costed as {method} (NxD runs all-gather + reduce-scatter; all-to-all is the "
+           f"GShard/Megatron alternative)."]
+    block = plan.settings.get("dropless_block_size")
+    if block:
+        out.append(f"Dropless through the blockwise matmul (blocks of {block} tokens): the experts compute "
+                   f"{float(b.expert_compute_factor):.2f}× the routed work (every provisioned block; a bound).")
+    eff = float(b.expert_matmul_efficiency)
+    text = (f"Experts split ETP{int(b.expert_tp)}: {width:g} of each expert's {m.expert_ffn_dim:,} columns per "
+            f"rank")
+    if not plan.settings.get("narrow_expert_penalty", True):
+        out.append(text + "; the narrow-matmul penalty is off.")
+    elif eff < 1.0:
+        out.append(text + f", which fills {eff:.0%} of the {cols}-wide tensor engine: a narrow-matmul penalty, expert matmuls at "
+                   f"{eff:.0%} of the MFU (assumption built on AWS's rule that sharded expert widths should "
+                   f"be >= {cols}).")
+    else:
+        out.append(text + f", whole {cols}-column tiles: no narrow-matmul penalty.")
+    return out

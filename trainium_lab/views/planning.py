@@ -27,7 +27,7 @@ import pandas as pd
 
 from trainium_lab import layouts, planning, specs, topology
 from trainium_lab._validate import instance
-from trainium_lab.units import GB, GiB, format_bytes, format_seconds
+from trainium_lab.units import GB, GiB, format_bytes, format_count, format_seconds
 
 __all__ = ["SECTIONS", "blocks", "to_markdown", "to_html", "money", "launch_script",
            "rank_map", "fmt_value", "inline_html"]
@@ -68,6 +68,10 @@ def fmt_value(value: Any, unit: str) -> str:
     """
     if isinstance(value, str) or value is None:
         return "-" if value is None else str(value)
+    if isinstance(value, (tuple, list)):  # a (low, high) range
+        return " – ".join(fmt_value(v, unit) for v in value)
+    if unit == "USD":
+        return money(value) if value else "0 (not given)"
     if unit == "bytes/s":
         return f"{value / GB:,.1f} GB/s"
     if unit == "s":
@@ -151,7 +155,9 @@ def blocks(plan: planning.RunPlan) -> list[tuple[str, Any]]:
     para(p._repr_markdown_())
     deadline = "" if p.deadline_s is None else (
         f" The count of systems was chosen for a deadline of {format_seconds(p.deadline_s)} "
-        f"(counts tried: {', '.join(str(n) for n in p.systems_tried)}).")
+        f"by an exact search: every count below {p.n_systems} misses it ({p.systems_bounded} ruled out "
+        f"by the perfect-scaling and state floors, {len(p.systems_tried) - 1} by the layout planner; "
+        f"{len(p.systems_tried)} counts planned in all).")
     para(f"Assumptions (no public source): {', '.join(_INPUT_NAMES.get(a, a.replace('_', ' ')) for a in p.assumptions)}."
          + deadline)
 
@@ -167,7 +173,9 @@ def blocks(plan: planning.RunPlan) -> list[tuple[str, Any]]:
         (f"fewest chips (ZeRO-{size.zero_stage}, {size.activation_share:.0%} of HBM kept for activations)",
          f"{size.min_chips}" if size.min_chips is not None else "never fits"),
         ("fewest systems by that rule", f"{size.min_systems}"),
-        ("training FLOPs (6ND)", f"{size.flops:.3e}"),
+        (f"parameters a token uses (N of 6ND){'; memory holds all ' + format_count(size.n_params) if size.n_active_params else ''}",
+         format_count(size.active_params)),
+        ("training FLOPs (6 × N_active × D)", f"{size.flops:.3e}"),
         (f"instance-days at {size.mfu:.0%} MFU, perfect scaling (chapter 04)", f"{size.instance_days:,.1f}"),
         ("instance-days of this plan (every loss counted)", f"{p.instance_days:,.1f}"),
         ("chips of this plan", f"{p.n_chips}"),

@@ -143,4 +143,4 @@ def unit_readings() -> pd.DataFrame:
         "size (B)": last["size"].astype(int).to_list(), "time (µs)": last.value.to_list(),
         "size ÷ time (GiB/s)": (last["size"] / t / 2**30).round(2).to_list(),
         "size ÷ time (GB/s)": (last["size"] / t / 1e9).round(2).to_list(),
-        "printed algbw": last.printed_algbw.to_list(), "supports": last.unit_reading.to_list()})
+        "printed algbw": [f"{v:.2f}" for v in last.printed_algbw], "supports": last.unit_reading.to_list()})

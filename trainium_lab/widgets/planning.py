@@ -58,8 +58,10 @@ class PlanningWorksheet(Explorer):
             "mfu_pct": W.FloatSlider(value=100 * D["mfu"], min=5.0, max=100.0, step=1.0, description="MFU %"),
             "usd_per_hour": number("USD/inst-h", usd_per_hour, minimum=0,
                                    tooltip="price per instance-hour, USD (an assumption)"),
-            "ckpt_gb_per_s": number("ckpt GB/s", D["checkpoint_write_bytes_per_s"] / GB, minimum=0,
-                                    exclusive_minimum=True,
+            # the plan's own bandwidth: chips × per-chip share up to the storage limit (planning)
+            "ckpt_gb_per_s": number("ckpt GB/s",
+                                    round(self.base_plan.inputs["checkpoint_write_bytes_per_s"] / GB, 2),
+                                    minimum=0, exclusive_minimum=True,
                                     tooltip="checkpoint write bandwidth, GB/s"),
             "chip_mtbf_days": number("chip MTBF (d)", round(planning._proxy_chip_mtbf_s() / day),
                                      minimum=0, exclusive_minimum=True,
@@ -95,7 +97,8 @@ class PlanningWorksheet(Explorer):
             self.mark_stale()
             return
         p = self.base_plan
-        tried = f" (counts tried: {', '.join(map(str, p.systems_tried))})" if p.systems_tried else ""
+        tried = (f" (the fewest: {len(p.systems_tried)} counts planned, {p.systems_bounded} ruled out by a floor)"
+                 if p.systems_tried else "")
         changed = ""
         if self.inputs["n_systems"].value.strip() != str(p.n_systems):
             changed = f"; “systems” set to {p.n_systems}, the count the search chose"

@@ -1,0 +1,121 @@
+"""A fuzz of the command line (issue 25): every option of every sub-command, one at a time, with bad
+values — negative, zero, NaN, infinite, huge, a wrong unit, an unknown name, empty — must give exit 0
+(with or without a warning) or 2 (one line naming the problem), never 1 and never a traceback.
+
+The CLI's ``main`` runs in-process (no interpreter start per case), so the whole fuzz takes seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from trainium_lab import cli
+
+BAD_VALUES = ("-1", "0", "nan", "inf", "1e308", "5 parsecs", "bogus-name", "")
+
+# a cheap valid command per sub-command; the fuzzed option replaces its own value or is added
+BASE = {
+    "sizing": ["--model", "llama3-8b", "--tokens", "10B"],
+    "allreduce": ["--size", "1GiB", "--ranks", "16", "--bandwidth", "25GB/s"],
+    "young": ["--checkpoint", "90s", "--mtbf", "24h"],
+    "specs": ["trn2"],
+    "plan": ["--model", "llama3-8b", "--tokens", "10B", "--systems", "1", "--price", "40"],
+    "compare": ["--model", "llama3-8b", "--tokens", "10B"],
+}
+# options that only make sense together with another, or instead of one in BASE
+DROP = {("plan", "--deadline"): "--systems", ("plan", "--max-systems"): "--systems",
+        ("plan", "--price-per-chip"): "--price", ("allreduce", "--link"): "--bandwidth",
+        ("sizing", "--params"): "--model"}
+NEEDS = {("plan", "--snapshot"): ["--checkpoint-mode", "async"],
+         ("plan", "--kv-heads"): ["--layers", "4", "--d-model", "512", "--heads", "8"],
+         ("plan", "--experts"): ["--layers", "4", "--d-model", "512", "--heads", "8", "--experts-per-token", "2",
+                                 "--expert-ffn", "1024"]}
+
+
+def _subcommands() -> dict[str, argparse.ArgumentParser]:
+    parser = cli.build_parser()
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+def _cases():
+    for name, sub in _subcommands().items():
+        for action in sub._actions:
+            if not action.option_strings or action.nargs == 0 or "--help" in action.option_strings:
+                continue
+            yield name, action.option_strings[-1]
+
+
+CASES = list(_cases())
+
+
+def _command(name: str, flag: str, value: str) -> list[str]:
+    base = list(BASE[name])
+    drop = DROP.get((name, flag))
+    if flag in base or drop in base:
+        for f in (flag, drop):
+            if f in base:
+                i = base.index(f)
+                del base[i:i + 2]
+    return [name, *base, *NEEDS.get((name, flag), []), flag, value]
+
+
+def test_every_option_of_every_subcommand_is_fuzzed():
+    names = {n for n, _ in CASES}
+    assert names == set(BASE), names   # a new sub-command needs a baseline here
+    assert len(CASES) > 60
+    for name in BASE:                  # the baselines themselves run
+        assert cli.main([name, *BASE[name]]) == 0
+
+
+@pytest.mark.parametrize("name, flag", CASES, ids=[f"{n} {f}" for n, f in CASES])
+def test_bad_values_exit_0_or_2_with_one_line_and_never_a_traceback(name, flag, capsys):
+    for value in BAD_VALUES:
+        argv = _command(name, flag, value)
+        code = cli.main(argv)
+        err = capsys.readouterr().err
+        assert code in (0, 2), (argv, code, err)
+        assert "Traceback" not in err and "internal error" not in err, (argv, err)
+        if code == 2:
+            lines = [ln for ln in err.splitlines() if ln.startswith("error:")]
+            assert len(lines) == 1, (argv, err)
+
+
+def test_errors_name_the_flag_not_the_python_parameter(capsys):
+    for argv, flag in [
+        (["plan", "--model", "llama3-8b", "--tokens", "10B", "--systems", "1", "--price", "0"], "--price"),
+        (["plan", "--model", "llama3-8b", "--tokens", "10B", "--deadline", "1ns", "--price", "40"], "--deadline"),
+        (["plan", "--model", "llama3-8b", "--tokens", "10B", "--systems", "1", "--price", "40", "--dtype", "int4"],
+         "--dtype"),
+        (["plan", "--model", "llama3-8b", "--tokens", "10B", "--systems", "1", "--price", "40", "--chip-mtbf", "1s"],
+         "--chip-mtbf"),
+        (["young", "--checkpoint", "90s", "--mtbf", "24h", "--units", "16384"], "--checkpoint"),
+    ]:
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {flag}"), err
+        for name in ("usd_per_hour", "deadline_s", "chip_mtbf_s", "n_systems"):
+            assert name not in err, err
+
+
+def test_version_help_presets_and_required(capsys):
+    assert cli.main(["--version"]) == 0
+    assert "trainium_lab" in capsys.readouterr().out
+    assert cli.main(["plan", "--help"]) == 0
+    out = capsys.readouterr().out
+    from trainium_lab import sizing
+    for p in sizing.presets("all"):
+        assert p.key in out                        # every preset, not only the Llama models
+    usage = out.split("\n\n")[0]
+    assert "--model MODEL" in usage and "[--model" not in usage   # shown as required
+    assert "16 chips" in out and "4" in out        # --price states its unit
+    assert cli.main(["plan", "--tokens", "1T"]) == 2
+    assert "--model" in capsys.readouterr().err
+
+
+def test_implausible_inputs_warn(capsys):
+    code = cli.main(["plan", "--model", "llama3-8b", "--tokens", "10B", "--systems", "1", "--price", "40",
+                     "--chip-mtbf", "1min"])
+    assert code == 0 and capsys.readouterr().err.startswith("warning: the plan loses")
