@@ -693,7 +693,7 @@ def test_a_plan_that_breaks_a_term_is_split_billed_whole_or_refused():
     assert r.billed_instance_hours == 365 * 24 and "365-day" in r.note
     assert planning.bill("on-demand", 13.6 * day, 2).billed_instance_hours == pytest.approx(13.6 * 48)
     with pytest.raises(ValueError, match="purchase_option"):
-        planning.plan_run("llama3-8b", 1e11, system="trn1.32xlarge", n_systems=300, purchase_option="capacity-block",
+        planning.plan_run("llama3-8b", 1e11, system="trn1.32xlarge", n_systems=512, purchase_option="capacity-block",
                           usd_per_hour=15.49, max_systems=1000)
 
 
@@ -725,17 +725,21 @@ def test_one_billing_unit_and_a_price_per_chip():
 
 
 def test_costs_are_ranges_and_other_costs_are_visible_line_items():
-    p = planning.plan_run("llama3-8b", 1e12, n_systems=1, usd_per_hour=40.0)
+    p = planning.plan_run("llama3-8b", 1e12, n_systems=1, usd_per_hour=40.0, mfu=0.40)
     assert p.cost_low_usd < p.cost_usd < p.cost_high_usd and p.days_low < p.days < p.days_high
-    assert p.inputs["mfu_range"] == pytest.approx((0.3, 0.5))
-    narrow = planning.plan_run("llama3-8b", 1e12, n_systems=1, usd_per_hour=40.0, mfu_range=(0.38, 0.42),
+    assert p.inputs["mfu_range"] == pytest.approx((0.3, 0.5))      # an MFU given: x 0.75 and x 1.25
+    # no MFU given: the calibrated default and its fitted range (data/calibration.csv, planner_mfu; issue 24)
+    cal = specs.calibration("planner_mfu")
+    d = planning.plan_run("llama3-8b", 1e12, n_systems=1, usd_per_hour=40.0)
+    assert d.inputs["mfu"] == cal.value and d.inputs["mfu_range"] == (cal.low, cal.high)
+    narrow = planning.plan_run("llama3-8b", 1e12, n_systems=1, usd_per_hour=40.0, mfu=0.40, mfu_range=(0.38, 0.42),
                                usd_per_hour_range=(39.0, 41.0),
                                chip_mtbf_range_s=(p.inputs["chip_mtbf_s"] * 0.9, p.inputs["chip_mtbf_s"] * 1.1))
     assert p.cost_low_usd < narrow.cost_low_usd < narrow.cost_usd < narrow.cost_high_usd < p.cost_high_usd
     table = p.cost_table().set_index("part")
     for item in planning.OTHER_COSTS:
         assert table.loc[f"{item} (outside instance-hours; given)", "usd"] == 0.0
-    q = planning.plan_run("llama3-8b", 1e12, n_systems=1, usd_per_hour=40.0,
+    q = planning.plan_run("llama3-8b", 1e12, n_systems=1, usd_per_hour=40.0, mfu=0.40,
                           other_costs_usd={"storage": 5000.0, "evaluation": 1000.0})
     assert q.total_cost_usd == pytest.approx(q.cost_usd + 6000.0)
     assert q.cost_high_usd - 6000.0 == pytest.approx(p.cost_high_usd)
