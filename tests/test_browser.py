@@ -10,6 +10,12 @@ then checks, in the page:
 * every chart rendered: each static chart output shows an SVG image with a size, and each
   interactive chart view inside a widget holds a drawn ``svg`` or ``canvas``;
 * in the first widget that has a chart, changing one control in the page changes the chart;
+* **as a learner uses it** (:func:`drive_explorers`): in every explorer, each control is set to
+  its extremes (slider Home/End, first and last menu option, checkbox toggled, number box given
+  a large value) and each number box one bad value (``abc``); after each action no traceback is
+  in the page or went to the log console (kernel ``error``/``stderr`` messages on the
+  websocket), the explorer's output changed or shows an error, a bad value is answered inline
+  by a message naming the control, and nothing sticks out of the notebook column at 1440×900;
 * nothing was fetched from any host but 127.0.0.1 (requests elsewhere are blocked and listed).
 
 A screenshot per notebook goes to ``artifacts/screenshots/NN_name.png`` (also on failure).
@@ -26,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -161,6 +168,11 @@ class Lab:
             page.wait_for_timeout(300)
         raise AssertionError(f"no idle kernel for {name} after {timeout_s} s: {self.api('/api/sessions')}")
 
+    def kernel_idle(self, name: str) -> bool:
+        """Whether the notebook's kernel is idle (widget callbacks included)."""
+        return all((s.get("kernel") or {}).get("execution_state") == "idle"
+                   for s in self.api("/api/sessions") if s["path"] == name)
+
     def shutdown_kernels(self) -> None:
         for session in self.api("/api/sessions"):
             self.api(f"/api/sessions/{session['id']}", method="DELETE")
@@ -191,7 +203,7 @@ def browser(lab):
 
     with sync_playwright() as pw:
         chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        context = chromium.new_context(viewport={"width": 1280, "height": 900})
+        context = chromium.new_context(viewport={"width": 1440, "height": 900})
         yield context
         context.close()
         chromium.close()
@@ -351,9 +363,13 @@ def _act_on(page, control) -> str | None:
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs_and_renders_in_jupyterlab(path, lab, browser, record_property):
-    changed = check_notebook(path, lab, browser, SCREENSHOTS / f"{path.stem}.png")
+    actions = []
+    start = time.monotonic()
+    changed = check_notebook(path, lab, browser, SCREENSHOTS / f"{path.stem}.png", drive=actions.append)
     record_property("control_changed", changed)
-    print(f"{path.name}: changing {changed} changed the chart")
+    n = sum(len(a) for a in actions)
+    print(f"{path.name}: changing {changed} changed the chart; {n} learner actions; "
+          f"{time.monotonic() - start:.0f} s")
 
 
 @pytest.mark.slow
@@ -373,7 +389,7 @@ def test_a_broken_chart_fails_the_check(lab, browser, tmp_path):
         check_notebook(path, lab, browser, tmp_path / "broken.png")
 
 
-def check_notebook(path: Path, lab: Lab, browser, shot: Path) -> str | None:
+def check_notebook(path: Path, lab: Lab, browser, shot: Path, drive=False) -> str | None:
     """Open, run and check one notebook in the page; return the control that changed the chart."""
     n_code, n_widgets, n_static = _expected(path)
     changed = None
@@ -393,6 +409,9 @@ def check_notebook(path: Path, lab: Lab, browser, shot: Path) -> str | None:
 
     page.route("**/*", only_loopback)
     page.on("pageerror", lambda exc: page_errors.append(str(exc)[:300]))
+    kernel_errors: list[str] = []
+    page.on("websocket", lambda ws: ws.on("framereceived",
+                                          lambda payload: _kernel_error(payload, kernel_errors)))
     shot.parent.mkdir(parents=True, exist_ok=True)
     try:
         page.goto(lab.url(path.name))
@@ -433,6 +452,12 @@ def check_notebook(path: Path, lab: Lab, browser, shot: Path) -> str | None:
             assert not page.query_selector_all(
                 ".jp-Notebook .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"), \
                 "changing a control produced an error output"
+            if drive:
+                drove = drive_explorers(page, kernel_errors,
+                                        idle=lambda: lab.kernel_idle(path.name))
+                record = drive if callable(drive) else None
+                if record:
+                    record(drove)
         assert not page_errors, f"JavaScript errors in the page: {page_errors}"
         assert not blocked, f"the page tried to reach other hosts: {sorted(set(blocked))}"
     finally:
@@ -443,3 +468,183 @@ def check_notebook(path: Path, lab: Lab, browser, shot: Path) -> str | None:
             lab.shutdown_kernels()
     return changed
 
+
+
+# --- as a learner uses it ----------------------------------------------------------------------
+
+_ERROR_FRAME = re.compile(rb'"msg_type":\s*"error"|"name":\s*"stderr"')
+
+
+def _kernel_error(payload, sink: list[str]) -> None:
+    """Collect kernel ``error`` and ``stderr`` messages from a websocket frame: what JupyterLab
+    shows in its log console when no cell owns the output (a widget callback's exception)."""
+    data = payload.encode() if isinstance(payload, str) else payload
+    # "No such comm": the page asking for the widgets of the stored outputs, before Run All
+    if _ERROR_FRAME.search(data) and b"No such comm" not in data:
+        sink.append(data[-600:].decode("utf-8", "replace"))
+
+
+# Every control of every explorer (.tl-explorer, see widgets.base) with its kind and label.
+CONTROLS_JS = r"""
+() => [...document.querySelectorAll('.jp-Notebook .tl-explorer')].map((ex, i) => {
+  ex.dataset.tlIndex = i;
+  return [...ex.querySelectorAll('.widget-inline-hbox, .widget-checkbox')].map((c, j) => {
+    c.dataset.tlControl = `${i}-${j}`;
+    const label = (c.querySelector('.widget-label') || c).innerText.trim();
+    const kind = c.querySelector('.noUi-handle') ? 'slider'
+      : c.querySelector('select') ? 'select'
+      : c.querySelector('input[type=checkbox]') ? 'checkbox'
+      : c.querySelector('input[type=text], input[type=number]') ? 'text' : null;
+    const disabled = !!c.querySelector('input:disabled, select:disabled, .noUi-target[disabled]');
+    const number = c.classList.contains('tl-number');
+    return {id: `${i}-${j}`, label, kind, disabled, number};
+  }).filter(c => c.kind);
+})
+"""
+
+# What the explorer shows (text, and a fingerprint of its drawn chart), to see that it reacted.
+STATE_JS = r"""
+(i) => {
+  const ex = document.querySelector(`.tl-explorer[data-tl-index="${i}"]`);
+  const root = ex.parentElement.closest('.jupyter-widgets') || ex;
+  const svg = ex.querySelector('svg.marks, canvas.marks');
+  let h = 0;
+  const s = (svg ? (svg.tagName === 'CANVAS' ? svg.toDataURL() : svg.innerHTML) : '') + root.innerText;
+  for (let k = 0; k < s.length; k++) h = (h * 31 + s.charCodeAt(k)) | 0;
+  return `${s.length}:${h}`;
+}
+"""
+
+# Text of the explorer's error boxes, and whether anything sticks out of the notebook column.
+CHECK_JS = r"""
+(i) => {
+  const ex = document.querySelector(`.tl-explorer[data-tl-index="${i}"]`);
+  const root = ex.parentElement.closest('.jupyter-widgets') || ex;
+  const out = ex.closest('.jp-OutputArea-output');
+  const edge = out.getBoundingClientRect().right;
+  const wide = [...root.querySelectorAll('*')].filter(e => {
+    const r = e.getBoundingClientRect();
+    return r.width > 0 && r.right > edge + 1 && getComputedStyle(e).visibility !== 'hidden';
+  }).map(e => `${e.className || e.tagName} ${Math.round(e.getBoundingClientRect().right - edge)} px`);
+  const errors = [...root.querySelectorAll('.widget-html-content')]
+    .map(e => e.innerText).filter(t => t.includes('⚠'));
+  return {errors, overflow: out.scrollWidth > out.clientWidth + 1 ? [`output ${out.scrollWidth} > ${out.clientWidth}`, ...wide.slice(0, 3)] : wide.slice(0, 3),
+          traceback: /Traceback \(most recent call last\)/.test(root.innerText)};
+}
+"""
+
+REACT_TIMEOUT_MS = 15_000  # one learner action reaching the explorer's output, on 2 busy cores
+
+
+def _control(page, cid):
+    return page.query_selector(f'[data-tl-control="{cid}"]')
+
+
+def _learner_actions(page, control: dict) -> list[tuple[str, bool]]:
+    """The actions for one control: (description, is a bad value); each is applied lazily."""
+    kind = control["kind"]
+    if kind == "slider":
+        return [("Home", False), ("End", False)]  # ends at the top: a slider at 0 (steps, spares)
+        # can make the next controls irrelevant, which is no reaction to test for
+    if kind == "select":
+        return [("last option", False), ("first option", False)]
+    if kind == "checkbox":
+        return [("toggle", False), ("toggle", False)]
+    if not control["number"]:  # free text (a search): something else, then back
+        return [("zzz", False), ("restore", False)]
+    return [("0", False), ("abc", True), ("restore", False)]
+
+
+def _apply(page, cid: str, kind: str, action: str, original: dict) -> bool:
+    """Do one action; False when it would not change the control's value."""
+    c = _control(page, cid)
+    if kind == "slider":
+        handle = c.query_selector(".noUi-handle")
+        before = handle.get_attribute("aria-valuenow")
+        handle.focus()
+        handle.press(action)
+        return handle.get_attribute("aria-valuenow") != before
+    if kind == "select":
+        select = c.query_selector("select")
+        if select.is_disabled():
+            return False
+        options = select.evaluate("s => [...s.options].map(o => o.value)")
+        target = options[-1] if action == "last option" else options[0]
+        if select.evaluate("s => s.value") == target:
+            return False
+        select.select_option(target)
+        return True
+    if kind == "checkbox":
+        c.query_selector("input[type=checkbox]").click()
+        return True
+    field = c.query_selector("input[type=text], input[type=number]")
+    if field.is_disabled():  # another control's setting made the box irrelevant
+        return False
+    if action == "restore":
+        text = original.get(cid)
+    else:
+        original.setdefault(cid, field.input_value())
+        text = action
+    if field.input_value() == text:
+        return False
+    field.fill(text)
+    field.press("Enter")
+    return True
+
+
+def _settle(page, i: int, quiet_ms: int = 150, timeout_s: float = 20.0, idle=None) -> None:
+    """Wait until the kernel is idle (``idle()``, from the server's API: a widget callback is a
+    comm message, which the page's execution indicator does not show) and explorer ``i`` has
+    stopped changing for ``quiet_ms``."""
+    deadline = time.monotonic() + timeout_s
+    last = page.evaluate(STATE_JS, i)
+    while time.monotonic() < deadline:
+        page.wait_for_timeout(quiet_ms)
+        now = page.evaluate(STATE_JS, i)
+        if now == last and (idle is None or idle()):
+            return
+        last = now
+
+
+def drive_explorers(page, kernel_errors: list[str], idle=None) -> list[str]:
+    """Every control of every explorer in the page, as a learner: extremes and one bad value."""
+    problems: list[str] = []
+    done: list[str] = []
+    explorers = page.evaluate(CONTROLS_JS)
+    for i, controls in enumerate(explorers):
+        first = page.query_selector(f'.tl-explorer[data-tl-index="{i}"]')
+        first.scroll_into_view_if_needed()
+        check = page.evaluate(CHECK_JS, i)
+        if check["overflow"]:
+            problems.append(f"explorer {i}: sticks out of the column: {check['overflow']}")
+        original: dict = {}
+        for control in controls:
+            if control["disabled"]:
+                continue
+            for action, bad in _learner_actions(page, control):
+                before = page.evaluate(STATE_JS, i)
+                n_kernel_errors = len(kernel_errors)
+                if not _apply(page, control["id"], control["kind"], action, original):
+                    continue
+                what = f"explorer {i}, {control['label']!r} → {action}"
+                done.append(what)
+                try:
+                    page.wait_for_function(f"([i, before]) => ({STATE_JS})(i) !== before",
+                                           arg=[i, before], timeout=REACT_TIMEOUT_MS)
+                    reacted = True
+                except Exception:  # noqa: BLE001 - playwright TimeoutError: judged below
+                    reacted = False
+                _settle(page, i, idle=idle)
+                check = page.evaluate(CHECK_JS, i)
+                if check["traceback"]:
+                    problems.append(f"{what}: a traceback in the page")
+                if len(kernel_errors) > n_kernel_errors:
+                    problems.append(f"{what}: an error went to the log console: {kernel_errors[-1][-300:]}")
+                if bad and not any(control["label"] in e and action in e for e in check["errors"]):
+                    problems.append(f"{what}: no inline message naming the control: {check['errors']}")
+                if not reacted and not check["errors"]:
+                    problems.append(f"{what}: the output did not change and no error is shown")
+                if check["overflow"]:
+                    problems.append(f"{what}: sticks out of the column: {check['overflow']}")
+    assert not problems, f"{len(problems)} problem(s) in {len(done)} learner actions:\n" + "\n".join(problems[:40])
+    return done

@@ -174,6 +174,8 @@ OVERRIDES = {
     "units.parse_count": {"text": "70B"},
     "units.parse_fraction": {"text": "40%"},
     "units.parse_usd_per_hour": {"text": "40USD/h"},
+    "units.field_unit": {"label": "chip MTBF (d)"},
+    "units.parse_in_unit": {"text": "1e6"},
     "serving.pick_bucket": {"n_tokens": 100},
     "compilation.pick_bucket": {"n_tokens": 100},
     "kernels.pipeline_time_s": {"n_tiles": 8, "load_s": 1e-6, "compute_s": 2e-6, "store_s": 1e-6,

@@ -70,7 +70,7 @@ def test_widget_updates_chart_and_shows_errors_inline():
     ex.controls["n_chips"].value = 3
     assert ex.result.fits and "<b>3</b>" in ex.summary.value
     ex.controls["n_params_billion"].value = -5.0
-    assert ex.last_error is not None and "n_params" in ex.error.value
+    assert ex.last_error == "params (B) must be > 0; got -5" and "params (B)" in ex.error.value
     assert ex.result.n_params == 70e9  # last good result kept
     ex.controls["n_params_billion"].value = 8.0
     assert ex.error.value == "" and ex.last_error is None

@@ -508,18 +508,18 @@ def test_calculator_updates_fast_and_shows_bad_input_inline():
     assert e.last_error is None and "119.2 GiB" in e.summary.value
     times = []
     for name, value in [("model", "llama3-405b"), ("zero_stage", 1), ("system", "trn2-ultraserver"),
-                        ("recipe", "bf16-sr-adam"), ("mfu", 0.3), ("model", "llama3-70b")]:
+                        ("recipe", "bf16-sr-adam"), ("mfu_pct", 30), ("model", "llama3-70b")]:
         t0 = time.perf_counter()
         e.controls[name].value = value
         times.append(time.perf_counter() - t0)
         assert e.last_error is None
     assert sorted(times)[len(times) // 2] < 0.1  # median update well under 100 ms
-    e.controls["mfu"].value = 1.5
-    assert "mfu must be in (0, 1]" in e.last_error
-    e.controls["mfu"].value = 0.4
+    e.controls["mfu_pct"].value = 150            # MFU is a percentage, as in chapters 05 and 11
+    assert e.last_error == "MFU % must be in (0, 100]; got 150"
+    e.controls["mfu_pct"].value = 40
     e.controls["model"].value = "custom"
     e.controls["n_params_billion"].value = -5.0
-    assert "n_params_billion" in e.last_error
+    assert e.last_error == "custom (B) must be > 0; got -5"
     e.controls["n_params_billion"].value = 70.0
     assert e.last_error is None
     assert "782.3 GiB" in e.summary.value  # 70e9 x 12 B (the stochastic-rounding recipe still set)

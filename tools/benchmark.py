@@ -9,7 +9,9 @@ from setting ``control.value`` to the callback having run the model and replaced
 spec is recorded (median and worst of several rounds). This is the kernel-side part of the
 latency; the browser's redraw of an in-place ``JupyterChart`` update adds ~45-55 ms
 (jupyter_stack_notes.md). Model benchmarks from ``tools/benchmarks/bench_*.py`` follow.
-Target: widget updates under 50 ms on this machine.
+Target: widget updates under 50 ms on this machine. ``--browser`` then runs
+``tools/benchmarks/browser.py``: key press to changed chart in JupyterLab in headless Chromium,
+median per chapter (target: at most 50 ms).
 """
 
 from __future__ import annotations
@@ -93,6 +95,8 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="Time widget updates and models.")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--widgets-only", action="store_true")
+    parser.add_argument("--browser", action="store_true",
+                        help="also time key press to chart in the browser (tools/benchmarks/browser.py)")
     args = parser.parse_args(argv)
     rows = [{"name": "import trainium_lab + load data/", "value": import_time_s() * 1e3, "unit": "ms"}]
     rows += widget_rows()
@@ -108,6 +112,9 @@ def main(argv: list[str]) -> int:
             if r.get("error"):
                 flag = f"  ERROR: {r['error']}"
             print(f"{r['name']:<58} {r['value']:>10.3g} {r['unit']:<8}{extra}{target}{flag}")
+    if args.browser:
+        return subprocess.run([sys.executable, str(ROOT / "tools" / "benchmarks" / "browser.py"),
+                               *(["--json"] if args.json else [])]).returncode
     return 0
 
 

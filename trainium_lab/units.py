@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import re
 
-from trainium_lab._validate import finite_number, integer
+from trainium_lab._validate import finite_number, integer, positive
 
 __all__ = [
     "KB", "MB", "GB", "TB", "PB",
@@ -31,7 +31,7 @@ __all__ = [
     "TFLOPS", "PFLOPS", "Gbps", "GHz",
     "format_bytes", "format_seconds", "format_count", "format_flops", "format_flop_rate",
     "format_bandwidth", "parse_bytes", "parse_rate", "parse_seconds", "parse_count",
-    "parse_fraction", "parse_usd_per_hour",
+    "parse_fraction", "parse_usd_per_hour", "field_unit", "parse_in_unit",
 ]
 
 # bytes, decimal
@@ -356,4 +356,140 @@ def parse_usd_per_hour(text: str, name: str = "price") -> float:
     value, unit = _split(text.strip().lstrip("$") if isinstance(text, str) else text, name)
     if unit.lower().replace(" ", "") not in ("", "usd/h", "usd/hour", "usd", "$/h"):
         raise ValueError(f"{name}: write an hourly price in USD, e.g. 40 or 40USD/h; got {text!r}")
+    return value
+
+
+# --------------------------------------------------------------------------- fields of a widget
+
+#: count units a field's label can name: "(B)" is billions (of parameters, tokens), not bytes
+_FIELD_COUNTS = {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
+
+
+def field_unit(label: str) -> tuple[str, str, float] | None:
+    """``(unit, kind, size in base units)`` of the unit a widget label names, or ``None``.
+
+    The unit is read from the label's last parentheses (``"chip MTBF (d)"``), a trailing
+    ``%`` (``"MFU %"``), or a trailing rate (``"ckpt GB/s"``). ``kind`` is ``"time"``,
+    ``"bytes"``, ``"rate"``, ``"count"`` or ``"percent"``; percent is 1/100.
+
+    Examples
+    --------
+    >>> field_unit("chip MTBF (d)"), field_unit("MFU %"), field_unit("params (B)")
+    (('d', 'time', 86400.0), ('%', 'percent', 0.01), ('B', 'count', 1000000000.0))
+    >>> field_unit("FSx (GiB)"), field_unit("ckpt GB/s"), field_unit("TP (ranks)")
+    (('GiB', 'bytes', 1073741824.0), ('GB/s', 'rate', 1000000000.0), None)
+    """
+    if not isinstance(label, str):
+        raise ValueError(f"label must be text such as 'chip MTBF (d)', got {label!r}")
+    label = label.strip()
+    match = re.search(r"\(([^()]+)\)\s*$", label)
+    if match:
+        unit = match.group(1).strip()
+    elif label.endswith("%"):
+        unit = "%"
+    else:  # a size or a rate named among the words ("MB per rank", "ckpt GB/s")
+        words = [w for w in label.split() if w.lower() not in ("", "b", "byte", "bytes")]
+        unit = next((w for w in reversed(words) if w.lower() in _BYTE_UNITS
+                     or (w.lower().endswith("/s") and w.lower()[:-2] in _BYTE_UNITS)), "")
+        if not unit:
+            return None
+    if unit == "%":
+        return "%", "percent", 0.01
+    if unit in _FIELD_COUNTS:
+        return unit, "count", _FIELD_COUNTS[unit]
+    if unit in _TIME_UNITS:
+        return unit, "time", _TIME_UNITS[unit]
+    if unit.lower() in _BYTE_UNITS and unit.lower() not in ("", "b"):
+        return unit, "bytes", _BYTE_UNITS[unit.lower()]
+    if unit.lower().endswith("/s") and unit.lower()[:-2] in _BYTE_UNITS and unit.lower()[:-2]:
+        return unit, "rate", _BYTE_UNITS[unit.lower()[:-2]]
+    return None
+
+
+def parse_in_unit(text: object, unit: str | None = None, kind: str | None = None, *,
+                  size: float = 1.0, name: str = "value") -> tuple[float, bool]:
+    """Read what a learner typed into a field whose unit is ``unit``.
+
+    A plain number (``1e6``, ``-3``, ``2.5``) is in the field's unit; a number with a unit of
+    the same kind (``24 h`` into a field in days, ``10 TB/s`` into one in GB/s, ``2T`` into one
+    in billions, ``50%`` into a percentage) is converted to it. Anything else is rejected.
+
+    Parameters
+    ----------
+    text : str or number
+        What was typed.
+    unit, kind, size : str, str, float
+        The field's unit as :func:`field_unit` returns it (``None``: a plain number).
+    name : str
+        The field's label, named in the error message.
+
+    Returns
+    -------
+    (value, converted) : (float, bool)
+        The value in the field's unit, and whether a typed unit was converted.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name`` and echoing ``text``: not a number, a unit of another kind, or a
+        magnitude of 1e30 or more in base units.
+
+    Examples
+    --------
+    >>> parse_in_unit("24 h", "d", "time", size=86400.0, name="chip MTBF (d)")
+    (1.0, True)
+    >>> parse_in_unit("1e6"), parse_in_unit("50%", "%", "percent", size=0.01)
+    ((1000000.0, False), (50.0, False))
+    >>> parse_in_unit("10 TB/s", "GB/s", "rate", size=1e9)
+    (10000.0, True)
+    """
+    if not isinstance(name, str):
+        raise ValueError(f"name must be text (the field's label), got {name!r}")
+    if unit is not None and not isinstance(unit, str):
+        raise ValueError(f"unit must be None or text such as 'd' or 'GB/s', got {unit!r}")
+    if kind not in _FIELD_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(map(str, _FIELD_KINDS))}, got {kind!r}")
+    size = positive("size", size)
+    shown = str(text).strip() if isinstance(text, str) else text
+    if isinstance(text, str) and not text.strip():
+        raise ValueError(f"{name}: type a number (the field is empty)")
+    try:
+        value, typed = _split(text, name)
+    except ValueError as exc:
+        if "finite number" in str(exc):
+            raise ValueError(f"{name}: {shown!r} is beyond the largest magnitude the course "
+                             "computes with (1e30 in base units)") from None
+        raise ValueError(f"{name}: cannot read {shown!r} as a number"
+                         + (f" in {unit}" if unit else "")) from None
+    hint = f"type a number in {unit}" if unit else "type a plain number"
+    if not typed:
+        return _checked(value, size, name, shown), False
+    if kind == "percent":
+        if typed == "%":
+            return _checked(value, size, name, shown), False
+        raise ValueError(f"{name}: cannot read {shown!r}; type a percentage such as 40 or 40%")
+    table = {"time": _TIME_UNITS, "bytes": _BYTE_UNITS, "count": _COUNT_UNITS}.get(kind or "")
+    if kind == "rate":
+        try:
+            base = parse_rate(text, name)
+        except ValueError:
+            raise ValueError(f"{name}: cannot read {shown!r} as a bandwidth; {hint} or with a "
+                             "unit such as GB/s, TB/s or Gbps (bits)") from None
+        return _checked(base / size, size, name, shown), True
+    key = typed if kind == "time" and typed in ("µs",) else typed.lower()
+    if table is None or key not in table or (kind == "bytes" and key in ("",)):
+        raise ValueError(f"{name}: cannot read {shown!r}: {typed!r} is not a unit of this field; "
+                         f"{hint}" + (f" or with a unit such as {_EXAMPLES[kind]}" if kind in _EXAMPLES else ""))
+    return _checked(value * table[key] / size, size, name, shown), typed != unit
+
+
+_FIELD_KINDS = (None, "time", "bytes", "rate", "count", "percent")
+_EXAMPLES = {"time": "90 s, 30 min, 24 h, 3 d", "bytes": "512 MiB, 24 TiB, 1.2 TB",
+             "count": "70B, 2T, 1.5M"}
+
+
+def _checked(value: float, size: float, name: str, shown: object) -> float:
+    if not math.isfinite(value) or abs(value * size) >= 1e30:
+        raise ValueError(f"{name}: {shown!r} is beyond the largest magnitude the course computes "
+                         "with (1e30 in base units)")
     return value

@@ -154,8 +154,10 @@ FONT_FAMILY = "DejaVu Sans, Bitstream Vera Sans, Verdana, sans-serif"
 #: chart config of the course: the font, and Vega's default label limits (axis 180 px, legend
 #: 160 px) widened by DejaVu Sans's ~15-20 % over Liberation Sans (vl-convert's default sans, which
 #: the charts were first laid out with), so labels that fitted then are not cut to "…" now
-COURSE_CONFIG = {"font": FONT_FAMILY, "axis": {"labelLimit": 220}, "legend": {"labelLimit": 200},
-                 "range": {"category": PALETTE}}
+#: (and at least ``labelSeparation`` px between axis labels: Vega hides a label that would come
+#: closer, so the last ticks of an axis never run together, as "150160" and "10,000100,000" did)
+COURSE_CONFIG = {"font": FONT_FAMILY, "axis": {"labelLimit": 220, "labelSeparation": 4},
+                 "legend": {"labelLimit": 200}, "range": {"category": PALETTE}}
 #: Altair theme with ``COURSE_CONFIG``, for live charts (``alt.theme.enable(THEME)``), so they
 #: look like the static ones; the static renderer applies ``COURSE_CONFIG`` itself, theme or not
 THEME = "trainium-lab"
@@ -239,7 +241,7 @@ def with_course_config(spec: dict) -> dict:
     True
     >>> config = with_course_config({"config": {"font": "serif", "axis": {"grid": False}}})["config"]
     >>> config["font"], config["axis"]
-    ('serif', {'labelLimit': 220, 'grid': False})
+    ('serif', {'labelLimit': 220, 'labelSeparation': 4, 'grid': False})
     """
     return {**spec, "config": _defaults_under(COURSE_CONFIG, spec.get("config", {}))}
 

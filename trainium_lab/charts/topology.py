@@ -77,7 +77,7 @@ def ring_step_chart(df: pd.DataFrame, *, title: str | list[str] | None = None) -
     phase = str(df["phase"].iloc[0])
     d = df[["rank", "chunk", "contributions", "sending"]].copy()
     d["rank"] = "rank " + d["rank"].astype(str)
-    d["chunk"] = "chunk " + d["chunk"].astype(str)
+    d["chunk"] = d["chunk"].astype(str)  # the axis title says "chunk": "chunk 0chunk 1" touched at n = 8
     # two short lines: a one-line title is wider than this small chart, and a browser's wider
     # font would push its ends out of the static SVG
     title = title or [f"Ring all-reduce, {n} participants", f"next step: {phase}"]
@@ -171,7 +171,12 @@ def placement_chart(df: pd.DataFrame, *, kind: str = "tp", highlight: int = 0, c
     title = title or [f"Rank-to-chip map, coloured by {kind.upper()} group",
                       f"outlined: {kind.upper()} group {highlight}"]
     domain = sorted(set(d["colour"]) - {"mixed"}, key=lambda s: int(s.split()[-1]))
+    # the course palette has 10 colours (chosen for colour-vision deficiencies): beyond 10 groups
+    # they repeat, and the title says so; each cell's first rank and its tooltip name its group
     colours = [PALETTE[i % len(PALETTE)] for i in range(len(domain))]
+    if len(domain) > len(PALETTE) and not isinstance(title, str):
+        title = [*title[:1], f"{title[1]}; colours repeat after {len(PALETTE)} of the "
+                 f"{len(domain)} groups: each cell shows its first rank"]
     if "mixed" in set(d["colour"]):
         domain, colours = domain + ["mixed"], colours + ["#d9d9d9"]
     chart = _placement_template(kind, tuple(title) if isinstance(title, list) else title, tuple(domain),

@@ -1,22 +1,61 @@
-"""The Explorer: controls → model → chart, with bad input shown inline.
+"""The Explorer: controls → model → chart, with every problem shown inline, in the field's words.
 
-The callback only collects control values, calls a model and then a chart
-builder. A ``ValueError`` from the model is shown under the controls in plain
-words and the last good chart stays; nothing raises into the notebook.
+The callback only collects control values, calls a model and then a chart builder. The base
+class holds the contract every explorer keeps (and every control a factory adds inherits):
+
+* **Nothing raises into the notebook.** Any exception from reading the controls, ``compute``,
+  ``render`` or ``describe`` is shown in the explorer's error box; the summary and chart then
+  stay those of the last good input, dimmed and captioned so, never passed off as the answer.
+* **Numbers as people type them.** Number boxes (``FloatText``/``IntText`` given by a factory
+  are turned into :class:`NumberText`) accept ``1e6``, ``50%`` in a percentage field and the
+  units :mod:`trainium_lab.units` reads (``24 h`` in a field in days, ``10 TB/s`` in one in
+  GB/s); anything else is rejected with a message, never silently rewritten. A converted unit
+  is said in a note.
+* **Messages in the field's words.** An error raised after a control changed names that
+  control's label and echoes what was typed in its unit ("chip MTBF (d) must be a finite
+  number > 0; got -1"); the model's own message stays what code sees.
+* **Ignored controls are disabled**, with the reason in their tooltip (``relevance=``).
+* **Labels fit and carry tooltips**; the grid of controls wraps to the notebook's width.
 """
 
 from __future__ import annotations
 
+import functools
 import html
+import math
+import os
+import re
+import traceback
 from typing import Any, Callable, Mapping, Sequence
 
 import altair as alt
 import ipywidgets as W
+import traitlets
 
-__all__ = ["Explorer", "benchmarked", "BENCHMARKS", "error_html"]
+from trainium_lab.units import field_unit, parse_in_unit
+
+__all__ = ["Explorer", "NumberText", "number", "lnc_dropdown", "read_values", "benchmarked",
+           "BENCHMARKS", "error_html", "DEFAULT", "CONTROL_WIDTH_PX", "FieldError",
+           "in_field_words", "control_grid", "SearchInputs"]
 
 #: factory name -> (factory, [(control name, new value), ...]) for tools/benchmark.py
 BENCHMARKS: dict[str, tuple[Callable[[], "Explorer"], Sequence[tuple[str, Any]]]] = {}
+#: a dropdown option's value meaning "the default" (ipywidgets reads ``None`` as "no selection"
+#: and shows an empty box); :func:`read_values` hands the model ``None`` for it
+DEFAULT = "default"
+#: width of one control (ipywidgets' inline width), its label and the gap between columns, px
+CONTROL_WIDTH_PX = 300
+_CHAR_PX = 7.0  # ~ width of a label character in JupyterLab's 13 px UI font
+_LABEL_MIN_PX, _LABEL_MAX_PX = 80, 150
+_GAP_PX = 16
+
+
+
+@functools.cache
+def _style() -> W.HTML:
+    """The explorers' CSS (one widget, made on first use: nothing is built at import)."""
+    return W.HTML("<style>.tl-stale{opacity:.35;filter:grayscale(60%)}</style>",
+                  layout=W.Layout(display="none"))
 
 
 def benchmarked(*changes: tuple[str, Any]):
@@ -33,70 +72,351 @@ def error_html(message: str) -> str:
             f'padding:4px 8px">⚠ {html.escape(message)}</div>')
 
 
+def _note_html(message: str) -> str:
+    return f'<div style="color:#555;font-size:90%">ℹ {html.escape(message)}</div>'
+
+
+def _plain(x: float) -> str:
+    """A number as a learner would type it: ``-1``, ``0.25``, ``1e+30``."""
+    return f"{x:.6g}"
+
+
+class FieldError(ValueError):
+    """A ``ValueError`` already in the words of the field it is about."""
+
+
+class _NumberString(traitlets.Unicode):
+    """Text that also takes a number (tests and factories set ``box.value = 70.0``)."""
+
+    def validate(self, obj, value):
+        if isinstance(value, bool):
+            raise traitlets.TraitError(f"{getattr(obj, 'description', 'value')}: got a bool")
+        if isinstance(value, (int, float)):
+            value = str(int(value)) if float(value).is_integer() and abs(value) < 1e16 else repr(float(value))
+        return super().validate(obj, value)
+
+
+class NumberText(W.Text):
+    """A number box that reads what people type (``1e6``, ``24 h``, ``50%``) or says why not.
+
+    ``value`` is the text; :meth:`read` returns the number in the field's unit. The unit comes
+    from the label (``"chip MTBF (d)"``: days; ``"MFU %"``: percent; see
+    :func:`trainium_lab.units.field_unit`). Bounds are in that unit.
+    """
+
+    value = _NumberString("", help="the text typed").tag(sync=True)
+
+    def __init__(self, value: Any = 0.0, *, description: str, integer: bool = False,
+                 minimum: float | None = None, maximum: float | None = None,
+                 exclusive_minimum: bool = False, exclusive_maximum: bool = False, **kwargs):
+        kwargs.setdefault("continuous_update", False)  # read on Enter or leaving the box
+        super().__init__(value=value, description=description, **kwargs)
+        self.integer = integer
+        self.minimum, self.maximum = minimum, maximum
+        self.exclusive_minimum, self.exclusive_maximum = exclusive_minimum, exclusive_maximum
+        self.unit = field_unit(description)
+        self.add_class("tl-number")  # for the browser test: a box that reads numbers
+        try:  # the value a disabled box hands the model: the last one it accepted
+            self.last_good: float | int | None = self.read()[0]
+        except ValueError:
+            self.last_good = None
+
+    @property
+    def label(self) -> str:
+        return self.description
+
+    @property
+    def size(self) -> float:
+        """One of the field's units in the package's base units (1 for a plain number)."""
+        return self.unit[2] if self.unit else 1.0
+
+    def read(self) -> tuple[float | int, str | None]:
+        """``(number in the field's unit, note)``; raises ``ValueError`` in the field's words."""
+        unit, kind, size = self.unit or (None, None, 1.0)
+        try:
+            value, converted = parse_in_unit(self.value, unit, kind, size=size, name=self.label)
+        except ValueError as exc:
+            raise FieldError(str(exc)) from None
+        shown = self.value.strip()
+        if self.integer:
+            if not float(value).is_integer():
+                raise FieldError(f"{self.label} must be a whole number; got {shown}")
+            value = int(value)
+        lo, hi = self.minimum, self.maximum
+        if lo is not None and (value < lo or (self.exclusive_minimum and value == lo)):
+            op = ">" if self.exclusive_minimum else "≥"
+            rng = f"{op} {_plain(lo)}" if hi is None else self._range()
+            raise FieldError(f"{self.label} must be {rng}; got {shown}")
+        if hi is not None and (value > hi or (self.exclusive_maximum and value == hi)):
+            op = "<" if self.exclusive_maximum else "≤"
+            rng = f"{op} {_plain(hi)}" if lo is None else self._range()
+            raise FieldError(f"{self.label} must be {rng}; got {shown}")
+        note = None
+        if converted:
+            note = f"{self.label}: read {shown!r} as {_plain(value)} {unit}."
+        return value, note
+
+    def _range(self) -> str:
+        left = "(" if self.exclusive_minimum else "["
+        right = ")" if self.exclusive_maximum else "]"
+        return f"in {left}{_plain(self.minimum)}, {_plain(self.maximum)}{right}"
+
+
+def number(description: str, value: Any, *, integer: bool = False, **bounds) -> NumberText:
+    """A :class:`NumberText` (the factories' number box): label with its unit, value, bounds."""
+    return NumberText(value, description=description, integer=integer, **bounds)
+
+
+def lnc_dropdown(value: int | None = None, *, options: Sequence[int] = (1, 2),
+                 default_label: str | None = "chip default") -> W.Dropdown:
+    """The LNC menu; "chip default" is :data:`DEFAULT` (the model gets ``None``), so the menu
+    always shows what it is set to."""
+    opts = ([(default_label, DEFAULT)] if default_label else []) + [(str(o), o) for o in options]
+    return W.Dropdown(options=opts, value=DEFAULT if value is None and default_label else value,
+                      description="LNC",
+                      tooltip="logical NeuronCore size: physical cores per logical core")
+
+
+def _convert(control: W.Widget) -> W.Widget:
+    """A factory's ``FloatText``/``IntText`` as a :class:`NumberText` (same label, value)."""
+    if isinstance(control, (W.FloatText, W.IntText, W.BoundedFloatText, W.BoundedIntText)) \
+            and not isinstance(control, NumberText):
+        bounds = {}
+        if isinstance(control, (W.BoundedFloatText, W.BoundedIntText)):
+            bounds = {"minimum": control.min, "maximum": control.max}
+        box = NumberText(control.value, description=control.description,
+                         integer=isinstance(control, (W.IntText, W.BoundedIntText)),
+                         disabled=control.disabled, **bounds)
+        if control.tooltip:
+            box.tooltip = control.tooltip
+        return box
+    return control
+
+
+def read_values(controls: Mapping[str, W.Widget], skip: Sequence[str] = ()) -> tuple[dict, list[str]]:
+    """``(values for the model, notes)`` from controls: number boxes read in their unit (a
+    disabled one keeps its last good value), :data:`DEFAULT` handed over as ``None``."""
+    values, notes = {}, []
+    for name, c in controls.items():
+        if isinstance(c, NumberText):
+            if c.disabled or name in skip:
+                values[name] = c.last_good
+                continue
+            values[name], note = c.read()
+            if note:
+                notes.append(note)
+        else:
+            values[name] = None if c.value == DEFAULT and isinstance(c, W.Dropdown) else c.value
+    return values, notes
+
+
+_MODEL_MESSAGE = re.compile(r"^(?P<param>[\w\[\].]+) must (?P<rule>.*?)[,;] got (?P<got>\S+?)\.?$",
+                            re.S)
+_NUMBER_IN_TEXT = re.compile(
+    r"(?<![\w.])[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?(?![\w.])")
+
+
+def in_field_words(message: str, control: W.Widget | None) -> str:
+    """A model's ``ValueError`` message, said in the words of the control that changed.
+
+    "chip_mtbf_s must be a finite number > 0, got -86400.0" raised after the box "chip MTBF (d)"
+    changed to ``-1`` becomes "chip MTBF (d) must be a finite number > 0; got -1": the bounds
+    are converted to the field's unit when the rejected value is the one typed (in base units).
+    Otherwise the label and what was typed lead the model's message.
+    """
+    if control is None or not getattr(control, "description", ""):
+        return message
+    label = control.description
+    typed = str(control.value).strip() if not isinstance(control, W.Dropdown) else control.label
+    if isinstance(control, NumberText):
+        m = _MODEL_MESSAGE.match(message.strip())
+        if m:
+            try:
+                got = float(m.group("got").rstrip(".").replace(",", ""))
+                value = control.read()[0]
+            except ValueError:
+                got, value = math.nan, math.nan
+            size = control.size
+            if math.isfinite(got) and math.isclose(got, value * size, rel_tol=1e-9, abs_tol=1e-300):
+                rule = _NUMBER_IN_TEXT.sub(
+                    lambda n: _plain(float(n.group().replace(",", "")) / size), m.group("rule"))
+                return f"{label} must {rule}; got {typed}"
+    return f"{label} = {typed}: {message}"
+
+
 class Explorer:
     """Controls wired to ``compute`` (a model) and ``render`` (a chart builder).
 
     Parameters
     ----------
     controls : mapping of name -> ipywidgets value widget
-        Their ``.value`` s are passed to ``compute`` as keyword arguments.
+        Their values (number boxes read in their unit, see :func:`read_values`) are passed to
+        ``compute`` as keyword arguments.
     compute : callable
         ``compute(**values) -> result``; may raise ``ValueError`` for bad input.
     render : callable
         ``render(result) -> alt.Chart`` (or ``None`` for no chart).
     describe : callable, optional
         ``describe(result) -> str`` (HTML) shown above the chart.
+    columns : int
+        Most controls to a row; the grid wraps to fewer on a narrow page.
+    relevance : callable, optional
+        ``relevance(values) -> {control name: reason}`` for the controls the current
+        settings ignore (``values`` are the controls' raw values): they are disabled with
+        the reason as their tooltip.
     """
 
     def __init__(self, controls: Mapping[str, W.ValueWidget], compute: Callable[..., Any],
                  render: Callable[[Any], alt.TopLevelMixin | None],
-                 describe: Callable[[Any], str] | None = None, *, columns: int = 2):
-        self.controls = dict(controls)
+                 describe: Callable[[Any], str] | None = None, *, columns: int = 2,
+                 relevance: Callable[[dict], Mapping[str, str]] | None = None):
+        self.controls = {name: _convert(c) for name, c in controls.items()}
         self._compute, self._render, self._describe = compute, render, describe
+        self._relevance = relevance
         self.summary = W.HTML()
         self.error = W.HTML()
+        self.notes = W.HTML()
         self.chart: alt.JupyterChart | None = None
         self._first_chart: alt.TopLevelMixin | None = None  # the default view, for static_svg
         self.result: Any = None
         self.last_error: str | None = None
+        self.last_exception: BaseException | None = None
+        self.stale = False
         self.updates = 0
-        grid = W.GridBox(list(self.controls.values()),
-                         layout=W.Layout(grid_template_columns=f"repeat({columns}, max-content)",
-                                         grid_gap="4px 16px"))
+        self._said: list[str] = []
+        self._tooltips = {}
+        self.grid = control_grid(list(self.controls.values()), columns)
+        for name, c in self.controls.items():
+            self._tooltips[name] = c.tooltip
         self.update()
-        children: list[W.Widget] = [grid, self.error, self.summary]
+        self._chart_box = W.Box([self.chart] if self.chart is not None else [])
+        children: list[W.Widget] = [_style(), self.grid, self.error, self.notes, self.summary]
         if self.chart is not None:
-            children.append(self.chart)
+            children.append(self._chart_box)
         self.widget = W.VBox(children)
+        self.widget.add_class("tl-explorer")
+        self._show_stale(self.stale)
         for control in self.controls.values():
             control.observe(self.update, names="value")
 
     def values(self) -> dict[str, Any]:
-        """The controls' current values."""
-        return {name: c.value for name, c in self.controls.items()}
+        """The controls' current values as the model gets them (raises ``ValueError`` in the
+        words of a field that cannot be read)."""
+        return read_values(self.controls)[0]
 
-    def update(self, _change: Any = None) -> None:
-        """Recompute and redraw; show a ValueError inline instead of raising."""
-        try:
-            result = self._compute(**self.values())
-            chart = self._render(result)
-        except ValueError as exc:
-            self.last_error = str(exc)
-            self.error.value = error_html(self.last_error)
+    def _apply_relevance(self) -> None:
+        if self._relevance is None:
             return
-        self.last_error = None
+        ignored = dict(self._relevance({n: c.value for n, c in self.controls.items()}))
+        for name, c in self.controls.items():
+            off = name in ignored
+            c.disabled = off
+            c.tooltip = (f"{c.description}: ignored now — {ignored[name]}" if off
+                         else self._tooltips.get(name) or c.description)
+
+    def update(self, change: Any = None) -> None:
+        """Recompute and redraw; show any exception inline instead of raising."""
+        owner = change.get("owner") if isinstance(change, Mapping) else getattr(change, "owner", None)
+        try:
+            self._apply_relevance()
+            values, notes = read_values(self.controls)
+            result = self._compute(**values)
+            chart = self._render(result)
+            summary = self._describe(result) if self._describe is not None else None
+            spec = chart.to_dict(validate=False) if chart is not None else None
+        except Exception as exc:  # noqa: BLE001 - the contract: nothing raises into the notebook
+            self._fail(exc, owner)
+            return
+        self.last_error, self.last_exception = None, None
+        for name, c in self.controls.items():
+            if isinstance(c, NumberText):
+                c.last_good = values[name]
         self.error.value = ""
+        self.notes.value = "".join(_note_html(n) for n in [*self._said, *notes])
+        self._said = []
         self.result = result
-        if self._describe is not None:
-            self.summary.value = self._describe(result)
+        if summary is not None:
+            self.summary.value = summary
         if chart is not None:
-            spec = chart.to_dict(validate=False)
             if self.chart is None:
                 self._first_chart = chart
                 self.chart = alt.JupyterChart(chart)
+                self._live = _live_parts(spec)
+                self.chart.spec = _with_live_parts(*self._live)
+                if hasattr(self, "_chart_box"):
+                    self._chart_box.children = [self.chart]
             else:
-                self.chart.spec = spec
+                self._push(spec)
+        self._show_stale(False)
         self.updates += 1
+
+    def _push(self, spec: dict) -> None:
+        """Show ``spec`` in the chart on screen: when only its data and title changed (the
+        usual case: one control moved), send those alone (Vega swaps the datasets and the title
+        signal in the view already drawn); otherwise send the whole spec (vega-embed parses,
+        compiles and draws it again, tens of milliseconds in the browser)."""
+        template, datasets, title = _live_parts(spec)
+        old_template, old_datasets, old_title = self._live
+        self._live = (template, datasets, title)
+        full = _with_live_parts(template, datasets, title)
+        if template != old_template or os.environ.get("TRAINIUM_LAB_FULL_CHART_UPDATES") == "1":
+            # (the environment variable restores the old way, for tools/benchmarks/browser.py)
+            self.chart.spec = full
+            return
+        updates = [{"namespace": "data", "name": name, "scope": [], "value": values}
+                   for name, values in datasets.items() if old_datasets.get(name) != values]
+        if title != old_title:
+            updates.append({"namespace": "signal", "name": _TITLE_PARAM, "scope": [], "value": title})
+        if updates:
+            # the kernel's copy of the spec follows, without sending it to the page again
+            with self.chart._lock_property(spec=full):
+                self.chart.spec = full
+            self.chart._py_to_js_updates = updates
+
+    @property
+    def spec(self) -> dict | None:
+        """The Vega-Lite spec of the chart on screen (its current data and title)."""
+        if self.chart is None:
+            return None
+        template, datasets, title = self._live
+        return _with_live_parts(template, datasets, title)
+
+    def _fail(self, exc: BaseException, owner: W.Widget | None) -> None:
+        self.last_exception = exc
+        if isinstance(exc, FieldError):
+            message = str(exc)
+        elif isinstance(exc, ValueError):
+            message = in_field_words(str(exc), owner if owner in self.controls.values() else None)
+        else:  # a bug, not bad input: say so, in one line, without a traceback
+            where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+            message = (f"internal error ({type(exc).__name__}: {exc}"
+                       + (f", at {where.name} line {where.lineno}" if where else "")
+                       + "): this is a bug in the course, not your input; please report it")
+        self.last_error = message
+        if self.updates:
+            message += " — the summary and chart below are still those of the last good input."
+        self.error.value = error_html(message)
+        self.notes.value = ""
+        self._show_stale(bool(self.updates))
+
+    def say(self, message: str) -> None:
+        """A note shown with the next update: what the explorer changed on its own (a menu's
+        value that the new settings no longer offer), so that no input changes silently."""
+        self._said.append(message)
+
+    def mark_stale(self, message: str | None = None) -> None:
+        """Dim the summary and chart (their inputs changed, not yet used); ``message`` above."""
+        self._show_stale(True)
+
+    def _show_stale(self, stale: bool) -> None:
+        self.stale = stale
+        for w in (self.summary, getattr(self, "_chart_box", None)):
+            if w is None:
+                continue
+            if stale:
+                w.add_class("tl-stale")
+            else:
+                w.remove_class("tl-stale")
 
     def _repr_mimebundle_(self, **kwargs):
         """The live widget, plus a static SVG of its default view and a plain-text line.
@@ -114,3 +434,151 @@ class Explorer:
         elif self.summary.value:  # a widget without a chart: its default summary
             bundle["text/html"] = self.summary.value
         return bundle
+
+
+_TITLE_PARAM = "tl_title"
+_DATASET_NAME = re.compile(r'"data-[0-9a-f]{32}"')
+
+
+def _live_parts(spec: dict) -> tuple[dict, dict, Any]:
+    """``(template, datasets, title)`` of a chart spec for a live view: Altair's content-hash
+    dataset names replaced by stable ones (``tl_0``, ``tl_1``... in order of appearance) and a
+    top-level title made a parameter, so that two updates of the same chart differ only in
+    ``datasets`` and the title when only the data changed. The template holds the datasets and
+    title too (a view drawing it from scratch shows them)."""
+    import json
+
+    text = json.dumps(spec, sort_keys=True)
+    names: dict[str, str] = {}
+    for m in _DATASET_NAME.finditer(text):
+        names.setdefault(m.group(), f'"tl_{len(names)}"')
+    text = _DATASET_NAME.sub(lambda m: names[m.group()], text)
+    spec = json.loads(text)
+    datasets = spec.pop("datasets", {}) or {}
+    title = spec.get("title")
+    if title is not None and (isinstance(title, (str, list)) or
+                              (isinstance(title, dict) and isinstance(title.get("text"), (str, list)))):
+        text_value = title if not isinstance(title, dict) else title["text"]
+        rest = {} if not isinstance(title, dict) else {k: v for k, v in title.items() if k != "text"}
+        spec["title"] = {**rest, "text": {"expr": _TITLE_PARAM}}
+        spec["params"] = [p for p in spec.get("params", []) if p.get("name") != _TITLE_PARAM] + [
+            {"name": _TITLE_PARAM, "value": None}]
+        title = text_value
+    else:
+        title = None
+    return spec, datasets, title
+
+
+def _with_live_parts(template: dict, datasets: dict, title: Any) -> dict:
+    spec = {**template, "datasets": datasets}
+    if title is not None:
+        spec["params"] = [p if p.get("name") != _TITLE_PARAM else {**p, "value": title}
+                          for p in template.get("params", [])]
+    return spec
+
+
+def control_grid(controls: Sequence[W.Widget], columns: int) -> W.GridBox:
+    """Controls in a grid of at most ``columns`` columns that wraps on a narrow page; every
+    label wide enough for its text (one width for the grid) and titled with it."""
+    labelled = [c for c in controls if getattr(c, "description", None)]
+    longest = max((len(c.description) for c in labelled), default=0)
+    label_px = int(min(max(_LABEL_MIN_PX, longest * _CHAR_PX + 8), _LABEL_MAX_PX))
+    for c in labelled:
+        if not c.tooltip:
+            c.tooltip = c.description
+        elif c.description.split(" (")[0] not in c.tooltip:  # the hover shows the whole label
+            c.tooltip = f"{c.description}: {c.tooltip}"
+        if isinstance(c, (W.Checkbox, W.Button, W.ToggleButton)):
+            continue
+        style = getattr(c, "style", None)
+        if style is not None and hasattr(style, "description_width") \
+                and style.description_width in ("", None):
+            style.description_width = f"{label_px}px"
+    cell = max(CONTROL_WIDTH_PX, label_px + 180)
+    for c in controls:
+        width = c.layout.width or ""
+        px = re.fullmatch(r"(\d+)px", width)
+        if width == "max-content" or (px and int(px.group(1)) > cell):
+            c.layout.grid_column = "1 / -1"  # a wide control takes a row of its own
+            c.layout.max_width = "100%"
+        elif not width:
+            c.layout.width = f"{cell}px"
+    return W.GridBox(list(controls), layout=W.Layout(
+        grid_template_columns=f"repeat(auto-fill, {cell}px)", grid_gap=f"4px {_GAP_PX}px",
+        max_width=f"{columns * cell + (columns - 1) * _GAP_PX}px", width="100%"))
+
+
+class SearchInputs:
+    """Inputs read only when a button is clicked (a search that takes a while): their grid,
+    the button and a status line. A changed input says, in the status line, that the result
+    below is still the previous search's until the button is clicked.
+
+    Parameters
+    ----------
+    controls : mapping of name -> widget
+        As for :class:`Explorer` (number boxes become :class:`NumberText`).
+    button : str
+        The button's text.
+    columns : int
+        Most controls to a row.
+    relevance : callable, optional
+        As for :class:`Explorer`: controls the current settings ignore, with the reason.
+    """
+
+    def __init__(self, controls: Mapping[str, W.Widget], button: str, *, columns: int = 3,
+                 relevance: Callable[[dict], Mapping[str, str]] | None = None):
+        self.controls = {name: _convert(c) for name, c in controls.items()}
+        self.button = W.Button(description=button, button_style="primary",
+                               tooltip=f"{button}: search with these inputs")
+        self.status = W.HTML()
+        self.changed: W.Widget | None = None
+        self._relevance = relevance
+        self.grid = control_grid(list(self.controls.values()) + [self.button], columns)
+        self._tooltips = {n: c.tooltip for n, c in self.controls.items()}
+        self.on_change: Callable[[], None] | None = None
+        self._apply_relevance()
+        for c in self.controls.values():
+            c.observe(self._changed, names="value")
+
+    def _apply_relevance(self) -> None:
+        if self._relevance is None:
+            return
+        ignored = dict(self._relevance({n: c.value for n, c in self.controls.items()}))
+        for name, c in self.controls.items():
+            c.disabled = name in ignored
+            c.tooltip = (f"{c.description}: ignored now — {ignored[name]}" if name in ignored
+                         else self._tooltips.get(name) or c.description)
+
+    def values(self) -> dict[str, Any]:
+        """The inputs as the model gets them (``ValueError`` in a field's words)."""
+        self._apply_relevance()
+        return read_values(self.controls)[0]
+
+    def _changed(self, change) -> None:
+        self.changed = change["owner"]
+        self._apply_relevance()
+        if isinstance(self.changed, NumberText):  # what cannot be read is said at once
+            try:
+                self.changed.read()
+            except ValueError as exc:
+                self.fail(exc)
+                if self.on_change is not None:
+                    self.on_change()
+                return
+        shown = getattr(self.changed, "label", None) if isinstance(self.changed, W.Dropdown) \
+            else self.changed.value
+        self.status.value = _note_html(
+            f"{self.changed.description} changed to {shown}: click “{self.button.description}” "
+            "to search again; the result below is for the previous inputs.")
+        if self.on_change is not None:
+            self.on_change()
+
+    def fail(self, exc: ValueError) -> str:
+        """Show a search's ``ValueError`` in the status line, in the changed field's words."""
+        message = str(exc) if isinstance(exc, FieldError) else in_field_words(str(exc), self.changed)
+        self.status.value = error_html(message + " — the result below is for the previous inputs.")
+        return message
+
+    def done(self, message: str) -> None:
+        self.changed = None
+        self.status.value = html.escape(message)

@@ -22,6 +22,12 @@ def _dtypes() -> list[str]:
     return list(dict.fromkeys(specs.DTYPE_ALIASES.values()))
 
 
+def _dtypes_of(chip: str) -> list[str]:
+    """The dtypes the device has a dense rate for, in the course's order."""
+    rates = roofline.device(chip).dense_flops_per_s
+    return [d for d in _dtypes() if d in rates]
+
+
 @dataclass(frozen=True)
 class _RooflineView:
     bound: roofline.MatmulBound
@@ -97,16 +103,34 @@ def roofline_explorer(m: int = 32, n: int = 8192, k: int = 8192, chip: str = "tr
                       dtype: str = "bf16") -> Explorer:
     """Batch m (a slider), n, k, chip and dtype → the matmul's point and path on the roofline,
     where it crosses the ridge (m*), the binding resource and the array's use."""
+    holder: dict = {}
+    dtype_menu = W.Dropdown(options=_dtypes_of(chip), value=dtype, description="dtype",
+                            tooltip="dtype: only the formats this chip has a published rate for")
+
+    def _offer(change):  # only what the chip can compute; registered before the Explorer's
+        old = dtype_menu.value
+        options = _dtypes_of(change["new"])
+        dtype_menu.options = options
+        if old in options:
+            dtype_menu.value = old
+        else:
+            dtype_menu.value = "bf16"
+            if "explorer" in holder:
+                holder["explorer"].say(f"dtype set to bf16: {roofline.device(change['new']).name} "
+                                       f"has no published {old} rate.")
+
     controls = {
         "m": W.IntSlider(value=m, min=1, max=max(2048, m), description="m (batch)",
                          layout=W.Layout(width="420px")),
         "chip": W.Dropdown(options=[(roofline.device(d).name, d) for d in roofline.device_names()],
                            value=chip, description="chip"),
         "n": W.IntText(value=n, description="n (cols of B)"),
-        "dtype": W.Dropdown(options=_dtypes(), value=dtype, description="dtype"),
+        "dtype": dtype_menu,
         "k": W.IntText(value=k, description="k (shared)"),
     }
-    return Explorer(controls, _roofline, _render_roofline, _describe_roofline, columns=2)
+    controls["chip"].observe(_offer, names="value")
+    holder["explorer"] = Explorer(controls, _roofline, _render_roofline, _describe_roofline, columns=2)
+    return holder["explorer"]
 
 
 def _claims_html(df: pd.DataFrame) -> str:

@@ -16,7 +16,8 @@ from trainium_lab import layouts, sizing, topology, views
 from trainium_lab.charts.layouts import layout_dashboard, plan_scatter_chart
 from trainium_lab.charts.topology import placement_chart
 from trainium_lab.units import GiB
-from trainium_lab.widgets.base import Explorer, benchmarked, error_html
+from trainium_lab.widgets.base import (DEFAULT, Explorer, SearchInputs, benchmarked, lnc_dropdown,
+                                      number)
 
 __all__ = ["layout_explorer", "planner_explorer", "PlannerExplorer"]
 
@@ -89,12 +90,14 @@ def layout_explorer(model: str = "llama3-405b", tp: int = 64, pp: int = 4, dp: i
         "model": W.Dropdown(options=_models(), value=model, description="model"),
         "system": W.Dropdown(options=list(topology.SYSTEMS), value=system, description="system"),
         "lnc": W.Dropdown(options=[1, 2], value=lnc, description="LNC"),
-        "tp": W.IntText(value=tp, description="TP (ranks)"),
-        "pp": W.IntText(value=pp, description="PP"),
-        "dp": W.IntText(value=dp, description="DP"),
+        "tp": number("TP (ranks)", tp, integer=True, minimum=1),
+        "pp": number("PP", pp, integer=True, minimum=1, tooltip="PP: pipeline-parallel degree"),
+        "dp": number("DP", dp, integer=True, minimum=1, tooltip="DP: data-parallel degree"),
         "zero_stage": W.Dropdown(options=[0, 1, 2, 3], value=1, description="ZeRO"),
-        "micro_batch": W.IntText(value=1, description="micro-batch"),
-        "n_micro_batches": W.IntText(value=16, description="micro-batches"),
+        "micro_batch": number("micro-batch", 1, integer=True, minimum=1,
+                              tooltip="micro-batch: sequences per micro-batch"),
+        "n_micro_batches": number("micro-batches", 16, integer=True, minimum=1,
+                                  tooltip="micro-batches: per step and pipeline"),
         "recompute": W.Dropdown(options=list(sizing.RECOMPUTE_MODES), value="selective", description="recompute"),
         "mfu_pct": W.FloatSlider(value=round(100 * sizing.default_mfu()), min=5, max=100, step=1, description="MFU %"),
         "show_map": W.Checkbox(value=show_map, description="rank map"),
@@ -103,6 +106,43 @@ def layout_explorer(model: str = "llama3-405b", tp: int = 64, pp: int = 4, dp: i
 
 
 # --------------------------------------------------------------------- planner
+
+
+def _lnc_follows_system(system: W.Dropdown, lnc: W.Dropdown, search: SearchInputs | None = None) -> None:
+    """Offer "chip default" only where the chip data holds a default LNC (stated or inferred):
+    on such a system the menu holds 1 and 2, and a switch from "chip default" says what it chose."""
+    from trainium_lab import cores
+
+    def follow(_change=None):
+        try:
+            cores.resolve_lnc(_system_chip(system.value), None)
+            has_default = True
+        except ValueError:
+            has_default = False
+        options = ([("chip default", DEFAULT)] if has_default else []) + [("1", 1), ("2", 2)]
+        if tuple(tuple(o) for o in lnc.options) == tuple(options):
+            return
+        old = lnc.value
+        lnc.options = options
+        if old == DEFAULT and not has_default:
+            lnc.value = 2
+            if search is not None:
+                search.status.value = ("<div style='color:#555'>ℹ LNC set to 2: no AWS page states "
+                                       f"the default LNC of {html.escape(system.value)}'s chip, so "
+                                       "“chip default” is not offered for it. Click “"
+                                       f"{html.escape(search.button.description)}” to search "
+                                       "again.</div>")
+        elif old in (1, 2) or old == DEFAULT:
+            lnc.value = old
+
+    system.observe(follow, names="value")
+    follow()
+
+
+def _system_chip(system: str) -> str:
+    from trainium_lab import specs
+
+    return specs.system(system).chip.key
 
 
 @dataclass(frozen=True)
@@ -119,17 +159,18 @@ class PlannerExplorer(Explorer):
 
     def __init__(self, model: str = "llama3-405b", system: str = "trn2-ultraserver", n_systems: int = 2,
                  global_batch: int = 1024):
-        self.inputs = {
+        self.search = SearchInputs({
             "model": W.Dropdown(options=_models(), value=model, description="model"),
             "system": W.Dropdown(options=list(topology.SYSTEMS), value=system, description="system"),
-            "n_systems": W.IntText(value=n_systems, description="systems"),
-            "lnc": W.Dropdown(options=[("chip default", None), ("1", 1), ("2", 2)], value=None,
-                              description="LNC"),
-            "global_batch": W.IntText(value=global_batch, description="global batch"),
-            "mfu_pct": W.FloatSlider(value=round(100 * sizing.default_mfu()), min=5, max=100, step=1, description="MFU %"),
-        }
-        self.button = W.Button(description="Plan", button_style="primary")
-        self.status = W.HTML()
+            "n_systems": number("systems", n_systems, integer=True, minimum=1),
+            "lnc": lnc_dropdown(),
+            "global_batch": number("global batch", global_batch, integer=True, minimum=1),
+            "mfu_pct": W.FloatSlider(value=round(100 * sizing.default_mfu()), min=5, max=100, step=1,
+                                     description="MFU %"),
+        }, "Plan", columns=3)
+        self.inputs = self.search.controls
+        _lnc_follows_system(self.inputs["system"], self.inputs["lnc"], self.search)
+        self.button, self.status = self.search.button, self.search.status
         self.plan = self._search()
         controls = {
             "min_headroom_pct": W.FloatSlider(value=10, min=0, max=50, step=1, description="keep free %"),
@@ -141,13 +182,13 @@ class PlannerExplorer(Explorer):
         if self.result is not None:  # build each colour's chart template once, up front
             for option in controls["colour"].options:
                 self._render(_PlanView(self.plan, self.result.table.head(1), option, 1))
-        grid = W.GridBox(list(self.inputs.values()) + [self.button],
-                         layout=W.Layout(grid_template_columns="repeat(3, max-content)", grid_gap="4px 16px"))
-        self.widget = W.VBox([grid, self.status, *self.widget.children])
+        self.search.on_change = self.mark_stale
+        self.widget.children = [self.widget.children[0], self.search.grid, self.status,
+                                *self.widget.children[1:]]
         self.button.on_click(self.run)
 
     def _search(self) -> layouts.Plan:
-        v = {k: c.value for k, c in self.inputs.items()}
+        v = self.search.values()
         return layouts.plan(v["model"], system=v["system"], n_systems=v["n_systems"], lnc=v["lnc"],
                             global_batch=v["global_batch"], mfu=float(v["mfu_pct"]) / 100,
                             min_headroom_fraction=0.0)
@@ -158,9 +199,10 @@ class PlannerExplorer(Explorer):
         try:
             self.plan = self._search()
         except ValueError as exc:
-            self.status.value = error_html(str(exc))
+            self.search.fail(exc)
+            self.mark_stale()
             return
-        self.status.value = f"searched {len(self.plan.all)} layouts in {(time.perf_counter() - t0) * 1e3:.0f} ms"
+        self.search.done(f"searched {len(self.plan.all)} layouts in {(time.perf_counter() - t0) * 1e3:.0f} ms")
         self.update()
 
     def _view(self, min_headroom_pct, colour, top_n):

@@ -9,17 +9,25 @@ and :func:`trainium_lab.charts.planning.plan_view_chart`; nothing else.
 
 from __future__ import annotations
 
-import html
-
 import ipywidgets as W
 
 from trainium_lab import planning, sizing, topology
 from trainium_lab.charts.planning import INPUT_LABELS, plan_view_chart
 from trainium_lab.units import GB, day, minute
 from trainium_lab.views.planning import inline_html
-from trainium_lab.widgets.base import Explorer, benchmarked, error_html
+from trainium_lab.widgets.base import Explorer, SearchInputs, benchmarked, lnc_dropdown, number
+from trainium_lab.widgets.layouts import _lnc_follows_system
 
 __all__ = ["planning_worksheet", "PlanningWorksheet"]
+
+
+def _search_relevance(values: dict) -> dict[str, str]:
+    """With a deadline the search picks the number of systems: the count box is ignored."""
+    try:
+        deadline = float(values["deadline_days"])
+    except (TypeError, ValueError):
+        return {}
+    return {"n_systems": "a deadline is set, so the search picks the count"} if deadline > 0 else {}
 
 
 class PlanningWorksheet(Explorer):
@@ -30,44 +38,50 @@ class PlanningWorksheet(Explorer):
                  deadline_days: float = 0.0, lnc: int | None = None):
         if usd_per_hour is None:  # a neutral placeholder: the sourced P5 price per peak FLOP/s
             usd_per_hour = round(planning.parity_usd_per_hour(system), 2)
-        self.inputs = {
+        self.search = SearchInputs({
             "model": W.Dropdown(options=[p.key for p in sizing.presets()], value=model, description="model"),
             "system": W.Dropdown(options=list(topology.SYSTEMS), value=system, description="system"),
-            "n_systems": W.IntText(value=n_systems, description="systems"),
-            "deadline_days": W.FloatText(value=deadline_days, description="deadline (d)", step=10.0),
-            "global_batch": W.IntText(value=global_batch, description="global batch"),
-            "lnc": W.Dropdown(options=[("chip default", None), ("1", 1), ("2", 2)], value=lnc,
-                              description="LNC"),
-        }
-        self.button = W.Button(description="Plan layout", button_style="primary")
-        self.status = W.HTML()
+            "n_systems": number("systems", n_systems, integer=True, minimum=1),
+            "deadline_days": number("deadline (d)", deadline_days, minimum=0,
+                                    tooltip="deadline (d): 0 for none; a deadline picks the number "
+                                            "of systems"),
+            "global_batch": number("global batch", global_batch, integer=True, minimum=1),
+            "lnc": lnc_dropdown(lnc),
+        }, "Plan layout", columns=3, relevance=_search_relevance)
+        self.inputs = self.search.controls
+        _lnc_follows_system(self.inputs["system"], self.inputs["lnc"], self.search)
+        self.button, self.status = self.search.button, self.search.status
         self.base_plan = self._search(tokens_b * 1e9, usd_per_hour)
         D = planning.DEFAULTS  # one home for the assumed inputs
         controls = {
-            "tokens_b": W.FloatText(value=tokens_b, description="tokens (B)", step=10.0),
+            "tokens_b": number("tokens (B)", tokens_b, minimum=0, exclusive_minimum=True),
             "mfu_pct": W.FloatSlider(value=100 * D["mfu"], min=5.0, max=100.0, step=1.0, description="MFU %"),
-            "usd_per_hour": W.FloatText(value=usd_per_hour, description="USD/inst-h", step=1.0),
+            "usd_per_hour": number("USD/inst-h", usd_per_hour, minimum=0,
+                                   tooltip="price per instance-hour, USD (an assumption)"),
             # the plan's own bandwidth: chips × per-chip share up to the storage limit (planning)
-            "ckpt_gb_per_s": W.FloatText(value=round(self.base_plan.inputs["checkpoint_write_bytes_per_s"] / GB, 2),
-                                         description="ckpt GB/s", step=1.0),
-            "chip_mtbf_days": W.FloatText(value=round(planning._proxy_chip_mtbf_s() / day),
-                                          description="chip MTBF (d)", step=100.0),
-            "restart_min": W.FloatText(value=D["restart_s"] / minute, description="restart (min)", step=5.0),
-            "compile_min": W.FloatText(value=D["compile_s"] / minute, description="compile (min)", step=5.0),
+            "ckpt_gb_per_s": number("ckpt GB/s",
+                                    round(self.base_plan.inputs["checkpoint_write_bytes_per_s"] / GB, 2),
+                                    minimum=0, exclusive_minimum=True,
+                                    tooltip="checkpoint write bandwidth, GB/s"),
+            "chip_mtbf_days": number("chip MTBF (d)", round(planning._proxy_chip_mtbf_s() / day),
+                                     minimum=0, exclusive_minimum=True,
+                                     tooltip="chip MTBF (d): mean time between failures of one chip, days"),
+            "restart_min": number("restart (min)", D["restart_s"] / minute, minimum=0),
+            "compile_min": number("compile (min)", D["compile_s"] / minute, minimum=0),
             "cache": W.Dropdown(options=list(planning.CACHE_MODES), value="precompiled",
                                 description="cache"),
         }
-        super().__init__(controls, self._compute, self._render, self._describe, columns=4)
-        grid = W.GridBox(list(self.inputs.values()) + [self.button],
-                         layout=W.Layout(grid_template_columns="repeat(4, max-content)", grid_gap="4px 16px"))
-        self.widget = W.VBox([grid, self.status, *self.widget.children])
+        super().__init__(controls, self._compute, self._render, self._describe, columns=3)
+        self.search.on_change = self.mark_stale
+        self.widget.children = [self.widget.children[0], self.search.grid, self.status,
+                                *self.widget.children[1:]]
         self.button.on_click(self.run)
 
     def _search(self, n_tokens: float, usd_per_hour: float) -> planning.RunPlan:
-        v = {k: c.value for k, c in self.inputs.items()}
+        v = self.search.values()
         kwargs = dict(system=v["system"], lnc=v["lnc"], global_batch=v["global_batch"],
                       usd_per_hour=usd_per_hour)
-        if v["deadline_days"] and v["deadline_days"] > 0:
+        if v["deadline_days"] > 0:
             kwargs["deadline_s"] = v["deadline_days"] * day
         else:
             kwargs["n_systems"] = v["n_systems"]
@@ -79,13 +93,18 @@ class PlanningWorksheet(Explorer):
             vals = self.values()
             self.base_plan = self._search(vals["tokens_b"] * 1e9, vals["usd_per_hour"])
         except ValueError as exc:
-            self.status.value = error_html(str(exc))
+            self.search.fail(exc)
+            self.mark_stale()
             return
         p = self.base_plan
         tried = (f" (the fewest: {len(p.systems_tried)} counts planned, {p.systems_bounded} ruled out by a floor)"
                  if p.systems_tried else "")
-        self.status.value = f"layout searched on {p.n_systems} × {html.escape(p.system)}{tried}"
+        changed = ""
+        if self.inputs["n_systems"].value.strip() != str(p.n_systems):
+            changed = f"; “systems” set to {p.n_systems}, the count the search chose"
         self.inputs["n_systems"].value = p.n_systems
+        self.inputs["n_systems"].last_good = p.n_systems
+        self.search.done(f"layout searched on {p.n_systems} × {p.system}{tried}{changed}")
         self.update()
 
     def _compute(self, tokens_b, mfu_pct, usd_per_hour, ckpt_gb_per_s, chip_mtbf_days, restart_min,

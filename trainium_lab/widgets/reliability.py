@@ -13,7 +13,7 @@ import ipywidgets as W
 from trainium_lab import reliability as rel
 from trainium_lab.charts.reliability import lost_time_chart
 from trainium_lab.units import format_seconds, hour, minute
-from trainium_lab.widgets.base import Explorer, benchmarked, error_html
+from trainium_lab.widgets.base import Explorer, FieldError, benchmarked, error_html, number
 
 __all__ = ["checkpoint_explorer", "resume_explorer", "MC_RUNS", "MC_RUN_MTBFS",
            "MC_INTERVAL_FACTORS", "RESUME_DEFAULT_MINUTES"]
@@ -41,12 +41,17 @@ def checkpoint_explorer(write_s: float = 90.0, mtbf_h: float = 24.0, restart_min
     """
     state: dict = {"key": None, "table": None}
     controls = {
-        "write_s": W.FloatText(value=write_s, description="write (s)", step=10.0),
-        "mtbf_h": W.FloatText(value=mtbf_h, description="job MTBF (h)", step=1.0),
-        "restart_min": W.FloatText(value=restart_min, description="restart (min)", step=5.0),
+        "write_s": number("write (s)", write_s, minimum=0,
+                          tooltip="write (s): time to write one checkpoint"),
+        "mtbf_h": number("job MTBF (h)", mtbf_h, minimum=0, exclusive_minimum=True,
+                         tooltip="job MTBF (h): mean time between failures of the whole job"),
+        "restart_min": number("restart (min)", restart_min, minimum=0,
+                              tooltip="restart (min): time from a failure to training again"),
         "mode": W.Dropdown(options=[("synchronous", "sync"), ("asynchronous", "async")],
                            value="sync", description="checkpoint"),
-        "snapshot_s": W.FloatText(value=10.0, description="snapshot (s)", step=5.0),
+        "snapshot_s": number("snapshot (s)", 10.0, minimum=0,
+                             tooltip="snapshot (s): the blocking copy to host memory of an "
+                                     "asynchronous checkpoint"),
     }
 
     def compute(**values):
@@ -79,7 +84,13 @@ def checkpoint_explorer(write_s: float = 90.0, mtbf_h: float = 24.0, restart_min
                      f"the formula {worst:.3%}.")
         return text
 
-    explorer = Explorer(controls, compute, render, describe, columns=3)
+    def relevance(values):
+        if values["mode"] == "sync":
+            return {"snapshot_s": "a synchronous checkpoint blocks for the whole write; "
+                                  "the snapshot applies to asynchronous ones"}
+        return {}
+
+    explorer = Explorer(controls, compute, render, describe, columns=3, relevance=relevance)
     button = W.Button(description=f"Run Monte Carlo ({MC_RUNS:,} runs × {len(MC_INTERVAL_FACTORS)})",
                       layout=W.Layout(width="max-content"))
     status = W.HTML()
@@ -95,7 +106,8 @@ def checkpoint_explorer(write_s: float = 90.0, mtbf_h: float = 24.0, restart_min
             table = rel.simulated_lost_fraction(intervals, delta, mtbf_s, restart_s,
                                                 work_s=MC_RUN_MTBFS * mtbf_s, n_runs=MC_RUNS)
         except ValueError as exc:
-            status.value = error_html(str(exc))
+            status.value = error_html(str(exc) if isinstance(exc, FieldError) else
+                                      f"Monte Carlo: {exc}")
             return
         state["key"], state["table"] = tuple(sorted(values.items())), table
         status.value = f"done in {time.perf_counter() - start:.2f} s"
@@ -148,21 +160,24 @@ def resume_explorer(model: str = "llama3-70b", n_spares: int = 2) -> Explorer:
         "fsx_tier": W.Dropdown(options=[(f"{t:g} MB/s per TiB", t) for t in tiers],
                                value=tiers[2], description="FSx tier"),
         # FSx sizes: 1,200 GiB, then multiples of 2,400 GiB (24,000 GiB is the console's "24 TiB")
-        "storage_gib": W.FloatText(value=24_000.0, description="FSx (GiB)", step=2400.0),
-        "chip_mtbf_days": W.FloatText(value=float(proxy_days), description="chip MTBF (d)",
-                                      step=100.0),
+        "storage_gib": number("FSx (GiB)", 24_000.0, minimum=0, exclusive_minimum=True,
+                              tooltip="FSx (GiB): size of the FSx for Lustre file system"),
+        "chip_mtbf_days": number("chip MTBF (d)", float(proxy_days), minimum=0,
+                                 exclusive_minimum=True,
+                                 tooltip="chip MTBF (d): mean time between failures of one chip"),
         "n_spares": W.IntSlider(value=n_spares, min=0, max=16, description="spare nodes"),
         "deep_check": W.Checkbox(value=True, description="deep health check",
                                  indent=False),
-        "manual_detect_min": W.FloatText(value=m["manual_detect_min"], description="manual (min)",
-                                         step=10.0),
-        "auto_detect_min": W.FloatText(value=m["auto_detect_min"], description="agent (min)",
-                                       step=1.0),
-        "provision_min": W.FloatText(value=m["provision_min"], description="provision (min)",
-                                     step=5.0),
-        "swap_min": W.FloatText(value=m["swap_min"], description="swap (min)", step=5.0),
-        "restart_compile_min": W.FloatText(value=m["restart_compile_min"],
-                                           description="compile (min)", step=5.0),
+        "manual_detect_min": number("manual (min)", m["manual_detect_min"], minimum=0,
+                                    tooltip="manual (min): time for a person to notice a failure"),
+        "auto_detect_min": number("agent (min)", m["auto_detect_min"], minimum=0,
+                                  tooltip="agent (min): time for the auto-resume agent to notice"),
+        "provision_min": number("provision (min)", m["provision_min"], minimum=0,
+                                tooltip="provision (min): time to get a replacement node"),
+        "swap_min": number("swap (min)", m["swap_min"], minimum=0,
+                           tooltip="swap (min): time to swap in a spare node"),
+        "restart_compile_min": number("compile (min)", m["restart_compile_min"], minimum=0,
+                                      tooltip="compile (min): compile time on restart (0: cached)"),
     }
 
     def compute(model, fsx_tier, storage_gib, chip_mtbf_days, n_spares, deep_check,
@@ -197,4 +212,9 @@ def resume_explorer(model: str = "llama3-70b", n_spares: int = 2) -> Explorer:
                  f"\"about a couple of hours\"; all other times are assumptions.</i>")
         return text
 
-    return Explorer(controls, compute, render, describe, columns=3)
+    def relevance(values):
+        if values["n_spares"] == 0:
+            return {"swap_min": "with no spare nodes there is nothing to swap in"}
+        return {}
+
+    return Explorer(controls, compute, render, describe, columns=3, relevance=relevance)

@@ -10,20 +10,20 @@ from trainium_lab import sizing, specs
 from trainium_lab._validate import positive
 from trainium_lab.charts.sizing import plan_memory_chart
 from trainium_lab.units import GiB, day, format_bytes, format_flops
-from trainium_lab.widgets.base import Explorer, benchmarked
+from trainium_lab.widgets.base import Explorer, benchmarked, number
 
 CUSTOM = "custom"
 
 
 def _compute(model: str, n_params_billion: float, tokens_trillion: float, system: str,
-             recipe: str, zero_stage: int, recompute: str, mfu: float):
+             recipe: str, zero_stage: int, recompute: str, mfu_pct: float):
     if model == CUSTOM:
         n_params, shape = positive("n_params_billion", n_params_billion) * 1e9, None
     else:
         shape = sizing.preset(model)
         n_params = shape.n_params
     plan = sizing.size_job(n_params, tokens_trillion * 1e12, system=system, recipe_name=recipe,
-                           zero_stage=zero_stage, mfu=mfu, model=shape, recompute=recompute)
+                           zero_stage=zero_stage, mfu=mfu_pct / 100, model=shape, recompute=recompute)
     return plan, sizing.plan_memory_table(plan)
 
 
@@ -55,15 +55,18 @@ def _describe(result) -> str:
             "<br><i>MFU is the least certain number here: measure yours on a short run.</i>")
 
 
-@benchmarked(("model", "llama3-405b"), ("system", "trn2-ultraserver"), ("zero_stage", 1), ("mfu", 0.3))
+@benchmarked(("model", "llama3-405b"), ("system", "trn2-ultraserver"), ("zero_stage", 1), ("mfu_pct", 30.0))
 def sizing_calculator(model: str = "llama3-8b", tokens_trillion: float = 1.0) -> Explorer:
     """The chapter's calculator: dropdowns and boxes in, a plan and one chip's HBM out."""
     controls = {
         "model": W.Dropdown(options=[(p.name, p.key) for p in sizing.presets()]
                             + [("custom (set size below)", CUSTOM)],
                             value=model, description="model"),
-        "n_params_billion": W.FloatText(value=8.0, step=1.0, description="custom (B)"),
-        "tokens_trillion": W.FloatText(value=tokens_trillion, step=0.5, description="tokens (T)"),
+        "n_params_billion": number("custom (B)", 8.0, minimum=0, exclusive_minimum=True,
+                                   tooltip="custom (B): model size in billions of parameters, for "
+                                           "model = custom"),
+        "tokens_trillion": number("tokens (T)", tokens_trillion, minimum=0, exclusive_minimum=True,
+                                  tooltip="tokens (T): training tokens, trillions"),
         "system": W.Dropdown(options=[(s.name, s.key) for s in specs.systems()],
                              value="trn2.48xlarge", description="system"),
         "recipe": W.Dropdown(options=[(r.label, r.key) for r in sizing.RECIPES.values()],
@@ -71,6 +74,14 @@ def sizing_calculator(model: str = "llama3-8b", tokens_trillion: float = 1.0) ->
         "zero_stage": W.Dropdown(options=[0, 1, 2, 3], value=3, description="ZeRO stage"),
         "recompute": W.Dropdown(options=list(sizing.RECOMPUTE_MODES), value="selective",
                                 description="recompute"),
-        "mfu": W.FloatText(value=round(sizing.default_mfu(), 3), step=0.05, description="MFU"),
+        "mfu_pct": number("MFU %", round(100 * sizing.default_mfu(), 1), minimum=0, maximum=100,
+                          exclusive_minimum=True,
+                          tooltip="model FLOPs utilisation, % (the course writes MFU in percent)"),
     }
-    return Explorer(controls, _compute, _render, _describe)
+    return Explorer(controls, _compute, _render, _describe, relevance=_relevance)
+
+
+def _relevance(values: dict) -> dict[str, str]:
+    if values["model"] != CUSTOM:
+        return {"n_params_billion": "a preset model sets its own size (choose “custom” to use it)"}
+    return {}

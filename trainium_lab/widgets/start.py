@@ -12,7 +12,7 @@ import ipywidgets as W
 from trainium_lab import intro, numerics, sizing, specs
 from trainium_lab.charts.start import hbm_fit_chart
 from trainium_lab.units import GiB
-from trainium_lab.widgets.base import Explorer, benchmarked
+from trainium_lab.widgets.base import Explorer, benchmarked, number
 
 __all__ = ["weights_explorer", "stored_options"]
 
@@ -34,8 +34,8 @@ def stored_options() -> list[tuple[str, str]]:
 
 
 def _compute(n_params_billion: float, stored: str, chip: str, n_chips: int,
-             reserve_share: float) -> intro.HbmFit:
-    return intro.hbm_fit(n_params_billion * 1e9, stored, chip, n_chips, reserve_share)
+             reserve_pct: float) -> intro.HbmFit:
+    return intro.hbm_fit(n_params_billion * 1e9, stored, chip, n_chips, reserve_pct / 100)
 
 
 def _render(fit: intro.HbmFit):
@@ -58,19 +58,23 @@ def _describe(fit: intro.HbmFit) -> str:
 
 
 @benchmarked(("n_params_billion", 70.0), ("stored", "bf16-adam"), ("chip", "trn3"),
-             ("n_chips", 16), ("reserve_share", 0.2))
+             ("n_chips", 16), ("reserve_pct", 20))
 def weights_explorer(n_params_billion: float = 8.0, stored: str = "bfloat16", chip: str = "trn2",
                      n_chips: int = 1) -> Explorer:
     """Model size, what is stored, chip, chip count and reserve → each chip's share against
     its HBM (``intro.hbm_fit``)."""
     controls = {
-        "n_params_billion": W.FloatText(value=n_params_billion, description="params (B)", step=1.0),
+        "n_params_billion": number("params (B)", n_params_billion, minimum=0, exclusive_minimum=True,
+                                   tooltip="params (B): model size, billions of parameters"),
         "stored": W.Dropdown(options=stored_options(), value=stored, description="stored",
                              layout=W.Layout(width="max-content")),
         "chip": W.Dropdown(options=[(c.name, c.key) for c in specs.chips()], value=chip,
                            description="chip"),
         "n_chips": W.IntSlider(value=n_chips, min=1, max=max(128, n_chips), description="chips"),
-        "reserve_share": W.FloatSlider(value=sizing.DEFAULT_ACTIVATION_SHARE, min=0.0, max=0.9,
-                                       step=0.05, description="kept free", readout_format=".0%"),
+        # in percent, so the "50" or "50%" a learner types into the readout means 50 %
+        "reserve_pct": W.IntSlider(value=round(100 * sizing.DEFAULT_ACTIVATION_SHARE), min=0, max=90,
+                                   step=5, description="kept free %",
+                                   tooltip="share of each chip's HBM kept free for activations and "
+                                           "the runtime, %"),
     }
     return Explorer(controls, _compute, _render, _describe)

@@ -16,7 +16,7 @@ from trainium_lab import collectives, specs, topology, views
 from trainium_lab.charts.topology import (dp_threshold_chart, placement_chart, ring_step_chart,
                                           size_sweep_chart)
 from trainium_lab.units import MB, format_bandwidth, format_bytes, format_seconds, us
-from trainium_lab.widgets.base import Explorer, benchmarked
+from trainium_lab.widgets.base import Explorer, benchmarked, number
 
 __all__ = ["ring_stepper", "latency_sweep_explorer", "placement_explorer"]
 
@@ -69,6 +69,7 @@ class _Sweep:
     level: topology.Level
     n: int
     latency_s: float
+    collective: str
 
 
 def _sweep(level: str, n: int, latency_us: float, collective: str) -> _Sweep:
@@ -85,18 +86,19 @@ def _sweep(level: str, n: int, latency_us: float, collective: str) -> _Sweep:
         if n > 1:
             cross = pd.DataFrame({"size_bytes": [collectives.latency_crossover_bytes(n, lv.bytes_per_s, latency_s)],
                                   "series": ["latency term = bandwidth term"]})
-    return _Sweep(pd.concat(rows, ignore_index=True), cross, lv, n, latency_s)
+    return _Sweep(pd.concat(rows, ignore_index=True), cross, lv, n, latency_s, collective)
 
 
 def _render_sweep(s: _Sweep):
     return size_sweep_chart(s.lines, s.crossover if s.n > 1 else None,
-                            title=f"Ring collective over {s.n} chips at {format_bandwidth(s.level.bytes_per_s)} per chip")
+                            title=f"Ring {s.collective.replace('_', '-')} over {s.n} chips at "
+                                  f"{format_bandwidth(s.level.bytes_per_s)} per chip")
 
 
 def _describe_sweep(s: _Sweep) -> str:
     lv = s.level
     src = "published" if lv.latency_s is not None else "not published for this level: your assumption"
-    text = (f"{lv.name}: {format_bandwidth(lv.bytes_per_s)} ({html.escape(lv.scope)}, direction "
+    text = (f"<b>{s.collective.replace('_', '-')}</b> on {lv.name}: {format_bandwidth(lv.bytes_per_s)} ({html.escape(lv.scope)}, direction "
             f"{html.escape(lv.direction)}); latency {src}.")
     if not s.crossover.empty:
         text += (f"<br>Below <b>{format_bytes(float(s.crossover.size_bytes[0]), binary=False)}</b> the latency "
@@ -111,7 +113,8 @@ def latency_sweep_explorer() -> Explorer:
     controls = {
         "level": W.Dropdown(options=list(_sweep_levels()), value="efa (trn2-efa)", description="level"),
         "n": W.IntSlider(value=16, min=1, max=64, description="chips (n)"),
-        "latency_us": W.FloatText(value=(efa.latency_s or 0.0) / us, step=5.0, description="α (µs)"),
+        "latency_us": number("α (µs)", (efa.latency_s or 0.0) / us, minimum=0,
+                             tooltip="α (µs): latency per step of the ring, microseconds"),
         "collective": W.Dropdown(options=["all_reduce", "reduce_scatter", "all_gather", "all_to_all"],
                                  value="all_reduce", description="collective"),
     }
@@ -137,12 +140,21 @@ class _PlacementView:
     size_bytes: float
 
 
+#: most ranks the placement map draws (16,640 chips, EP = 130 on Trn2 UltraServers, took ~1 s)
+MAX_MAP_RANKS = 2 ** 15
+
+
 def _place(system, lnc, tp, pp, dp, ep, ordering, colour_by, highlight, size_mb):
+    if tp * pp * dp * ep > MAX_MAP_RANKS:
+        raise ValueError(f"TP × PP × DP × EP = {tp * pp * dp * ep:,} ranks: the map draws at most "
+                         f"{MAX_MAP_RANKS:,}; the model itself (topology.place) has no such limit")
     p = topology.place(tp, pp, dp, ep, system=system, lnc=lnc, ordering=ordering)
     size = float(size_mb) * MB
     costs = collectives.placement_costs(p, size)
     n_groups = p.cluster.n_ranks // p.degrees[colour_by]
-    highlight = min(int(highlight), n_groups - 1) if highlight >= 0 else highlight
+    if not -1 <= highlight <= n_groups - 1:  # never clamp silently: say which groups exist
+        raise ValueError(f"highlight must be between -1 (none) and {n_groups - 1} (there are "
+                         f"{n_groups} {colour_by.upper()} groups), got {highlight}")
     return _PlacementView(p, costs, views.chip_map(p, colour_by, highlight), colour_by, highlight, size)
 
 
@@ -186,14 +198,16 @@ def placement_explorer(tp: int = 64, pp: int = 4, dp: int = 2, ep: int = 1,
     controls = {
         "system": W.Dropdown(options=list(topology.SYSTEMS), value="trn2-ultraserver", description="system"),
         "lnc": W.Dropdown(options=[1, 2], value=2, description="LNC"),
-        "tp": W.IntText(value=tp, description="TP (ranks)"),
-        "pp": W.IntText(value=pp, description="PP"),
-        "dp": W.IntText(value=dp, description="DP"),
-        "ep": W.IntText(value=ep, description="EP"),
+        "tp": number("TP (ranks)", tp, integer=True, minimum=1),
+        "pp": number("PP", pp, integer=True, minimum=1, tooltip="PP: pipeline-parallel degree"),
+        "dp": number("DP", dp, integer=True, minimum=1, tooltip="DP: data-parallel degree"),
+        "ep": number("EP", ep, integer=True, minimum=1, tooltip="EP: expert-parallel degree"),
         "ordering": W.Dropdown(options=orderings, value=ordering, description="ordering"),
         "colour_by": W.Dropdown(options=list(topology.KINDS), value="tp", description="colour by"),
-        "highlight": W.IntText(value=0, description="outline group"),
-        "size_mb": W.FloatText(value=2 * 4096 * 16384 / MB, description="MB per rank"),
+        "highlight": number("outline group", 0, integer=True, minimum=-1,
+                            tooltip="outline group: the group drawn with an outline (-1: none)"),
+        "size_mb": number("MB per rank", 2 * 4096 * 16384 / MB, minimum=0, exclusive_minimum=True,
+                          tooltip="MB per rank: size of each rank's all-reduce, MB (10^6 bytes)"),
     }
     return Explorer(controls, _place, _render_placement, _describe_placement, columns=3)
 
@@ -257,7 +271,8 @@ def dp_threshold_explorer(tokens_per_chip: int = 4096) -> Explorer:
                                        ("whole step (6N per token)", 6.0)],
                               value=4.0, description="overlaps"),
         "n": W.IntSlider(value=64, min=2, max=1024, description="DP size n"),
-        "tokens_per_chip": W.IntText(value=tokens_per_chip, description="tokens/chip"),
+        "tokens_per_chip": number("tokens/chip", tokens_per_chip, integer=True, minimum=1,
+                                  tooltip="tokens/chip: tokens per chip per step (the batch)"),
     }
     return Explorer(controls, _dp_threshold,
                     lambda v: dp_threshold_chart(v.table, v.tokens_per_chip), _describe_dp, columns=3)
