@@ -168,6 +168,12 @@ def rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
     add(("04", ("fully sharded state per chip",), "Fully sharded training state per chip with 35 % kept free",
          "HBM × 0.65 ÷ 16 B", f"Trn2 {sizing.usable_state_bytes_per_chip('trn2') / 16 / 1e9:.1f}B params, "
          f"Trn3 {sizing.usable_state_bytes_per_chip('trn3') / 16 / 1e9:.1f}B"))
+    nxd_sharded, nxd_whole = sizing.recipe_split("nxd-standard-mixed-precision", 1)
+    add(("04", ("nxd standard mixed precision (zero-1)",), "NxD's Standard Mixed Precision (legacy NxD, "
+         "ZeRO-1): FP32 master weights, optimizer states and gradient accumulation",
+         "bytes/param = whole + sharded ÷ DP",
+         f"{nxd_sharded + nxd_whole:g} B/param, {nxd_whole:g} of them unsharded; 8B on 16 chips: "
+         f"{(nxd_whole + nxd_sharded / 16) * 8e9 / GiB:.1f} GiB per chip"))
     qwen_job = sizing.size_job(sizing.preset("qwen3-235b-a22b").n_params, 1e12, model="qwen3-235b-a22b")
     add(("04", ("training flops",), "Training compute is six FLOPs per parameter a token uses, per token "
          "(forward 2, backward 4); for a mixture of experts N counts the active parameters", "C ≈ 6 · N_active · D",
@@ -217,6 +223,12 @@ def rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
          "not the gradients", "bytes = N × 14; δ = bytes ÷ storage bandwidth",
          f"{ck:g} B/param: Llama 3 70B ≈ {reliability.checkpoint_bytes(70e9) / 1e9:,.0f} GB, "
          f"{reliability.checkpoint_write_s(reliability.checkpoint_bytes(70e9), 12 * GB):.0f} s at 12 GB/s"))
+    from trainium_lab import frameworks
+    nxd_ck = frameworks.checkpoint_bytes_per_param("nxd")
+    add(("06", ("nxd's default checkpoint",), "NxD's default checkpoint leaves the FP32 master copy out "
+         "and loads on one data-parallel replica, then broadcasts", "bytes/param = weights + Adam moments",
+         f"{nxd_ck:g} B/param ({frameworks.checkpoint_bytes_per_param('nxd', master_weights=True):g} with the "
+         "master copy)"))
     add(("06", ("young:",), "Checkpoint about every √(2 · write time · MTBF); then checkpoints and rework cost "
          "√(2δ/M), restarts R/M", "τ ≈ √(2δM) (Young 1974); lost ≈ √(2δ/M) + R/M",
          f"δ = 5 min, M = 24 h: every {reliability.young_interval_s(5 * minute, 24 * hour) / minute:,.0f} min; "
