@@ -420,8 +420,8 @@ def _rows_added_this_round() -> list[tuple[str, tuple[str, ...], str, str, str]]
         ("08", ("4096³ bf16 ladder",), "The NKI matmul tutorial's ladder: each rung re-reads less",
          "HBM bytes and intensity per rung", " → ".join(f"{b / MiB:,.0f} MiB" for b in ladder.hbm_bytes)
          + "; " + " → ".join(f"{i:,.0f}" for i in ladder.intensity_flop_per_byte) + " FLOP/byte"),
-        ("08", ("lnc = 2: `kernel[2]",), "At LNC = 2 launch the kernel on both physical cores", "kernel[2](...) and "
-         "nl.program_id(0)", rule),
+        ("08", ("lnc = 2: `kernel[2]",), "At LNC = 2 launch the kernel on both physical cores", "`kernel[2](...)` and "
+         "`nl.program_id(0)`", rule),
         ("09", ("kv sharded by sequence",), "Shard the KV cache instead of replicating it once TP exceeds the KV heads",
          "TP / n_kv × the sequences", f"Llama 3 70B at TP 64: {64 // p70.n_kv_heads}× the sequences"),
         ("09", ("neff memory = **largest scratchpad",), "NEFF memory is the largest scratchpad plus every NEFF's code and "

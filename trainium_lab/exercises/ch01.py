@@ -203,7 +203,7 @@ def _q8_check(answer, expected):
     m = int(answer)
     if m % 8:
         return False, f"{m} is not a multiple of 8, the server's bucket granularity"
-    b = roofline.matmul_bound(m, 14336, 4096, "bf16", "trn3")
+    b = roofline.matmul_bound(m, 3584, 8192, "bf16", "trn3")
     if b.bound != "tensor engine":
         return False, (f"at m = {m} the intensity is {b.intensity_flop_per_byte:.0f} FLOP/byte, below Trainium3's "
                        f"ridge of {b.ridge_flop_per_byte:.0f}: still HBM-bound")
@@ -222,16 +222,16 @@ q8 = Exercise(
     also_accepted=(152, 240, 288),
     hint=("1/m* = 2/(R·b) − 1/n − 1/k with R Trainium3's BF16 ridge point (peak ÷ HBM bandwidth) and b = 2 "
           "bytes; round m* up to a multiple of 8; anything up to twice that is fine."),
-    solution=("k, n = 4096, 14336\n"
+    solution=("k, n = 8192, 28672 // 8                                # one chip's TP-8 shard\n"
               "r = roofline.ridge_point('trn3', 'bf16')                  # FLOP/byte, ≈ 137\n"
               "m_star = 1 / (2 / (r * 2) - 1 / n - 1 / k)                # tokens, the closed form\n"
               "answer_8 = 8 * math.ceil(m_star / 8)                      # smallest multiple of 8 above it"),
     mistakes=[(136, "that is R·b/2 rounded to a multiple of 8: the 1/n + 1/k terms raise m* above the "
                     "wide-matrix limit, and at 136 tokens the matmul is still HBM-bound"),
-              (64, "a typical chat batch: 64 tokens through 4096 × 14336 weights do about 60 FLOPs per "
+              (64, "a typical chat batch: 64 tokens through 8192 × 3584 weights do about 60 FLOPs per "
                    "byte read, far below the ridge"),
               (1024, "compute-bound, but far more than the tensor engine needs: every sequence waits for "
-                     "a batch seven times the smallest that saturates it")],
+                     "a batch nearly seven times the smallest that saturates it")],
 )
 
 ALL = (q1, q2, q3, q4, q5, q6, q7, q8)

@@ -47,7 +47,8 @@ def _describe(result) -> str:
                f"<b>{format_bytes(plan.activation_bytes_per_chip)}</b> per chip "
                f"(the reserve is {plan.activation_share * sysm.chip.hbm_bytes / GiB:.1f} GiB).")
     return (f"State: <b>{format_bytes(plan.state_bytes)}</b> "
-            f"({sizing.RECIPES[plan.recipe].bytes_per_param:g} bytes/param); {chips}.{act}"
+            f"({sizing.RECIPES[plan.recipe].bytes_per_param:g} bytes/param, "
+            f"{html.escape(sizing.RECIPES[plan.recipe].label)}); {chips}.{act}"
             f"<br>Compute: <b>{format_flops(plan.flops)}</b> = <b>{plan.instance_days:,.0f}</b> "
             f"instance-days at {plan.mfu:.0%} MFU: {one_system:,.1f} days on one "
             f"{html.escape(sysm.name)} ({sysm.n_instances} instance{'s' if sysm.n_instances != 1 else ''}), "
