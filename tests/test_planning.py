@@ -643,11 +643,62 @@ def test_405b_on_15t_tokens_in_90_days_on_trn2_ultraservers_with_the_defaults():
     p = planning.plan_run("llama3-405b", 15e12, system="trn2-ultraserver", deadline_s=90 * day, usd_per_hour=40.0,
                           mfu=0.40)
     assert p.meets_deadline and p.n_systems <= 1024 and p.lost_fraction < 0.2
-    # at the calibrated default MFU (issue 24) with Meta's own batch, 2,048 sequences of 8,192 tokens (16M tokens,
-    # Dubey et al. 2024 Table 4); the default 1,024 caps data parallelism below what 90 days need at that MFU
-    q = planning.plan_run("llama3-405b", 15e12, system="trn2-ultraserver", deadline_s=90 * day, usd_per_hour=40.0,
-                          global_batch=2048)
-    assert q.meets_deadline and q.n_systems <= 1024 and q.lost_fraction < 0.2
+    # every default, the calibrated MFU (issue 24) included: the default global batch is Meta's own for the phase
+    # that trains most of 15T tokens, 2,048 sequences of 8,192 (16M tokens; Dubey et al. 2024 §3.4.1, Table 4)
+    q = planning.plan_run("llama3-405b", 15e12, system="trn2-ultraserver", deadline_s=90 * day, usd_per_hour=40.0)
+    assert q.inputs["mfu"] == sizing.default_mfu() and q.inputs["global_batch"] == 2048
+    assert q.inputs["global_batch_basis"].startswith("sourced: phase 3")
+    assert q.meets_deadline and q.n_systems <= 512 and q.days <= 90 and q.lost_fraction < 0.2
+    # a fixed 1,024 caps data parallelism below what 90 days need at that MFU: the default is not that
+    with pytest.raises(ValueError, match="deadline_s"):
+        planning.plan_run("llama3-405b", 15e12, system="trn2-ultraserver", deadline_s=90 * day, usd_per_hour=40.0,
+                          global_batch=1024)
+
+
+def test_the_default_global_batch_is_the_published_schedule():
+    # Dubey et al. 2024 §3.4.1: 4M tokens in sequences of 4,096, 8M of 8,192 after 252M tokens, 16M after 2.87T;
+    # Table 4: DP 64 × 32 = DP 128 × 16 = 2,048 sequences per step (checked against stored copies of the paper)
+    s = planning.batch_schedule("llama3-405b")
+    assert s.from_tokens.tolist() == [0, 252_000_000, 2_870_000_000_000]
+    assert s.batch_tokens.tolist() == [4_000_000, 8_000_000, 16_000_000] and s.seq_len.tolist() == [4096, 8192, 8192]
+    assert (s.batch_sequences * s.seq_len).tolist() == [2**22, 2**23, 2**24]   # "4M", "8M", "16M" in powers of two
+    # the phase that trains most of the run's tokens; phase 1's tokens per step at the preset's 8,192
+    assert planning.default_global_batch("llama3-405b", 15.6e12)[0] == 2048
+    assert planning.default_global_batch("llama3-405b", 1e12)[0] == 1024
+    assert planning.default_global_batch("llama3-405b", 6e8)[0] == 1024      # phase 2 trains 348M of 600M
+    assert planning.default_global_batch("llama3-405b", 4e8)[0] == 512       # phase 1 trains 252M: 4M tokens / 8,192
+    # the crossover: phase 3 trains more than phase 2 once the run passes 2 × 2.87T − 0.252T
+    assert planning.default_global_batch("llama3-405b", 5.6e12)[0] == 2048
+    assert planning.default_global_batch("llama3-405b", 5.4e12)[0] == 1024
+    n, basis = planning.default_global_batch("llama3-8b", 1e12)
+    assert n == 1024 and basis.startswith("assumption")
+    p = planning.plan_run("llama3-8b", 1e11, n_systems=1, usd_per_hour=40.0)
+    assert p.inputs["global_batch"] == 1024 and p.inputs["global_batch_basis"].startswith("assumption")
+    with pytest.raises(ValueError, match="n_tokens"):
+        planning.default_global_batch("llama3-405b", -1)
+
+
+def test_the_sensitivity_table_prices_purchase_terms_as_the_plan_does():
+    # a Capacity Block is paid in whole blocks (Amazon EC2 User Guide, "Find and purchase Capacity Blocks"):
+    # every cost of the table is whole block-days × instances × rate, as the plan's own cost is
+    p = planning.plan_run("llama3-8b", 100e9, system="trn1.32xlarge", n_systems=4, purchase_option="capacity-block")
+    rate, n = p.inputs["usd_per_hour"], p.n_instances
+    assert p.cost_usd > p.results["instance_hours"] * rate          # whole blocks cost more than hours used
+    t = p.sensitivity.set_index("input")
+    for name, r in t.drop(index="compile_s").iterrows():   # (compile_s moves the pre-compilation hours too)
+        for col, price in (("cost_low_usd", r.low_value if name == "usd_per_hour" else rate),
+                           ("cost_high_usd", r.high_value if name == "usd_per_hour" else rate)):
+            block_days = (r[col] - p.results["precompile_s"] / hour * price) / (n * 24 * price)
+            assert block_days == pytest.approx(round(block_days), abs=1e-6), (name, col)
+    assert t.loc["usd_per_hour", "cost_low_usd"] == pytest.approx(0.75 * p.cost_usd)
+
+
+def test_the_mfu_default_is_the_calibration_and_says_so():
+    p = planning.plan_run("llama3-8b", 1e11, n_systems=1, usd_per_hour=40.0)
+    row = p.inputs_table().set_index("input").loc["MFU while computing"]
+    assert row.value == sizing.default_mfu() and row.basis.startswith("calibrated: planner_mfu")
+    q = planning.plan_run("llama3-8b", 1e11, n_systems=1, usd_per_hour=40.0, mfu=0.4)
+    assert q.inputs_table().set_index("input").loc["MFU while computing"].basis == "assumption"
 
 
 def test_asynchronous_checkpoints_block_only_for_the_snapshot():

@@ -410,7 +410,8 @@ def _cmd_plan(args: argparse.Namespace) -> None:
         purchase_option=args.option, checkpoint_mode=args.checkpoint_mode,
         restart_s=parse_seconds(args.restart, "--restart"), compile_s=parse_seconds(args.compile, "--compile"),
         n_graphs=_integer(args.graphs, "--graphs"), cache=args.cache,
-        global_batch=_integer(args.global_batch, "--global-batch"), recipe_name=args.recipe,
+        global_batch=None if args.global_batch is None else _integer(args.global_batch, "--global-batch"),
+        recipe_name=args.recipe,
         # an FP8 recipe's matmuls run at the FP8 peak unless --dtype says otherwise
         dtype=args.dtype or ("fp8" if str(args.recipe).startswith("fp8") else "bfloat16"),
         framework=args.framework)
@@ -551,7 +552,8 @@ def _cmd_compare(args: argparse.Namespace) -> None:
 
     model = _model(args)
     n_tokens = parse_count(args.tokens, "--tokens")
-    mfu = parse_fraction(args.mfu, "--mfu")
+    # default: the calibrated MFU (data/calibration.csv, planner_mfu; fitted on AWS's Trn1 runs)
+    mfu = sizing.default_mfu() if args.mfu is None else parse_fraction(args.mfu, "--mfu")
     names = planning.platforms().platform.tolist()
     per = _assignments(args.platform_mfu, "--platform-mfu", parse_fraction)
     prices = _assignments(args.price_per_chip, "--price-per-chip", parse_usd_per_hour)
@@ -768,7 +770,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--graphs", default="2", help="distinct graphs the run compiles (default %(default)s)")
     p.add_argument("--cache", default="precompiled", choices=["precompiled", "shared", "local"],
                    help="compile cache (default %(default)s)")
-    p.add_argument("--global-batch", default="1024", help="sequences per step (default %(default)s)")
+    p.add_argument("--global-batch", default=None, help="sequences per step (default: the model's published "
+                   "batch for the phase that trains most of --tokens, data/batch_schedules.csv; else 1024)")
     p.add_argument("--recipe", help="precision recipe (default: the --framework's, else bf16-adam)")
     p.add_argument("--framework", choices=["torchneuron", "nxd", "jax"],
                    help="plan only what this training framework can run, with its recipe and checkpoints "
@@ -790,7 +793,8 @@ def build_parser() -> argparse.ArgumentParser:
                  "--price-per-chip trn2.48xlarge=4.64")
     _add_model_flags(p)
     p.add_argument("--tokens", required=True, help="training tokens, e.g. 2T")
-    p.add_argument("--mfu", default="40%", help="MFU on every platform, e.g. 40%% (default %(default)s)")
+    p.add_argument("--mfu", default=None, help="MFU on every platform, e.g. 40%% (default: the calibrated "
+                   "planner MFU of data/calibration.csv, fitted on AWS's Trn1 runs; an assumption elsewhere)")
     p.add_argument("--platform-mfu", action="append", metavar="PLATFORM=MFU",
                    help="an MFU for one platform, repeatable, e.g. p5.48xlarge=35%%")
     p.add_argument("--price-per-chip", action="append", metavar="PLATFORM=USD",

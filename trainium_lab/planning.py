@@ -82,7 +82,7 @@ __all__ = [
     "Price", "prices", "price", "billed_instance", "purchase_terms", "Billing", "bill", "OTHER_COSTS",
     "billing_unit", "default_checkpoint_bytes_per_s_per_chip", "checkpoint_write_bytes_per_s",
     "Calibration", "llama3_calibration", "platforms", "parity_usd_per_hour",
-    "RunPlan", "plan_run", "checkpoint_bytes",
+    "RunPlan", "plan_run", "checkpoint_bytes", "default_global_batch", "batch_schedule",
     "ServingPlan", "plan_serving",
     "compare_platforms", "ClaimCheck", "price_claims", "check_price_claim",
     "launch_environment", "preflight_checks", "trainium_checklist",
@@ -113,8 +113,10 @@ DEFAULTS: dict[str, float] = _Defaults({
     "compile_s": 20 * minute,
     "n_graphs": 2,
     "precompile_workers": 4,
-    "global_batch": 1024,
 })
+
+#: the global batch of a model with no published schedule (:func:`default_global_batch`): an assumption
+_FALLBACK_GLOBAL_BATCH = 1024
 
 #: how far each uncertain input is moved in the sensitivity table: (low factor, high factor).
 #: MFU and price are known to within tens of per cent once measured or quoted; failure rates,
@@ -720,6 +722,71 @@ def llama3_calibration(*, restart_s: float | None = None, recipe_name: str = "bf
                        published_effective_fraction=reliability.llama3_effective_training_fraction())
 
 
+def batch_schedule(model: str | ModelPreset) -> pd.DataFrame:
+    """The global batch a published pre-training run of ``model`` used, phase by phase.
+
+    Rows of ``data/batch_schedules.csv`` (empty for a model with none): ``phase``,
+    ``from_tokens``, ``batch_tokens`` (as the source rounds it), ``seq_len``, ``batch_sequences``.
+
+    References
+    ----------
+    Llama 3 405B: arXiv:2407.21783 §3.4.1 (the schedule) and Table 4 (2,048 sequences per step).
+
+    Examples
+    --------
+    >>> batch_schedule("llama3-405b").batch_sequences.tolist()
+    [1024, 1024, 2048]
+    """
+    m = layouts.resolve_model(model)
+    df = specs.read_data_csv("batch_schedules.csv")
+    return df[df.model == m.key].sort_values("phase").reset_index(drop=True)
+
+
+def default_global_batch(model: str | ModelPreset, n_tokens: float) -> tuple[int, str]:
+    """The planner's default global batch, in sequences of the model's length, and where it comes from.
+
+    With a published schedule (:func:`batch_schedule`): the batch of the phase that trains the
+    most of the run's ``n_tokens`` tokens, kept in tokens per step at the preset's sequence length
+    (Llama 3 405B: 1,024 sequences of 8,192 for a run up to about 5.5T tokens, 2,048 beyond).
+    Without one: 1,024 sequences, an assumption.
+
+    Parameters
+    ----------
+    model : str or ModelPreset
+    n_tokens : float
+        Tokens of the run (> 0).
+
+    Returns
+    -------
+    (int, str)
+        Sequences per step; ``"sourced: ..."`` or ``"assumption: ..."``.
+
+    References
+    ----------
+    arXiv:2407.21783 §3.4.1 and Table 4.
+
+    Examples
+    --------
+    >>> default_global_batch("llama3-405b", 15e12)[0], default_global_batch("llama3-405b", 1e12)[0]
+    (2048, 1024)
+    >>> default_global_batch("llama3-8b", 1e12)
+    (1024, 'assumption: no published batch schedule for this model')
+    """
+    m = layouts.resolve_model(model)
+    n = positive("n_tokens", n_tokens)
+    sched = batch_schedule(m)
+    if sched.empty:
+        return int(_FALLBACK_GLOBAL_BATCH), "assumption: no published batch schedule for this model"
+    starts = sched.from_tokens.astype(float).tolist()
+    ends = starts[1:] + [math.inf]
+    covered = [max(0.0, min(n, e) - s) for s, e in zip(starts, ends)]
+    i = max(range(len(covered)), key=lambda k: (covered[k], k))  # ties: the later phase
+    r = sched.iloc[i]
+    seqs = max(1, round(int(r.batch_sequences) * int(r.seq_len) / m.seq_len))
+    return int(seqs), (f"sourced: phase {int(r.phase)} of {m.name}'s published batch schedule "
+                       f"({r.reference.split(';')[0]}), {covered[i] / n:.0%} of the run's tokens")
+
+
 def preset_params(name: str) -> float:
     """Parameters of a model preset (``sizing.preset(name).n_params``)."""
     return float(sizing.preset(name).n_params)
@@ -1035,9 +1102,9 @@ class RunPlan:
             ("token budget", self.n_tokens, "tokens", "requirement"),
             ("system", f"{self.n_systems} × {self.system}", "", "chosen"),
             ("LNC", self.lnc, "", "chosen"),
-            ("global batch", x["global_batch"], "sequences", "chosen"),
+            ("global batch", x["global_batch"], "sequences", x.get("global_batch_basis", "chosen")),
             ("precision recipe", x["recipe_name"], "", "chosen"),
-            ("MFU while computing", x["mfu"], "fraction", "assumption"),
+            ("MFU while computing", x["mfu"], "fraction", x.get("mfu_basis", "assumption")),
             (f"price per instance-hour of {x['billing_unit']} ({x['chips_per_instance']} chips)", x["usd_per_hour"],
              "USD/hour", self.price_basis),
             ("price range (low, high)", x["usd_per_hour_range"], "USD/hour", "assumption: the range of the price"),
@@ -1182,7 +1249,7 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
              instance_mtbf_s: float | None = None, restart_s: float = DEFAULTS["restart_s"],
              compile_s: float = DEFAULTS["compile_s"], n_graphs: int = DEFAULTS["n_graphs"],
              cache: str = "precompiled", precompile_workers: int = DEFAULTS["precompile_workers"],
-             global_batch: int = DEFAULTS["global_batch"], recipe_name: str | None = None,
+             global_batch: int | None = None, recipe_name: str | None = None,
              dtype: str = "bfloat16", min_headroom_fraction: float = 0.10, dp_overlap: float | None = None,
              micro_batches: Sequence[int] = (1, 2, 4), zero_stages: Sequence[int] = (0, 1, 2, 3),
              recompute: Sequence[str] = sizing.RECOMPUTE_MODES, sequence_parallel: bool = True,
@@ -1316,6 +1383,8 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
         # the calibrated default and its fitted range (issue 24: data/calibration.csv, planner_mfu)
         cal = specs.calibration("planner_mfu")
         mfu_range = (cal.low, cal.high) if cal.low == cal.low else None
+    mfu_basis = ("calibrated: planner_mfu of data/calibration.csv (fitted on AWS's Trn1 runs; an "
+                 "assumption on Trn2 and Trn3)") if mfu is None else "assumption"
     mfu = sizing.default_mfu() if mfu is None else in_range("mfu", mfu, 0.0, 1.0, low_open=True)
     purchase_option = choice("purchase_option", purchase_option, PURCHASE_OPTIONS)
     if usd_per_chip_hour is not None:
@@ -1367,6 +1436,13 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
     n_graphs = integer("n_graphs", n_graphs, minimum=1, maximum=1000)
     cache = choice("cache", cache, CACHE_MODES)
     precompile_workers = integer("precompile_workers", precompile_workers, minimum=1, maximum=10_000)
+    if global_batch is None and layout is None:
+        global_batch, batch_basis = default_global_batch(model, x_tokens)
+    elif global_batch is None:
+        instance("layout", layout, layouts.Layout, "a Layout from layouts.layout(...) or None")
+        global_batch, batch_basis = layout.global_batch, "chosen: the layout's"
+    else:
+        batch_basis = "chosen"
     global_batch = integer("global_batch", global_batch, minimum=1, maximum=10**7)
     fw = frameworks.resolve_framework(framework)
     fw_key = None if fw is None else fw.key
@@ -1521,7 +1597,7 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
                      inst_mtbf, restart_s, compile_s, n_graphs, cache, precompile_workers, global_batch,
                      recipe_name, dtype, deadline, tuple(tried), bounded=bounded,
                      usd_per_chip_hour=usd_per_chip_hour, ranges=ranges, others=others, given_ckpt=given_ckpt,
-                     framework=fw_key)
+                     framework=fw_key, batch_basis=batch_basis, mfu_basis=mfu_basis)
 
 
 def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, usd_per_hour,
@@ -1530,7 +1606,8 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
               dtype, deadline, tried, sensitivity: bool = True, bounded: int = 0,
               usd_per_chip_hour: float | None = None, ranges: dict | None = None,
               others: dict | None = None, given_ckpt: dict | None = None,
-              framework: str | None = None) -> RunPlan:
+              framework: str | None = None, batch_basis: str = "chosen",
+              mfu_basis: str = "assumption") -> RunPlan:
     c = lay.cluster
     s = specs.system(c.system)
     inst_type, per_system = billed_instance(c.system)
@@ -1590,7 +1667,8 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
     # memory follows the total, compute the parameters a token uses (chapter 10)
     size = sizing.size_job(m.n_params, n_tokens, system=s.key, recipe_name=recipe_name, mfu=mfu, dtype=dtype,
                            n_active_params=_active_params(m))
-    table = _sensitivity(lay, est, x, mfu, dp_overlap, min_headroom_fraction, results) if sensitivity \
+    table = _sensitivity(lay, est, x, mfu, dp_overlap, min_headroom_fraction, results,
+                         lambda r, p: billed(r, p)[2]) if sensitivity \
         else pd.DataFrame()
     inputs = {"mfu": mfu, "usd_per_hour": usd, "purchase_option": purchase_option,
               "checkpoint_write_bytes_per_s": x.checkpoint_write_bytes_per_s,
@@ -1601,6 +1679,7 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
               "chip_mtbf_is_proxy": proxy, "instance_mtbf_s": inst_mtbf, "restart_s": restart_s,
               "compile_s": compile_s, "n_graphs": n_graphs, "cache": cache,
               "precompile_workers": precompile_workers, "global_batch": global_batch,
+              "global_batch_basis": batch_basis, "mfu_basis": mfu_basis,
               "recipe_name": recipe_name, "dtype": dtype, "min_headroom_fraction": min_headroom_fraction,
               "dp_overlap": dp_overlap, "usd_per_chip_hour": usd / chips_per_instance,
               "chips_per_instance": chips_per_instance, "billing_unit": unit_name,
@@ -1620,8 +1699,11 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
 
 
 def _sensitivity(lay, est, x: _Inputs, mfu: float, dp_overlap: float, headroom: float,
-                 base: dict) -> pd.DataFrame:
-    """Cost and days with each uncertain input moved by :data:`SENSITIVITY` (layout kept)."""
+                 base: dict, price_of: Callable[[dict, float], float]) -> pd.DataFrame:
+    """Cost and days with each uncertain input moved by :data:`SENSITIVITY` (layout kept).
+
+    ``price_of(results, usd_per_hour)`` prices a run the way the plan does (the purchase option's
+    terms: whole Capacity Blocks or reserved terms, not instance-hours × rate)."""
     rows = []
     values = {"mfu": mfu, "usd_per_hour": x.usd_per_hour, "chip_mtbf_s": x.chip_mtbf_s,
               "checkpoint_write_bytes_per_s": x.checkpoint_write_bytes_per_s,
@@ -1643,7 +1725,9 @@ def _sensitivity(lay, est, x: _Inputs, mfu: float, dp_overlap: float, headroom: 
                     r = _economics(est.tokens_per_s, x.replace(**{name: v}), detail=False)
                 except _NeverFinishes:
                     r = {"cost_usd": math.inf, "wall_s": math.inf}
-            out.append((v, r["cost_usd"], r["wall_s"] / day))
+            price_usd = v if name == "usd_per_hour" else x.usd_per_hour
+            cost = r["cost_usd"] if not math.isfinite(r["wall_s"]) else price_of(r, price_usd)
+            out.append((v, cost, r["wall_s"] / day))
         (vl, cl, dl), (vh, ch, dh) = out
         rows.append({"input": name, "value": values[name], "low_value": vl, "high_value": vh,
                      "cost_low_usd": cl, "cost_high_usd": ch, "days_low": dl, "days_high": dh,
