@@ -667,9 +667,9 @@ def test_the_default_global_batch_is_the_published_schedule():
     assert planning.default_global_batch("llama3-405b", 1e12)[0] == 1024
     assert planning.default_global_batch("llama3-405b", 6e8)[0] == 1024      # phase 2 trains 348M of 600M
     assert planning.default_global_batch("llama3-405b", 4e8)[0] == 512       # phase 1 trains 252M: 4M tokens / 8,192
-    # the crossover: phase 3 trains more than phase 2 once the run passes 2 × 2.87T − 0.252T
-    assert planning.default_global_batch("llama3-405b", 5.6e12)[0] == 2048
-    assert planning.default_global_batch("llama3-405b", 5.4e12)[0] == 1024
+    # the crossover: phase 3 trains more than phase 2 once the run passes 2 × 2.87T − 252M ≈ 5.74T
+    assert planning.default_global_batch("llama3-405b", 5.8e12)[0] == 2048
+    assert planning.default_global_batch("llama3-405b", 5.7e12)[0] == 1024
     n, basis = planning.default_global_batch("llama3-8b", 1e12)
     assert n == 1024 and basis.startswith("assumption")
     p = planning.plan_run("llama3-8b", 1e11, n_systems=1, usd_per_hour=40.0)

@@ -747,7 +747,7 @@ def default_global_batch(model: str | ModelPreset, n_tokens: float) -> tuple[int
 
     With a published schedule (:func:`batch_schedule`): the batch of the phase that trains the
     most of the run's ``n_tokens`` tokens, kept in tokens per step at the preset's sequence length
-    (Llama 3 405B: 1,024 sequences of 8,192 for a run up to about 5.5T tokens, 2,048 beyond).
+    (Llama 3 405B: 1,024 sequences of 8,192 for a run up to about 5.7T tokens, 2,048 beyond).
     Without one: 1,024 sequences, an assumption.
 
     Parameters
