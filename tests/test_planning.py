@@ -432,6 +432,12 @@ def test_launch_environment_follows_the_plan(p405):
                            cache="local")
     env_sr = planning.launch_environment(sr).set_index("name").value
     assert env_sr["NEURON_RT_STOCHASTIC_ROUNDING_EN"] == "1"
+    # JAX NeuronX Environment Variables (Neuron 2.32): the seed defaults to 0; both cite that current page,
+    # not the archived XLA_USE_BF16 migration page (issue 26 item 2)
+    assert env_sr["NEURON_RT_STOCHASTIC_ROUNDING_SEED"] == "(unset: 0)"
+    src = planning.launch_environment(sr).set_index("name").source
+    assert "JAX NeuronX Environment Variables" in src["NEURON_RT_STOCHASTIC_ROUNDING_EN"]
+    assert "XLA_USE_BF16" not in src["NEURON_RT_STOCHASTIC_ROUNDING_EN"]
     assert env_sr["NEURON_COMPILE_CACHE_URL"].startswith("/var/tmp/neuron-compile-cache")
     assert "NEURON_RT_ROOT_COMM_ID" not in env_sr.index
 

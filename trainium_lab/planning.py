@@ -2209,8 +2209,9 @@ def launch_environment(plan: RunPlan) -> pd.DataFrame:
     References
     ----------
     ``data/launch_env.csv``: AWS Neuron docs, "Logical NeuronCore configuration", "Neuron
-    Persistent Cache", "Neuron Runtime configuration", "Migration From XLA_USE_BF16/
-    XLA_DOWNCAST_BF16", "NCCOM-TEST User Guide".
+    Persistent Cache", "Neuron Runtime configuration", "JAX NeuronX Environment Variables" (the
+    stochastic-rounding variables; the XLA_USE_BF16 migration page they were cited from is archived),
+    "NCCOM-TEST User Guide".
 
     Examples
     --------
@@ -2239,6 +2240,7 @@ def launch_environment(plan: RunPlan) -> pd.DataFrame:
         ("NEURON_COMPILE_CACHE_URL", "s3://<bucket>/neuron-compile-cache/" if shared
          else f"{facts['default cache directory']} (default, on each instance)"),
         ("NEURON_RT_STOCHASTIC_ROUNDING_EN", "1" if r.master == 0 else "0"),
+        ("NEURON_RT_STOCHASTIC_ROUNDING_SEED", "(unset: 0)" if r.master == 0 else "(not used: rounding is off)"),
         ("processes per instance", str(per_instance)),
         ("NEURON_RT_NUM_CORES", "(unset: one logical core per process, set by the framework)"),
         ("NEURON_RT_VISIBLE_CORES", "(unset: set by the framework per process)"),

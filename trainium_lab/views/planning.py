@@ -323,7 +323,7 @@ _UNITS = {"mfu": "fraction", "usd_per_hour": "USD/hour", "chip_mtbf_s": "s",
 
 
 def _sources(p: planning.RunPlan) -> list[str]:
-    ids = ["aws-lnc", "aws-neuron-caching", "aws-nrt-config", "aws-xla-bf16-migration", "aws-nccom-test",
+    ids = ["aws-lnc", "aws-neuron-caching", "aws-nrt-config", "aws-jax-neuronx-envvars", "aws-nccom-test",
            "aws-neuron-ls", "aws-neuron-parallel-compile", "meta-llama3-table5"]
     src = specs.read_data_csv("sources.csv").set_index("source_id")
     lines = [f"{src.loc[i, 'title']} — {src.loc[i, 'reference']}" for i in ids if i in src.index]
