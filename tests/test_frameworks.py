@@ -100,6 +100,26 @@ def test_nxd_interleaving_needs_pp_times_v_equal_layers():
     assert ok.tolist() == [False, True, False]
 
 
+def test_the_planner_interleaves_for_nxd_only_where_pp_times_v_equals_the_layers():
+    # AWS Neuron docs, NxD pipeline-parallelism developer guide (aws-nxd-pp-guide): the interleaved schedule
+    # needs virtual_pipeline_size × pp = the layer count; a constraint of the search, not left out
+    kw = dict(system="trn2.48xlarge", n_systems=2, lnc=2, global_batch=256, virtual_stages=(1, 2, 4, 8, 16))
+    nxd = layouts.plan("llama3-8b", framework="nxd", **kw).all
+    free = layouts.plan("llama3-8b", **kw).all
+    il = nxd[nxd.virtual_stages > 1]
+    assert len(il) > 0 and set(il.pp * il.virtual_stages) == {32}
+    assert sorted(set(zip(il.pp, il.virtual_stages))) == [(2, 16), (4, 8), (8, 4), (16, 2)]
+    loose = free[free.virtual_stages > 1]
+    assert (loose.pp * loose.virtual_stages != 32).any()   # without the framework the rule does not apply
+    # TorchNeuron has no pipeline schedule yet, JAX documents none: neither interleaves
+    for fw in ("torchneuron", "jax"):
+        try:
+            rows = layouts.plan("llama3-8b", framework=fw, **kw).all
+        except ValueError:
+            continue
+        assert (rows.virtual_stages == 1).all() and (rows.pp == 1).all()
+
+
 def test_bad_framework_names_the_parameter():
     with pytest.raises(ValueError, match="framework"):
         layouts.plan("llama3-8b", system="trn2.48xlarge", global_batch=64, framework="megatron")

@@ -60,7 +60,9 @@ IGNORED: tuple[str, ...] = (
     "switched and EFA phases as a direct exchange",
     "interleaved schedules' finer points: the p·v chunks hold ⌊L/(p·v)⌋ or ⌈L/(p·v)⌉ layers, the "
     "busiest stage ⌈L/p⌉ of them, and the bubble is (p − 1)/v of that stage's slot (a larger chunk "
-    "is not charged extra); the number of micro-batches must be a multiple of p (Megatron-LM's rule)",
+    "is not charged extra); the number of micro-batches must be a multiple of p (Megatron-LM's rule). "
+    "The legacy NxD framework's own rule, virtual stages × PP = layers, is not left out: with "
+    "framework='nxd' the search keeps only layouts that meet it (frameworks.runnable_mask)",
     "narrow expert matmuls are charged only for filling part of the 128-wide tensor engine "
     "(expert_matmul_efficiency, an assumption); with expert_tp < tp the experts' gradient reduction "
     "over the tp/expert_tp copies inside each TP group is not costed",
