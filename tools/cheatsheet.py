@@ -193,7 +193,7 @@ def rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
     add(("05", ("c/w of a level",), "C/W of a level: FLOPs a chip must do per byte it sends",
          "chip FLOP/s ÷ bandwidth per chip", f"Trn2: {lv2['instance']:,.0f} (instance), {lv2['ultraserver']:,.0f} "
          f"(ring), {lv2['efa']:,.0f} (EFA)"))
-    b_star = parallelism.dp_compute_bound_tokens(t2.dense_flops_per_s["bf16"], efa, n=16, mfu=0.4)
+    b_star = parallelism.dp_compute_bound_tokens(t2.dense_flops_per_s["bf16"], efa, n=16, mfu=sizing.TEACHING_MFU)
     add(("05", ("dp hides its all-reduce when tokens per replica",), "DP hides its all-reduce when each replica's "
          "backward window (one micro-batch if accumulating) carries enough tokens",
          "b* = (n−1)/n · (g/2) · MFU · C/W", f"16 replicas over Trn2 EFA at 40 % MFU: {b_star:,.0f} tokens"))
@@ -352,7 +352,7 @@ def rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
 
     # 11 · capstone
     par = planning.parity_usd_per_hour("trn2.48xlarge")
-    q8 = planning.plan_run("llama3-8b", 100e9, n_systems=1, usd_per_hour=par, mfu=0.40)
+    q8 = planning.plan_run("llama3-8b", 100e9, n_systems=1, usd_per_hour=par, mfu=sizing.TEACHING_MFU)
     add(("11", ("cost = instance-hours × price",), "Cost = instance-hours × price; per million tokens = price per "
          "instance-hour ÷ tokens per instance-hour × 10⁶", "cost = hours × USD/h",
          f"Llama 3 8B, 100B tokens, one trn2.48xlarge at the parity placeholder: {q8.cost_usd:,.0f} USD, "
@@ -369,7 +369,7 @@ def rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
          "communication add to them", "plan ÷ 6ND floor",
          f"Llama 3 8B at {m8.seq_len:,} tokens: +{q8.results['instance_hours'] / floor_h - 1:.0%}"))
     p405 = planning.plan_run("llama3-405b", 1e12, system="trn2-ultraserver", n_systems=40, lnc=2,
-                             global_batch=2048, usd_per_hour=par, mfu=0.40)
+                             global_batch=2048, usd_per_hour=par, mfu=sizing.TEACHING_MFU)
     add(("11", ("at ~2,500 chips",), "At thousands of chips the job MTBF is under a day and failures and checkpoints "
          "take a large share", "lost = checkpoints + rework + restarts",
          f"{p405.n_chips:,} chips: job MTBF {p405.results['job_mtbf_s'] / hour:.1f} h, "

@@ -1726,7 +1726,8 @@ def _sensitivity(lay, est, x: _Inputs, mfu: float, dp_overlap: float, headroom: 
                 except _NeverFinishes:
                     r = {"cost_usd": math.inf, "wall_s": math.inf}
             price_usd = v if name == "usd_per_hour" else x.usd_per_hour
-            cost = r["cost_usd"] if not math.isfinite(r["wall_s"]) else price_of(r, price_usd)
+            # a run that outlasts any purchase (beyond 1e18 s) costs without bound at that end
+            cost = r["cost_usd"] if not r["wall_s"] <= 1e18 else price_of(r, price_usd)
             out.append((v, cost, r["wall_s"] / day))
         (vl, cl, dl), (vh, ch, dh) = out
         rows.append({"input": name, "value": values[name], "low_value": vl, "high_value": vh,

@@ -60,7 +60,7 @@ __all__ = [
     "activation_options", "activation_bytes_per_layer", "activation_bytes", "activation_table",
     "DEFAULT_ACTIVATION_SHARE", "usable_state_bytes_per_chip",
     "min_chips_for_state", "min_chips_zero", "min_systems", "sharded_state_table",
-    "training_flops", "default_mfu", "ATTENTION_COUNTS", "system_flops_per_s", "training_time_s", "instance_days",
+    "training_flops", "default_mfu", "TEACHING_MFU", "mfu_label", "ATTENTION_COUNTS", "system_flops_per_s", "training_time_s", "instance_days",
     "days_on_instances", "mfu_from_throughput",
     "deepspeed_zero_model_states_bytes", "MegatronMemoryReport", "megatron_theoretical_memory",
     "convention_comparison",
@@ -1002,6 +1002,28 @@ def default_mfu() -> float:
     True
     """
     return specs.calibration("planner_mfu").value
+
+
+#: the round MFU the chapters' hand derivations use (0.40, so that "× 0.4" can be done in one's head):
+#: an assumption for teaching, not an expectation. Plans take :func:`default_mfu`, the calibrated
+#: value; :func:`mfu_label` prints the two side by side
+TEACHING_MFU: float = 0.40
+
+
+def mfu_label() -> str:
+    """One line that labels :data:`TEACHING_MFU` an assumption beside the calibrated MFU and its range.
+
+    Examples
+    --------
+    >>> mfu_label().startswith("derivations here assume 40% MFU (an assumption")
+    True
+    """
+    cal = specs.calibration("planner_mfu")
+    rng = "" if cal.low != cal.low else f", range {cal.low:.1%}-{cal.high:.1%}"
+    return (f"derivations here assume {TEACHING_MFU:.0%} MFU (an assumption, a round number to compute "
+            f"with); the calibrated planner MFU is {cal.value:.1%}{rng} (data/calibration.csv, "
+            f"planner_mfu, fitted on {cal.fitted_on}), the default of sizing and the planners: expect "
+            f"about {TEACHING_MFU / cal.value:.2f}× the compute time and its cost computed at {TEACHING_MFU:.0%}")
 
 
 def _mfu(mfu: float | None) -> float:
