@@ -308,3 +308,21 @@ def test_sizing_counts_the_active_parameters_of_a_mixture_of_experts(capsys):
     code, out, _ = main_out(capsys, "sizing", "--params", "100B", "--active-params", "10B", "--tokens", "1T",
                             "--json")
     assert json.loads(out)["results"]["flops"] == pytest.approx(6e22)
+
+
+def test_compare_and_plan_default_to_the_calibrated_mfu_and_the_published_batch(capsys):
+    # issue 24: the planner's and sizing's defaults come from the calibration (data/calibration.csv,
+    # planner_mfu, fitted on AWS's Trn1 training table), the CLI's included; issue 25: the default global batch
+    # is the published one (Dubey et al. 2024, Table 4: 2,048 sequences once Llama 3 405B passes 2.87T tokens)
+    code, out, _ = main_out(capsys, "compare", "--model", "llama3-8b", "--tokens", "1T", "--json")
+    assert code == 0
+    mfu = json.loads(out)["inputs"]["mfu"]
+    assert set(mfu.values()) == {sizing.default_mfu()}
+    code, out, _ = main_out(capsys, "compare", "--model", "llama3-8b", "--tokens", "1T", "--mfu", "40%", "--json")
+    assert set(json.loads(out)["inputs"]["mfu"].values()) == {0.4}
+    code, out, _ = main_out(capsys, "plan", "--model", "llama3-405b", "--tokens", "15T", "--system",
+                            "trn2-ultraserver", "--deadline", "90d", "--price", "40", "--json")
+    assert code == 0
+    data = json.loads(out)
+    text = json.dumps(data)
+    assert "2048" in text and "sourced: phase 3" in text

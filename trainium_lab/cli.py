@@ -481,6 +481,8 @@ def _cmd_plan(args: argparse.Namespace) -> None:
                     f"instance{'s' if plan.n_instances != 1 else ''} of {plan.instance_type}, LNC={plan.lnc}"),
         ("layout", plan.layout.label()),
         ("framework", _framework_row(plan)),
+        ("global batch", f"{plan.inputs['global_batch']:,} sequences ({plan.inputs['global_batch_basis']})"),
+        ("MFU while computing", f"{plan.inputs['mfu']:.1%} ({plan.inputs['mfu_basis']})"),
         ("memory per chip", f"{units.format_bytes(est.total_bytes)} of {units.format_bytes(est.hbm_bytes)}"),
         ("step", f"{units.format_seconds(est.step_s)}, {est.tokens_per_s:,.0f} tokens/s "
                  f"(effective MFU {est.mfu_effective:.1%})"),

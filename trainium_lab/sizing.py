@@ -1022,7 +1022,7 @@ def mfu_label() -> str:
     rng = "" if cal.low != cal.low else f", range {cal.low:.1%}-{cal.high:.1%}"
     return (f"derivations here assume {TEACHING_MFU:.0%} MFU (an assumption, a round number to compute "
             f"with); the calibrated planner MFU is {cal.value:.1%}{rng} (data/calibration.csv, "
-            f"planner_mfu, fitted on {cal.fitted_on}), the default of sizing and the planners: expect "
+            f"planner_mfu, fitted on the {cal.fitted_on} measurements), the default of sizing and the planners: expect "
             f"about {TEACHING_MFU / cal.value:.2f}× the compute time and its cost computed at {TEACHING_MFU:.0%}")
 
 

@@ -15,6 +15,8 @@ CASES = [
      dict(usd_per_hour=40.0, mfu=0.40)),
     ("405B/15T on Trn2 UltraServers, 90 d, batch 2048, LNC 2", "llama3-405b", 15e12, "trn2-ultraserver", 90,
      dict(usd_per_hour=40.0, global_batch=2048, lnc=2)),
+    ("405B/15T on Trn2 UltraServers, 90 d, every default (calibrated MFU, published batch)", "llama3-405b",
+     15e12, "trn2-ultraserver", 90, dict(usd_per_hour=40.0)),
     ("8B/1T on trn2.48xlarge, 10 d", "llama3-8b", 1e12, "trn2.48xlarge", 10, dict(usd_per_hour=40.0)),
 ]
 
