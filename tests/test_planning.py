@@ -805,3 +805,46 @@ def test_costs_are_ranges_and_other_costs_are_visible_line_items():
                       (dict(other_costs_usd={"storage": -1.0}), "other_costs_usd")]:
         with pytest.raises(ValueError, match=name):
             planning.plan_run("llama3-8b", 1e11, n_systems=1, usd_per_hour=40.0, **bad)
+
+
+def test_s3_checkpoint_storage_grows_with_the_job():
+    # Amazon S3 User Guide, "Best practices design patterns: optimizing Amazon S3 performance": at least 3,500
+    # PUT requests/s per partitioned prefix, no limit on prefixes; "Amazon S3 multipart upload limits": parts of
+    # 5 MiB to 5 GiB. One prefix per instance at the smallest part: 3,500 × 5 MiB = 18.35 GB/s per instance
+    from trainium_lab import reliability
+    from trainium_lab.units import MiB
+    assert reliability.s3_put_requests_per_s_per_prefix() == 3500
+    assert reliability.s3_part_size_range_bytes() == (5 * MiB, 5120 * MiB)
+    assert reliability.s3_write_bytes_per_s(1) == 3500 * 5 * MiB
+    assert reliability.s3_write_bytes_per_s(4, part_bytes=64 * MiB) == 4 * 3500 * 64 * MiB
+    with pytest.raises(ValueError, match="part_bytes"):
+        reliability.s3_write_bytes_per_s(1, part_bytes=1 * MiB)
+    with pytest.raises(ValueError, match="n_prefixes"):
+        reliability.s3_write_bytes_per_s(0)
+    kw = dict(system="trn2-ultraserver", deadline_s=90 * day, usd_per_hour=40.0)
+    fsx = planning.plan_run("llama3-405b", 15e12, **kw)
+    s3 = planning.plan_run("llama3-405b", 15e12, checkpoint_storage="s3", **kw)
+    # FSx: the demonstrated file system caps the job; S3's floor (2,048 prefixes × 18.35 GB/s) does not, so
+    # every chip's share (Meta's 122 MB/s per GPU) sets the bandwidth
+    assert fsx.inputs["checkpoint_write_bytes_per_s"] == pytest.approx(reliability.fsx_demonstrated_bytes_per_s())
+    assert s3.inputs["storage_bytes_per_s"] == pytest.approx(s3.n_instances * 3500 * 5 * MiB)
+    assert s3.inputs["checkpoint_write_bytes_per_s"] == pytest.approx(
+        s3.n_chips * planning.default_checkpoint_bytes_per_s_per_chip())
+    assert s3.lost_fraction < fsx.lost_fraction and s3.meets_deadline and s3.n_systems <= fsx.n_systems
+    assert s3.inputs_table().set_index("input").loc["checkpoint storage limit"].basis.startswith("sourced: Amazon S3")
+    # one instance: S3's floor for one prefix is below 16 chips' share? no: 18.35 GB/s > 16 × 122 MB/s
+    one = planning.plan_run("llama3-8b", 1e11, n_systems=1, usd_per_hour=40.0, checkpoint_storage="s3")
+    assert one.inputs["checkpoint_write_bytes_per_s"] == pytest.approx(16 * planning.default_checkpoint_bytes_per_s_per_chip())
+    with pytest.raises(ValueError, match="checkpoint_storage"):
+        planning.plan_run("llama3-8b", 1e11, n_systems=1, usd_per_hour=40.0, checkpoint_storage="ebs")
+
+
+def test_xla_use_bf16_is_marked_legacy_with_the_release_that_ended_it():
+    # AWS Neuron docs: "Neuron no longer supports PyTorch/XLA for training starting with Neuron 2.30"
+    # (aws-no-xla-training); the XLA_USE_BF16 migration page was archived on 2026-07-21 (audit 2026-12)
+    row = {r["name"]: r for r in rows("launch_env.csv")}["XLA_USE_BF16"]
+    assert row["kind"].startswith("legacy") and "2.30" in row["kind"] and row["note"].startswith("legacy")
+    src = {r["source_id"]: r for r in rows("sources.csv")}["aws-xla-bf16-migration"]
+    assert src["status"] == "archived" and "readthedocs" not in src["reference"]   # no link to the removed page
+    p = planning.plan_run("llama3-8b", 1e11, n_systems=1, usd_per_hour=40.0, recipe_name="bf16-sr-adam")
+    assert "XLA_USE_BF16" not in set(planning.launch_environment(p).name)

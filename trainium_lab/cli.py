@@ -109,6 +109,7 @@ _FLAG_OF = {
     "model": "--model", "preset": "--model", "purchase_option": "--option", "checkpoint_write_bytes_per_s": "--checkpoint-bandwidth",
     "checkpoint_bytes_per_s_per_chip": "--checkpoint-bandwidth-per-chip",
     "storage_bytes_per_s": "--storage-bandwidth", "snapshot_s": "--snapshot", "checkpoint_mode": "--checkpoint-mode",
+    "checkpoint_storage": "--checkpoint-storage",
     "zero_stage": "--zero", "activation_share": "--activation-share", "bytes_per_param": "--bytes-per-param",
     "grad_bytes_per_param": "--grad-bytes", "n_instances": "--instances", "checkpoint_s": "--checkpoint",
     "mtbf_s": "--mtbf", "unit_mtbf_s": "--mtbf", "n_units": "--units", "size_bytes": "--size",
@@ -408,6 +409,7 @@ def _cmd_plan(args: argparse.Namespace) -> None:
     kwargs = dict(
         system=args.system, mfu=None if args.mfu is None else parse_fraction(args.mfu, "--mfu"),
         purchase_option=args.option, checkpoint_mode=args.checkpoint_mode,
+        checkpoint_storage=args.checkpoint_storage,
         restart_s=parse_seconds(args.restart, "--restart"), compile_s=parse_seconds(args.compile, "--compile"),
         n_graphs=_integer(args.graphs, "--graphs"), cache=args.cache,
         global_batch=None if args.global_batch is None else _integer(args.global_batch, "--global-batch"),
@@ -759,6 +761,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--storage-bandwidth",
                    help="limit of the checkpoint storage (default: the 1.1 PiB FSx for Lustre file system "
                         "AWS demonstrated, 1.15TB/s)")
+    p.add_argument("--checkpoint-storage", default="fsx", choices=["fsx", "s3"],
+                   help="storage behind the default limit: fsx, the FSx for Lustre file system AWS demonstrated "
+                        "(1.15TB/s); s3, Amazon S3's guaranteed 3,500 PUT/s per prefix × 5 MiB parts, one prefix "
+                        "per instance, which grows with the job (default %(default)s)")
     p.add_argument("--checkpoint-mode", default="sync", choices=["sync", "async"],
                    help="sync: training waits for the write; async: only for --snapshot, the copy to "
                         "host memory, then the upload runs behind training (default %(default)s)")

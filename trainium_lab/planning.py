@@ -78,7 +78,7 @@ from trainium_lab.sizing import ModelPreset
 from trainium_lab.units import GB, GiB, day, format_seconds, hour, minute
 
 __all__ = [
-    "PURCHASE_OPTIONS", "CACHE_MODES", "MAX_CHIPS", "DEFAULTS", "SENSITIVITY", "IGNORED", "BILLED_INSTANCE",
+    "PURCHASE_OPTIONS", "CACHE_MODES", "CHECKPOINT_STORAGES", "MAX_CHIPS", "DEFAULTS", "SENSITIVITY", "IGNORED", "BILLED_INSTANCE",
     "Price", "prices", "price", "billed_instance", "purchase_terms", "Billing", "bill", "OTHER_COSTS",
     "billing_unit", "default_checkpoint_bytes_per_s_per_chip", "checkpoint_write_bytes_per_s",
     "Calibration", "llama3_calibration", "platforms", "parity_usd_per_hour",
@@ -129,6 +129,10 @@ SENSITIVITY: dict[str, tuple[float, float]] = {
     "restart_s": (0.5, 2.0),
     "compile_s": (0.5, 2.0),
 }
+
+#: checkpoint storage the planner models: FSx for Lustre (a limit: the largest file system AWS has
+#: shown) or Amazon S3 (a floor that grows with the prefixes written, one per instance)
+CHECKPOINT_STORAGES: tuple[str, ...] = ("fsx", "s3")
 
 #: cost line items outside the instance-hours, zero unless given (``plan_run(other_costs_usd=...)``)
 OTHER_COSTS: tuple[str, ...] = ("spares", "storage", "data pipeline", "evaluation", "debugging runs")
@@ -1116,6 +1120,9 @@ class RunPlan:
              "sourced: Llama 3 405B storage per GPU (Meta 2024, §3.3.1: 2 TB/s for 16,384 GPUs), a GPU-cluster proxy"),
             ("checkpoint storage limit", x["storage_bytes_per_s"], "bytes/s",
              "assumption" if "storage_bytes_per_s" in self.assumptions else
+             ("sourced: Amazon S3, at least 3,500 PUT requests/s per partitioned prefix × 5 MiB parts, one "
+              "prefix per instance (a floor: S3 sets no limit on prefixes)")
+             if x.get("checkpoint_storage") == "s3" else
              "sourced: FSx for Lustre, the 1.1 PiB file system AWS demonstrated, at 1,000 MB/s per TiB"),
             ("checkpoint write bandwidth (whole job)", x["checkpoint_write_bytes_per_s"], "bytes/s",
              "assumption" if x.get("checkpoint_bandwidth_given") else
@@ -1206,6 +1213,8 @@ def _run_inputs(m: ModelPreset, system_key: str, n_tokens: float, recipe_name: s
     ``framework`` decides what a checkpoint holds (:func:`checkpoint_bytes`)."""
     s = specs.system(system_key)
     write, read, per_chip, storage, mode, snapshot = checkpointing
+    if storage == "s3":  # S3's floor grows with the writers: one prefix per instance
+        storage = reliability.s3_write_bytes_per_s(n_systems * billed_instance(s.key)[1])
     if write is None:  # the bandwidth grows with the job up to the storage's limit
         write = checkpoint_write_bytes_per_s(n_systems * s.n_chips, per_chip_bytes_per_s=per_chip,
                                              storage_bytes_per_s=storage)
@@ -1244,7 +1253,7 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
              checkpoint_write_bytes_per_s: float | None = None,
              checkpoint_read_bytes_per_s: float | None = None,
              checkpoint_bytes_per_s_per_chip: float | None = None, storage_bytes_per_s: float | None = None,
-             checkpoint_mode: str = "sync",
+             checkpoint_mode: str = "sync", checkpoint_storage: str = "fsx",
              snapshot_s: float | None = None, chip_mtbf_s: float | None = None,
              instance_mtbf_s: float | None = None, restart_s: float = DEFAULTS["restart_s"],
              compile_s: float = DEFAULTS["compile_s"], n_graphs: int = DEFAULTS["n_graphs"],
@@ -1323,6 +1332,11 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
     checkpoint_bytes_per_s_per_chip, storage_bytes_per_s : float, optional
         The scaling model's inputs (default: Meta's Llama 3 storage per GPU, and the 1.1 PiB FSx
         for Lustre file system AWS demonstrated): see :func:`checkpoint_write_bytes_per_s`.
+    checkpoint_storage : {"fsx", "s3"}
+        The storage behind the default limit (:data:`CHECKPOINT_STORAGES`): ``"fsx"``, the FSx for
+        Lustre file system AWS demonstrated (about 1.15 TB/s); ``"s3"``, Amazon S3's guaranteed
+        request rate per prefix (:func:`trainium_lab.reliability.s3_write_bytes_per_s`, one prefix
+        per instance, 5 MiB parts), which grows with the job. ``storage_bytes_per_s`` overrides both.
     checkpoint_mode : {"sync", "async"}
         Chapter 06's modes; ``"async"`` needs ``snapshot_s`` (the blocking copy to host memory).
     chip_mtbf_s, instance_mtbf_s : float, optional
@@ -1412,6 +1426,7 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
     ckpt_storage = None if storage_bytes_per_s is None else in_range(
         "storage_bytes_per_s", storage_bytes_per_s, 0.0, 1e18, low_open=True)
     checkpoint_mode = choice("checkpoint_mode", checkpoint_mode, ("sync", "async"))
+    checkpoint_storage = choice("checkpoint_storage", checkpoint_storage, CHECKPOINT_STORAGES)
     if checkpoint_mode == "async":
         if snapshot_s is None:
             raise ValueError("snapshot_s must be given (a finite number > 0) when checkpoint_mode='async'")
@@ -1421,7 +1436,8 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
     # the scaling model's inputs, resolved once (sourced defaults read from data/ here, not per count)
     ckpt = (ckpt_w, ckpt_r,
             default_checkpoint_bytes_per_s_per_chip() if ckpt_chip is None else ckpt_chip,
-            reliability.fsx_demonstrated_bytes_per_s() if ckpt_storage is None else ckpt_storage,
+            ckpt_storage if ckpt_storage is not None else
+            ("s3" if checkpoint_storage == "s3" else reliability.fsx_demonstrated_bytes_per_s()),
             checkpoint_mode, snapshot_s)
     given_ckpt = {"checkpoint_write_bytes_per_s": ckpt_w, "checkpoint_bytes_per_s_per_chip": ckpt_chip,
                   "storage_bytes_per_s": ckpt_storage}
@@ -1674,7 +1690,11 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
               "checkpoint_write_bytes_per_s": x.checkpoint_write_bytes_per_s,
               "checkpoint_read_bytes_per_s": x.checkpoint_read_bytes_per_s,
               "checkpoint_bandwidth_given": ckpt[0] is not None,
-              "checkpoint_bytes_per_s_per_chip": ckpt[2], "storage_bytes_per_s": ckpt[3],
+              "checkpoint_bytes_per_s_per_chip": ckpt[2],
+              "storage_bytes_per_s": (reliability.s3_write_bytes_per_s(n_instances) if ckpt[3] == "s3"
+                                      else ckpt[3]),
+              "checkpoint_storage": "s3" if ckpt[3] == "s3" else (
+                  "given" if given_ckpt and given_ckpt.get("storage_bytes_per_s") is not None else "fsx"),
               "checkpoint_mode": x.checkpoint_mode, "snapshot_s": x.snapshot_s, "chip_mtbf_s": chip_mtbf,
               "chip_mtbf_is_proxy": proxy, "instance_mtbf_s": inst_mtbf, "restart_s": restart_s,
               "compile_s": compile_s, "n_graphs": n_graphs, "cache": cache,

@@ -936,7 +936,8 @@ __all__ += [
     "recovery_facts", "fsx_throughput_options_mb_per_s_per_tib", "deep_health_check_s",
     "hyperpod_fsx_size_range_bytes",
     "checkpoint_bytes", "fsx_lustre_bytes_per_s", "llama3_storage_bytes_per_s",
-    "llama3_effective_training_fraction", "fsx_demonstrated_bytes_per_s", "checkpoint_write_s", "young_lost_fraction",
+    "llama3_effective_training_fraction", "fsx_demonstrated_bytes_per_s", "s3_part_size_range_bytes",
+    "s3_put_requests_per_s_per_prefix", "s3_write_bytes_per_s", "checkpoint_write_s", "young_lost_fraction",
     "RESUME_POLICIES", "Recovery", "spare_shortfall_probability", "resume_recovery",
     "goodput_vs_job_size",
     "TIMELINE_KINDS", "LOG_EVENTS", "training_timeline", "timeline_log",
@@ -1127,6 +1128,81 @@ def fsx_demonstrated_bytes_per_s() -> float:
     if unit != "PiB":
         raise ValueError(f"recovery_facts.csv: demonstrated FSx size unit must be PiB, got {unit!r}")
     return fsx_lustre_bytes_per_s(float(value) * PiB, max(fsx_throughput_options_mb_per_s_per_tib()))
+
+
+def s3_put_requests_per_s_per_prefix() -> float:
+    """PUT requests per second Amazon S3 sustains per partitioned prefix, at least (3,500).
+
+    References
+    ----------
+    Amazon S3 User Guide, "Best practices design patterns: optimizing Amazon S3 performance";
+    AWS Knowledge Center, "How can I scale my request rate to S3" (no limit to the number of prefixes).
+
+    Examples
+    --------
+    >>> s3_put_requests_per_s_per_prefix()
+    3500.0
+    """
+    value, unit = _fact_value("s3", "PUT requests per second per partitioned prefix")
+    if unit != "requests/s":
+        raise ValueError(f"recovery_facts.csv: S3 request rate unit must be requests/s, got {unit!r}")
+    return float(value)
+
+
+def s3_part_size_range_bytes() -> tuple[float, float]:
+    """Smallest and largest part of an S3 multipart upload, in bytes (5 MiB and 5 GiB).
+
+    References
+    ----------
+    Amazon S3 User Guide, "Amazon S3 multipart upload limits".
+
+    Examples
+    --------
+    >>> from trainium_lab.units import MiB
+    >>> [b / MiB for b in s3_part_size_range_bytes()]
+    [5.0, 5120.0]
+    """
+    from trainium_lab.units import MiB
+
+    value, unit = _fact_value("s3", "multipart upload part size")
+    if unit != "MiB":
+        raise ValueError(f"recovery_facts.csv: S3 part size unit must be MiB, got {unit!r}")
+    low, high = (float(v) * MiB for v in value.split(";"))
+    return low, high
+
+
+def s3_write_bytes_per_s(n_prefixes: int, part_bytes: float | None = None) -> float:
+    """Write throughput Amazon S3 guarantees at least: prefixes × PUT requests/s per prefix × part size.
+
+    A sharded checkpoint written as multipart uploads, each request one part, each writer under
+    its own prefix. S3 sets no limit on the number of prefixes, so this is a floor that grows
+    with the writers, not a ceiling: the writers' own network is what bounds a large job.
+
+    Parameters
+    ----------
+    n_prefixes : int
+        Partitioned prefixes written in parallel (>= 1), e.g. one per instance.
+    part_bytes : float, optional
+        Bytes per part, within :func:`s3_part_size_range_bytes`; default the smallest, 5 MiB
+        (the most conservative reading).
+
+    References
+    ----------
+    Amazon S3 User Guide, "Best practices design patterns: optimizing Amazon S3 performance" and
+    "Amazon S3 multipart upload limits".
+
+    Examples
+    --------
+    >>> from trainium_lab.units import GB
+    >>> round(s3_write_bytes_per_s(1) / GB, 2)      # one prefix, 5 MiB parts: 3,500 × 5 MiB
+    18.35
+    """
+    from trainium_lab._validate import in_range
+
+    n_prefixes = integer("n_prefixes", n_prefixes, minimum=1, maximum=10**8)
+    low, high = s3_part_size_range_bytes()
+    part = low if part_bytes is None else in_range("part_bytes", part_bytes, low, high)
+    return n_prefixes * s3_put_requests_per_s_per_prefix() * part
 
 
 def checkpoint_bytes(n_params: float, recipe: str = "bf16-adam") -> float:
