@@ -966,20 +966,20 @@ def _recovery_facts_table() -> pd.DataFrame:
 
 
 def recovery_facts(topic: str | None = None) -> pd.DataFrame:
-    """Sourced facts on checkpoints, FSx for Lustre throughput and HyperPod recovery.
+    """Sourced facts on checkpoints, FSx for Lustre and S3 throughput and HyperPod recovery.
 
     From ``data/recovery_facts.csv``. No AWS page gives detection, provisioning or
     restart times; the only time figure is the deep health check of a new instance.
 
     Parameters
     ----------
-    topic : {"checkpoint", "fsx lustre", "hyperpod", "llama3 storage"}, optional
+    topic : {"checkpoint", "fsx lustre", "hyperpod", "llama3 storage", "s3"}, optional
         Keep one topic.
 
     Examples
     --------
     >>> sorted(recovery_facts().topic.unique())
-    ['checkpoint', 'fsx lustre', 'hyperpod', 'llama3 storage']
+    ['checkpoint', 'fsx lustre', 'hyperpod', 'llama3 storage', 's3']
     """
     df = _recovery_facts_table().copy()
     if topic is not None:
