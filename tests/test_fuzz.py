@@ -32,7 +32,7 @@ VALUES = {
     "mfu": 0.4, "activation_share": 0.35, "flop_per_s": 1e15, "seconds": 3.0,
     # counts and degrees
     "n": 16, "step": 1, "tp": 4, "pp": 2, "dp": 2, "ep": 1, "stage": 1, "zero_stage": 1,
-    "n_chips": 64, "n_units": 16, "n_systems": 1, "n_instances": 4, "n_ranks": 64,
+    "n_chips": 64, "n_units": 16, "n_systems": 1, "n_instances": 4, "n_prefixes": 4, "n_ranks": 64,
     "micro_batch": 1, "n_micro_batches": 8, "global_batch": 64, "seq_len": 4096,
     "d_model": 4096, "n_heads": 32, "n_kv_heads": 8, "n_layers": 32, "ffn_dim": 14336,
     "vocab_size": 128256, "m": 1024, "k": 1024, "n_points": 4, "n_draws": 50,
