@@ -2243,6 +2243,23 @@ def preflight_checks(plan: RunPlan, *, benchmark_bytes: float = GiB) -> pd.DataF
                          "command": _nccom(degree, 1, size), "expect": "inside one chip: no published figure",
                          "value": math.nan, "unit": "bytes/s"})
             continue
+        n_sys = int(placement.groups(kind)["n_systems"].max())
+        if kind != "ep" and n_sys > 1:
+            # a group spanning systems runs instance first: chapter 03's one collective model
+            r = -(-degree // n_sys)
+            cost = collectives.neuron_collective("all_reduce", size, n_ranks=r * n_sys, system=c.system,
+                                                 n_systems=n_sys, sharing=int(placement.groups(kind)["sharing"].max()),
+                                                 lnc=c.lnc)
+            factor = collectives.bus_factor("all_reduce", degree)
+            busbw, top = factor * size / cost.expected_s, factor * size / cost.bound_s
+            rows.append({"step": f"collective benchmark: {kind} ({level.name} level)", "tool": "nccom-test",
+                         "command": _nccom(degree, nodes, size),
+                         "expect": f"busbw ≈ {busbw / GB:,.1f} GB/s ({format_seconds(cost.expected_s)}), never above "
+                                   f"{top / GB:,.1f} GB/s: chapter 03's {cost.algorithm} model, launch and step "
+                                   "latencies calibrated on AWS's nccom-test runs; check the printed unit as "
+                                   "size ÷ time, and look for a link or placement problem only far below it",
+                         "value": busbw, "unit": "bytes/s"})
+            continue
         coll = "all_reduce" if kind != "ep" else ("all_to_all_direct" if level.switched else "all_to_all")
         t = collectives.collective_s(coll, size, n_chips, level.bytes_per_s, level.latency_s or 0.0)
         busbw = collectives.busbw_bytes_per_s(size, t, n_chips, "all_reduce" if kind != "ep" else "all_to_all")
