@@ -453,15 +453,20 @@ def test_hierarchical_efa_carries_the_buffer_once_per_instance():
     s = specs.system("trn1.32xlarge")
     h = c.neuron_collective("all_reduce", 2**30, n_ranks=64, system=s.key, n_systems=2, algorithm="hierarchical")
     assert h.bound_s == pytest.approx(2**30 / s.efa_bytes_per_s_total, rel=1e-12)
-    # sharing: two DP groups on every chip (TP 2 on Trn1) each get half the chip's EFA share
+    # sharing: two DP groups on every chip (one per NeuronCore) each get half the chip's EFA share
     one = c.neuron_collective("all_reduce", 2**30, n_ranks=2, system=s.key, n_systems=2, sharing=1)
     two = c.neuron_collective("all_reduce", 2**30, n_ranks=2, system=s.key, n_systems=2, sharing=2)
     assert two.bound_s == pytest.approx(2 * one.bound_s, rel=1e-12)
+    assert one.bound_s == pytest.approx(2**30 / (s.efa_bytes_per_s_total / s.n_chips), rel=1e-12)
+    # a group spread over four chips of each instance gets four chips' share
+    four = c.neuron_collective("all_reduce", 2**30, n_ranks=8, system=s.key, n_systems=2, chips_per_system=4)
+    assert four.bound_s == pytest.approx(2**30 / (4 * s.efa_bytes_per_s_total / s.n_chips), rel=1e-12)
 
 
 @pytest.mark.parametrize("kwargs, name", [
     (dict(sharing=0), "sharing"), (dict(algorithm="tree"), "algorithm"), (dict(n_systems=3), "n_ranks"),
     (dict(n_ranks=65), "n_ranks"), (dict(size_bytes=-1.0), "size_bytes"), (dict(system=3), "system"),
+    (dict(chips_per_system=17), "chips_per_system"), (dict(chips_per_system=0), "chips_per_system"),
     (dict(op="broadcast"), "op")])
 def test_neuron_collective_rejects_bad_input_naming_the_parameter(kwargs, name):
     args = dict(op="all_reduce", size_bytes=1024.0, n_ranks=64, system="trn1.32xlarge", n_systems=2)
@@ -485,7 +490,8 @@ def test_planner_costs_groups_spanning_instances_with_the_one_collective_model()
     from trainium_lab.layouts import engine
 
     cm = engine._comm("trn1.32xlarge", 32, 1, 32, 1, 32)
-    ref = c.neuron_collective("all_reduce", 1e9, n_ranks=32, system="trn1.32xlarge", n_systems=32, sharing=2)
+    ref = c.neuron_collective("all_reduce", 1e9, n_ranks=32, system="trn1.32xlarge", n_systems=32, sharing=2,
+                              chips_per_system=1)
     assert cm.dp_ar == (ref.latency_s, ref.per_byte_s)
     assert cm.dp_ar[0] > 2 * 31 * c._neuron_params()["efa_step_latency_s"]   # 62 EFA steps, plus the launch
     # a group inside one instance keeps chapter 03's ring at the level's published rate
@@ -500,6 +506,6 @@ def test_preflight_expects_the_one_collective_model_for_groups_spanning_systems(
     row = planning.preflight_checks(p).set_index("step").loc["collective benchmark: dp (efa level)"]
     lay = p.layout
     cost = c.neuron_collective("all_reduce", GiB, n_ranks=lay.dp, system="trn2-ultraserver", n_systems=2,
-                               sharing=4, lnc=2)
+                               chips_per_system=lay.dp // 2, lnc=2)
     assert row.value == pytest.approx(c.bus_factor("all_reduce", lay.dp) * GiB / cost.expected_s, rel=1e-12)
     assert "hierarchical" in row.expect and "size ÷ time" in row.expect

@@ -1066,7 +1066,7 @@ def _op_steps(op: str, alg: str, r: int, allreduce_steps: float) -> float:
 
 
 def _neuron_terms(op: str, size: float, n_ranks: int, system, n_systems: int, sharing: int = 1,
-                  lnc: int | None = None) -> list[dict]:
+                  lnc: int | None = None, chips_per_system: int | None = None) -> list[dict]:
     """Each candidate algorithm's terms: time = Σ parameter × term (linear, for the fit).
 
     ``steps`` count NeuronLink steps (α), ``efa_steps`` EFA steps (α_EFA), ``flat_steps`` steps
@@ -1093,8 +1093,9 @@ def _neuron_terms(op: str, size: float, n_ranks: int, system, n_systems: int, sh
     if k == 1:
         return [{"algorithm": alg, "launch": 1.0, "steps": steps, "efa_steps": 0.0, "flat_steps": 0.0,
                  "chip_s": chip_s, "link_s": link_s, "efa_s": 0.0, "overlap": False}]
-    # The group's share of its system's EFA: the chips it occupies, less the groups sharing them.
-    chips_used = min(system.n_chips, -(-r * sharing // per_chip))
+    # The group's share of its system's EFA: the chips it occupies (packed unless told), less the
+    # groups sharing them.
+    chips_used = chips_per_system or min(system.n_chips, -(-r // per_chip))
     efa_rate = system.efa_bytes_per_s_total * chips_used / system.n_chips / sharing
     # Hierarchical (AWS, "Inter-node Collective Communications"): intra-node reduce-scatter,
     # inter-node all-reduce on the shards (ring: 2(k-1) steps), intra-node all-gather; an
@@ -1144,7 +1145,8 @@ def _neuron_params() -> dict[str, float]:
 
 
 def neuron_collective(op: str, size_bytes: float, *, n_ranks: int, system: str, n_systems: int = 1,
-                      sharing: int = 1, lnc: int | None = None, algorithm: str = "auto") -> CollectiveCost:
+                      sharing: int = 1, chips_per_system: int | None = None, lnc: int | None = None,
+                      algorithm: str = "auto") -> CollectiveCost:
     """One collective as the Neuron runtime runs it: the course's one collective model.
 
     Inside one system the ranks of one chip exchange through its HBM, a group of several chips
@@ -1173,8 +1175,11 @@ def neuron_collective(op: str, size_bytes: float, *, n_ranks: int, system: str, 
     n_systems : int
         Systems the group spans (>= 1).
     sharing : int
-        Groups of the same kind sharing each chip's links and its share of EFA (>= 1; a DP group
-        with one rank per chip of a TP-2 layout on Trn1 shares with one other).
+        Groups of the same kind running at once on each chip's links and its share of EFA (>= 1;
+        the DP groups of a TP-32 layout on Trn1: two, one per NeuronCore of each chip).
+    chips_per_system : int, optional
+        Chips the group's ranks occupy in each system (its share of the system's EFA); by default
+        packed, ``ceil(ranks per system / ranks per chip)``.
     lnc : int, optional
         Logical NeuronCore setting (the chip's default).
     algorithm : {"auto", "hierarchical", "flat_ring"}
@@ -1209,6 +1214,8 @@ def neuron_collective(op: str, size_bytes: float, *, n_ranks: int, system: str, 
     n_systems = integer("n_systems", n_systems, minimum=1, maximum=10**6)
     sharing = integer("sharing", sharing, minimum=1, maximum=10**4)
     algorithm = choice("algorithm", algorithm, NEURON_ALGORITHMS)
+    if chips_per_system is not None:
+        chips_per_system = integer("chips_per_system", chips_per_system, minimum=1, maximum=10**6)
     if not isinstance(system, str):
         raise ValueError(f"system must be a system name; got {type(system).__name__}")
     s = specs.system(system)
@@ -1219,7 +1226,9 @@ def neuron_collective(op: str, size_bytes: float, *, n_ranks: int, system: str, 
     if n_ranks // n_systems > per_system:
         raise ValueError(f"n_ranks must be at most {per_system * n_systems} ({per_system} per {s.key}); "
                          f"got {n_ranks}")
-    cands = _neuron_terms(op, size, n_ranks, s, n_systems, sharing, lnc_)
+    if chips_per_system is not None and chips_per_system > s.n_chips:
+        raise ValueError(f"chips_per_system must be at most the {s.n_chips} chips of a {s.key}; got {chips_per_system}")
+    cands = _neuron_terms(op, size, n_ranks, s, n_systems, sharing, lnc_, chips_per_system)
     if algorithm == "flat_ring":
         if len(cands) < 2:
             raise ValueError(f"algorithm 'flat_ring' runs only on Trainium1 groups that span systems "

@@ -109,14 +109,15 @@ def _comm(system: str, n_systems: int, lnc: int, tp: int, pp: int, dp: int, ep: 
         return c.level(topology.LEVEL_NAMES[index]), n_chips, sharing
 
     def affine(kind: str, coll: str) -> tuple[float, float]:
-        index, _, _, n_sys, sh = spans[kind]
+        index, n_chips, _, n_sys, sh = spans[kind]
         if index == 3 and n_sys > 1:
             # A group spanning systems runs instance first (hierarchical), as chapter 03's one
             # collective model has it, launch and step latencies included; gradient collectives are
             # large messages, so the algorithm is the one the runtime runs at 1 GB.
             r = -(-degrees[kind] // n_sys)
             cost = collectives.neuron_collective(coll, _LARGE_BYTES, n_ranks=r * n_sys, system=c.system,
-                                                 n_systems=n_sys, sharing=sh, lnc=c.lnc)
+                                                 n_systems=n_sys, sharing=sh, lnc=c.lnc,
+                                                 chips_per_system=-(-n_chips // n_sys))
             return cost.latency_s, cost.per_byte_s
         # collectives.level_collective_s's arithmetic, without re-validating known-good arguments
         lv, n, sh = slowest(kind)
