@@ -407,3 +407,105 @@ def test_2d_torus_allreduce_reaches_the_four_link_aggregate_on_a_square_torus():
     assert co.torus_2d_allreduce_s(s, 2, 8, b) >= co.ring_allreduce_s(s, 16, 4 * b) - 1e-15
     with pytest.raises(ValueError, match="link_bytes_per_s"):
         co.torus_2d_allreduce_s(s, 4, 4, 0.0)
+
+
+# ---------------------------------------------------------------- the Neuron runtime's algorithms (issue 24)
+
+
+def test_neuron_collective_is_the_model_reality_collective_returns():
+    # one home: reality.collective (issue 24's interface) is neuron_collective's bound and expectation
+    from trainium_lab import reality
+
+    for op, size, n, system, k in [("all_reduce", 2**30, 64, "trn1.32xlarge", 2),
+                                   ("all_gather", 8192, 32, "trn1.32xlarge", 1),
+                                   ("all_reduce", 4096, 64, "trn2.48xlarge", 1),
+                                   ("reduce_scatter", 2**26, 128, "trn2.48xlarge", 2)]:
+        e = reality.collective(op, size, n_ranks=n, system=system, n_systems=k)
+        n_c = c.neuron_collective(op, size, n_ranks=n, system=system, n_systems=k)
+        assert (e.bound_s, e.expected_s, e.detail) == (n_c.bound_s, n_c.expected_s, n_c.algorithm)
+        assert n_c.expected_s == pytest.approx(n_c.latency_s + n_c.per_byte_s * size, rel=1e-12)
+
+
+def test_hierarchical_takes_fewer_steps_than_a_flat_ring_across_instances():
+    # AWS "Inter-node Collective Communications": Ring + Ring is O(X) + O(Y) steps, a flat ring
+    # O(X·Y): 64 ranks on two trn1 instances take 2·31 NeuronLink + 2 EFA steps, not 2·63
+    # steps each bounded by its EFA hop.
+    kw = dict(n_ranks=64, system="trn1.32xlarge", n_systems=2)
+    h = c.neuron_collective("all_reduce", 8, algorithm="hierarchical", **kw)
+    f = c.neuron_collective("all_reduce", 8, algorithm="flat_ring", **kw)
+    p = c._neuron_params()
+    assert h.latency_s == pytest.approx(p["collective_launch_s"] + 62 * p["ring_step_latency_s"]
+                                        + 2 * p["efa_step_latency_s"], rel=1e-12)
+    assert f.latency_s == pytest.approx(p["collective_launch_s"] + 126 * max(p["ring_step_latency_s"],
+                                                                             p["efa_step_latency_s"]), rel=1e-12)
+    assert h.latency_s < f.latency_s
+    # "auto" takes the faster (AWS gives no threshold for Trn1's flat ring); the bound the cheaper
+    for size in (8.0, 2.0**20, 2.0**30, 2.0**34):
+        a = c.neuron_collective("all_reduce", size, **kw)
+        hh = c.neuron_collective("all_reduce", size, algorithm="hierarchical", **kw)
+        ff = c.neuron_collective("all_reduce", size, algorithm="flat_ring", **kw)
+        assert a.expected_s == min(hh.expected_s, ff.expected_s)
+        assert a.bound_s == min(hh.bound_s, ff.bound_s) <= a.expected_s
+
+
+def test_hierarchical_efa_carries_the_buffer_once_per_instance():
+    # the inter-node stage all-reduces each rank's 1/r shard: r · 2(k−1)/k · S/r bytes per instance
+    s = specs.system("trn1.32xlarge")
+    h = c.neuron_collective("all_reduce", 2**30, n_ranks=64, system=s.key, n_systems=2, algorithm="hierarchical")
+    assert h.bound_s == pytest.approx(2**30 / s.efa_bytes_per_s_total, rel=1e-12)
+    # sharing: two DP groups on every chip (one per NeuronCore) each get half the chip's EFA share
+    one = c.neuron_collective("all_reduce", 2**30, n_ranks=2, system=s.key, n_systems=2, sharing=1)
+    two = c.neuron_collective("all_reduce", 2**30, n_ranks=2, system=s.key, n_systems=2, sharing=2)
+    assert two.bound_s == pytest.approx(2 * one.bound_s, rel=1e-12)
+    assert one.bound_s == pytest.approx(2**30 / (s.efa_bytes_per_s_total / s.n_chips), rel=1e-12)
+    # a group spread over four chips of each instance gets four chips' share
+    four = c.neuron_collective("all_reduce", 2**30, n_ranks=8, system=s.key, n_systems=2, chips_per_system=4)
+    assert four.bound_s == pytest.approx(2**30 / (4 * s.efa_bytes_per_s_total / s.n_chips), rel=1e-12)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(sharing=0), "sharing"), (dict(algorithm="tree"), "algorithm"), (dict(n_systems=3), "n_ranks"),
+    (dict(n_ranks=65), "n_ranks"), (dict(size_bytes=-1.0), "size_bytes"), (dict(system=3), "system"),
+    (dict(chips_per_system=17), "chips_per_system"), (dict(chips_per_system=0), "chips_per_system"),
+    (dict(op="broadcast"), "op")])
+def test_neuron_collective_rejects_bad_input_naming_the_parameter(kwargs, name):
+    args = dict(op="all_reduce", size_bytes=1024.0, n_ranks=64, system="trn1.32xlarge", n_systems=2)
+    args.update(kwargs)
+    op, size = args.pop("op"), args.pop("size_bytes")
+    with pytest.raises(ValueError, match=name):
+        c.neuron_collective(op, size, **args)
+
+
+def test_flat_ring_is_trainium1s_only():
+    # AWS: "We only enable Flat Ring on Trn1 for large message size cases"
+    with pytest.raises(ValueError, match="algorithm"):
+        c.neuron_collective("all_reduce", 2**30, n_ranks=128, system="trn2.48xlarge", n_systems=2,
+                            algorithm="flat_ring")
+
+
+def test_planner_costs_groups_spanning_instances_with_the_one_collective_model():
+    # issue 24: hierarchical (instance-first) collectives for any group that spans instances, with
+    # the launch and step latencies; the planner's DP all-reduce of Llama 3.1 8B at TP 32 DP 32 on
+    # 32 trn1.32xlarge (AWS's published layout) is neuron_collective's, one rank per instance
+    from trainium_lab.layouts import engine
+
+    cm = engine._comm("trn1.32xlarge", 32, 1, 32, 1, 32)
+    ref = c.neuron_collective("all_reduce", 1e9, n_ranks=32, system="trn1.32xlarge", n_systems=32, sharing=2,
+                              chips_per_system=1)
+    assert cm.dp_ar == (ref.latency_s, ref.per_byte_s)
+    assert cm.dp_ar[0] > 2 * 31 * c._neuron_params()["efa_step_latency_s"]   # 62 EFA steps, plus the launch
+    # a group inside one instance keeps chapter 03's ring at the level's published rate
+    assert cm.tp_ar[0] == 0.0
+
+
+def test_preflight_expects_the_one_collective_model_for_groups_spanning_systems():
+    from trainium_lab import planning
+
+    p = planning.plan_run("llama3-405b", 1e12, system="trn2-ultraserver", n_systems=2, lnc=2,
+                          global_batch=1024, usd_per_hour=40.0)
+    row = planning.preflight_checks(p).set_index("step").loc["collective benchmark: dp (efa level)"]
+    lay = p.layout
+    cost = c.neuron_collective("all_reduce", GiB, n_ranks=lay.dp, system="trn2-ultraserver", n_systems=2,
+                               chips_per_system=lay.dp // 2, lnc=2)
+    assert row.value == pytest.approx(c.bus_factor("all_reduce", lay.dp) * GiB / cost.expected_s, rel=1e-12)
+    assert "hierarchical" in row.expect and "size ÷ time" in row.expect

@@ -165,8 +165,11 @@ def test_no_framework_says_which_can_run_the_winner():
 
 
 def test_405b_default_winner_is_not_runnable_and_the_explanation_says_so():
-    # the audit's case (chapter 05 at 40 % MFU): TP64 ranks × PP2 × DP4 ZeRO-3
-    p = layouts.plan("llama3-405b", system="trn2-ultraserver", n_systems=2, lnc=2, global_batch=512, mfu=0.40)
+    # the audit's case (chapter 05 at 40 % MFU): TP64 ranks × PP2 × DP4 ZeRO-3; on two UltraServers the
+    # DP all-reduce is now hierarchical (issue 24) and a runnable layout wins, so the same 128 chips
+    # as eight trn2.48xlarge joined by EFA, where each DP group has one rank per instance
+    p = layouts.plan("llama3-405b", system="trn2.48xlarge", n_systems=8, lnc=2, global_batch=512, mfu=0.40)
+    assert p.best.label.startswith("TP64 ranks = 16 chips × PP2×DP4 ZeRO-3")
     assert p.runnable_by() == ()
     assert "no Neuron training framework can run the winner" in explain_plan(p)[2]
 
@@ -208,8 +211,9 @@ def test_overlap_default_is_labelled_and_has_a_range():
 
 
 def test_405b_winner_depends_on_overlap_and_the_explanation_says_so():
-    # issue 26 item 4: at half overlap ZeRO-2 wins
-    p = layouts.plan("llama3-405b", system="trn2-ultraserver", n_systems=2, lnc=2, global_batch=512, mfu=0.40)
+    # issue 26 item 4: at half overlap ZeRO-2 wins (eight trn2.48xlarge: DP over EFA, one rank per
+    # instance in each group, so the hierarchical all-reduce sends all of it across EFA)
+    p = layouts.plan("llama3-405b", system="trn2.48xlarge", n_systems=8, lnc=2, global_batch=512, mfu=0.40)
     s = p.overlap_sensitivity()
     assert bool(s.same_winner.iloc[0]) and not bool(s.same_winner.iloc[-1])
     assert "ZeRO-2" in s.label.iloc[-1]

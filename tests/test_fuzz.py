@@ -144,6 +144,8 @@ OVERRIDES = {
     "reality.prefill": {"model": "llama3-70b", "chip": "trn2", "tp": 64, "prompt_tokens": 1024},
     "reality.collective": {"op": "all_reduce", "size_bytes": 2**20, "n_ranks": 64, "system": "trn1.32xlarge",
                            "n_systems": 2},
+    "collectives.neuron_collective": {"op": "all_reduce", "size_bytes": 2**20, "n_ranks": 64,
+                                      "system": "trn1.32xlarge", "n_systems": 2},
     "reality.training": {"model": "llama3-8b", "system": "trn1.32xlarge", "n_systems": 32, "tp": 32, "pp": 1,
                          "dp": 32, "seq_len": 8192, "global_batch": 1024},
     "reality.acceptance": {"position": 1},

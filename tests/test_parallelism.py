@@ -83,7 +83,8 @@ def test_dp_threshold_agrees_with_the_layout_model():
     tokens = lay.micro_batch * lay.seq_len
     # the model's backward also counts the attention scores (2/3 of 6·L·s·h per token) and
     # their selective recomputation (1/3): 4N + 6·L·s·h FLOPs per token where the rule has 4N;
-    # it adds EFA's latency term (2 steps of 15 µs) to the all-reduce, hence the tolerance
+    # it adds the calibrated launch and the two EFA steps of chapter 03's hierarchical model
+    # (collectives.neuron_collective, about 0.5 ms on 0.5 s) to the all-reduce, hence the tolerance
     # the gradients are the even share Ψ/p, the backward the busiest stage's: ⌈126/4⌉ = 32 of
     # 126 layers where the even split has 31.5 (layouts: a pipeline runs at its slowest stage)
     m = lay.model
@@ -91,7 +92,7 @@ def test_dp_threshold_agrees_with_the_layout_model():
     busiest = math.ceil(m.n_layers / lay.pp) * lay.pp / m.n_layers
     assert busiest == 32 / 31.5
     assert est.dp_comm_s / backward == pytest.approx(b / tokens * 4 * m.n_params / per_token / busiest,
-                                                     rel=1e-3)
+                                                     rel=2e-3)
 
 
 def test_tp_limit_is_where_allreduce_equals_compute():

@@ -465,7 +465,9 @@ def test_preflight_expects_chapter_03s_bus_bandwidth(p405):
     assert tp.value == pytest.approx(specs.link("trn2-neuronlink-intra").bytes_per_s, rel=1e-12)
     assert "nccom-test -r 64" in tp.command
     dp = c.loc["collective benchmark: dp (efa level)"]
-    assert dp.value < specs.link("trn2-efa").bytes_per_s  # EFA's latency costs a little
+    # spanning UltraServers, the group is hierarchical (issue 24): only each rank's 1/4 shard crosses
+    # EFA, so its bus bandwidth can pass EFA's per-chip 25 GB/s, but never the model's bound
+    assert specs.link("trn2-efa").bytes_per_s < dp.value < 2 * 4 * specs.link("trn2-efa").bytes_per_s
     assert c.loc["short run (throughput)"].value == p405.tokens_per_s
 
 

@@ -66,6 +66,7 @@ Examples
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
@@ -81,7 +82,8 @@ __all__ = [
     "bus_factor", "algbw_bytes_per_s", "busbw_bytes_per_s", "nccom_test_cases",
     "latency_crossover_bytes",
     "ring_allreduce_steps", "size_sweep", "group_collective_s", "placement_costs",
-    "level_collective_s",
+    "level_collective_s", "CollectiveCost", "neuron_collective", "NEURON_ALGORITHMS",
+    "MESH_MAX_BYTES", "RDH_MAX_BYTES",
 ]
 
 
@@ -995,3 +997,252 @@ def torus_2d_allreduce_s(size_bytes: float, x: int, y: int, link_bytes_per_s: fl
 
 
 __all__ += ["torus_2d_allreduce_s"]
+
+
+# --------------------------------------------------------------------- the Neuron runtime's algorithms
+
+#: Sizes at which the Neuron runtime switches algorithm inside one Trainium2/3 node (AWS,
+#: "Intra-node Collective Communications", Algorithm Summary, sweet ranges found empirically:
+#: Mesh < 1 MB, RDH 1-56 MB, KangaRing > 56 MB). "MB" read as 10^6 bytes (the page does not say).
+MESH_MAX_BYTES = 1e6
+RDH_MAX_BYTES = 56e6
+#: ``algorithm=`` choices of :func:`neuron_collective`: "auto" picks as the runtime does.
+NEURON_ALGORITHMS = ("auto", "hierarchical", "flat_ring")
+#: the calibrated parameters the model reads (data/calibration.csv, fitted by reality.fit)
+NEURON_PARAMETERS = ("collective_launch_s", "ring_step_latency_s", "efa_step_latency_s",
+                     "intra_chip_bus_efficiency", "neuronlink_bus_efficiency", "efa_bus_efficiency")
+
+
+@dataclass(frozen=True)
+class CollectiveCost:
+    """One collective on Neuron hardware: a bound, an expectation and the algorithm (seconds).
+
+    ``expected_s = latency_s + per_byte_s · size``: the launch and the steps' latencies, then the
+    bytes at the calibrated bus efficiencies. ``bound_s`` is a lower bound on the time (published
+    rates, the smallest published per-hop latency, the cheapest algorithm).
+    """
+
+    op: str
+    algorithm: str
+    size_bytes: float
+    bound_s: float
+    expected_s: float
+    latency_s: float
+    per_byte_s: float
+
+    def _repr_markdown_(self) -> str:
+        from trainium_lab.units import format_seconds
+
+        return (f"**{self.op}** of {self.size_bytes:,.0f} B ({self.algorithm}): bound "
+                f"{format_seconds(self.bound_s)}, expected {format_seconds(self.expected_s)} "
+                f"(latency {format_seconds(self.latency_s)})")
+
+
+def _intra_algorithm(chip_key: str, size: float, r: int) -> tuple[str, float]:
+    """The intra-node algorithm and its all-reduce steps (AWS, "Intra-node Collective Communications").
+
+    Trainium2 and 3 (four ranks per chip at LNC=2): Mesh below 1 MB (reduce-scatter then
+    all-gather, one step each), RDH to 56 MB (``2·log2 r`` steps), KangaRing above (half the
+    per-hop latency of a ring: ``r`` steps for an all-reduce). Trainium1 and Inferentia2: Ring,
+    ``2(r−1)`` steps.
+    """
+    if r <= 1:
+        return "none", 0.0
+    if chip_key in ("trn2", "trn3") and r > 2:
+        if size < MESH_MAX_BYTES:
+            return "mesh", 2.0
+        if size < RDH_MAX_BYTES:
+            return "rdh", 2.0 * math.ceil(math.log2(r))
+        return "kangaring", float(r)
+    return "ring", float(2 * (r - 1))
+
+
+def _op_steps(op: str, alg: str, r: int, allreduce_steps: float) -> float:
+    if r <= 1:
+        return 0.0
+    if op == "all_reduce":
+        return allreduce_steps
+    return float(r - 1) if alg == "ring" else allreduce_steps / 2.0
+
+
+def _neuron_terms(op: str, size: float, n_ranks: int, system, n_systems: int, sharing: int = 1,
+                  lnc: int | None = None, chips_per_system: int | None = None) -> list[dict]:
+    """Each candidate algorithm's terms: time = Σ parameter × term (linear, for the fit).
+
+    ``steps`` count NeuronLink steps (α), ``efa_steps`` EFA steps (α_EFA), ``flat_steps`` steps
+    bounded by their slowest hop (``max(α, α_EFA)``); ``chip_s``, ``link_s``, ``efa_s`` are the
+    bytes at the published rate of each level; ``overlap`` says the levels run at once (a flat
+    ring) rather than one after the other (hierarchical stages).
+    """
+    from trainium_lab import cores
+
+    c = system.chip
+    lnc = lnc if lnc is not None else (cores.any_lnc(c.key) or 1)
+    per_chip = cores.logical_cores_per_chip(c.key, lnc)
+    k = n_systems
+    r = n_ranks // k                                   # ranks per system
+    alg, ar_steps = _intra_algorithm(c.key, size, r)
+    steps = _op_steps(op, alg, r, ar_steps)
+    fr = bus_factor(op, r)
+    if r <= 1:
+        chip_s = link_s = 0.0
+    elif r <= per_chip:                                # the ranks of one chip: through its HBM
+        chip_s, link_s = fr * size * sharing / c.hbm_bytes_per_s, 0.0
+    else:
+        chip_s, link_s = 0.0, fr * size * sharing / c.neuronlink_bytes_per_s
+    if k == 1:
+        return [{"algorithm": alg, "launch": 1.0, "steps": steps, "efa_steps": 0.0, "flat_steps": 0.0,
+                 "chip_s": chip_s, "link_s": link_s, "efa_s": 0.0, "overlap": False}]
+    # The group's share of its system's EFA: the chips it occupies (packed unless told), less the
+    # groups sharing them.
+    chips_used = chips_per_system or min(system.n_chips, -(-r // per_chip))
+    efa_rate = system.efa_bytes_per_s_total * chips_used / system.n_chips / sharing
+    # Hierarchical (AWS, "Inter-node Collective Communications"): intra-node reduce-scatter,
+    # inter-node all-reduce on the shards (ring: 2(k-1) steps), intra-node all-gather; an
+    # all-gather runs inter-node first, a reduce-scatter intra-node first. The system's EFA
+    # carries the whole buffer's bus bytes once: r ranks × f(k)·S/r.
+    hier = {"algorithm": f"hierarchical ({alg} in each system, ring across)", "launch": 1.0,
+            "steps": steps, "efa_steps": float(2 * (k - 1) if op == "all_reduce" else k - 1),
+            "flat_steps": 0.0, "chip_s": chip_s, "link_s": link_s,
+            "efa_s": bus_factor(op, k) * size / efa_rate, "overlap": False}
+    out = [hier]
+    if c.key == "trn1" and op != "all_to_all":
+        # Flat ring over all ranks ("edge cases only": Trn1, large messages): 2(N−1) steps for an
+        # all-reduce, each bounded by its slowest (EFA-crossing) hop; every link busy at once.
+        n = n_ranks
+        fn = bus_factor(op, n)
+        out.append({"algorithm": "flat ring", "launch": 1.0, "steps": 0.0, "efa_steps": 0.0,
+                    "flat_steps": float(2 * (n - 1) if op == "all_reduce" else n - 1),
+                    "chip_s": 0.0, "link_s": fn * size * sharing / c.neuronlink_bytes_per_s,
+                    "efa_s": fn * size / efa_rate, "overlap": True})
+    return out
+
+
+def _neuron_bytes_s(t: dict, p: dict) -> float:
+    parts = (t["chip_s"] / p["intra_chip_bus_efficiency"], t["link_s"] / p["neuronlink_bus_efficiency"],
+             t["efa_s"] / p["efa_bus_efficiency"])
+    return max(parts) if t["overlap"] else sum(parts)
+
+
+def _neuron_latency_s(t: dict, p: dict) -> float:
+    return (p["collective_launch_s"] * t["launch"] + p["ring_step_latency_s"] * t["steps"]
+            + p["efa_step_latency_s"] * t["efa_steps"]
+            + max(p["ring_step_latency_s"], p["efa_step_latency_s"]) * t["flat_steps"])
+
+
+def _neuron_expected(t: dict, p: dict) -> float:
+    return _neuron_latency_s(t, p) + _neuron_bytes_s(t, p)
+
+
+def _neuron_bound(t: dict, floor_s: float) -> float:
+    floor = floor_s if (t["steps"] or t["efa_steps"] or t["flat_steps"]) else 0.0
+    # The levels could overlap (a pipelined algorithm), so the bound is the slowest one.
+    return max(t["chip_s"], t["link_s"], t["efa_s"], floor)
+
+
+def _neuron_params() -> dict[str, float]:
+    return {n: specs.calibration(n).value for n in NEURON_PARAMETERS}
+
+
+def neuron_collective(op: str, size_bytes: float, *, n_ranks: int, system: str, n_systems: int = 1,
+                      sharing: int = 1, chips_per_system: int | None = None, lnc: int | None = None,
+                      algorithm: str = "auto") -> CollectiveCost:
+    """One collective as the Neuron runtime runs it: the course's one collective model.
+
+    Inside one system the ranks of one chip exchange through its HBM, a group of several chips
+    over NeuronLink, with the intra-node algorithm AWS documents for the chip (Trainium2/3:
+    Mesh < 1 MB, RDH to 56 MB, KangaRing above; Trainium1 and Inferentia2: Ring). A group that
+    spans systems is **hierarchical** (instance first): reduce-scatter inside each system, an
+    all-reduce of the shards across systems over EFA, all-gather inside each system. On
+    Trainium1 the runtime may also run a **flat ring** over every rank (2(N−1) steps, each
+    bounded by its slowest, EFA-crossing hop); AWS gives no threshold, so ``"auto"`` takes the
+    faster of the two. Expected time: ``t0 + steps·α + efa_steps·α_EFA + bytes/(η·B)``, with the
+    launch ``t0``, latencies and bus efficiencies calibrated on the NCCOM-TEST guide's Trn1 runs
+    (``data/calibration.csv``, fitted by :func:`trainium_lab.reality.fit`). The bound takes
+    ``η = 1``, one step of the smallest published per-hop latency, and the cheaper algorithm.
+
+    Parameters
+    ----------
+    op : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}
+    size_bytes : float
+        nccom-test's ``size(B)``: the buffer of an all-reduce or reduce-scatter, the gathered
+        output of an all-gather (>= 0).
+    n_ranks : int
+        Ranks in the group (NeuronCores on Trn1 and Inf2, logical cores on Trn2 and Trn3), split
+        evenly over ``n_systems``.
+    system : str
+        A system of ``data/systems.csv`` (``"trn1.32xlarge"``, ``"trn2.48xlarge"``, ...).
+    n_systems : int
+        Systems the group spans (>= 1).
+    sharing : int
+        Groups of the same kind running at once on each chip's links and its share of EFA (>= 1;
+        the DP groups of a TP-32 layout on Trn1: two, one per NeuronCore of each chip).
+    chips_per_system : int, optional
+        Chips the group's ranks occupy in each system (its share of the system's EFA); by default
+        packed, ``ceil(ranks per system / ranks per chip)``.
+    lnc : int, optional
+        Logical NeuronCore setting (the chip's default).
+    algorithm : {"auto", "hierarchical", "flat_ring"}
+        Across systems: the runtime's choice, or one algorithm (``flat_ring`` is Trn1's only).
+
+    Returns
+    -------
+    CollectiveCost
+        ``bound_s``, ``expected_s`` (= ``latency_s + per_byte_s · size_bytes``) and ``algorithm``.
+
+    References
+    ----------
+    AWS Neuron docs, "Intra-node Collective Communications with AWS Neuron" and "Inter-node
+    Collective Communications with AWS Neuron" (both dated 12/02/2025); "NCCOM-TEST User Guide".
+    Thakur, Rabenseifner and Gropp (2005), §4 (ring steps and bytes).
+
+    Examples
+    --------
+    >>> c = neuron_collective("all_reduce", 2**30, n_ranks=64, system="trn1.32xlarge", n_systems=2)
+    >>> c.algorithm, round(c.bound_s * 1e3, 1), c.expected_s > c.bound_s
+    ('hierarchical (ring in each system, ring across)', 10.7, True)
+    >>> neuron_collective("all_reduce", 1024, n_ranks=0, system="trn1.32xlarge")
+    Traceback (most recent call last):
+    ...
+    ValueError: n_ranks must be an integer in [1, 10,000,000], got 0
+    """
+    from trainium_lab import cores
+
+    op = choice("op", op, ("all_reduce", "all_gather", "reduce_scatter", "all_to_all"))
+    size = positive("size_bytes", size_bytes, allow_zero=True)
+    n_ranks = integer("n_ranks", n_ranks, minimum=1, maximum=10**7)
+    n_systems = integer("n_systems", n_systems, minimum=1, maximum=10**6)
+    sharing = integer("sharing", sharing, minimum=1, maximum=10**4)
+    algorithm = choice("algorithm", algorithm, NEURON_ALGORITHMS)
+    if chips_per_system is not None:
+        chips_per_system = integer("chips_per_system", chips_per_system, minimum=1, maximum=10**6)
+    if not isinstance(system, str):
+        raise ValueError(f"system must be a system name; got {type(system).__name__}")
+    s = specs.system(system)
+    lnc_ = cores.resolve_lnc(s.chip_key, lnc) if lnc is not None else (cores.any_lnc(s.chip_key) or 1)
+    per_system = s.n_chips * cores.logical_cores_per_chip(s.chip_key, lnc_)
+    if n_ranks % n_systems:
+        raise ValueError(f"n_ranks must be a multiple of n_systems ({n_systems}); got {n_ranks}")
+    if n_ranks // n_systems > per_system:
+        raise ValueError(f"n_ranks must be at most {per_system * n_systems} ({per_system} per {s.key}); "
+                         f"got {n_ranks}")
+    if chips_per_system is not None and chips_per_system > s.n_chips:
+        raise ValueError(f"chips_per_system must be at most the {s.n_chips} chips of a {s.key}; got {chips_per_system}")
+    cands = _neuron_terms(op, size, n_ranks, s, n_systems, sharing, lnc_, chips_per_system)
+    if algorithm == "flat_ring":
+        if len(cands) < 2:
+            raise ValueError(f"algorithm 'flat_ring' runs only on Trainium1 groups that span systems "
+                             f"(not {op} on {s.key} over {n_systems}); use 'auto' or 'hierarchical'")
+        cands = cands[1:]
+    elif algorithm == "hierarchical":
+        cands = cands[:1]
+    return _neuron_choose(op, size, cands, _neuron_params(), specs.calibration("hop_latency_min_s").value)
+
+
+def _neuron_choose(op: str, size: float, cands: list[dict], p: dict, floor_s: float) -> CollectiveCost:
+    best = min(cands, key=lambda t: _neuron_expected(t, p))
+    lat, byt = _neuron_latency_s(best, p), _neuron_bytes_s(best, p)
+    # bytes terms are linear in the size (at a fixed algorithm), so the slope is byt / size
+    per_byte = byt / size if size > 0 else 0.0
+    return CollectiveCost(op, best["algorithm"], size, min(_neuron_bound(t, floor_s) for t in cands),
+                          lat + byt, lat, per_byte)

@@ -2297,7 +2297,10 @@ def preflight_checks(plan: RunPlan, *, benchmark_bytes: float = GiB) -> pd.DataF
     1. **Device listing** (``neuron-ls`` on every instance): the chips, NeuronCores and LNC.
     2. **A collective benchmark per level** the layout's groups cross (``nccom-test`` all-reduce of
        ``benchmark_bytes`` over one group's ranks and instances): the bus bandwidth chapter 03's
-       ring model expects at that level (the level's per-chip bandwidth, less latency).
+       ring model expects at that level (the level's per-chip bandwidth, less latency); for a group
+       spanning systems, what chapter 03's one collective model
+       (:func:`trainium_lab.collectives.neuron_collective`: hierarchical, with the calibrated launch
+       and step latencies) expects of one such group alone.
     3. **A compile test on one instance** (``neuron_parallel_compile``, 10-15 steps): the plan's
        graphs, each in about ``compile_s`` (the assumption to replace with the measurement).
     4. **A short run**: tokens/s of the layout (then :func:`trainium_lab.sizing.mfu_from_throughput`).
@@ -2349,6 +2352,24 @@ def preflight_checks(plan: RunPlan, *, benchmark_bytes: float = GiB) -> pd.DataF
             rows.append({"step": f"collective benchmark: {kind} (chip level)", "tool": "nccom-test",
                          "command": _nccom(degree, 1, size), "expect": "inside one chip: no published figure",
                          "value": math.nan, "unit": "bytes/s"})
+            continue
+        n_sys = int(placement.groups(kind)["n_systems"].max())
+        if kind != "ep" and n_sys > 1:
+            # a group spanning systems runs instance first: chapter 03's one collective model
+            r = -(-degree // n_sys)
+            # one group benchmarked alone (no other group sharing its chips), on the chips it occupies
+            cost = collectives.neuron_collective("all_reduce", size, n_ranks=r * n_sys, system=c.system,
+                                                 n_systems=n_sys, chips_per_system=-(-n_chips // n_sys),
+                                                 lnc=c.lnc)
+            factor = collectives.bus_factor("all_reduce", degree)
+            busbw, top = factor * size / cost.expected_s, factor * size / cost.bound_s
+            rows.append({"step": f"collective benchmark: {kind} ({level.name} level)", "tool": "nccom-test",
+                         "command": _nccom(degree, nodes, size),
+                         "expect": f"busbw ≈ {busbw / GB:,.1f} GB/s ({format_seconds(cost.expected_s)}), never above "
+                                   f"{top / GB:,.1f} GB/s: chapter 03's {cost.algorithm} model, launch and step "
+                                   "latencies calibrated on AWS's nccom-test runs; check the printed unit as "
+                                   "size ÷ time, and look for a link or placement problem only far below it",
+                         "value": busbw, "unit": "bytes/s"})
             continue
         coll = "all_reduce" if kind != "ep" else ("all_to_all_direct" if level.switched else "all_to_all")
         t = collectives.collective_s(coll, size, n_chips, level.bytes_per_s, level.latency_s or 0.0)

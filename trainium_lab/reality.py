@@ -55,11 +55,10 @@ __all__ = ["Estimate", "TrainingEstimate", "OPS", "CHIPS", "decode", "prefill", 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 CHIPS = ("trn1", "trn2", "trn3", "inf2")
 FORWARD_COLLECTIVES_PER_LAYER = serving.FORWARD_ALLREDUCES_PER_LAYER
-# Sizes at which the Neuron runtime switches algorithm (AWS, "Intra-node Collective
-# Communications", Algorithm Summary: Mesh < 1 MB, RDH 1-56 MB, KangaRing > 56 MB). The page
-# describes Trainium2's four ranks per chip; "MB" read as 10^6 bytes (not stated).
-MESH_MAX_BYTES = 1e6
-RDH_MAX_BYTES = 56e6
+# Sizes at which the Neuron runtime switches algorithm inside a Trainium2/3 node (one home:
+# trainium_lab.collectives, AWS "Intra-node Collective Communications", Algorithm Summary).
+MESH_MAX_BYTES = collectives.MESH_MAX_BYTES
+RDH_MAX_BYTES = collectives.RDH_MAX_BYTES
 
 
 def parameter(name: str) -> float:
@@ -171,77 +170,32 @@ def _factor(op: str, n: int) -> float:
     return collectives.bus_factor(op, n)
 
 
-def _ring_steps(op: str, n: int) -> int:
-    return 2 * (n - 1) if op == "all_reduce" else n - 1
-
-
-def _algorithm(system: specs.System, size_bytes: float, n: int) -> tuple[str, float]:
-    """The algorithm the runtime picks and its latency steps (AWS, Algorithm Summary).
-
-    Trainium2 and 3 (four ranks per chip at LNC=2): Mesh below 1 MB (two steps: reduce-scatter
-    then all-gather, each one step), RDH to 56 MB (``2·log2 n`` steps), KangaRing above (half the
-    per-hop latency of a ring: ``n`` steps for an all-reduce). Trainium1 and Inferentia2: Ring.
-    """
-    if system.chip_key in ("trn2", "trn3") and n > 2:
-        if size_bytes < MESH_MAX_BYTES:
-            return "mesh", 2.0
-        if size_bytes < RDH_MAX_BYTES:
-            return "rdh", 2.0 * math.ceil(math.log2(n))
-        return "kangaring", float(n)
-    return "ring", float(2 * (n - 1))
-
-
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=1)
 def _nccom_params() -> dict[str, float]:
-    names = ("collective_launch_s", "ring_step_latency_s", "efa_step_latency_s",
-             "intra_chip_bus_efficiency", "neuronlink_bus_efficiency", "efa_bus_efficiency")
-    return {n: parameter(n) for n in names}
+    return collectives._neuron_params()
 
 
-def _collective_terms(op: str, size: float, n_ranks: int, system: specs.System, n_systems: int):
-    """Rows of the linear model: time = Σ coefficient × term (see :func:`fit`)."""
-    c = system.chip
-    lnc = cores.any_lnc(c.key) or 1
-    per_chip = cores.logical_cores_per_chip(c.key, lnc)
-    r = n_ranks // n_systems                     # ranks per system
-    k = n_systems
-    alg, steps_local = _algorithm(system, size, r) if r > 1 else ("none", 0.0)
-    if op != "all_reduce" and alg in ("ring",):
-        steps_local = float(_ring_steps(op, r))
-    elif op != "all_reduce" and r > 1:
-        steps_local /= 2.0
-    if r <= per_chip:
-        chip_bytes, link_bytes = (_factor(op, r) * size if r > 1 else 0.0), 0.0
-    else:
-        chip_bytes, link_bytes = 0.0, _factor(op, r) * size
-    efa_bytes = _factor(op, k) * size if k > 1 else 0.0
-    efa_steps = float(_ring_steps(op, k)) if k > 1 else 0.0
-    return {"launch": 1.0, "steps": steps_local, "efa_steps": efa_steps,
-            "chip_s": chip_bytes / c.hbm_bytes_per_s,
-            "link_s": link_bytes / c.neuronlink_bytes_per_s,
-            "efa_s": efa_bytes / system.efa_bytes_per_s_total if k > 1 else 0.0,
-            "algorithm": alg if k == 1 else f"hierarchical ({alg} in each system, ring across)"}
+def _collective_candidates(op: str, size: float, n_ranks: int, system: specs.System, n_systems: int):
+    """The algorithms the runtime could run, each as the linear terms of :func:`fit` (one home:
+    :func:`trainium_lab.collectives.neuron_collective`)."""
+    return collectives._neuron_terms(op, size, n_ranks, system, n_systems)
 
 
-def _collective_expected(t: dict, p: dict) -> float:
-    return (p["collective_launch_s"] * t["launch"] + p["ring_step_latency_s"] * t["steps"]
-            + p["efa_step_latency_s"] * t["efa_steps"] + t["chip_s"] / p["intra_chip_bus_efficiency"]
-            + t["link_s"] / p["neuronlink_bus_efficiency"] + t["efa_s"] / p["efa_bus_efficiency"])
-
-
-def _collective_bound(t: dict) -> float:
-    floor = parameter("hop_latency_min_s") if (t["steps"] or t["efa_steps"]) else 0.0
-    # The levels could overlap (a pipelined hierarchical algorithm), so the bound is the slowest one.
-    return max(t["chip_s"], t["link_s"], t["efa_s"], floor)
+def _collective_row(cands: list[dict], p: dict) -> tuple[float, float, str]:
+    c = collectives._neuron_choose("", 1.0, cands, p, parameter("hop_latency_min_s"))
+    return c.bound_s, c.expected_s, c.algorithm
 
 
 def collective(op: str, size_bytes: float, *, n_ranks: int, system: str, n_systems: int = 1) -> Estimate:
     """A collective's time: bound and expectation, hierarchical when it spans systems.
 
-    Inside one system the ranks form one group: ranks of one chip exchange through HBM, a
-    group of several chips over NeuronLink. Across ``n_systems`` the collective is
-    hierarchical (instance first): a reduce-scatter inside each system, a ring over EFA on the
-    shards, an all-gather inside each system. Expected:
+    The course's one collective model, :func:`trainium_lab.collectives.neuron_collective` (which
+    the planner and the pre-flight check call too; ``detail`` names the algorithm). Inside one
+    system the ranks form one group: ranks of one chip exchange through HBM, a group of several
+    chips over NeuronLink. Across ``n_systems`` the collective is hierarchical (instance first):
+    a reduce-scatter inside each system, a ring over EFA on the shards, an all-gather inside each
+    system; on Trainium1 a flat ring over every rank where it is faster (AWS gives no threshold).
+    Expected:
     ``t0 + steps·α + efa_steps·α_EFA + bytes/(η·B)`` per level, with the launch cost ``t0``,
     latencies ``α`` and bus efficiencies ``η`` fitted on the NCCOM-TEST guide's Trn1 runs
     (``data/calibration.csv``); ``B`` is the published rate (HBM for ranks of one chip,
@@ -284,8 +238,8 @@ def collective(op: str, size_bytes: float, *, n_ranks: int, system: str, n_syste
         raise ValueError(f"n_ranks must be a multiple of n_systems ({n_systems}); got {n_ranks}")
     if n_ranks // n_systems > per_system:
         raise ValueError(f"n_ranks must be at most {per_system * n_systems} ({per_system} per {s.key}); got {n_ranks}")
-    t = _collective_terms(op, size, n_ranks, s, n_systems)
-    return Estimate(op, _collective_bound(t), _collective_expected(t, _nccom_params()), t["algorithm"])
+    c = collectives.neuron_collective(op, size, n_ranks=n_ranks, system=system, n_systems=n_systems)
+    return Estimate(op, c.bound_s, c.expected_s, c.algorithm)
 
 
 # --------------------------------------------------------------------------- serving steps
@@ -512,8 +466,10 @@ def _row_estimate(row, params: dict[str, float] | None = None) -> tuple[float, f
     metric = row["metric"]
     if row["set"] == "nccom_test_guide":
         s = specs.system(row["instance"].split(" ")[0])
-        t = _collective_terms(row["op"], float(row["size_bytes"]), int(row["n_ranks"]), s, int(row["n_instances"]))
-        return _collective_bound(t), _collective_expected(t, params or _nccom_params()), "time"
+        cands = _collective_candidates(row["op"], float(row["size_bytes"]), int(row["n_ranks"]), s,
+                                       int(row["n_instances"]))
+        bound, expected, _ = _collective_row(cands, {**_nccom_params(), **(params or {})})
+        return bound, expected, "time"
     if metric == "tpot":
         e = decode(row["model"], "trn2", tp=int(row["tp"]), batch=int(row["batch"]),
                    context_len=int(row["input_tokens"]) + int(row["output_tokens"]) // 2,
@@ -640,14 +596,60 @@ def _planner_tokens_per_s(row, mfu: float) -> float:
     return layouts.evaluate(lay, mfu=mfu).tokens_per_s
 
 
+def _fit_nccom(rows, max_rounds: int = 20) -> dict[str, float]:
+    """Fit the collective model's parameters on the NCCOM-TEST rows (see :func:`fit`).
+
+    The model is linear in ``t0, α, α_EFA, 1/η_chip, 1/η_link`` once each row's algorithm is
+    fixed (and, for a flat ring, which level bounds its bytes and its steps). Start from the
+    hierarchical (or intra-node) algorithm on every row, fit, let each row take the algorithm the
+    fitted model calls fastest, and refit until no row changes (at most ``max_rounds``).
+    """
+    efa = parameter("efa_bus_efficiency")
+    cands = []
+    for r in rows:
+        s = specs.system(r["instance"].split(" ")[0])
+        cands.append(_collective_candidates(r["op"], float(r["size_bytes"]), int(r["n_ranks"]), s,
+                                            int(r["n_instances"])))
+    meas = [_measured(r) for r in rows]
+    choice_ = [0] * len(rows)
+    p: dict[str, float] = {}
+    for _ in range(max_rounds):
+        a, y = [], []
+        for cs, i, m in zip(cands, choice_, meas):
+            t = cs[i]
+            flat_efa = not p or p["efa_step_latency_s"] >= p["ring_step_latency_s"]
+            steps = t["steps"] + (0.0 if flat_efa else t["flat_steps"])
+            efa_steps = t["efa_steps"] + (t["flat_steps"] if flat_efa else 0.0)
+            chip, link, efa_s = t["chip_s"], t["link_s"], t["efa_s"] / efa
+            if t["overlap"]:      # a flat ring's bytes: only the slowest level counts
+                eta = p.get("neuronlink_bus_efficiency", 1.0)
+                if link / eta >= efa_s:
+                    efa_s = 0.0
+                else:
+                    link = 0.0
+            a.append([t["launch"] / m, steps / m, efa_steps / m, chip / m, link / m])
+            y.append(1.0 - efa_s / m)
+        x = _nnls(np.array(a), np.array(y))
+        p = {"collective_launch_s": x[0], "ring_step_latency_s": x[1], "efa_step_latency_s": x[2],
+             "intra_chip_bus_efficiency": 1 / x[3] if x[3] > 0 else math.inf,
+             "neuronlink_bus_efficiency": 1 / x[4] if x[4] > 0 else math.inf, "efa_bus_efficiency": efa}
+        new = [min(range(len(cs)), key=lambda j: collectives._neuron_expected(cs[j], p)) for cs in cands]
+        if new == choice_:
+            break
+        choice_ = new
+    return p
+
+
 def fit() -> pd.DataFrame:
     """Re-run the calibration on the four named sets; one row per fitted parameter.
 
     Procedure, set by set (each parameter is fitted on its own set only):
 
-    (c) NCCOM-TEST, Trn1 runs whose instance the guide implies: the collective model is linear
-    in ``t0, α, α_EFA, 1/η_chip, 1/η_link, 1/η_EFA``; least squares on the relative error
-    ``(model − measured)/measured`` with non-negative coefficients.
+    (c) NCCOM-TEST, Trn1 runs whose instance the guide implies: once each row's algorithm is
+    fixed, the collective model is linear in ``t0, α, α_EFA, 1/η_chip, 1/η_link``; least squares
+    on the relative error ``(model − measured)/measured`` with non-negative coefficients, then each
+    row takes the algorithm the fitted model calls fastest and the fit repeats until none changes
+    (:func:`_fit_nccom`; ``η_EFA`` is held at its published rate).
     (b) NxD Inference TPOT: ``decode_tp_collective_s`` minimises the summed squared log error
     of :func:`decode`; TTFT: ``prefill_efficiency`` the same for :func:`prefill`.
     (a) Trn1 training table: ``train_mfu`` minimises the squared log error of :func:`training`
@@ -673,21 +675,7 @@ def fit() -> pd.DataFrame:
                     "residual_median": float(np.median(errs)), "residual_max": float(max(errs))})
 
     nc = [r for _, r in df[df.set == "nccom_test_guide"].iterrows() if _modelled(r)[0]]
-    a, y = [], []
-    for r in nc:
-        s = specs.system(r["instance"].split(" ")[0])
-        t = _collective_terms(r["op"], float(r["size_bytes"]), int(r["n_ranks"]), s, int(r["n_instances"]))
-        m = _measured(r)
-        # EFA's share is held at its published rate (efa_bus_efficiency, sourced): the guide's only
-        # multi-instance run cannot separate EFA's bandwidth from NeuronLink's.
-        efa = parameter("efa_bus_efficiency")
-        a.append([t["launch"] / m, t["steps"] / m, t["efa_steps"] / m, t["chip_s"] / m, t["link_s"] / m])
-        y.append(1.0 - t["efa_s"] / efa / m)
-    x = _nnls(np.array(a), np.array(y))
-    p = {"collective_launch_s": x[0], "ring_step_latency_s": x[1], "efa_step_latency_s": x[2],
-         "intra_chip_bus_efficiency": 1 / x[3] if x[3] > 0 else math.inf,
-         "neuronlink_bus_efficiency": 1 / x[4] if x[4] > 0 else math.inf,
-         "efa_bus_efficiency": parameter("efa_bus_efficiency")}
+    p = _fit_nccom(nc)
     for k, v in p.items():
         if k != "efa_bus_efficiency":
             add(k, v, nc, p)

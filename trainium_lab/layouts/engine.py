@@ -87,6 +87,9 @@ def _ag_group(c: topology.Cluster, shape: tuple[int, int, int], size: float, tor
     return moe._ag_group(c, shape, size, phase=phase)
 
 
+#: the message size at which a spanning group's algorithm is chosen (collectives.neuron_collective)
+_LARGE_BYTES = 1e9
+
 #: rank orderings (innermost first): EP right after TP, so it lands in the fastest domain holding tp·ep
 _ORDER = topology.parse_ordering("tp-pp-dp")
 _ORDER_EP = topology.parse_ordering("tp-ep-pp-dp")
@@ -106,6 +109,16 @@ def _comm(system: str, n_systems: int, lnc: int, tp: int, pp: int, dp: int, ep: 
         return c.level(topology.LEVEL_NAMES[index]), n_chips, sharing
 
     def affine(kind: str, coll: str) -> tuple[float, float]:
+        index, n_chips, _, n_sys, sh = spans[kind]
+        if index == 3 and n_sys > 1:
+            # A group spanning systems runs instance first (hierarchical), as chapter 03's one
+            # collective model has it, launch and step latencies included; gradient collectives are
+            # large messages, so the algorithm is the one the runtime runs at 1 GB.
+            r = -(-degrees[kind] // n_sys)
+            cost = collectives.neuron_collective(coll, _LARGE_BYTES, n_ranks=r * n_sys, system=c.system,
+                                                 n_systems=n_sys, sharing=sh, lnc=c.lnc,
+                                                 chips_per_system=-(-n_chips // n_sys))
+            return cost.latency_s, cost.per_byte_s
         # collectives.level_collective_s's arithmetic, without re-validating known-good arguments
         lv, n, sh = slowest(kind)
         if torus == "own-links" and n > 1 and _torus_level(c, lv):

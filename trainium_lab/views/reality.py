@@ -14,7 +14,8 @@ import pandas as pd
 from trainium_lab import reality
 from trainium_lab.units import format_seconds
 
-__all__ = ["compare_table", "summary_table", "summary_line", "nccom_sweep", "unit_readings", "SET_LABELS"]
+__all__ = ["compare_table", "summary_table", "summary_line", "nccom_sweep", "unit_readings", "latency_floors",
+           "SET_LABELS"]
 
 SET_LABELS = {
     "trn1_training": "Trn1 training table",
@@ -144,3 +145,48 @@ def unit_readings() -> pd.DataFrame:
         "size ÷ time (GiB/s)": (last["size"] / t / 2**30).round(2).to_list(),
         "size ÷ time (GB/s)": (last["size"] / t / 1e9).round(2).to_list(),
         "printed algbw": [f"{v:.2f}" for v in last.printed_algbw], "supports": last.unit_reading.to_list()})
+
+
+#: the guide's latency floors, each read under the algorithm(s) that could have produced it:
+#: (label, measurement_id prefix, largest size in the floor (B), algorithm, NeuronLink steps, EFA steps)
+_FLOORS = (
+    ("2 ranks, one instance, up to 64 KiB", "nccom-allr-2r-", 65536, "ring", 2, 0),
+    ("32-rank all-gather, one instance, up to 64 KiB", "nccom-allg-32r-", 65536, "ring", 31, 0),
+    ("64 ranks on two instances, up to 128 B", "nccom-allr-64r-2i-", 128, "hierarchical", 62, 2),
+    ("64 ranks on two instances, up to 128 B", "nccom-allr-64r-2i-", 128, "flat ring", 0, 126),
+    ("64 ranks on two instances, 64 KiB to 8 MiB", "nccom-allr-64r-2i-", 8388608, "hierarchical", 62, 2),
+    ("64 ranks on two instances, 64 KiB to 8 MiB", "nccom-allr-64r-2i-", 8388608, "flat ring", 0, 126),
+)
+
+
+def latency_floors() -> pd.DataFrame:
+    """Read each latency floor of the NCCOM-TEST guide as launch + steps × per-step latency.
+
+    For each floor (the median time of the rows it spans) and an algorithm that could have run it,
+    the per-step latency that algorithm implies: ``(floor − launch − NeuronLink steps × α) /
+    (EFA steps)`` (``α``, the launch: the calibrated values), or, inside one instance,
+    ``(floor − launch) / steps``. A flat ring's steps are each bounded by their slowest hop, so
+    they count as EFA steps. Compare with AWS's figures: 1-2 µs per NeuronLink hop, ~15 µs per EFA
+    hop (``data/calibration.csv``, sourced rows).
+
+    Examples
+    --------
+    >>> t = latency_floors()
+    >>> list(t.columns)[:3]
+    ['floor', 'algorithm', 'measured (µs)']
+    """
+    m = reality.measurements()
+    m = m[m.set == "nccom_test_guide"]
+    t0, a = reality.parameter("collective_launch_s"), reality.parameter("ring_step_latency_s")
+    rows = []
+    for label, prefix, top, alg, nl, efa in _FLOORS:
+        g = m[m.measurement_id.str.fullmatch(prefix + r"\d+") & (m.size_bytes.astype(float) <= top)]
+        if "64 KiB to" in label:
+            g = g[g.size_bytes.astype(float) >= 65536]
+        floor = float(g.value.astype(float).median()) * 1e-6
+        per_step = (floor - t0 - nl * a) / efa if efa else (floor - t0) / nl
+        rows.append({"floor": label, "algorithm": alg, "measured (µs)": _sig(floor * 1e6),
+                     "NeuronLink steps": nl, "EFA-bounded steps": efa,
+                     "implied µs per step": _sig(per_step * 1e6),
+                     "step over": "EFA" if efa else "NeuronLink"})
+    return pd.DataFrame(rows)
