@@ -8,7 +8,8 @@ What is checked on each drawing:
 * no two texts of one kind (the labels of one axis, one legend, one mark layer) closer than 2 px,
   and no two texts of different kinds overlapping;
 * no text outside the drawing;
-* no rule of the data (a threshold, a marker) drawn across a mark label or an axis label;
+* no rule of the data (a threshold, a marker) drawn across a mark label or an axis label, and
+  none without a legend or a label of its own nearby (``RULE_LABEL_PX``);
 * every colour, shape and dash that varies within one layer is explained by a legend of that
   channel (cells outlined in another colour: by the word "outlined" in the chart's text), or — checked on the Vega-Lite spec of the explorers — by an axis or text of the same
   field, or by words the chart itself shows (``usermeta["explained"]``); every rule or tick layer
@@ -44,6 +45,9 @@ LEGEND = re.compile(r"legend (?:titled '[^']*' )?for ([a-zA-Z ,]+?) with")
 #: Vega's SVG channel name in a legend's ARIA label -> the SVG attribute it varies
 LEGEND_CHANNELS = {"fill color": "fill", "stroke color": "stroke", "color": "fill",
                    "strokeDash": "dash", "stroke dash": "dash", "shape": "shape", "size": "shape"}
+#: a rule without a legend must have a mark label within this many px (chapter 05's all-reduce
+#: arrow has its words 16-20 px above and below it)
+RULE_LABEL_PX = 20
 #: at most this many explorer settings per control (dropdown options beyond it are sampled evenly)
 MAX_OPTIONS = 6
 
@@ -118,7 +122,8 @@ def drawing(svg: str) -> dict:
                 if kind == "translate":
                     x, y = x + v[0], y + (v[1] if len(v) > 1 else 0)
             rules.append(((ox + x + float(el.get("x1", 0)), oy + y + float(el.get("y1", 0))),
-                          (ox + x + float(el.get("x2", 0)), oy + y + float(el.get("y2", 0)))))
+                          (ox + x + float(el.get("x2", 0)), oy + y + float(el.get("y2", 0))),
+                          tuple(r[2] for r in roles)))
         if el.get("role") == "graphics-symbol":
             g = groups.setdefault((tuple(r[2] for r in roles), roles[-1][0]),
                                   {"fill": set(), "stroke": set(), "dash": set(), "shape": set(), "at": []})
@@ -146,7 +151,7 @@ def mark_is_line(roles) -> bool:
 
 
 def _crosses(segment, box, margin=0.5) -> bool:
-    (x1, y1), (x2, y2) = segment
+    (x1, y1), (x2, y2) = segment[:2]
     for k in range(201):
         t = k / 200
         x, y = x1 + (x2 - x1) * t, y1 + (y2 - y1) * t
@@ -164,7 +169,7 @@ def _one_colour_per_row(placed) -> bool:
                 return False
             rows.setdefault(round(at[k]), set()).add(fill)
         fills = [f for f, _ in placed]
-        if all(len(v) == 1 for v in rows.values()) and len(rows) == len(set(fills)):
+        if len(rows) > 1 and all(len(v) == 1 for v in rows.values()) and len(rows) == len(set(fills)):
             return True
     return False
 
@@ -191,6 +196,17 @@ def svg_problems(svg: str) -> list[str]:
             if a["role"] in ("mark", "axis-label", "legend-label") and _crosses(rule, a["box"]):
                 problems.append(f"a rule crosses the label {a['text']!r} ({a['role']})")
     outlined = any("outlined" in a["text"] for a in texts)  # says what a cell's outline means
+    marks = [a for a in texts if a["role"] == "mark"]
+    explained = {path for (path, mark), ch in d["groups"].items()
+                 if mark == "rule" and ch["at"] and _one_colour_per_row(ch["at"])}
+    for rule in d["rules"]:
+        if rule[2] in explained or {"stroke", "dash"} & d["legends"]:
+            continue  # bars drawn as rules, one per labelled row; or a legend for the rules
+        (x1, y1), (x2, y2) = rule[:2]
+        if not any(b[0] - RULE_LABEL_PX <= max(x1, x2) and min(x1, x2) <= b[2] + RULE_LABEL_PX
+                   and b[1] - RULE_LABEL_PX <= max(y1, y2) and min(y1, y2) <= b[3] + RULE_LABEL_PX
+                   for b in (a["box"] for a in marks)):
+            problems.append(f"a rule of layer {rule[2][-1]} with no legend and no label near it")
     axis_labels = any(a["role"] == "axis-label" for a in texts)
     for (path, mark), channels in d["groups"].items():
         placed = channels.pop("at")
@@ -271,6 +287,10 @@ def test_the_check_finds_a_rule_over_a_bar_label():
     text = alt.Chart(df).mark_text(align="left", dx=4).encode(x="v:Q", y="row:N", text="t:N")
     rule = alt.Chart(pd.DataFrame({"v": [310.0]})).mark_rule(strokeDash=[4, 3]).encode(x="v:Q")
     assert any("rule crosses the label '300'" in p for p in svg_problems(_svg(bars + text + rule)))
+    assert any("no label near it" in p for p in svg_problems(_svg(bars + rule)))
+    named = alt.Chart(pd.DataFrame({"v": [310.0]})).mark_text(align="left", dx=3, y=0, baseline="top").encode(
+        x="v:Q", text=alt.value("your batch"))
+    assert not any("no label near it" in p for p in svg_problems(_svg(bars + rule + named)))
 
 
 def test_the_check_finds_colours_without_a_legend_and_text_past_the_edge():
