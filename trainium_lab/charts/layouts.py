@@ -173,11 +173,11 @@ def fully_sharded_chart(df: pd.DataFrame, *, hbm_gib: float,
     d = df[["n_systems", "n_chips", "state_gib_per_chip", "left_gib_per_chip"]].copy()
     d["systems"] = d["n_systems"].astype(str) + " × (" + d["n_chips"].astype(str) + " chips)"
     # a label the HBM rule would run through goes past the rule instead
-    from trainium_lab.charts.base import text_width_px
+    from trainium_lab.charts.base import rule_crosses_label
 
     px = WIDTH / (hbm_gib * 1.05)
-    d["label_at"] = [max(s, hbm_gib) if s * px - 3 <= hbm_gib * px <= s * px + 6 + text_width_px(f"{left:.1f}", 11)
-                     else s for s, left in zip(d["state_gib_per_chip"], d["left_gib_per_chip"])]
+    d["label_at"] = [max(s, hbm_gib) if rule_crosses_label(s * px, f"{left:.1f}", hbm_gib * px, 11) else s
+                     for s, left in zip(d["state_gib_per_chip"], d["left_gib_per_chip"])]
     with debug_mode(False):
         bars = alt.Chart(_records(d)).mark_bar(color=PALETTE[0]).encode(
             x=alt.X("state_gib_per_chip:Q", title="GiB per chip", scale=alt.Scale(domain=[0, hbm_gib * 1.05])),

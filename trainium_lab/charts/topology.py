@@ -299,7 +299,7 @@ def dp_threshold_chart(df: pd.DataFrame, tokens_per_chip: float | None = None, *
     on that level. A bar's value label moves past the rule when the rule would cross it.
     Built from a cached template, so a widget update only swaps the data.
     """
-    from trainium_lab.charts.base import text_width_px
+    from trainium_lab.charts.base import rule_crosses_label, text_width_px
 
     rows = [{"row": f"{s} · {lv} ({dt})", "system": s, "level": lv, "dtype": dt,
              "tokens_per_chip": float(t), "text": f"{t:,.0f}"}
@@ -312,8 +312,7 @@ def dp_threshold_chart(df: pd.DataFrame, tokens_per_chip: float | None = None, *
     for r in rows:
         r["label_at"] = r["tokens_per_chip"]
         if tokens_per_chip is not None:
-            start, end = px(r["tokens_per_chip"]), px(r["tokens_per_chip"]) + 4 + text_width_px(r["text"], _DP_LABEL_PX)
-            if start - 3 <= px(tokens_per_chip) <= end + 2:
+            if rule_crosses_label(px(r["tokens_per_chip"]), r["text"], px(tokens_per_chip), _DP_LABEL_PX):
                 r["label_at"] = max(float(tokens_per_chip), r["tokens_per_chip"])
     if tokens_per_chip is not None:
         words = f"your batch: {tokens_per_chip:,.0f}"
