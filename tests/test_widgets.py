@@ -587,16 +587,21 @@ def test_roofline_menu_offers_only_the_chips_formats_and_says_when_it_changes():
     assert ex.controls["dtype"].value == "bf16" and "dtype set to bf16" in ex.notes.value
 
 
-def test_placement_colours_repeat_only_beyond_ten_groups_and_the_title_says_so():
+def test_placement_colours_never_repeat():
+    """Up to ten groups: ten distinct categorical colours; beyond ten (where they used to
+    repeat, group 10 as blue as group 0, and the legend was cut to "… 227 entries"): a
+    sequential scale by group number with a gradient legend."""
     from trainium_lab import topology, views
     from trainium_lab.charts.topology import placement_chart
 
-    for tp, dp, repeats in ((32, 8, False), (4, 64, True)):  # 8 and 64 TP groups
+    for tp, dp, categorical in ((32, 8, True), (4, 64, False)):  # 8 and 64 TP groups
         p = topology.place(tp, 1, dp, system="trn2-ultraserver", lnc=2)
         chart = placement_chart(views.chip_map(p, "tp", 0), kind="tp")
         spec = chart.to_dict(validate=False)
-        scale = spec["layer"][0]["encoding"]["color"]["scale"]
-        n = len(scale["domain"])
-        distinct = len(set(scale["range"][:n]))
-        assert (distinct < n) == repeats == (n > 10), (tp, dp, n, distinct)
-        assert ("colours repeat" in str(spec["title"])) == repeats
+        color = spec["layer"][0]["encoding"]["color"]
+        if categorical:
+            n = len(color["scale"]["domain"])
+            assert color["type"] == "nominal" and len(set(color["scale"]["range"][:n])) == n == 8
+        else:
+            assert color["type"] == "quantitative" and color["scale"]["domain"] == [0, 63]
+        assert "repeat" not in str(spec["title"])

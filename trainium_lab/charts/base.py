@@ -214,6 +214,18 @@ def text_width_px(text: str, font_size: float, bold: bool = False) -> float:
         * font_size / units_per_em
 
 
+def rule_crosses_label(end_px: float, text: str, rule_px: float, font_size: float, *,
+                       dx: float = 4, room: float = 2) -> bool:
+    """Whether a vertical rule at ``rule_px`` runs through ``text``, a label drawn ``dx`` px
+    right of a bar ending at ``end_px`` (``room`` px kept clear on either side), for charts
+    that then move the label past the rule.
+
+    >>> rule_crosses_label(100, "2,565", 110, 11), rule_crosses_label(100, "2,565", 150, 11)
+    (True, False)
+    """
+    return end_px - 1 - room <= rule_px <= end_px + dx + text_width_px(text, font_size) + room
+
+
 @functools.cache
 def register_fonts() -> None:
     """Let vl-convert measure and draw the fonts in ``FONT_DIR`` (once per process: its font

@@ -43,7 +43,11 @@ def buckets_chart(shares: pd.DataFrame, buckets: pd.DataFrame, *,
     bars = base(data, title=title, height=200).mark_bar(color="#9ab3cf").encode(
         x=alt.X("bin_start:Q", title="sequence length (tokens)"),
         x2="bin_end:Q",
-        y=alt.Y("share:Q", title="share of sequences", axis=alt.Axis(format="%")),
+        # each bin a rect from 0 up to its share (without y2, Vega-Lite drew a thin bar centred
+        # on the share, and the first bins' bars pushed the axis below 0 %)
+        y=alt.Y("share:Q", title="share of sequences", axis=alt.Axis(format="%"),
+                scale=alt.Scale(domainMin=0)),
+        y2=alt.datum(0),
         tooltip=[alt.Tooltip("bin_start:Q", title="from"), alt.Tooltip("bin_end:Q", title="to"),
                  alt.Tooltip("share:Q", format=".2%")],
     )
@@ -51,7 +55,8 @@ def buckets_chart(shares: pd.DataFrame, buckets: pd.DataFrame, *,
         x="bucket:Q",
         color=alt.Color("strategy:N", title="buckets",
                         scale=alt.Scale(domain=_STRATEGIES, range=_STRATEGY_COLOURS)),
-        strokeDash=alt.StrokeDash("strategy:N", legend=None,
+        # same field and title as the colour: one legend shows both (legend=None here removed it)
+        strokeDash=alt.StrokeDash("strategy:N", title="buckets",
                                   scale=alt.Scale(domain=_STRATEGIES, range=[[1, 0], [5, 3]])),
         tooltip=[alt.Tooltip("strategy:N"), alt.Tooltip("bucket:Q", title="bucket (tokens)")],
     )
@@ -85,9 +90,21 @@ def padding_curve_chart(tradeoff: pd.DataFrame, n_buckets: int | None = None, *,
     )
     if n_buckets is None:
         return alt.layer(lines)
-    rule = alt.Chart(pd.DataFrame({"n_buckets": [n_buckets]})).mark_rule(
-        color="#555555", strokeDash=[2, 2]).encode(x="n_buckets:Q")
-    return alt.layer(lines, rule)
+    chosen = pd.DataFrame({"n_buckets": [n_buckets], "label": [_chosen_label(n_buckets)]})
+    return alt.layer(lines, *_chosen_marks(chosen))
+
+
+def _chosen_label(n_buckets: int) -> str:
+    return f"chosen: {int(n_buckets)}"
+
+
+def _chosen_marks(data) -> list[alt.Chart]:
+    """The dotted rule at the chosen number of buckets and its label, at the top of the plot."""
+    rule = alt.Chart(data).mark_rule(color="#555555", strokeDash=[2, 2]).encode(x="n_buckets:Q")
+    label = alt.Chart(data).mark_text(align="left", baseline="top", dx=3, dy=2, fontSize=10,
+                                      color="#555555").encode(
+        x="n_buckets:Q", y=alt.value(0), text="label:N")
+    return [rule, label]
 
 
 class _DatasetHConcatChart(DatasetTemplate, alt.HConcatChart):
@@ -103,10 +120,8 @@ def _bucketing_template() -> _DatasetHConcatChart:
     # the curve's layer keeps its own data ("curve"): taking its sub-charts out of the layer
     # would leave them without data, and the panel empty
     right = padding_curve_chart(alt.NamedData("curve"), None)
-    rule = alt.Chart(alt.NamedData("chosen")).mark_rule(color="#555555", strokeDash=[2, 2]).encode(
-        x="n_buckets:Q")
     return _DatasetHConcatChart(
-        hconcat=[left, alt.layer(right, rule).properties(width=300)],
+        hconcat=[left, alt.layer(right, *_chosen_marks(alt.NamedData("chosen"))).properties(width=300)],
         datasets={"shares": [], "buckets": [], "curve": [], "chosen": []}).freeze()
 
 
@@ -126,7 +141,7 @@ def bucketing_chart(shares: pd.DataFrame, buckets: pd.DataFrame, tradeoff: pd.Da
         "shares": _records(_rounded(shares, ["share"])),
         "buckets": _records(buckets[["strategy", "bucket"]]),
         "curve": _records(curve),
-        "chosen": [{"n_buckets": int(n_buckets)}],
+        "chosen": [{"n_buckets": int(n_buckets), "label": _chosen_label(n_buckets)}],
     })
 
 

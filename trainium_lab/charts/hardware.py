@@ -77,8 +77,11 @@ def _roofline_layers(curves, point, title, labels, path=None, path_label=""):
             size=alt.Size("dash:N", legend=None, scale=alt.Scale(domain=["roof", "path"], range=[2.5, 10])),
             opacity=alt.Opacity("dash:N", legend=None, scale=alt.Scale(domain=["roof", "path"], range=[1, 0.45])),
             tooltip=[alt.Tooltip("device:N")])
+    # the wide translucent band (size and opacity by "dash") is the path's colour-legend entry
+    meta = {} if path is None else {"usermeta": {"explained": {"size": str(path_label),
+                                                                "opacity": str(path_label)}}}
     if point is None:
-        return alt.layer(lines)
+        return alt.layer(lines, **meta)
     has_kind = "kind" in point.columns
     cols = ["intensity", "tflop_per_s", "bound", "label"] + (["kind"] if has_kind else [])
     data = _records(point[cols])
@@ -92,7 +95,7 @@ def _roofline_layers(curves, point, title, labels, path=None, path_label=""):
                  alt.Tooltip("tflop_per_s:Q", format=",.4g", title="TFLOP/s")],
     )
     if not labels:
-        return alt.layer(lines, dot)
+        return alt.layer(lines, dot, **meta)
     # a memory-bound point sits on the rising roof: its label goes below and to the right, under
     # the slope, so neighbours along it don't collide (nor the y axis); the others' go up and right
     sides = []
@@ -101,7 +104,7 @@ def _roofline_layers(curves, point, title, labels, path=None, path_label=""):
         if not rows.empty:
             sides.append(alt.Chart(_records(rows[cols])).mark_text(align="left", dx=9, dy=dy, fontSize=11).encode(
                 x=alt.X("intensity:Q"), y=alt.Y("tflop_per_s:Q"), text=alt.Text("label:N")))
-    return alt.layer(lines, dot, *sides)
+    return alt.layer(lines, dot, *sides, **meta)
 
 
 @described(

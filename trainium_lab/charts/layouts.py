@@ -172,6 +172,12 @@ def fully_sharded_chart(df: pd.DataFrame, *, hbm_gib: float,
     """
     d = df[["n_systems", "n_chips", "state_gib_per_chip", "left_gib_per_chip"]].copy()
     d["systems"] = d["n_systems"].astype(str) + " × (" + d["n_chips"].astype(str) + " chips)"
+    # a label the HBM rule would run through goes past the rule instead
+    from trainium_lab.charts.base import rule_crosses_label
+
+    px = WIDTH / (hbm_gib * 1.05)
+    d["label_at"] = [max(s, hbm_gib) if rule_crosses_label(s * px, f"{left:.1f}", hbm_gib * px, 11) else s
+                     for s, left in zip(d["state_gib_per_chip"], d["left_gib_per_chip"])]
     with debug_mode(False):
         bars = alt.Chart(_records(d)).mark_bar(color=PALETTE[0]).encode(
             x=alt.X("state_gib_per_chip:Q", title="GiB per chip", scale=alt.Scale(domain=[0, hbm_gib * 1.05])),
@@ -179,11 +185,14 @@ def fully_sharded_chart(df: pd.DataFrame, *, hbm_gib: float,
             tooltip=[alt.Tooltip("systems:N"), alt.Tooltip("state_gib_per_chip:Q", format=".1f", title="state GiB"),
                      alt.Tooltip("left_gib_per_chip:Q", format=".1f", title="left GiB")])
         text = alt.Chart(_records(d)).mark_text(align="left", dx=4).encode(
-            x="state_gib_per_chip:Q", y=alt.Y("systems:N", sort=None),
+            x="label_at:Q", y=alt.Y("systems:N", sort=None),
             text=alt.Text("left_gib_per_chip:Q", format=".1f"))
-        rule = alt.Chart(_records(pd.DataFrame({"hbm": [hbm_gib]}))).mark_rule(color="black", strokeDash=[4, 3]).encode(
+        marker = _records(pd.DataFrame({"hbm": [hbm_gib]}))
+        rule = alt.Chart(marker).mark_rule(color="black", strokeDash=[4, 3]).encode(
             x="hbm:Q", tooltip=[alt.Tooltip("hbm:Q", title="HBM per chip (GiB)")])
-        return alt.layer(bars, text, rule, title=alt.Title(title, subtitle="label: GiB left per chip"),
+        hbm = alt.Chart(marker).mark_text(align="right", baseline="bottom", dy=-3, fontSize=10).encode(
+            x="hbm:Q", y=alt.value(0), text=alt.value("one chip's HBM"))
+        return alt.layer(bars, text, rule, hbm, title=alt.Title(title, subtitle="label: GiB left per chip"),
                          width=WIDTH, height=40 * len(d) + 10, padding=PAD)
 
 

@@ -109,23 +109,29 @@ def expert_load_chart(df: pd.DataFrame, *, title: str | None = None, width: int 
     })
     title = title or "Tokens per expert against the capacity"
     every = 1 if n <= 16 else 8  # label every expert, or every eighth
+    # room above the highest of bars, ticks and capacity, so the dashed capacity line never
+    # sits on the plot's top edge
+    top = 1.1 * max(cap, float(tokens.max()), float(df["expected_tokens"].max()))
+    # one legend for all four: the bars' two parts, the router's expectation, the capacity
+    colour = alt.Scale(domain=["kept", "dropped", "router's expectation", "capacity"],
+                       range=[PALETTE[0], PALETTE[2], "black", "#555555"])
     with debug_mode(False):
         bars = alt.Chart().mark_bar().transform_filter(alt.datum.layer == "bar").encode(
             x=alt.X("expert:O", title="expert (hottest first)",
                     axis=alt.Axis(labelExpr=f"datum.value % {every} == {1 % every} ? datum.value : ''",
                                   labelAngle=0)),
-            y=alt.Y("tokens:Q", stack="zero", title="tokens"),
-            color=alt.Color("what:N", scale=alt.Scale(domain=["kept", "dropped"], range=[PALETTE[0], PALETTE[2]]),
-                            title=None),
+            y=alt.Y("tokens:Q", stack="zero", title="tokens", scale=alt.Scale(domainMax=top)),
+            color=alt.Color("what:N", scale=colour, title=None),
             order=alt.Order("order:Q"),
             tooltip=[alt.Tooltip("expert:O"), alt.Tooltip("what:N"), alt.Tooltip("tokens:Q", format=",.0f")])
-        ticks = alt.Chart().mark_tick(color="black", thickness=2).transform_filter(
+        ticks = alt.Chart().mark_tick(thickness=2).transform_filter(
             alt.datum.layer == "expected").encode(
-            x=alt.X("expert:O"), y=alt.Y("tokens:Q"),
+            x=alt.X("expert:O"), y=alt.Y("tokens:Q"), color=alt.datum("router's expectation"),
             tooltip=[alt.Tooltip("tokens:Q", format=",.0f", title="router's expectation")])
-        rule = alt.Chart().mark_rule(color="#a40000", strokeDash=[5, 3]).transform_filter(
+        rule = alt.Chart().mark_rule(strokeDash=[5, 3]).transform_filter(
             alt.datum.layer == "capacity").encode(
-            y=alt.Y("tokens:Q"), tooltip=[alt.Tooltip("tokens:Q", format=",.0f", title="capacity (tokens)")])
+            y=alt.Y("tokens:Q"), color=alt.datum("capacity"),
+            tooltip=[alt.Tooltip("tokens:Q", format=",.0f", title="capacity (tokens)")])
         return alt.layer(bars, ticks, rule, data=_records(d), title=title, width=width, height=height)
 
 

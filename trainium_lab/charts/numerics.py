@@ -299,7 +299,8 @@ def mx_block_chart(df: pd.DataFrame, *, title: str | None = None) -> alt.Chart:
     e = int(df.scale_exponent.iloc[0])
     return base(long, height=200, title=title or f"One block, shared scale X = 2^{e}").mark_point(
         size=70, filled=False).encode(
-        x=alt.X("index:O", title="element of the block", axis=alt.Axis(labelAngle=0)),
+        # 9 px labels: 32 two-digit labels at 10 px came within 2 px of each other
+        x=alt.X("index:O", title="element of the block", axis=alt.Axis(labelAngle=0, labelFontSize=9)),
         y=alt.Y("number:Q", title="value"),
         shape=alt.Shape("mark:N", title=None, scale=alt.Scale(
             domain=["input", "stored", "clamped"], range=["circle", "cross", "cross"])),

@@ -87,7 +87,11 @@ def sensitivity_chart(sens: pd.DataFrame | alt.NamedData, base_cost: float | Non
                  alt.Tooltip("swing:Q", format=",.0f", title="swing (USD)")],
     )
     rule = alt.Chart(data).mark_rule(color="black", strokeDash=[3, 2]).encode(x="base:Q")
-    return alt.layer(bars, rule)
+    # the rule says what it is, once, above the bars
+    label = alt.Chart(data).transform_window(n="row_number()").transform_filter("datum.n == 1").mark_text(
+        baseline="bottom", dy=-2, fontSize=10).encode(x="base:Q", y=alt.value(0),
+                                                      text=alt.value("this plan"))
+    return alt.layer(bars, rule, label)
 
 
 class _DatasetHConcat(DatasetTemplate, alt.HConcatChart):

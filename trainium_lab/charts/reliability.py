@@ -108,7 +108,9 @@ def _lost_time_template(title: str) -> _DatasetLayerChart:
         tooltip=[at, alt.Tooltip("lost_fraction:Q", format=".3%", title="Monte Carlo lost"),
                  alt.Tooltip("low:Q", format=".3%", title="95% low"),
                  alt.Tooltip("high:Q", format=".3%", title="95% high")])
+    # the Monte Carlo intervals are named by the subtitle (the squares and rules carry no legend)
     return _DatasetLayerChart(layer=[lines, rules, dots, err, sim],
+                              usermeta={"explained": {"rule:monte_carlo": "with 95 % intervals"}},
                               datasets={"curve": [], "optima": [], "monte_carlo": []}).freeze()
 
 

@@ -137,7 +137,16 @@ def _speculation_template(title: str) -> _DatasetLayerChart:
         tooltip=[alt.Tooltip("k:Q"), alt.Tooltip("what:N"), alt.Tooltip("factor:Q", format=".3f")])
     chosen = alt.Chart(alt.NamedData("chosen")).mark_rule(color="black", strokeDash=[4, 3]).encode(x=x)
     one = alt.Chart(alt.NamedData("chosen")).mark_rule(color="#888").encode(y=alt.datum(1.0))
-    chart = _DatasetLayerChart(layer=[lines, chosen, one], datasets={"factors": [], "chosen": []},
+    # each rule says what it is: the chosen k at the foot of its line (the legend sits at the
+    # top right), 1× at the right end of its
+    chosen_label = alt.Chart(alt.NamedData("chosen")).mark_text(
+        align="left", baseline="bottom", dx=3, dy=-2, fontSize=10).encode(
+        x=x, y=alt.value(HEIGHT), text=alt.Text("label:N"))
+    one_label = alt.Chart(alt.NamedData("chosen")).mark_text(
+        align="right", baseline="bottom", dy=-2, fontSize=10, color="#555555").encode(
+        x=alt.value(WIDTH), y=alt.datum(1.0), text=alt.value("1× = plain decoding"))
+    chart = _DatasetLayerChart(layer=[lines, chosen, one, chosen_label, one_label],
+                               datasets={"factors": [], "chosen": []},
                                title=title, width=WIDTH, height=HEIGHT)
     spec = chart.to_dict(validate=False)
     spec.pop("datasets", None)
@@ -161,7 +170,8 @@ def speculation_chart(table: pd.DataFrame, k: int, *,
                 for k_, f in zip(ks, table["speedup"])]
                + [{"k": k_, "what": _SPEC_SERIES[1], "factor": round(float(f), 4)}
                   for k_, f in zip(ks, table["operations_factor"])])
-    return _speculation_template(title).with_datasets({"factors": factors, "chosen": [{"k": int(k)}]})
+    return _speculation_template(title).with_datasets(
+        {"factors": factors, "chosen": [{"k": int(k), "label": f"chosen k = {int(k)}"}]})
 
 
 @described(

@@ -80,7 +80,8 @@ def ring_step_chart(df: pd.DataFrame, *, title: str | list[str] | None = None) -
     d["chunk"] = d["chunk"].astype(str)  # the axis title says "chunk": "chunk 0chunk 1" touched at n = 8
     # two short lines: a one-line title is wider than this small chart, and a browser's wider
     # font would push its ends out of the static SVG
-    title = title or [f"Ring all-reduce, {n} participants", f"next step: {phase}"]
+    title = title or [f"Ring all-reduce, {n} participants", f"next step: {phase}",
+                      "outlined: what each sends next"]
     d["stroke"] = np.where(d["sending"], "black", "white")
     d["ink"] = np.where(d["contributions"] > n / 2, "white", "black")
     with debug_mode(False):
@@ -129,12 +130,21 @@ def size_sweep_chart(df: pd.DataFrame, crossovers: pd.DataFrame | None = None, *
                    width=WIDTH, height=HEIGHT)
         if crossovers is None or crossovers.empty:
             return alt.layer(lines, **top)
-        rules = alt.Chart(_records(crossovers[["size_bytes", "series"]])).mark_rule(
+        marks = _records(crossovers[["size_bytes", "series"]])
+        rules = alt.Chart(marks).mark_rule(
             strokeDash=[2, 2], color="#666").encode(
             x=alt.X("size_bytes:Q"),
             tooltip=[alt.Tooltip("series:N", title="crossover"),
                      alt.Tooltip("size_bytes:Q", format=",.3s", title="bytes")])
-        return alt.layer(lines, rules, **top)
+        # each rule named at the top of the plot: where latency and bandwidth terms are equal
+        label = alt.Chart(marks).mark_text(align="left", baseline="top", dx=3, dy=2, fontSize=10,
+                                           color="#555555").encode(
+            x=alt.X("size_bytes:Q"), y=alt.value(0), text=alt.value("latency = bandwidth term"))
+        return alt.layer(lines, rules, label, **top)
+
+
+#: a placement map's cells are this many px square; its rank labels are this many px high
+_CELL_PX, _RANK_PX = 18, 8
 
 
 @described(
@@ -147,72 +157,103 @@ def placement_chart(df: pd.DataFrame, *, kind: str = "tp", highlight: int = 0, c
     ``df`` is ``views.chip_map(placement, kind, highlight)``: columns ``label`` (instance),
     ``row``, ``col``, ``colour`` ("group g" or "mixed"), ``first_rank``, ``last_rank``,
     ``n_groups``, ``highlighted``. Chips running a rank of group ``highlight`` are
-    outlined in black; each cell shows the chip's first rank. Instances are laid out
+    outlined in black; each cell shows the chip's first rank (every k-th cell of a row when
+    the ranks have too many digits for a cell). Up to ten groups get the course's ten
+    categorical colours; beyond ten, a sequential scale by group number (one colour per group,
+    a gradient legend: a symbol legend would need an entry per group). Instances are laid out
     ``columns`` to a row (one chart, no facets), from a template cached by its layout, so a
     widget update only swaps the data.
     """
+    from trainium_lab.charts.base import text_width_px
+
     side = int(df["col"].max()) + 1
     n_rows = int(df["row"].max()) + 1
     labels = list(dict.fromkeys(df["label"]))
     where = {lab: divmod(i, columns) for i, lab in enumerate(labels)}  # label -> (block row, block col)
     block_r = np.array([where[lab][0] for lab in df["label"]])
     block_c = np.array([where[lab][1] for lab in df["label"]])
+    # the widest rank label decides how many cells of a row each label needs
+    every = math.ceil((text_width_px(str(int(df["first_rank"].max())), _RANK_PX) + 1) / _CELL_PX)
+    shown = df["col"].to_numpy() % every == 0
     d = pd.DataFrame({
         "x": block_c * (side + 1) + df["col"].to_numpy(), "y": block_r * (n_rows + 2) + df["row"].to_numpy() + 1,
         "colour": df["colour"].to_numpy(), "first_rank": df["first_rank"].to_numpy(),
+        "rank_label": np.where(shown, df["first_rank"].astype(str).to_numpy(), ""),
         "ranks": [f"{a}–{b}" for a, b in zip(df["first_rank"], df["last_rank"])],
         "label": df["label"].to_numpy(), "n_groups": df["n_groups"].to_numpy(),
         "outline": np.where(df["highlighted"], "black", "white"),
+        "group_no": [-1 if c == "mixed" else int(c.split()[-1]) for c in df["colour"]],
     })
     heads = pd.DataFrame({"x": [where[lab][1] * (side + 1) for lab in labels],
                           "y": [where[lab][0] * (n_rows + 2) for lab in labels], "label": labels})
     width_cells = min(columns, len(labels)) * (side + 1) - 1
     height_cells = (-(-len(labels) // columns)) * (n_rows + 2) - 1
+    cells_say = ("each cell shows its chip's first rank" if every == 1 else
+                 f"every {every}{'nd' if every == 2 else 'rd' if every == 3 else 'th'} cell of a row "
+                 "shows its chip's first rank")
     title = title or [f"Rank-to-chip map, coloured by {kind.upper()} group",
-                      f"outlined: {kind.upper()} group {highlight}"]
+                      f"outlined: {kind.upper()} group {highlight}; {cells_say}"]
     domain = sorted(set(d["colour"]) - {"mixed"}, key=lambda s: int(s.split()[-1]))
-    # the course palette has 10 colours (chosen for colour-vision deficiencies): beyond 10 groups
-    # they repeat, and the title says so; each cell's first rank and its tooltip name its group
-    colours = [PALETTE[i % len(PALETTE)] for i in range(len(domain))]
-    if len(domain) > len(PALETTE) and not isinstance(title, str):
-        title = [*title[:1], f"{title[1]}; colours repeat after {len(PALETTE)} of the "
-                 f"{len(domain)} groups: each cell shows its first rank"]
-    if "mixed" in set(d["colour"]):
-        domain, colours = domain + ["mixed"], colours + ["#d9d9d9"]
-    chart = _placement_template(kind, tuple(title) if isinstance(title, list) else title, tuple(domain),
-                                tuple(colours), width_cells, height_cells)
+    mixed = "mixed" in set(d["colour"])
+    if len(domain) <= len(PALETTE):
+        colours = PALETTE[:len(domain)]
+        if mixed:
+            domain, colours = domain + ["mixed"], colours + ["#d9d9d9"]
+        scale = (tuple(domain), tuple(colours))
+    else:  # one colour per group on a sequential scale, from group 0 to the last
+        scale = (int(d["group_no"].max()), mixed)
+    chart = _placement_template(kind, tuple(title) if isinstance(title, list) else title, scale,
+                                width_cells, height_cells)
     return chart.with_datasets({"cells": list(_records(d).values), "heads": list(_records(heads).values)})
 
 
 @functools.lru_cache(maxsize=64)
-def _placement_template(kind: str, title, domain: tuple, colours: tuple, width_cells: int,
+def _placement_template(kind: str, title, scale: tuple, width_cells: int,
                         height_cells: int) -> "_DatasetLayerChart":
     x = alt.X("x:O", axis=None, scale=alt.Scale(domain=list(range(width_cells))))
     y = alt.Y("y:O", axis=None, scale=alt.Scale(domain=list(range(height_cells))))
+    stroke = alt.Stroke("outline:N", scale=None)
+    tooltip = [alt.Tooltip("label:N", title="instance"), alt.Tooltip("ranks:N", title="ranks"),
+               alt.Tooltip("colour:N", title=f"{kind} group"),
+               alt.Tooltip("n_groups:Q", title=f"{kind} groups on chip")]
     with debug_mode(False):
-        cell = alt.Chart(alt.NamedData("cells")).mark_rect(strokeWidth=2).encode(
-            x=x, y=y,
-            color=alt.Color("colour:N", title=f"{kind.upper()} group",
-                            scale=alt.Scale(domain=list(domain), range=list(colours)),
-                            legend=alt.Legend(columns=2, symbolLimit=34)),
-            stroke=alt.Stroke("outline:N", scale=None),
-            tooltip=[alt.Tooltip("label:N", title="instance"), alt.Tooltip("ranks:N", title="ranks"),
-                     alt.Tooltip("colour:N", title=f"{kind} group"),
-                     alt.Tooltip("n_groups:Q", title=f"{kind} groups on chip")],
-        )
-        text = alt.Chart(alt.NamedData("cells")).mark_text(fontSize=8, color="black").encode(
-            x=x, y=y, text=alt.Text("first_rank:Q"))
+        if isinstance(scale[0], tuple):  # categories: at most ten groups (and "mixed")
+            domain, colours = scale
+            cells = [alt.Chart(alt.NamedData("cells")).mark_rect(strokeWidth=2).encode(
+                x=x, y=y, stroke=stroke, tooltip=tooltip,
+                color=alt.Color("colour:N", title=f"{kind.upper()} group",
+                                scale=alt.Scale(domain=list(domain), range=list(colours)),
+                                legend=alt.Legend(columns=2)))]
+        else:
+            last, mixed = scale
+            cells = [alt.Chart(alt.NamedData("cells")).transform_filter("datum.group_no >= 0").mark_rect(
+                strokeWidth=2).encode(
+                x=x, y=y, stroke=stroke, tooltip=tooltip,
+                color=alt.Color("group_no:Q", title=f"{kind.upper()} group",
+                                scale=alt.Scale(scheme={"name": "viridis", "extent": [0.45, 1.0]}, domain=[0, last]),
+                                legend=alt.Legend(format="d", gradientLength=120)))]
+            if mixed:
+                cells.append(alt.Chart(alt.NamedData("cells")).transform_filter("datum.group_no < 0").mark_rect(
+                    strokeWidth=2).encode(
+                    x=x, y=y, stroke=stroke, tooltip=tooltip,
+                    fill=alt.Fill("colour:N", title=None, scale=alt.Scale(domain=["mixed"], range=["#d9d9d9"]))))
+        text = alt.Chart(alt.NamedData("cells")).mark_text(fontSize=_RANK_PX, color="black").encode(
+            x=x, y=y, text=alt.Text("rank_label:N"))
         head = alt.Chart(alt.NamedData("heads")).mark_text(fontSize=10, align="left", dx=-8,
                                                            fontWeight="bold").encode(
             x=x, y=y, text=alt.Text("label:N"))
-        return _DatasetLayerChart(layer=[cell, text, head], title=list(title) if isinstance(title, tuple) else title,
-                                  width=18 * width_cells, height=18 * height_cells,
+        return _DatasetLayerChart(layer=[*cells, text, head], title=list(title) if isinstance(title, tuple) else title,
+                                  width=_CELL_PX * width_cells, height=_CELL_PX * height_cells,
                                   datasets={"cells": [], "heads": []}).freeze()
 
 
 class _DatasetLayerChart(DatasetTemplate, alt.LayerChart):
     """A layer chart whose data sit in top-level named ``datasets`` (see
     :class:`trainium_lab.charts.base.DatasetTemplate`): a widget update only swaps them."""
+
+
+#: font size (px) of the DP threshold chart's bar labels and of its marker's label
+_DP_LABEL_PX = 11
 
 
 @functools.lru_cache(maxsize=16)
@@ -226,13 +267,19 @@ def _dp_threshold_template(title: str, low: float, high: float, n_rows: int) -> 
             color=alt.Color("level:N", scale=_LEVEL_COLORS, title="level crossed"),
             tooltip=[alt.Tooltip("system:N"), alt.Tooltip("level:N"), alt.Tooltip("dtype:N"),
                      alt.Tooltip("tokens_per_chip:Q", format=",.0f", title="C/W (tokens per chip)")])
-        text = alt.Chart(alt.NamedData("rows")).mark_text(align="left", dx=4, fontSize=11).encode(
-            x=x, y=y, text=alt.Text("text:N"))
+        # each bar's value sits past its end, or past the dashed marker when the marker would
+        # run through it (``label_at``)
+        text = alt.Chart(alt.NamedData("rows")).mark_text(align="left", dx=4, fontSize=_DP_LABEL_PX).encode(
+            x=alt.X("label_at:Q"), y=y, text=alt.Text("text:N"))
         rule = alt.Chart(alt.NamedData("marker")).mark_rule(
             color="black", strokeDash=[4, 3], strokeWidth=2).encode(
             x=alt.X("tokens_per_chip:Q"),
             tooltip=[alt.Tooltip("what:N"), alt.Tooltip("tokens_per_chip:Q", format=",.0f")])
-        chart = _DatasetLayerChart(layer=[bars, text, rule], title=title, width=WIDTH,
+        # the marker says what it is, above the plot, where no bar label is
+        label = alt.Chart(alt.NamedData("marker")).mark_text(
+            baseline="bottom", dy=-3, fontSize=_DP_LABEL_PX).encode(
+            x=alt.X("label_x:Q"), y=alt.value(0), text=alt.Text("label:N"))
+        chart = _DatasetLayerChart(layer=[bars, text, rule, label], title=title, width=WIDTH,
                                    height=24 * n_rows, datasets={"rows": [], "marker": []})
     return chart.freeze()
 
@@ -245,20 +292,34 @@ def dp_threshold_chart(df: pd.DataFrame, tokens_per_chip: float | None = None, *
                        title: str = "Tokens per chip below which DP is communication-bound"
                        ) -> alt.LayerChart:
     """Horizontal bars (log scale) of the data-parallel threshold C/W per system and level,
-    with an optional dashed rule at a batch per chip.
+    with an optional dashed rule at a batch per chip, labelled above the plot.
 
     ``df`` is ``collectives.dp_comm_bound_table(...)``: columns ``system``, ``level``,
     ``dtype``, ``tokens_per_chip``. A batch to the left of a bar is communication-bound
-    on that level. Built from a cached template, so a widget update only swaps the data.
+    on that level. A bar's value label moves past the rule when the rule would cross it.
+    Built from a cached template, so a widget update only swaps the data.
     """
+    from trainium_lab.charts.base import rule_crosses_label, text_width_px
+
     rows = [{"row": f"{s} · {lv} ({dt})", "system": s, "level": lv, "dtype": dt,
              "tokens_per_chip": float(t), "text": f"{t:,.0f}"}
             for s, lv, dt, t in zip(df["system"], df["level"], df["dtype"], df["tokens_per_chip"])]
     values = [r["tokens_per_chip"] for r in rows] + ([float(tokens_per_chip)] if tokens_per_chip else [])
     low = 10.0 ** math.floor(math.log10(max(min(values), 1.0) / 2))
     high = 10.0 ** math.ceil(math.log10(max(values) * 3))
-    marker = ([] if tokens_per_chip is None else
-              [{"tokens_per_chip": float(tokens_per_chip), "what": "your batch per chip"}])
+    px = lambda v: WIDTH * math.log10(v / low) / math.log10(high / low)  # noqa: E731
+    marker = []
+    for r in rows:
+        r["label_at"] = r["tokens_per_chip"]
+        if tokens_per_chip is not None:
+            if rule_crosses_label(px(r["tokens_per_chip"]), r["text"], px(tokens_per_chip), _DP_LABEL_PX):
+                r["label_at"] = max(float(tokens_per_chip), r["tokens_per_chip"])
+    if tokens_per_chip is not None:
+        words = f"your batch: {tokens_per_chip:,.0f}"
+        half = text_width_px(words, _DP_LABEL_PX) / 2
+        at = min(max(px(tokens_per_chip), half), WIDTH - half)  # centred on the rule, inside the plot
+        marker = [{"tokens_per_chip": float(tokens_per_chip), "what": "your batch per chip", "label": words,
+                   "label_x": low * (high / low) ** (at / WIDTH)}]
     return _dp_threshold_template(title, low, high, len(rows)).with_datasets(
         {"rows": rows, "marker": marker})
 
