@@ -300,30 +300,18 @@ def _replica(model, chip, tp, weight_dtype, lnc):
     return serving.replica(m, chip, tp=tp, lnc=lnc, weight_dtype=weight_dtype)
 
 
-def _tp_bytes_s(rep: serving.Replica, n_tokens: int) -> float:
-    """Bandwidth time of one TP all-reduce of ``n_tokens`` activations at the published rate."""
-    if rep.tp == 1:
-        return 0.0
-    size = n_tokens * rep.model.d_model * rep.activation_bytes
-    if rep.tp <= rep.ranks_per_chip:
-        return _factor("all_reduce", rep.tp) * size / specs.chip(rep.chip).hbm_bytes_per_s
-    return _factor("all_reduce", rep.tp) * size / specs.chip(rep.chip).neuronlink_bytes_per_s
-
-
-def _n_collectives(rep: serving.Replica) -> int:
-    return 0 if rep.tp == 1 else FORWARD_COLLECTIVES_PER_LAYER * rep.model.n_layers
-
-
 def decode(model, chip: str, *, tp: int, batch: int, context_len: int, weight_dtype: str = "bfloat16",
            lnc: int | None = None, tp_collective_s: float | None = None) -> Estimate:
     """One decode step (the time per output token, TPOT): bound and expectation.
 
-    Expected (scaling-book's general step): attention reads the KV cache (always memory-bound),
-    plus the larger of the weight matmuls' compute and the weight reads, plus ``2·L`` TP
-    all-reduces each costing ``tp_collective_s`` (fitted on the NxD Inference TPOTs: launch,
-    synchronisation and Mesh steps inside the compiled graph) plus its bytes at the published
-    link rate. Bound: the roofline ``max(FLOPs/peak, bytes/HBM)`` plus ``2·L`` times one hop of
-    the smallest published latency (each all-reduce sits on the critical path).
+    The step model has one home, :func:`trainium_lab.serving.decode_step` (scaling-book's general
+    step): attention reads the KV cache (always memory-bound), plus the larger of the weight
+    matmuls' compute and the weight reads, plus ``2·L`` TP all-reduces each costing
+    ``tp_collective_s`` (by default :func:`trainium_lab.serving.tp_collective_fixed_s`: fitted on
+    the NxD Inference TPOTs for Trainium2, the NCCOM-TEST ring terms for Trainium1 and
+    Inferentia2) plus its bytes at the published link rate. Bound: the roofline
+    ``max(FLOPs/peak, bytes/HBM)`` plus ``2·L`` times one hop of the smallest published latency
+    (each all-reduce sits on the critical path).
 
     Examples
     --------
@@ -338,16 +326,9 @@ def decode(model, chip: str, *, tp: int, batch: int, context_len: int, weight_dt
     rep = _replica(model, chip, tp, weight_dtype, lnc)
     batch = _nonneg_int("batch", batch, 1)
     ctx = _nonneg_int("context_len", context_len, 0)
-    x = parameter("decode_tp_collective_s") if tp_collective_s is None else positive("tp_collective_s", tp_collective_s, allow_zero=True)
-    hbm, peak = rep.hbm_bytes_per_s_active, rep.peak_flops_per_s_active
-    kv = batch * (ctx + 1) * rep.kv_bytes_per_token_stored
-    flops = batch * serving.decode_flops_per_token(rep.model, ctx)
-    mlp_flops = batch * 2.0 * serving._matmul_params(rep.model)
-    n_cc = _n_collectives(rep)
-    comm_bytes = n_cc * _tp_bytes_s(rep, batch)
-    bound = max(flops / peak, (rep.weight_bytes + kv) / hbm) + n_cc * parameter("hop_latency_min_s") + comm_bytes
-    expected = kv / hbm + max(mlp_flops / peak, rep.weight_bytes / hbm) + n_cc * x + comm_bytes
-    return Estimate("decode", bound, max(expected, bound), f"{n_cc} TP all-reduces")
+    x = None if tp_collective_s is None else positive("tp_collective_s", tp_collective_s, allow_zero=True)
+    step = serving.decode_step(rep, batch, ctx, latency_s=x)
+    return Estimate("decode", step.bound_s, step.expected_s, f"{step.n_collectives} TP all-reduces")
 
 
 def prefill(model, chip: str, *, tp: int, prompt_tokens: int, batch: int = 1, weight_dtype: str = "bfloat16",
@@ -355,10 +336,11 @@ def prefill(model, chip: str, *, tp: int, prompt_tokens: int, batch: int = 1, we
             tp_collective_s: float | None = None) -> Estimate:
     """Prefill of ``batch`` prompts (the time to first token, TTFT): bound and expectation.
 
-    Bound: FLOPs (:func:`trainium_lab.serving.prefill_flops`) at peak, or the weight reads if
-    longer, plus one smallest-latency hop per TP all-reduce. Expected: the FLOPs at
-    ``peak × efficiency`` (fitted on the NxD Inference TTFTs), plus the TP all-reduces as in
-    :func:`decode` with their bytes at the published link rate.
+    :func:`trainium_lab.serving.prefill_step` is the model. Bound: FLOPs
+    (:func:`trainium_lab.serving.prefill_flops`) at peak, or the weight and KV traffic if longer,
+    plus one smallest-latency hop per TP all-reduce. Expected: the FLOPs at ``peak × efficiency``
+    (fitted on the NxD Inference TTFTs), plus the TP all-reduces as in :func:`decode` with their
+    bytes at the published link rate.
 
     Examples
     --------
@@ -369,17 +351,12 @@ def prefill(model, chip: str, *, tp: int, prompt_tokens: int, batch: int = 1, we
     rep = _replica(model, chip, tp, weight_dtype, lnc)
     s = _nonneg_int("prompt_tokens", prompt_tokens, 1)
     batch = _nonneg_int("batch", batch, 1)
-    eff = parameter("prefill_efficiency") if efficiency is None else positive("efficiency", efficiency)
-    x = parameter("decode_tp_collective_s") if tp_collective_s is None else positive("tp_collective_s", tp_collective_s, allow_zero=True)
-    if eff > 1:
+    eff = None if efficiency is None else positive("efficiency", efficiency)
+    x = None if tp_collective_s is None else positive("tp_collective_s", tp_collective_s, allow_zero=True)
+    if eff is not None and eff > 1:
         raise ValueError(f"efficiency must be in (0, 1], got {eff}")
-    peak, hbm = rep.peak_flops_per_s_active, rep.hbm_bytes_per_s_active
-    flops = batch * serving.prefill_flops(rep.model, s)
-    n_cc = _n_collectives(rep)
-    comm_bytes = n_cc * _tp_bytes_s(rep, batch * s)
-    bound = max(flops / peak, rep.weight_bytes / hbm) + n_cc * parameter("hop_latency_min_s") + comm_bytes
-    expected = max(flops / (peak * eff), rep.weight_bytes / hbm) + n_cc * x + comm_bytes
-    return Estimate("prefill", bound, max(expected, bound), f"{n_cc} TP all-reduces")
+    step = serving.prefill_step(rep, s, batch, eff, latency_s=x)
+    return Estimate("prefill", step.bound_s, step.expected_s, f"{step.n_collectives} TP all-reduces")
 
 
 # --------------------------------------------------------------------------- training
