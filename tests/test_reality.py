@@ -116,10 +116,11 @@ def test_no_bound_is_beaten_by_any_measurement():
 def test_bounds_are_not_trivially_loose_where_the_issue_measured_the_gap():
     # Issue 24: the 1 GiB all-reduce over 64 ranks on 2 trn1 instances takes 41.8 ms (NCCOM-TEST
     # guide): its bound is EFA's 1 GiB at 800 Gbps, 10.7 ms; 70B decode at TP 64 (19.8 ms) has a
-    # roofline-plus-latency bound of about 3.8 ms.
+    # roofline-plus-latency bound of about 3.8 ms (4.2 ms with the K/V projections NxD Inference
+    # replicates to all 64 ranks counted in the weight reads, issue 24's Inferentia2 item).
     c = C.set_index("measurement_id")
     assert c.loc["nccom-allr-64r-2i-1073741824", "bound"] == pytest.approx(2**30 / 100e9, rel=1e-6)
-    assert 3.5e-3 < c.loc["nxdi-llama33-70b-tpot", "bound"] < 4.0e-3
+    assert 3.5e-3 < c.loc["nxdi-llama33-70b-tpot", "bound"] < 4.5e-3
 
 
 def test_median_error_over_all_measurements_is_at_most_15_percent():

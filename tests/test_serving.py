@@ -183,7 +183,10 @@ def test_pipeline_stages_run_in_turn_and_micro_batches_fill_them():
     b = sv.decode_step(tp8, 4, 1024, latency_s=0.0)
     assert a.time_s == pytest.approx(b.time_s)        # same bytes at the same active bandwidth
     c = sv.decode_step(tp16, 4, 1024, latency_s=0.0)
-    assert c.time_s == pytest.approx(a.time_s / 2, rel=0.02)
+    # twice the active bandwidth; TP 16 stores each of the 8 K/V projections twice (replicated
+    # to the ranks), which costs it a few per cent
+    assert a.time_s / 2 < c.time_s < a.time_s / 2 * 1.06
+    assert c.weight_bytes == pytest.approx(b.weight_bytes + tp16.replicated_kv_weight_bytes)
     two = sv.decode_step(tp8pp2, 4, 1024, micro_batches=2, latency_s=0.0)
     assert two.tokens_per_s == pytest.approx(2 * a.tokens_per_s)
     with pytest.raises(ValueError, match="micro_batches"):
@@ -559,7 +562,11 @@ def test_tp_that_does_not_divide_the_heads_is_padded_and_the_waste_counted():
     r = sv.replica("llama3-70b", "trn2", tp=24)
     assert r.padded_heads == 8 and r.kv_heads_per_rank == 1
     assert r.padding_weight_bytes == 2 * 8 * 128 * 8192 * 80 * 2
-    assert r.weight_bytes == pytest.approx(sv.replica("llama3-70b", "trn2", tp=8).weight_bytes + r.padding_weight_bytes)
+    # REPLICATE_TO_TP_DEGREE copies the K/V projection weights to every rank (gqa.py's
+    # replicate_kv, torch.repeat_interleave before sharding): 24 copies of 8 heads' projections
+    assert r.replicated_kv_weight_bytes == 2 * (24 - 8) * 128 * 8192 * 80 * 2
+    assert r.weight_bytes == pytest.approx(sv.replica("llama3-70b", "trn2", tp=8).weight_bytes
+                                           + r.padding_weight_bytes + r.replicated_kv_weight_bytes)
     # CONVERT_TO_MHA when tp is not a multiple of the KV heads: K/V for every padded head
     m = sv.replica("llama3-70b", "trn2", tp=12)
     assert m.padded_heads == 8 and m.kv_heads_per_rank == 72 // 12

@@ -138,9 +138,9 @@ def _model(model: object) -> ModelPreset:
 
 def _chip(chip: object) -> str:
     chip = choice("chip", chip, CHIPS)
-    if chip not in {c.key for c in specs.chips()}:
+    if chip not in {c.key for c in specs.chips(include_inferentia=True)}:
         raise ValueError(f"chip {chip!r} is accepted by the interface but has no figures in data/chips.csv yet; "
-                         f"use one of {', '.join(c.key for c in specs.chips())}")
+                         f"use one of {', '.join(c.key for c in specs.chips(include_inferentia=True))}")
     return chip
 
 
@@ -151,9 +151,9 @@ def _nonneg_int(name: str, value: object, minimum: int = 0) -> int:
 
 
 def _system_for(chip: str, n_ranks: int, lnc: int) -> specs.System:
-    per = [s for s in specs.systems() if s.chip_key == chip and s.n_instances == 1]
+    per = [s for s in specs.systems(include_inferentia=True) if s.chip_key == chip and s.n_instances == 1]
     if not per:
-        per = [s for s in specs.systems() if s.chip_key == chip]
+        per = [s for s in specs.systems(include_inferentia=True) if s.chip_key == chip]
     per.sort(key=lambda s: s.n_chips)
     for s in per:
         if s.n_chips * cores.logical_cores_per_chip(chip, lnc) >= n_ranks:
@@ -317,7 +317,7 @@ def decode(model, chip: str, *, tp: int, batch: int, context_len: int, weight_dt
     --------
     >>> e = decode("llama3-70b", "trn2", tp=64, batch=1, context_len=10000)
     >>> round(e.bound_s * 1e3, 2), 15 < e.expected_s * 1e3 < 25
-    (3.77, True)
+    (4.18, True)
     >>> decode("llama3-70b", "trn2", tp=64, batch=1, context_len=-1)
     Traceback (most recent call last):
     ...

@@ -114,16 +114,18 @@ __all__ = [
 
 #: what the first-order serving model leaves out (the notebook discusses each)
 IGNORED: tuple[str, ...] = (
-    "kernel efficiency below the roofline: decode is charged at full HBM bandwidth and prefill "
-    "at peak × the efficiency you give, so times are lower bounds",
+    "kernel efficiency below the roofline beyond what the calibration absorbs: decode reads "
+    "weights and KV at full HBM bandwidth (on Trn2 the fitted collective cost takes up the "
+    "rest), prefill runs at the calibrated share of peak",
     "activations, logits and sampling buffers in HBM (small next to weights and KV at decode)",
-    "replicated weights: norms and, where KV heads are replicated, the K/V projections; the "
-    "weights are split evenly over the tp × pp ranks",
-    "overlap of the tensor-parallel all-reduces with compute (they are added, fully exposed), "
-    "and any latency the source does not publish (the per-step latency is an input)",
+    "replicated weights other than the K/V projections (norms, embeddings); the weights are "
+    "split evenly over the tp × pp ranks",
+    "overlap of the tensor-parallel all-reduces with compute: they are added, fully exposed, "
+    "each at the calibrated fixed cost plus its bytes",
     "pipeline point-to-point sends between stages (one activation per token: tiny)",
     "queueing: TTFT is the prefill time of the prompt alone, with no request waiting ahead of it",
-    "prefix caching, chunked or segmented prefill, and disaggregated prefill/decode",
+    "in the step model: prefix caching (prefix_cache_ttft_ratio), chunked or segmented prefill, "
+    "and disaggregated prefill/decode (disaggregated_server_ratio)",
 )
 
 #: all-reduces one tensor-parallel layer runs in a forward pass (attention and MLP blocks),
@@ -410,7 +412,8 @@ class Replica:
     ranks_per_chip : int
     weight_dtype, kv_dtype, compute_dtype : str
     weight_bytes : float
-        All weights (exact parameter count × bytes per weight), head padding included.
+        All weights (exact parameter count × bytes per weight), head padding and replicated K/V
+        projections included (``padding_weight_bytes``, ``replicated_kv_weight_bytes``).
     kv_heads_per_rank : int
         KV heads each rank keeps. NxD Inference replicates KV heads when ``tp`` exceeds them
         (``REPLICATE_TO_TP_DEGREE``: one per rank) and falls back to one per query head
@@ -444,6 +447,7 @@ class Replica:
     activation_bytes: float
     padded_heads: int = 0
     padding_weight_bytes: float = 0.0
+    replicated_kv_weight_bytes: float = 0.0
 
     @property
     def n_ranks(self) -> int:
@@ -519,11 +523,15 @@ def _replica(model: ModelPreset, chip: str, tp: int, pp: int, lnc: int, weight_d
     padding_params = 0.0
     if extra:
         # Q and O projections grow by the extra heads; under CONVERT_TO_MHA K and V are stored for
-        # every padded head instead of the model's KV heads (the replication of the divisible
-        # cases, one KV head copied to several ranks, is not counted here)
+        # every padded head instead of the model's KV heads
         padding_params = 2.0 * extra * hd * m.d_model * m.n_layers
         if tp % m.n_kv_heads:
             padding_params += 2.0 * (padded - m.n_kv_heads) * hd * m.d_model * m.n_layers
+    # REPLICATE_TO_TP_DEGREE: each of the tp ranks keeps the K/V projection of its KV head, so
+    # the model's n_kv_heads projections are stored tp times in all (gqa.py replicates them
+    # before sharding); the copies beyond the first are read like any weight
+    replica_params = (2.0 * (tp - m.n_kv_heads) * hd * m.d_model * m.n_layers
+                      if tp > m.n_kv_heads and tp % m.n_kv_heads == 0 else 0.0)
     layers = -(-m.n_layers // pp)
     kvb = _dtype_bytes("kv_dtype", kv_dtype)
     wb = _weight_bytes_per_element(weight_dtype)
@@ -532,13 +540,13 @@ def _replica(model: ModelPreset, chip: str, tp: int, pp: int, lnc: int, weight_d
     return Replica(
         model=m, chip=c.key, tp=tp, pp=pp, lnc=lnc, ranks_per_chip=per_chip,
         weight_dtype=weight_dtype, kv_dtype=kv_dtype, compute_dtype=compute_dtype,
-        weight_bytes=(float(m.exact_params()) + padding_params) * wb, kv_heads_per_rank=kv_per_rank,
+        weight_bytes=(float(m.exact_params()) + padding_params + replica_params) * wb, kv_heads_per_rank=kv_per_rank,
         layers_per_stage=layers,
         kv_bytes_per_token=kv_cache_bytes_per_token(m.n_layers, m.n_kv_heads, hd, kvb),
         kv_bytes_per_token_per_rank=kv_cache_bytes_per_token(layers, kv_per_rank, hd, kvb),
         hbm_bytes_per_rank=c.hbm_bytes / per_chip, hbm_bytes_per_s_per_rank=c.hbm_bytes_per_s / per_chip,
         peak_flops_per_s_per_rank=peak / per_chip, activation_bytes=ab, padded_heads=extra,
-        padding_weight_bytes=padding_params * wb)
+        padding_weight_bytes=padding_params * wb, replicated_kv_weight_bytes=replica_params * wb)
 
 
 def replica(model: str | ModelPreset, chip: str = "trn2", tp: int = 1, pp: int = 1,
@@ -587,7 +595,13 @@ def replica(model: str | ModelPreset, chip: str = "trn2", tp: int = 1, pp: int =
 
     >>> r24 = replica("llama3-70b", "trn2", tp=24)
     >>> r24.padded_heads, round(r24.padding_weight_bytes / r24.weight_bytes, 3)
-    (8, 0.019)
+    (8, 0.018)
+
+    Its 8 KV heads are replicated to the 24 ranks (``REPLICATE_TO_TP_DEGREE``): 16 more copies of
+    the K/V projections, also counted:
+
+    >>> round(r24.replicated_kv_weight_bytes / r24.weight_bytes, 3)
+    0.036
     """
     m = resolve_model(model)
     tp = integer("tp", tp, minimum=1, maximum=100_000)
@@ -814,7 +828,8 @@ def _tp_placement(system: str, tp: int, pp: int, lnc: int):
 
 
 def _default_system(chip: str, n_ranks: int, lnc: int) -> str:
-    candidates = sorted((s for s in specs.systems() if s.chip_key == chip), key=lambda s: s.n_chips)
+    candidates = sorted((s for s in specs.systems(include_inferentia=True) if s.chip_key == chip),
+                        key=lambda s: s.n_chips)
     for s in candidates:
         per = s.n_chips * cores.logical_cores_per_chip(chip, lnc)
         if per >= n_ranks and per % n_ranks == 0:
@@ -895,7 +910,7 @@ def tp_collective_fixed_s(rep: Replica) -> float:
     Examples
     --------
     >>> round(tp_collective_fixed_s(replica("llama3-70b", "trn2", tp=64)) * 1e6, 1)
-    92.7
+    89.5
     >>> tp_collective_fixed_s(replica("llama3-8b", "trn2", tp=1))
     0.0
     """
@@ -977,7 +992,7 @@ def prefill_step(rep: Replica, prompt_tokens: int, batch: int = 1, efficiency: f
     --------
     >>> b = prefill_step(replica("llama3-70b", tp=64), 2048)
     >>> b.bound, round(b.bound_s * 1e3, 1), round(b.expected_s * 1e3, 1)
-    ('tensor engine', 35.6, 110.8)
+    ('tensor engine', 35.6, 110.3)
     """
     rep = _rep(rep)
     s = _tokens("prompt_tokens", prompt_tokens, minimum=1)
@@ -1069,7 +1084,7 @@ def decode_step(rep: Replica, batch: int, context_len: int, tokens_per_sequence:
     >>> r = replica("llama3-8b", "trn2", tp=4)       # one Trainium2 chip at LNC=2
     >>> d = decode_step(r, batch=1, context_len=1024)
     >>> d.bound, round(d.bound_s * 1e3, 2), round(d.expected_s * 1e3, 2), round(d.tokens_per_s)
-    ('HBM', 5.65, 11.52, 87)
+    ('HBM', 5.65, 11.31, 88)
     >>> decode_step(r, 1, 5000, max_model_len=4096)
     Traceback (most recent call last):
     ...
@@ -1169,7 +1184,7 @@ def roofline_points(rep: Replica, batches: Sequence[int] = (1, 16, 256),
     --------
     >>> p = roofline_points(replica("llama3-70b", tp=64), batches=[1], prompts=[2048])
     >>> p.bound.tolist(), p.intensity.round().tolist()
-    (['HBM', 'tensor engine'], [1.0, 1981.0])
+    (['HBM', 'tensor engine'], [1.0, 1756.0])
     """
     rep = _rep(rep)
     ctx = _tokens("context_len", context_len)
@@ -1316,7 +1331,7 @@ def serve_stream(rep: Replica, prompt_tokens: int, output_tokens: int, concurren
     >>> r = replica("llama3-8b", tp=4)
     >>> s = serve_stream(r, 512, 256, concurrency=32)
     >>> round(s.ttft_s * 1e3, 1), round(s.tpot_s * 1e3, 2), round(s.tokens_per_s_per_chip)
-    (43.5, 17.85, 1793)
+    (43.4, 17.62, 1816)
     """
     rep = _rep(rep)
     p = _tokens("prompt_tokens", prompt_tokens, minimum=1)
@@ -1358,7 +1373,7 @@ def batching_curve(rep: Replica, prompt_tokens: int, output_tokens: int,
     --------
     >>> c = batching_curve(replica("llama3-8b", tp=4), 512, 256, [1, 64])
     >>> c.tokens_per_s_per_chip.round().tolist()
-    [86.0, 2641.0]
+    [87.0, 2669.0]
     """
     rep = _rep(rep)
     cap = None if max_sequences is None else integer("max_sequences", max_sequences, minimum=0,
@@ -2124,9 +2139,9 @@ def speculative_decode(target: Replica, draft: Replica, alpha: float, k: int, ba
     >>> t, d = replica("llama3-70b", tp=32), replica("llama3-8b", tp=32)   # both on 8 chips
     >>> e = speculative_decode(t, d, 0.8, 5, batch=1)
     >>> round(e.c, 3), round(e.verify_cost, 2), round(e.speedup, 2)
-    (0.317, 1.0, 1.43)
+    (0.313, 1.0, 1.44)
     >>> round(speculative_decode(t, d, 0.8, 5, batch=128).verify_cost, 2)
-    1.57
+    1.56
     """
     target = _rep(target)
     if not isinstance(draft, Replica):
