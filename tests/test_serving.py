@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trainium_lab import collectives, cores, roofline, serving as sv, specs, topology
+from trainium_lab import collectives, cores, reality, roofline, serving as sv, specs, topology
 from trainium_lab.layouts import custom_model
 from trainium_lab.units import GB, GiB, KiB, MB, MiB
 
@@ -570,3 +570,85 @@ def test_tp_that_does_not_divide_the_heads_is_padded_and_the_waste_counted():
     # CONVERT_TO_MHA when tp is not a multiple of the KV heads: K/V for every padded head
     m = sv.replica("llama3-70b", "trn2", tp=12)
     assert m.padded_heads == 8 and m.kv_heads_per_rank == 72 // 12
+
+
+# --------------------------------------------------------------------------- issue 24/28 round 3
+
+
+def test_inferentia2_serves_llama3_70b_at_tp24_as_aws_compiles_it():
+    # aws-neuron/optimum-neuron-cache, inference-cache-config/llama3-70b.json: Llama 3 70B on
+    # inf2.48xlarge with num_cores 24 (12 Inferentia2 chips x 2 NeuronCore-v2), bf16, batch 4 at
+    # 4,096 tokens (data/serving.csv). 24 does not divide the 64 heads: NxD Inference pads them to
+    # 72 and replicates the 8 KV heads to the 24 ranks; both wastes are counted in the weights.
+    assert sv.serving_fact("inf2_llama3_70b_num_cores") == 24
+    s = specs.system("inf2.48xlarge")
+    assert s.n_chips * specs.chip("inf2").neuron_cores == 24          # Inf2 architecture page
+    r = sv.replica("llama3-70b", "inf2", tp=24)
+    assert r.padded_heads == 8 and r.kv_heads_per_rank == 1 and r.n_chips == 12
+    waste = (r.padding_weight_bytes + r.replicated_kv_weight_bytes) / r.weight_bytes
+    assert 0.05 < waste < 0.06
+    # it fits: AWS's batch 4 at 4,096 tokens in 16 GiB per NeuronCore (32 GiB per chip)
+    assert sv.capacity(r, 4096).max_sequences >= 4
+    # reality answers for chip="inf2"; the bound holds below the expectation
+    d = reality.decode("llama3-70b", "inf2", tp=24, batch=4, context_len=4096)
+    p = reality.prefill("llama3-70b", "inf2", tp=24, prompt_tokens=4096)
+    assert 0 < d.bound_s < d.expected_s and 0 < p.bound_s < p.expected_s
+    # the bound is at least the padded weights over the 12 chips' HBM (820 GiB/s each)
+    assert d.bound_s >= r.weight_bytes / (12 * 820 * 2**30)
+    with pytest.raises(ValueError, match="tp"):
+        reality.decode("llama3-70b", "inf2", tp=32, batch=1, context_len=16)
+
+
+def test_inferentia2_facts_come_from_the_neuron_docs():
+    c = specs.chip("inf2")
+    # Inferentia2 page: 190 BF16 TFLOPS, 47.5 FP32, 32 GiB at 820 GiB/s; NKI guide: 2 NeuronLink-v2
+    assert c.dense_flops_per_s["bf16"] == 190e12 and c.dense_flops_per_s["fp32"] == 47.5e12
+    assert c.hbm_bytes == 32 * 2**30 and c.hbm_bytes_per_s == 820 * 2**30
+    assert c.neuronlink_ports == 2 and c.core_version == "NeuronCore-v2" and c.lnc_options == ()
+    assert c.efa_bytes_per_s is None                                  # not published
+    # Inf2 architecture page: the four sizes
+    sizes = {k: (specs.system(k).n_chips, specs.system(k).hbm_bytes_total / 2**30)
+             for k in ("inf2.xlarge", "inf2.8xlarge", "inf2.24xlarge", "inf2.48xlarge")}
+    assert sizes == {"inf2.xlarge": (1, 32), "inf2.8xlarge": (1, 32), "inf2.24xlarge": (6, 192),
+                     "inf2.48xlarge": (12, 384)}
+    assert specs.system("inf2.48xlarge").dense_flops_per_s_total["bf16"] == 12 * c.dense_flops_per_s["bf16"]
+    # Trainium-only lists stay Trainium; the serving lookups see Inferentia2
+    assert "inf2" not in [x.key for x in specs.chips()]
+    assert "inf2" in [x.key for x in specs.chips(include_inferentia=True)]
+    with pytest.raises(ValueError, match="include_inferentia"):
+        specs.chips(include_inferentia="yes")
+
+
+def test_one_step_model_reality_decode_is_serving_decode_step():
+    # issue 24: the latency-aware step has one home; reality.decode reports its bound and expectation
+    for chip, tp in (("trn2", 64), ("trn1", 32), ("inf2", 24)):
+        r = sv.replica("llama3-70b", chip, tp=tp)
+        d = sv.decode_step(r, 2, 4096)
+        e = reality.decode("llama3-70b", chip, tp=tp, batch=2, context_len=4096)
+        assert (e.bound_s, e.expected_s) == (d.bound_s, d.expected_s)
+        # the fixed cost per all-reduce is the calibrated one (data/calibration.csv)
+        cal = specs.calibration
+        want = (cal("decode_tp_collective_s").value if chip == "trn2" else
+                cal("collective_launch_s").value + 2 * (tp - 1) * cal("ring_step_latency_s").value)
+        assert d.collective_fixed_s == pytest.approx(want)
+        assert d.n_collectives == 160
+
+
+def test_kv_layouts_add_their_exchange_to_the_decode_step():
+    # issue 28 item 2: flash decoding, attention DP and CP shrink the KV each rank reads but add
+    # an exchange per layer (kv_sharding's bytes, one fixed collective cost each)
+    r = sv.replica("llama3-70b", "trn2", tp=32)
+    base = sv.decode_step(r, 8, 16384)
+    for layout, per_layer in (("flash-decoding", 1), ("attention-dp", 2), ("context-parallel", 1)):
+        d = sv.decode_step(r, 8, 16384, kv_layout=layout, kv_degree=4)
+        k = sv.kv_sharding(r, layout, 4, 8)
+        assert d.n_collectives == base.n_collectives + per_layer * 80
+        assert d.kv_bytes < base.kv_bytes                       # the replicas are gone
+        rate = specs.chip("trn2").neuronlink_bytes_per_s
+        extra = 80 * (per_layer * d.collective_fixed_s + k.comm_bytes_per_layer / rate)
+        assert d.comm_s == pytest.approx(base.comm_s + extra)
+        assert d.bound_s <= d.expected_s
+    # at a long context the KV saved outweighs the exchange for flash decoding
+    assert sv.decode_step(r, 8, 16384, kv_layout="flash-decoding").attention_s < base.attention_s / 3
+    with pytest.raises(ValueError, match="strategy"):
+        sv.decode_step(r, 8, 1024, kv_layout="sideways")
