@@ -527,16 +527,40 @@ def test_shared_scratchpad_neff_memory():
 
 
 def test_prefix_cache_model_against_aws_70b_table():
-    """AWS, Llama-3.3-70B prefix-caching tutorial (trn2.48xlarge, TP 64): TTFT with and without prefix
-    caching on four datasets. The model f + (1 − f)(1 − h), with f fixed by the >90 %-hit row, must match
-    the ~25 % (1k) and no-hit rows within 5 %. The ~25 % (2k) row (1.57×) beats 1/(1 − h) = 1.33, which no
-    hit-rate-proportional model can reach: the test pins that it lies outside, not that it fits."""
-    t = sv.prefix_cache_check().set_index("dataset")
+    """AWS, Llama-3.3-70B prefix-caching tutorial (trn2.48xlarge, TP 64; rows in data/measurements.csv,
+    set nxdi_trn2_prefix_caching): TTFT with and without prefix caching on four datasets. The model
+    f + (1 − f)(1 − h), with f fixed by the >90 %-hit row, must match the ~25 % (1k) and no-hit rows
+    within reality.PREFIX_CACHE_TOLERANCE (5 %). The ~25 % (2k) row (1.57×) beats 1/(1 − h) = 1.33,
+    which no hit-rate-proportional model can reach: the test pins that it lies outside."""
+    t = reality.prefix_cache_check().set_index("dataset")
     assert 0.1 < t.fixed_fraction.iloc[0] < 0.3
     for d in ("math.math", "dynamic sonnet 1k", "HumanEval"):
-        assert abs(t.relative_error[d]) < 0.05, d
+        assert t.in_range[d] and abs(t.relative_error[d]) < reality.PREFIX_CACHE_TOLERANCE, d
+    assert not t.in_range["dynamic sonnet 2k"]
     assert t.measured_speedup["dynamic sonnet 2k"] > t.bound_speedup["dynamic sonnet 2k"]
     assert (t.model_speedup <= t.bound_speedup + 1e-12).all()
+    # the TTFTs are the measurement table's rows, the speed-ups AWS prints (rounded) follow from them
+    ds = specs.read_data_csv("prefix_cache_datasets.csv").set_index("dataset")
+    for d, row in t.iterrows():
+        assert row.measured_speedup == pytest.approx(float(ds.speedup_stated[d]), abs=0.006)
+
+
+def test_prefix_cache_2k_row_is_a_bucket_boundary():
+    """Why the 2k row is outside: the tutorial compiles context encoding for 512 1024 2048 4096 8192
+    tokens. Prompts just above 2,048 (2,049 to 2,730: not stated, 'sonnet 2k' suggests ~2k) run padded
+    to 4,096 without the cache; 25 % cached leaves at most 2,048 uncached, the 2,048 bucket. With the
+    same f (from math.math) the padded model gives the measured 1.57x within 5 %; at prompts of 1,500
+    or 3,000 tokens (no boundary crossed) it does not."""
+    t = reality.prefix_cache_check().set_index("dataset")
+    f, measured = t.fixed_fraction.iloc[0], t.measured_speedup["dynamic sonnet 2k"]
+    buckets = (512, 1024, 2048, 4096, 8192)
+    for p in (2049, 2400, 2730):
+        model = 1 / sv.prefix_cache_ttft_ratio(0.25, f, p, buckets)
+        assert model == pytest.approx(measured, rel=0.05), p
+    for p in (1500, 3000):
+        assert 1 / sv.prefix_cache_ttft_ratio(0.25, f, p, buckets) < 0.9 * measured
+    with pytest.raises(ValueError, match="together"):
+        sv.prefix_cache_ttft_ratio(0.25, f, 2400)
 
 
 def test_disaggregated_ratio_moe_selective_loading_and_cost():

@@ -50,9 +50,15 @@ from trainium_lab.sizing import ModelPreset, resolve_model
 from trainium_lab.units import format_seconds
 
 __all__ = ["Estimate", "TrainingEstimate", "OPS", "CHIPS", "decode", "prefill", "collective", "training",
-           "measurements", "compare", "summary", "fit", "parameter", "acceptance"]
+           "measurements", "compare", "summary", "fit", "parameter", "acceptance", "prefix_cache_check",
+           "PREFIX_CACHE_SET", "PREFIX_CACHE_TOLERANCE"]
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
+#: AWS's Llama 3.3 70B prefix-caching table (TTFT with and without the cache, four datasets): not one
+#: of the four calibration sets; it judges serving.prefix_cache_ttft_ratio (:func:`prefix_cache_check`)
+PREFIX_CACHE_SET = "nxdi_trn2_prefix_caching"
+#: how close the hit-rate model must come to the rows inside its range (|model/measured − 1|)
+PREFIX_CACHE_TOLERANCE = 0.05
 CHIPS = ("trn1", "trn2", "trn3", "inf2")
 FORWARD_COLLECTIVES_PER_LAYER = serving.FORWARD_ALLREDUCES_PER_LAYER
 # Sizes at which the Neuron runtime switches algorithm (AWS, "Intra-node Collective
@@ -476,6 +482,8 @@ def _measured(row) -> float:
 
 
 def _modelled(row) -> tuple[bool, str]:
+    if row["set"] == PREFIX_CACHE_SET:
+        return False, "prefix caching: prompt lengths not stated; judged by prefix_cache_check"
     if row["set"] == "nccom_test_guide":
         if row["instance"] == "not stated":
             return False, "instance not stated"
@@ -704,3 +712,50 @@ def fit() -> pd.DataFrame:
     per = [math.exp(l / k) for l, k in zip(logs, pos)]
     add("eagle3_acceptance_alpha", alpha, ea, {"eagle3_acceptance_alpha": alpha}, min(per), max(per))
     return pd.DataFrame(out)
+
+
+# --------------------------------------------------------------------------- prefix caching
+
+
+def prefix_cache_check(fixed_fraction: float | None = None) -> pd.DataFrame:
+    """:func:`trainium_lab.serving.prefix_cache_ttft_ratio` against AWS's 70B prefix-caching table.
+
+    The TTFTs are the ``nxdi_trn2_prefix_caching`` rows of ``data/measurements.csv``; each
+    dataset's stated hit rate is in ``data/prefix_cache_datasets.csv``. ``fixed_fraction``
+    defaults to the one value that reproduces the row with the highest hit rate (math.math,
+    > 90 %): one parameter from one row, the other three judge it.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``dataset, cache_hit_rate, ttft_without_s, ttft_with_s, measured_speedup, model_speedup,
+        bound_speedup`` (``1/(1 − h)``, what any model proportional to the uncached tokens can
+        reach), ``relative_error`` (``model/measured − 1``), ``in_range`` (the measured speed-up
+        is at most the proportional bound), ``fixed_fraction``.
+
+    Examples
+    --------
+    >>> t = prefix_cache_check().set_index("dataset")
+    >>> t.relative_error.abs().round(2).to_dict()
+    {'math.math': 0.0, 'dynamic sonnet 1k': 0.03, 'dynamic sonnet 2k': 0.21, 'HumanEval': 0.02}
+    >>> t.in_range.to_dict()["dynamic sonnet 2k"]
+    False
+    """
+    m = _measurements().set_index("measurement_id")
+    ds = specs.read_data_csv("prefix_cache_datasets.csv")
+    without = np.array([_measured(m.loc[i]) for i in ds.measurement_without])
+    with_ = np.array([_measured(m.loc[i]) for i in ds.measurement_with])
+    h = ds.cache_hit_rate.astype(float).to_numpy()
+    measured = without / with_
+    if fixed_fraction is None:
+        top = int(np.argmax(h))
+        fixed_fraction = (1.0 / measured[top] - (1.0 - h[top])) / h[top]
+    f = finite_number("fixed_fraction", fixed_fraction)
+    if not 0.0 <= f <= 1.0:
+        raise ValueError(f"fixed_fraction must be in [0, 1], got {f}")
+    model = np.array([1.0 / serving.prefix_cache_ttft_ratio(x, f) for x in h])
+    bound = 1.0 / (1.0 - h)
+    return pd.DataFrame({"dataset": ds.dataset, "cache_hit_rate": h, "ttft_without_s": without,
+                         "ttft_with_s": with_, "measured_speedup": measured, "model_speedup": model,
+                         "bound_speedup": bound, "relative_error": model / measured - 1.0,
+                         "in_range": measured <= bound * (1 + 1e-9), "fixed_fraction": f})

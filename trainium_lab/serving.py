@@ -40,8 +40,8 @@ Public API, by question
     :func:`attention_decode_intensity`, :func:`weight_critical_batch`, :func:`quantized_weights_table`
     (the two parts of a decode step, quantised weights); :func:`kv_sharding`,
     :func:`kv_sharding_table` (replication against flash decoding, attention DP and context
-    parallelism); :func:`neff_memory_bytes` (the shared scratchpad); :func:`prefix_cache_ttft_ratio`,
-    :func:`prefix_cache_check` (against AWS's 70B table); :func:`disaggregated_server_ratio`;
+    parallelism); :func:`neff_memory_bytes` (the shared scratchpad); :func:`prefix_cache_ttft_ratio`
+    (``reality.prefix_cache_check`` holds it against AWS's 70B table); :func:`disaggregated_server_ratio`;
     :func:`expected_unique_experts`, :func:`moe_decode_expert_bytes` (selective loading);
     :func:`cost_per_million_tokens_usd`
 
@@ -107,8 +107,8 @@ __all__ = [
     "serving_fact",
     "speculation_methods", "eagle_draft_model", "attention_decode_intensity", "weight_critical_batch",
     "WEIGHT_FORMATS", "quantized_weights_table", "KV_SHARDING", "KVSharding", "kv_sharding",
-    "kv_sharding_table", "neff_memory_bytes", "prefix_cache_ttft_ratio", "prefix_cache_measurements",
-    "prefix_cache_check", "disaggregated_server_ratio", "expected_unique_experts",
+    "kv_sharding_table", "neff_memory_bytes", "prefix_cache_ttft_ratio",
+    "disaggregated_server_ratio", "expected_unique_experts",
     "SELECTIVE_LOADING_ALPHA", "moe_decode_expert_bytes", "cost_per_million_tokens_usd",
 ]
 
@@ -2464,7 +2464,8 @@ def _seq(name: str, values: object) -> list:
     return out
 
 
-def prefix_cache_ttft_ratio(hit_rate: float, fixed_fraction: float) -> float:
+def prefix_cache_ttft_ratio(hit_rate: float, fixed_fraction: float, prompt_tokens: int | None = None,
+                            buckets: Sequence[int] | None = None) -> float:
     """TTFT with prefix caching over TTFT without: ``f + (1 − f)·(1 − h)``.
 
     A share ``h`` of the prompt's tokens is found in the cache, so only ``1 − h`` of the
@@ -2472,53 +2473,29 @@ def prefix_cache_ttft_ratio(hit_rate: float, fixed_fraction: float) -> float:
     (scheduling, the first decode step, the block-KV layout, attention to the cached keys).
     The speed-up is its inverse, at most ``1/(1 − h)`` (Amdahl).
 
+    With ``prompt_tokens`` and ``buckets`` the work is the padded work: NxD Inference runs
+    context encoding in the smallest compiled bucket that holds the tokens, so the variable
+    part is ``bucket((1 − h)·p) / bucket(p)`` instead of ``1 − h`` (:func:`pick_bucket`): a
+    cache that moves the uncached tokens below a bucket boundary saves more than its hit rate.
+
     Examples
     --------
     >>> round(1 / prefix_cache_ttft_ratio(0.9, 0.2), 2), round(1 / prefix_cache_ttft_ratio(0.25, 0.0), 2)
     (3.57, 1.33)
+    >>> round(1 / prefix_cache_ttft_ratio(0.25, 0.0, 2200, (512, 1024, 2048, 4096, 8192)), 2)
+    2.0
     """
     h = _fraction("hit_rate", hit_rate) if hit_rate != 0 else 0.0
     f = in_range("fixed_fraction", fixed_fraction, 0.0, 1.0)
-    return f + (1.0 - f) * (1.0 - h)
-
-
-def prefix_cache_measurements() -> pd.DataFrame:
-    """AWS's Llama-3.3-70B prefix-caching measurements (``data/prefix_caching_ttft.csv``).
-
-    Columns as in the file: ``dataset, cache_hit_rate, hit_rate_as_stated,
-    ttft_p50_ms_without, ttft_p50_ms_with, speedup_stated, model, tp, instance, source_id, note``.
-    """
-    return specs.read_data_csv("prefix_caching_ttft.csv")
-
-
-def prefix_cache_check(fixed_fraction: float | None = None) -> pd.DataFrame:
-    """:func:`prefix_cache_ttft_ratio` against AWS's table, row by row.
-
-    ``fixed_fraction`` defaults to the one value that reproduces the row with the highest hit
-    rate (math.math, > 90 %); the other rows judge it. Returns ``dataset, cache_hit_rate,
-    measured_speedup`` (from the two TTFTs), ``model_speedup``, ``bound_speedup``
-    (``1/(1 − h)``), ``relative_error``.
-
-    Examples
-    --------
-    >>> t = prefix_cache_check()
-    >>> t.set_index("dataset").relative_error.abs().round(2).to_dict()
-    {'math.math': 0.0, 'dynamic sonnet 1k': 0.03, 'dynamic sonnet 2k': 0.21, 'HumanEval': 0.02}
-    """
-    t = prefix_cache_measurements()
-    measured = t.ttft_p50_ms_without / t.ttft_p50_ms_with
-    if fixed_fraction is None:
-        top = t.cache_hit_rate.idxmax()
-        r, h = 1.0 / measured[top], t.cache_hit_rate[top]
-        fixed_fraction = (r - (1.0 - h)) / h
-    f = in_range("fixed_fraction", fixed_fraction, 0.0, 1.0)
-    model = [1.0 / prefix_cache_ttft_ratio(h, f) for h in t.cache_hit_rate]
-    bound = [1.0 / (1.0 - h) for h in t.cache_hit_rate]
-    out = pd.DataFrame({"dataset": t.dataset, "cache_hit_rate": t.cache_hit_rate, "measured_speedup": measured,
-                        "model_speedup": model, "bound_speedup": bound})
-    out["relative_error"] = out.model_speedup / out.measured_speedup - 1.0
-    out["fixed_fraction"] = f
-    return out
+    if (prompt_tokens is None) != (buckets is None):
+        raise ValueError("prompt_tokens and buckets must be given together (or neither), "
+                         f"got prompt_tokens={prompt_tokens!r}, buckets={buckets!r}")
+    if prompt_tokens is None:
+        return f + (1.0 - f) * (1.0 - h)
+    p = _tokens("prompt_tokens", prompt_tokens, minimum=1)
+    bs = _int_list("buckets", buckets)
+    uncached = max(1, math.ceil((1.0 - h) * p))
+    return f + (1.0 - f) * pick_bucket(uncached, bs) / pick_bucket(p, bs)
 
 
 def disaggregated_server_ratio(prefill_s_per_request: float, decode_step_s: float, batch: int,
