@@ -676,3 +676,25 @@ def test_kv_layouts_add_their_exchange_to_the_decode_step():
     assert sv.decode_step(r, 8, 16384, kv_layout="flash-decoding").attention_s < base.attention_s / 3
     with pytest.raises(ValueError, match="strategy"):
         sv.decode_step(r, 8, 1024, kv_layout="sideways")
+
+
+def test_cost_table_compares_inferentia2_with_the_sourced_prices_only():
+    # Issue 28: cost per million generated tokens with Inferentia2 as the comparison. Prices: the
+    # inf2 on-demand rates (vantage mirror of AWS Price List, 2026-08-26) and trn1.32xlarge's $21.50;
+    # no stored source gives a Trn2 on-demand price, so its cost is NaN, never a guess.
+    t = sv.cost_table("llama3-70b", [("trn1.32xlarge", 32), ("trn2.48xlarge", 64), ("inf2.48xlarge", 24)], 4096)
+    t = t.set_index("system")
+    assert math.isnan(t.usd_per_million_tokens["trn2.48xlarge"]) and t.tokens_per_s["trn2.48xlarge"] > 0
+    for s in ("trn1.32xlarge", "inf2.48xlarge"):
+        row = t.loc[s]
+        assert row.usd_per_hour == specs.system(s).on_demand_usd_per_hour
+        assert row.usd_per_million_tokens == pytest.approx(row.usd_per_hour / 3600 / row.tokens_per_s * 1e6)
+        assert row.usd_per_million_tokens_floor < row.usd_per_million_tokens   # the bound is a floor
+        assert row.tpot_bound_ms < row.tpot_ms
+    assert t.usd_per_hour["inf2.48xlarge"] == pytest.approx(12.98127)
+    # a whole instance filled with replicas: 4 × TP 16 on a trn2.48xlarge
+    assert sv.cost_table("llama3-70b", [("trn2.48xlarge", 16)], 4096).replicas.item() == 4
+    with pytest.raises(ValueError, match="tp"):
+        sv.cost_table("llama3-70b", [("inf2.48xlarge", 48)], 4096)
+    with pytest.raises(ValueError, match="deployments"):
+        sv.cost_table("llama3-70b", "inf2.48xlarge", 4096)

@@ -43,7 +43,7 @@ Public API, by question
     parallelism); :func:`neff_memory_bytes` (the shared scratchpad); :func:`prefix_cache_ttft_ratio`
     (``reality.prefix_cache_check`` holds it against AWS's 70B table); :func:`disaggregated_server_ratio`;
     :func:`expected_unique_experts`, :func:`moe_decode_expert_bytes` (selective loading);
-    :func:`cost_per_million_tokens_usd`
+    :func:`cost_per_million_tokens_usd`, :func:`cost_table` (Trn1, Trn2 and Inferentia2 instances)
 
 Degrees count **ranks** (logical NeuronCores), as in chapters 03 and 05: at LNC=2 a Trainium2
 chip runs 4 ranks, so ``tp=64`` is 16 chips. What the first-order model leaves out is listed
@@ -109,7 +109,8 @@ __all__ = [
     "WEIGHT_FORMATS", "quantized_weights_table", "KV_SHARDING", "KVSharding", "kv_sharding",
     "kv_sharding_table", "neff_memory_bytes", "prefix_cache_ttft_ratio",
     "disaggregated_server_ratio", "expected_unique_experts",
-    "SELECTIVE_LOADING_ALPHA", "moe_decode_expert_bytes", "cost_per_million_tokens_usd",
+    "SELECTIVE_LOADING_ALPHA", "moe_decode_expert_bytes", "cost_per_million_tokens_usd", "cost_table",
+    "KV_LAYOUT_EXCHANGES_PER_LAYER",
 ]
 
 #: what the first-order serving model leaves out (the notebook discusses each)
@@ -2599,3 +2600,60 @@ def cost_per_million_tokens_usd(tokens_per_s: float, usd_per_hour: float) -> flo
     t = positive("tokens_per_s", tokens_per_s)
     u = positive("usd_per_hour", usd_per_hour)
     return u / (t * hour) * 1e6
+
+
+def cost_table(model: str | ModelPreset, deployments: Sequence[tuple[str, int]], context_len: int,
+               block_size: int = 32) -> pd.DataFrame:
+    """Dollars per million generated tokens on whole instances, each filled with replicas at capacity.
+
+    For each ``(system, tp)``: as many TP-``tp`` replicas as the instance's ranks hold, each
+    decoding as many ``context_len`` sequences as its KV budget allows (:func:`capacity`), at the
+    expected step (:func:`decode_step`: calibrated collective costs) and at its bound. The price
+    is the instance's sourced on-demand price (``data/systems.csv`` and ``prices.csv``); an
+    instance without one gets NaN, never a guess. The cost at the bound is a floor; the cost at
+    the expectation is what to plan on (:func:`cost_per_million_tokens_usd`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``system, chip, tp, replicas, batch, tpot_ms, tpot_bound_ms, tokens_per_s`` (the
+        instance, expected), ``usd_per_hour``, ``usd_per_million_tokens``,
+        ``usd_per_million_tokens_floor``.
+
+    Examples
+    --------
+    >>> t = cost_table("llama3-70b", [("inf2.48xlarge", 24), ("trn2.48xlarge", 64)], 4096)
+    >>> t.system.tolist(), bool(t.usd_per_million_tokens.isna().tolist() == [False, True])
+    (['inf2.48xlarge', 'trn2.48xlarge'], True)
+    """
+    m = resolve_model(model)
+    ctx = _tokens("context_len", context_len, minimum=1)
+    if isinstance(deployments, (str, bytes)) or not isinstance(deployments, Iterable):
+        raise ValueError(f"deployments must be a list of (system, tp) pairs, got {deployments!r}")
+    rows = []
+    for item in deployments:
+        if not isinstance(item, (tuple, list)) or len(item) != 2:
+            raise ValueError(f"deployments must hold (system, tp) pairs, got {item!r}")
+        system, tp = item
+        s = specs.system(system)
+        lnc = cores.resolve_lnc(s.chip_key, None)
+        ranks = s.n_chips * cores.logical_cores_per_chip(s.chip_key, lnc)
+        tp = integer("tp", tp, minimum=1, maximum=ranks)
+        rep = replica(m, s.chip_key, tp=tp, lnc=lnc)
+        batch = capacity(rep, ctx, block_size=block_size).max_sequences
+        n_rep = ranks // tp
+        row = dict(system=s.key, chip=s.chip_key, tp=tp, replicas=n_rep, batch=batch)
+        price = s.on_demand_usd_per_hour
+        if batch >= 1:
+            d = decode_step(rep, batch, ctx)
+            tps, tps_bound = n_rep * d.tokens_per_s, n_rep * batch / d.bound_s
+            row.update(tpot_ms=d.time_s / ms, tpot_bound_ms=d.bound_s / ms, tokens_per_s=tps)
+        else:
+            tps = tps_bound = math.nan
+            row.update(tpot_ms=math.nan, tpot_bound_ms=math.nan, tokens_per_s=math.nan)
+        ok = price is not None and batch >= 1
+        row.update(usd_per_hour=math.nan if price is None else price,
+                   usd_per_million_tokens=cost_per_million_tokens_usd(tps, price) if ok else math.nan,
+                   usd_per_million_tokens_floor=cost_per_million_tokens_usd(tps_bound, price) if ok else math.nan)
+        rows.append(row)
+    return pd.DataFrame(rows)
