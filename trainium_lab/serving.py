@@ -628,8 +628,10 @@ def _rep(rep: object) -> Replica:
 # --------------------------------------------------------------------------- FLOPs
 
 
+@functools.lru_cache(maxsize=256)
 def _matmul_params(m: ModelPreset) -> float:
-    # the input embedding is a lookup, not a matmul; the output projection is a matmul
+    # the input embedding is a lookup, not a matmul; the output projection is a matmul (cached:
+    # exact_params builds a table, and every step of a widget update asks)
     return float(m.exact_params()) - float(m.vocab_size) * m.d_model
 
 
