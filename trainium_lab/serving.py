@@ -849,6 +849,9 @@ def tp_allreduce_s(rep: Replica, n_tokens: int, system: str | None = None,
     in chapter 03: a ring over the group's chips at the slowest level the group lands on
     (:func:`trainium_lab.collectives.group_collective_s` on a :func:`trainium_lab.topology.place`
     placement, TP ranks innermost). A group inside one chip costs 0 (no published figure).
+    This is chapter 03's bandwidth-and-hop ring, kept for comparison: the step model
+    (:func:`decode_step`, :func:`prefill_step`) charges each all-reduce
+    :func:`tp_collective_fixed_s` (calibrated) plus :func:`tp_collective_bytes_s`.
 
     Parameters
     ----------
