@@ -195,6 +195,7 @@ OVERRIDES = {
     "compilation.step_stream": {"n_samples": 100, "batch_size": 32, "pad_to": 128},
     "serving.check_launch": {"model": "llama3-70b", "n_chips": 16, "tp": 8, "pp": 2},
     "serving.chip_decode_table": {"n_chips": 8, "batch": 8, "context_len": 1024},
+    "serving.cost_table": {"model": "llama3-8b", "deployments": (("inf2.xlarge", 2),), "context_len": 1024},
     # issue 28: serving as NxD Inference and vLLM Neuron do it
     "serving.neff_memory_bytes": {"scratchpad_bytes": (1e8, 2e8), "other_bytes": (1e7, 1e7)},
     "serving.prefix_cache_ttft_ratio": {"hit_rate": 0.5, "fixed_fraction": 0.2},

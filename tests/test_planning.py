@@ -363,7 +363,7 @@ def test_serving_plan_meets_its_target_and_limits():
     assert s.capacity_tokens_per_s >= 20_000 > (s.n_replicas - 1) * s.stream.tokens_per_s
     assert s.n_instances == math.ceil(s.n_replicas / s.replicas_per_instance)
     assert s.cost_per_million_tokens_usd == pytest.approx(s.n_instances * 40.0 / (20_000 * 3600) * 1e6)
-    again = serving.serve_stream(s.replica, 1024, 256, s.concurrency, system="trn2.48xlarge")
+    again = serving.serve_stream(s.replica, 1024, 256, s.concurrency, 1.0, system="trn2.48xlarge")  # the plan's prefill efficiency
     assert again.tokens_per_s == s.stream.tokens_per_s
     best = s.candidates[s.candidates.meets_latency].tokens_per_s_per_chip.max()
     assert s.stream.tokens_per_s_per_chip == best

@@ -100,7 +100,8 @@ def test_eagle3_rows_reproduce_the_acceptance_length():
 
 def test_every_row_states_what_the_source_leaves_out():
     assert (M.unstated.str.len() > 0).all()
-    assert set(M.set) == {"trn1_training", "nxdi_trn2_tutorials", "nccom_test_guide", "vllm_eagle3_acceptance"}
+    assert set(M.set) == {"trn1_training", "nxdi_trn2_tutorials", "nccom_test_guide", "vllm_eagle3_acceptance",
+                          "nxdi_trn2_prefix_caching"}   # the last judges the prefix-cache model only (issue 28)
 
 
 # --------------------------------------------------------------------------- bounds and expectations
@@ -116,10 +117,11 @@ def test_no_bound_is_beaten_by_any_measurement():
 def test_bounds_are_not_trivially_loose_where_the_issue_measured_the_gap():
     # Issue 24: the 1 GiB all-reduce over 64 ranks on 2 trn1 instances takes 41.8 ms (NCCOM-TEST
     # guide): its bound is EFA's 1 GiB at 800 Gbps, 10.7 ms; 70B decode at TP 64 (19.8 ms) has a
-    # roofline-plus-latency bound of about 3.8 ms.
+    # roofline-plus-latency bound of about 3.8 ms (4.2 ms with the K/V projections NxD Inference
+    # replicates to all 64 ranks counted in the weight reads, issue 24's Inferentia2 item).
     c = C.set_index("measurement_id")
     assert c.loc["nccom-allr-64r-2i-1073741824", "bound"] == pytest.approx(2**30 / 100e9, rel=1e-6)
-    assert 3.5e-3 < c.loc["nxdi-llama33-70b-tpot", "bound"] < 4.0e-3
+    assert 3.5e-3 < c.loc["nxdi-llama33-70b-tpot", "bound"] < 4.5e-3
 
 
 def test_median_error_over_all_measurements_is_at_most_15_percent():
@@ -150,9 +152,11 @@ def test_nccom_large_messages_are_within_25_percent():
 
 
 def test_unmodelled_rows_are_only_those_without_a_stated_configuration():
-    rest = C[~C.modelled]
+    rest = C[~C.modelled & (C.set != reality.PREFIX_CACHE_SET)]
     assert set(rest.set) == {"nccom_test_guide"}
     assert set(rest.not_modelled_because) <= {"instance not stated", "op permute not modelled"}
+    # the prefix-caching rows state no prompt lengths: reality.prefix_cache_check judges them instead
+    assert (C[C.set == reality.PREFIX_CACHE_SET].modelled == False).all()  # noqa: E712
 
 
 # --------------------------------------------------------------------------- the calibration

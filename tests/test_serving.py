@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trainium_lab import collectives, cores, roofline, serving as sv, specs, topology
+from trainium_lab import collectives, cores, reality, roofline, serving as sv, specs, topology
 from trainium_lab.layouts import custom_model
 from trainium_lab.units import GB, GiB, KiB, MB, MiB
 
@@ -140,7 +140,15 @@ def test_decode_at_batch_1_is_the_weights_over_bandwidth():
     bw = specs.chip("trn2").hbm_bytes_per_s
     assert d.bound == "HBM"
     assert d.memory_s == pytest.approx((r.weight_bytes + r.kv_bytes_per_token) / bw)
-    assert d.time_s == d.memory_s
+    # with no fixed collective cost the expectation falls to the bound (it never goes below it)
+    assert sv.decode_step(r, 1, 0, latency_s=0.0).time_s == pytest.approx(d.bound_s)
+    # scaling-book's general step: KV reads + max(matmuls, weight reads) + 2L fixed all-reduce costs
+    assert d.time_s == pytest.approx(d.attention_s + max(d.matmul_s, d.weight_s) + d.comm_s)
+    assert d.n_collectives == 2 * 32 and d.collective_fixed_s == specs.calibration("decode_tp_collective_s").value
+    # the bound: the roofline plus one hop of the smallest published latency per all-reduce
+    hop = specs.calibration("hop_latency_min_s").value
+    assert d.bound_s == pytest.approx(d.memory_s + 64 * hop + (d.comm_s - 64 * d.collective_fixed_s))
+    assert d.bound_s < d.time_s
 
 
 def test_compute_bound_batch_is_the_ridge_point_at_zero_context():
@@ -175,7 +183,10 @@ def test_pipeline_stages_run_in_turn_and_micro_batches_fill_them():
     b = sv.decode_step(tp8, 4, 1024, latency_s=0.0)
     assert a.time_s == pytest.approx(b.time_s)        # same bytes at the same active bandwidth
     c = sv.decode_step(tp16, 4, 1024, latency_s=0.0)
-    assert c.time_s == pytest.approx(a.time_s / 2, rel=0.02)
+    # twice the active bandwidth; TP 16 stores each of the 8 K/V projections twice (replicated
+    # to the ranks), which costs it a few per cent
+    assert a.time_s / 2 < c.time_s < a.time_s / 2 * 1.06
+    assert c.weight_bytes == pytest.approx(b.weight_bytes + tp16.replicated_kv_weight_bytes)
     two = sv.decode_step(tp8pp2, 4, 1024, micro_batches=2, latency_s=0.0)
     assert two.tokens_per_s == pytest.approx(2 * a.tokens_per_s)
     with pytest.raises(ValueError, match="micro_batches"):
@@ -299,7 +310,11 @@ def test_seed_style_launch_check():
 def test_trn3_decodes_faster_by_its_hbm_bandwidth():
     t = sv.chip_decode_table("llama3-70b", 16, 1, 1024)
     ratio = specs.chip("trn3").hbm_bytes_per_s / specs.chip("trn2").hbm_bytes_per_s
-    assert t.step_ms.iloc[0] / t.step_ms.iloc[1] == pytest.approx(ratio, rel=1e-3)   # all-reduces aside
+    # the HBM side of the bound scales with the bandwidth; the 160 one-hop latencies do not
+    hops = 160 * specs.calibration("hop_latency_min_s").value * 1e3
+    assert (t.bound_ms.iloc[0] - hops) / (t.bound_ms.iloc[1] - hops) == pytest.approx(ratio, rel=2e-3)
+    # expected: the same fixed all-reduce cost on both (Trainium3 carries Trainium2's), so far less than the ratio
+    assert 1 < t.step_ms.iloc[0] / t.step_ms.iloc[1] < 1.2
     assert (t.bound == "HBM").all()
 
 
@@ -512,16 +527,40 @@ def test_shared_scratchpad_neff_memory():
 
 
 def test_prefix_cache_model_against_aws_70b_table():
-    """AWS, Llama-3.3-70B prefix-caching tutorial (trn2.48xlarge, TP 64): TTFT with and without prefix
-    caching on four datasets. The model f + (1 − f)(1 − h), with f fixed by the >90 %-hit row, must match
-    the ~25 % (1k) and no-hit rows within 5 %. The ~25 % (2k) row (1.57×) beats 1/(1 − h) = 1.33, which no
-    hit-rate-proportional model can reach: the test pins that it lies outside, not that it fits."""
-    t = sv.prefix_cache_check().set_index("dataset")
+    """AWS, Llama-3.3-70B prefix-caching tutorial (trn2.48xlarge, TP 64; rows in data/measurements.csv,
+    set nxdi_trn2_prefix_caching): TTFT with and without prefix caching on four datasets. The model
+    f + (1 − f)(1 − h), with f fixed by the >90 %-hit row, must match the ~25 % (1k) and no-hit rows
+    within reality.PREFIX_CACHE_TOLERANCE (5 %). The ~25 % (2k) row (1.57×) beats 1/(1 − h) = 1.33,
+    which no hit-rate-proportional model can reach: the test pins that it lies outside."""
+    t = reality.prefix_cache_check().set_index("dataset")
     assert 0.1 < t.fixed_fraction.iloc[0] < 0.3
     for d in ("math.math", "dynamic sonnet 1k", "HumanEval"):
-        assert abs(t.relative_error[d]) < 0.05, d
+        assert t.in_range[d] and abs(t.relative_error[d]) < reality.PREFIX_CACHE_TOLERANCE, d
+    assert not t.in_range["dynamic sonnet 2k"]
     assert t.measured_speedup["dynamic sonnet 2k"] > t.bound_speedup["dynamic sonnet 2k"]
     assert (t.model_speedup <= t.bound_speedup + 1e-12).all()
+    # the TTFTs are the measurement table's rows, the speed-ups AWS prints (rounded) follow from them
+    ds = specs.read_data_csv("prefix_cache_datasets.csv").set_index("dataset")
+    for d, row in t.iterrows():
+        assert row.measured_speedup == pytest.approx(float(ds.speedup_stated[d]), abs=0.006)
+
+
+def test_prefix_cache_2k_row_is_a_bucket_boundary():
+    """Why the 2k row is outside: the tutorial compiles context encoding for 512 1024 2048 4096 8192
+    tokens. Prompts just above 2,048 (2,049 to 2,730: not stated, 'sonnet 2k' suggests ~2k) run padded
+    to 4,096 without the cache; 25 % cached leaves at most 2,048 uncached, the 2,048 bucket. With the
+    same f (from math.math) the padded model gives the measured 1.57x within 5 %; at prompts of 1,500
+    or 3,000 tokens (no boundary crossed) it does not."""
+    t = reality.prefix_cache_check().set_index("dataset")
+    f, measured = t.fixed_fraction.iloc[0], t.measured_speedup["dynamic sonnet 2k"]
+    buckets = (512, 1024, 2048, 4096, 8192)
+    for p in (2049, 2400, 2730):
+        model = 1 / sv.prefix_cache_ttft_ratio(0.25, f, p, buckets)
+        assert model == pytest.approx(measured, rel=0.05), p
+    for p in (1500, 3000):
+        assert 1 / sv.prefix_cache_ttft_ratio(0.25, f, p, buckets) < 0.9 * measured
+    with pytest.raises(ValueError, match="together"):
+        sv.prefix_cache_ttft_ratio(0.25, f, 2400)
 
 
 def test_disaggregated_ratio_moe_selective_loading_and_cost():
@@ -547,7 +586,115 @@ def test_tp_that_does_not_divide_the_heads_is_padded_and_the_waste_counted():
     r = sv.replica("llama3-70b", "trn2", tp=24)
     assert r.padded_heads == 8 and r.kv_heads_per_rank == 1
     assert r.padding_weight_bytes == 2 * 8 * 128 * 8192 * 80 * 2
-    assert r.weight_bytes == pytest.approx(sv.replica("llama3-70b", "trn2", tp=8).weight_bytes + r.padding_weight_bytes)
+    # REPLICATE_TO_TP_DEGREE copies the K/V projection weights to every rank (gqa.py's
+    # replicate_kv, torch.repeat_interleave before sharding): 24 copies of 8 heads' projections
+    assert r.replicated_kv_weight_bytes == 2 * (24 - 8) * 128 * 8192 * 80 * 2
+    assert r.weight_bytes == pytest.approx(sv.replica("llama3-70b", "trn2", tp=8).weight_bytes
+                                           + r.padding_weight_bytes + r.replicated_kv_weight_bytes)
     # CONVERT_TO_MHA when tp is not a multiple of the KV heads: K/V for every padded head
     m = sv.replica("llama3-70b", "trn2", tp=12)
     assert m.padded_heads == 8 and m.kv_heads_per_rank == 72 // 12
+
+
+# --------------------------------------------------------------------------- issue 24/28 round 3
+
+
+def test_inferentia2_serves_llama3_70b_at_tp24_as_aws_compiles_it():
+    # aws-neuron/optimum-neuron-cache, inference-cache-config/llama3-70b.json: Llama 3 70B on
+    # inf2.48xlarge with num_cores 24 (12 Inferentia2 chips x 2 NeuronCore-v2), bf16, batch 4 at
+    # 4,096 tokens (data/serving.csv). 24 does not divide the 64 heads: NxD Inference pads them to
+    # 72 and replicates the 8 KV heads to the 24 ranks; both wastes are counted in the weights.
+    assert sv.serving_fact("inf2_llama3_70b_num_cores") == 24
+    s = specs.system("inf2.48xlarge")
+    assert s.n_chips * specs.chip("inf2").neuron_cores == 24          # Inf2 architecture page
+    r = sv.replica("llama3-70b", "inf2", tp=24)
+    assert r.padded_heads == 8 and r.kv_heads_per_rank == 1 and r.n_chips == 12
+    waste = (r.padding_weight_bytes + r.replicated_kv_weight_bytes) / r.weight_bytes
+    assert 0.05 < waste < 0.06
+    # it fits: AWS's batch 4 at 4,096 tokens in 16 GiB per NeuronCore (32 GiB per chip)
+    assert sv.capacity(r, 4096).max_sequences >= 4
+    # reality answers for chip="inf2"; the bound holds below the expectation
+    d = reality.decode("llama3-70b", "inf2", tp=24, batch=4, context_len=4096)
+    p = reality.prefill("llama3-70b", "inf2", tp=24, prompt_tokens=4096)
+    assert 0 < d.bound_s < d.expected_s and 0 < p.bound_s < p.expected_s
+    # the bound is at least the padded weights over the 12 chips' HBM (820 GiB/s each)
+    assert d.bound_s >= r.weight_bytes / (12 * 820 * 2**30)
+    with pytest.raises(ValueError, match="tp"):
+        reality.decode("llama3-70b", "inf2", tp=32, batch=1, context_len=16)
+
+
+def test_inferentia2_facts_come_from_the_neuron_docs():
+    c = specs.chip("inf2")
+    # Inferentia2 page: 190 BF16 TFLOPS, 47.5 FP32, 32 GiB at 820 GiB/s; NKI guide: 2 NeuronLink-v2
+    assert c.dense_flops_per_s["bf16"] == 190e12 and c.dense_flops_per_s["fp32"] == 47.5e12
+    assert c.hbm_bytes == 32 * 2**30 and c.hbm_bytes_per_s == 820 * 2**30
+    assert c.neuronlink_ports == 2 and c.core_version == "NeuronCore-v2" and c.lnc_options == ()
+    assert c.efa_bytes_per_s is None                                  # not published
+    # Inf2 architecture page: the four sizes
+    sizes = {k: (specs.system(k).n_chips, specs.system(k).hbm_bytes_total / 2**30)
+             for k in ("inf2.xlarge", "inf2.8xlarge", "inf2.24xlarge", "inf2.48xlarge")}
+    assert sizes == {"inf2.xlarge": (1, 32), "inf2.8xlarge": (1, 32), "inf2.24xlarge": (6, 192),
+                     "inf2.48xlarge": (12, 384)}
+    assert specs.system("inf2.48xlarge").dense_flops_per_s_total["bf16"] == 12 * c.dense_flops_per_s["bf16"]
+    # Trainium-only lists stay Trainium; the serving lookups see Inferentia2
+    assert "inf2" not in [x.key for x in specs.chips()]
+    assert "inf2" in [x.key for x in specs.chips(include_inferentia=True)]
+    with pytest.raises(ValueError, match="include_inferentia"):
+        specs.chips(include_inferentia="yes")
+
+
+def test_one_step_model_reality_decode_is_serving_decode_step():
+    # issue 24: the latency-aware step has one home; reality.decode reports its bound and expectation
+    for chip, tp in (("trn2", 64), ("trn1", 32), ("inf2", 24)):
+        r = sv.replica("llama3-70b", chip, tp=tp)
+        d = sv.decode_step(r, 2, 4096)
+        e = reality.decode("llama3-70b", chip, tp=tp, batch=2, context_len=4096)
+        assert (e.bound_s, e.expected_s) == (d.bound_s, d.expected_s)
+        # the fixed cost per all-reduce is the calibrated one (data/calibration.csv)
+        cal = specs.calibration
+        want = (cal("decode_tp_collective_s").value if chip == "trn2" else
+                cal("collective_launch_s").value + 2 * (tp - 1) * cal("ring_step_latency_s").value)
+        assert d.collective_fixed_s == pytest.approx(want)
+        assert d.n_collectives == 160
+
+
+def test_kv_layouts_add_their_exchange_to_the_decode_step():
+    # issue 28 item 2: flash decoding, attention DP and CP shrink the KV each rank reads but add
+    # an exchange per layer (kv_sharding's bytes, one fixed collective cost each)
+    r = sv.replica("llama3-70b", "trn2", tp=32)
+    base = sv.decode_step(r, 8, 16384)
+    for layout, per_layer in (("flash-decoding", 1), ("attention-dp", 2), ("context-parallel", 1)):
+        d = sv.decode_step(r, 8, 16384, kv_layout=layout, kv_degree=4)
+        k = sv.kv_sharding(r, layout, 4, 8)
+        assert d.n_collectives == base.n_collectives + per_layer * 80
+        assert d.kv_bytes < base.kv_bytes                       # the replicas are gone
+        rate = specs.chip("trn2").neuronlink_bytes_per_s
+        extra = 80 * (per_layer * d.collective_fixed_s + k.comm_bytes_per_layer / rate)
+        assert d.comm_s == pytest.approx(base.comm_s + extra)
+        assert d.bound_s <= d.expected_s
+    # at a long context the KV saved outweighs the exchange for flash decoding
+    assert sv.decode_step(r, 8, 16384, kv_layout="flash-decoding").attention_s < base.attention_s / 3
+    with pytest.raises(ValueError, match="strategy"):
+        sv.decode_step(r, 8, 1024, kv_layout="sideways")
+
+
+def test_cost_table_compares_inferentia2_with_the_sourced_prices_only():
+    # Issue 28: cost per million generated tokens with Inferentia2 as the comparison. Prices: the
+    # inf2 on-demand rates (vantage mirror of AWS Price List, 2026-08-26) and trn1.32xlarge's $21.50;
+    # no stored source gives a Trn2 on-demand price, so its cost is NaN, never a guess.
+    t = sv.cost_table("llama3-70b", [("trn1.32xlarge", 32), ("trn2.48xlarge", 64), ("inf2.48xlarge", 24)], 4096)
+    t = t.set_index("system")
+    assert math.isnan(t.usd_per_million_tokens["trn2.48xlarge"]) and t.tokens_per_s["trn2.48xlarge"] > 0
+    for s in ("trn1.32xlarge", "inf2.48xlarge"):
+        row = t.loc[s]
+        assert row.usd_per_hour == specs.system(s).on_demand_usd_per_hour
+        assert row.usd_per_million_tokens == pytest.approx(row.usd_per_hour / 3600 / row.tokens_per_s * 1e6)
+        assert row.usd_per_million_tokens_floor < row.usd_per_million_tokens   # the bound is a floor
+        assert row.tpot_bound_ms < row.tpot_ms
+    assert t.usd_per_hour["inf2.48xlarge"] == pytest.approx(12.98127)
+    # a whole instance filled with replicas: 4 × TP 16 on a trn2.48xlarge
+    assert sv.cost_table("llama3-70b", [("trn2.48xlarge", 16)], 4096).replicas.item() == 4
+    with pytest.raises(ValueError, match="tp"):
+        sv.cost_table("llama3-70b", [("inf2.48xlarge", 48)], 4096)
+    with pytest.raises(ValueError, match="deployments"):
+        sv.cost_table("llama3-70b", "inf2.48xlarge", 4096)

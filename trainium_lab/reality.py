@@ -50,9 +50,15 @@ from trainium_lab.sizing import ModelPreset, resolve_model
 from trainium_lab.units import format_seconds
 
 __all__ = ["Estimate", "TrainingEstimate", "OPS", "CHIPS", "decode", "prefill", "collective", "training",
-           "measurements", "compare", "summary", "fit", "parameter", "acceptance"]
+           "measurements", "compare", "summary", "fit", "parameter", "acceptance", "prefix_cache_check",
+           "PREFIX_CACHE_SET", "PREFIX_CACHE_TOLERANCE"]
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
+#: AWS's Llama 3.3 70B prefix-caching table (TTFT with and without the cache, four datasets): not one
+#: of the four calibration sets; it judges serving.prefix_cache_ttft_ratio (:func:`prefix_cache_check`)
+PREFIX_CACHE_SET = "nxdi_trn2_prefix_caching"
+#: how close the hit-rate model must come to the rows inside its range (|model/measured − 1|)
+PREFIX_CACHE_TOLERANCE = 0.05
 CHIPS = ("trn1", "trn2", "trn3", "inf2")
 FORWARD_COLLECTIVES_PER_LAYER = serving.FORWARD_ALLREDUCES_PER_LAYER
 # Sizes at which the Neuron runtime switches algorithm inside a Trainium2/3 node (one home:
@@ -137,9 +143,9 @@ def _model(model: object) -> ModelPreset:
 
 def _chip(chip: object) -> str:
     chip = choice("chip", chip, CHIPS)
-    if chip not in {c.key for c in specs.chips()}:
+    if chip not in {c.key for c in specs.chips(include_inferentia=True)}:
         raise ValueError(f"chip {chip!r} is accepted by the interface but has no figures in data/chips.csv yet; "
-                         f"use one of {', '.join(c.key for c in specs.chips())}")
+                         f"use one of {', '.join(c.key for c in specs.chips(include_inferentia=True))}")
     return chip
 
 
@@ -150,9 +156,9 @@ def _nonneg_int(name: str, value: object, minimum: int = 0) -> int:
 
 
 def _system_for(chip: str, n_ranks: int, lnc: int) -> specs.System:
-    per = [s for s in specs.systems() if s.chip_key == chip and s.n_instances == 1]
+    per = [s for s in specs.systems(include_inferentia=True) if s.chip_key == chip and s.n_instances == 1]
     if not per:
-        per = [s for s in specs.systems() if s.chip_key == chip]
+        per = [s for s in specs.systems(include_inferentia=True) if s.chip_key == chip]
     per.sort(key=lambda s: s.n_chips)
     for s in per:
         if s.n_chips * cores.logical_cores_per_chip(chip, lnc) >= n_ranks:
@@ -254,36 +260,24 @@ def _replica(model, chip, tp, weight_dtype, lnc):
     return serving.replica(m, chip, tp=tp, lnc=lnc, weight_dtype=weight_dtype)
 
 
-def _tp_bytes_s(rep: serving.Replica, n_tokens: int) -> float:
-    """Bandwidth time of one TP all-reduce of ``n_tokens`` activations at the published rate."""
-    if rep.tp == 1:
-        return 0.0
-    size = n_tokens * rep.model.d_model * rep.activation_bytes
-    if rep.tp <= rep.ranks_per_chip:
-        return _factor("all_reduce", rep.tp) * size / specs.chip(rep.chip).hbm_bytes_per_s
-    return _factor("all_reduce", rep.tp) * size / specs.chip(rep.chip).neuronlink_bytes_per_s
-
-
-def _n_collectives(rep: serving.Replica) -> int:
-    return 0 if rep.tp == 1 else FORWARD_COLLECTIVES_PER_LAYER * rep.model.n_layers
-
-
 def decode(model, chip: str, *, tp: int, batch: int, context_len: int, weight_dtype: str = "bfloat16",
            lnc: int | None = None, tp_collective_s: float | None = None) -> Estimate:
     """One decode step (the time per output token, TPOT): bound and expectation.
 
-    Expected (scaling-book's general step): attention reads the KV cache (always memory-bound),
-    plus the larger of the weight matmuls' compute and the weight reads, plus ``2·L`` TP
-    all-reduces each costing ``tp_collective_s`` (fitted on the NxD Inference TPOTs: launch,
-    synchronisation and Mesh steps inside the compiled graph) plus its bytes at the published
-    link rate. Bound: the roofline ``max(FLOPs/peak, bytes/HBM)`` plus ``2·L`` times one hop of
-    the smallest published latency (each all-reduce sits on the critical path).
+    The step model has one home, :func:`trainium_lab.serving.decode_step` (scaling-book's general
+    step): attention reads the KV cache (always memory-bound), plus the larger of the weight
+    matmuls' compute and the weight reads, plus ``2·L`` TP all-reduces each costing
+    ``tp_collective_s`` (by default :func:`trainium_lab.serving.tp_collective_fixed_s`: fitted on
+    the NxD Inference TPOTs for Trainium2, the NCCOM-TEST ring terms for Trainium1 and
+    Inferentia2) plus its bytes at the published link rate. Bound: the roofline
+    ``max(FLOPs/peak, bytes/HBM)`` plus ``2·L`` times one hop of the smallest published latency
+    (each all-reduce sits on the critical path).
 
     Examples
     --------
     >>> e = decode("llama3-70b", "trn2", tp=64, batch=1, context_len=10000)
     >>> round(e.bound_s * 1e3, 2), 15 < e.expected_s * 1e3 < 25
-    (3.77, True)
+    (4.18, True)
     >>> decode("llama3-70b", "trn2", tp=64, batch=1, context_len=-1)
     Traceback (most recent call last):
     ...
@@ -292,16 +286,9 @@ def decode(model, chip: str, *, tp: int, batch: int, context_len: int, weight_dt
     rep = _replica(model, chip, tp, weight_dtype, lnc)
     batch = _nonneg_int("batch", batch, 1)
     ctx = _nonneg_int("context_len", context_len, 0)
-    x = parameter("decode_tp_collective_s") if tp_collective_s is None else positive("tp_collective_s", tp_collective_s, allow_zero=True)
-    hbm, peak = rep.hbm_bytes_per_s_active, rep.peak_flops_per_s_active
-    kv = batch * (ctx + 1) * rep.kv_bytes_per_token_stored
-    flops = batch * serving.decode_flops_per_token(rep.model, ctx)
-    mlp_flops = batch * 2.0 * serving._matmul_params(rep.model)
-    n_cc = _n_collectives(rep)
-    comm_bytes = n_cc * _tp_bytes_s(rep, batch)
-    bound = max(flops / peak, (rep.weight_bytes + kv) / hbm) + n_cc * parameter("hop_latency_min_s") + comm_bytes
-    expected = kv / hbm + max(mlp_flops / peak, rep.weight_bytes / hbm) + n_cc * x + comm_bytes
-    return Estimate("decode", bound, max(expected, bound), f"{n_cc} TP all-reduces")
+    x = None if tp_collective_s is None else positive("tp_collective_s", tp_collective_s, allow_zero=True)
+    step = serving.decode_step(rep, batch, ctx, latency_s=x)
+    return Estimate("decode", step.bound_s, step.expected_s, f"{step.n_collectives} TP all-reduces")
 
 
 def prefill(model, chip: str, *, tp: int, prompt_tokens: int, batch: int = 1, weight_dtype: str = "bfloat16",
@@ -309,10 +296,11 @@ def prefill(model, chip: str, *, tp: int, prompt_tokens: int, batch: int = 1, we
             tp_collective_s: float | None = None) -> Estimate:
     """Prefill of ``batch`` prompts (the time to first token, TTFT): bound and expectation.
 
-    Bound: FLOPs (:func:`trainium_lab.serving.prefill_flops`) at peak, or the weight reads if
-    longer, plus one smallest-latency hop per TP all-reduce. Expected: the FLOPs at
-    ``peak × efficiency`` (fitted on the NxD Inference TTFTs), plus the TP all-reduces as in
-    :func:`decode` with their bytes at the published link rate.
+    :func:`trainium_lab.serving.prefill_step` is the model. Bound: FLOPs
+    (:func:`trainium_lab.serving.prefill_flops`) at peak, or the weight and KV traffic if longer,
+    plus one smallest-latency hop per TP all-reduce. Expected: the FLOPs at ``peak × efficiency``
+    (fitted on the NxD Inference TTFTs), plus the TP all-reduces as in :func:`decode` with their
+    bytes at the published link rate.
 
     Examples
     --------
@@ -323,17 +311,12 @@ def prefill(model, chip: str, *, tp: int, prompt_tokens: int, batch: int = 1, we
     rep = _replica(model, chip, tp, weight_dtype, lnc)
     s = _nonneg_int("prompt_tokens", prompt_tokens, 1)
     batch = _nonneg_int("batch", batch, 1)
-    eff = parameter("prefill_efficiency") if efficiency is None else positive("efficiency", efficiency)
-    x = parameter("decode_tp_collective_s") if tp_collective_s is None else positive("tp_collective_s", tp_collective_s, allow_zero=True)
-    if eff > 1:
+    eff = None if efficiency is None else positive("efficiency", efficiency)
+    x = None if tp_collective_s is None else positive("tp_collective_s", tp_collective_s, allow_zero=True)
+    if eff is not None and eff > 1:
         raise ValueError(f"efficiency must be in (0, 1], got {eff}")
-    peak, hbm = rep.peak_flops_per_s_active, rep.hbm_bytes_per_s_active
-    flops = batch * serving.prefill_flops(rep.model, s)
-    n_cc = _n_collectives(rep)
-    comm_bytes = n_cc * _tp_bytes_s(rep, batch * s)
-    bound = max(flops / peak, rep.weight_bytes / hbm) + n_cc * parameter("hop_latency_min_s") + comm_bytes
-    expected = max(flops / (peak * eff), rep.weight_bytes / hbm) + n_cc * x + comm_bytes
-    return Estimate("prefill", bound, max(expected, bound), f"{n_cc} TP all-reduces")
+    step = serving.prefill_step(rep, s, batch, eff, latency_s=x)
+    return Estimate("prefill", step.bound_s, step.expected_s, f"{step.n_collectives} TP all-reduces")
 
 
 # --------------------------------------------------------------------------- training
@@ -453,6 +436,8 @@ def _measured(row) -> float:
 
 
 def _modelled(row) -> tuple[bool, str]:
+    if row["set"] == PREFIX_CACHE_SET:
+        return False, "prefix caching: prompt lengths not stated; judged by prefix_cache_check"
     if row["set"] == "nccom_test_guide":
         if row["instance"] == "not stated":
             return False, "instance not stated"
@@ -715,3 +700,50 @@ def fit() -> pd.DataFrame:
     per = [math.exp(l / k) for l, k in zip(logs, pos)]
     add("eagle3_acceptance_alpha", alpha, ea, {"eagle3_acceptance_alpha": alpha}, min(per), max(per))
     return pd.DataFrame(out)
+
+
+# --------------------------------------------------------------------------- prefix caching
+
+
+def prefix_cache_check(fixed_fraction: float | None = None) -> pd.DataFrame:
+    """:func:`trainium_lab.serving.prefix_cache_ttft_ratio` against AWS's 70B prefix-caching table.
+
+    The TTFTs are the ``nxdi_trn2_prefix_caching`` rows of ``data/measurements.csv``; each
+    dataset's stated hit rate is in ``data/prefix_cache_datasets.csv``. ``fixed_fraction``
+    defaults to the one value that reproduces the row with the highest hit rate (math.math,
+    > 90 %): one parameter from one row, the other three judge it.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``dataset, cache_hit_rate, ttft_without_s, ttft_with_s, measured_speedup, model_speedup,
+        bound_speedup`` (``1/(1 − h)``, what any model proportional to the uncached tokens can
+        reach), ``relative_error`` (``model/measured − 1``), ``in_range`` (the measured speed-up
+        is at most the proportional bound), ``fixed_fraction``.
+
+    Examples
+    --------
+    >>> t = prefix_cache_check().set_index("dataset")
+    >>> t.relative_error.abs().round(2).to_dict()
+    {'math.math': 0.0, 'dynamic sonnet 1k': 0.03, 'dynamic sonnet 2k': 0.21, 'HumanEval': 0.02}
+    >>> t.in_range.to_dict()["dynamic sonnet 2k"]
+    False
+    """
+    m = _measurements().set_index("measurement_id")
+    ds = specs.read_data_csv("prefix_cache_datasets.csv")
+    without = np.array([_measured(m.loc[i]) for i in ds.measurement_without])
+    with_ = np.array([_measured(m.loc[i]) for i in ds.measurement_with])
+    h = ds.cache_hit_rate.astype(float).to_numpy()
+    measured = without / with_
+    if fixed_fraction is None:
+        top = int(np.argmax(h))
+        fixed_fraction = (1.0 / measured[top] - (1.0 - h[top])) / h[top]
+    f = finite_number("fixed_fraction", fixed_fraction)
+    if not 0.0 <= f <= 1.0:
+        raise ValueError(f"fixed_fraction must be in [0, 1], got {f}")
+    model = np.array([1.0 / serving.prefix_cache_ttft_ratio(x, f) for x in h])
+    bound = 1.0 / (1.0 - h)
+    return pd.DataFrame({"dataset": ds.dataset, "cache_hit_rate": h, "ttft_without_s": without,
+                         "ttft_with_s": with_, "measured_speedup": measured, "model_speedup": model,
+                         "bound_speedup": bound, "relative_error": model / measured - 1.0,
+                         "in_range": measured <= bound * (1 + 1e-9), "fixed_fraction": f})

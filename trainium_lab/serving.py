@@ -40,10 +40,10 @@ Public API, by question
     :func:`attention_decode_intensity`, :func:`weight_critical_batch`, :func:`quantized_weights_table`
     (the two parts of a decode step, quantised weights); :func:`kv_sharding`,
     :func:`kv_sharding_table` (replication against flash decoding, attention DP and context
-    parallelism); :func:`neff_memory_bytes` (the shared scratchpad); :func:`prefix_cache_ttft_ratio`,
-    :func:`prefix_cache_check` (against AWS's 70B table); :func:`disaggregated_server_ratio`;
+    parallelism); :func:`neff_memory_bytes` (the shared scratchpad); :func:`prefix_cache_ttft_ratio`
+    (``reality.prefix_cache_check`` holds it against AWS's 70B table); :func:`disaggregated_server_ratio`;
     :func:`expected_unique_experts`, :func:`moe_decode_expert_bytes` (selective loading);
-    :func:`cost_per_million_tokens_usd`
+    :func:`cost_per_million_tokens_usd`, :func:`cost_table` (Trn1, Trn2 and Inferentia2 instances)
 
 Degrees count **ranks** (logical NeuronCores), as in chapters 03 and 05: at LNC=2 a Trainium2
 chip runs 4 ranks, so ``tp=64`` is 16 chips. What the first-order model leaves out is listed
@@ -95,7 +95,7 @@ __all__ = [
     "kv_cache_bytes_per_token", "model_kv_bytes_per_token", "kv_cache_bytes", "paged_kv_blocks",
     "paged_kv_cache_bytes", "kv_growth_table",
     "Replica", "replica", "decode_flops_per_token", "prefill_flops",
-    "StepBound", "step_bound", "prefill_step", "decode_step", "tp_allreduce_s",
+    "StepEstimate", "step_bound", "tp_collective_fixed_s", "tp_collective_bytes_s", "prefill_step", "decode_step", "tp_allreduce_s",
     "decode_compute_bound_batch", "kv_bound_context_len", "roofline_points", "chip_decode_table",
     "StreamEstimate", "serve_stream", "batching_curve",
     "Capacity", "capacity", "bucket_sizes", "pick_bucket", "padding_waste", "bucket_tradeoff",
@@ -107,23 +107,26 @@ __all__ = [
     "serving_fact",
     "speculation_methods", "eagle_draft_model", "attention_decode_intensity", "weight_critical_batch",
     "WEIGHT_FORMATS", "quantized_weights_table", "KV_SHARDING", "KVSharding", "kv_sharding",
-    "kv_sharding_table", "neff_memory_bytes", "prefix_cache_ttft_ratio", "prefix_cache_measurements",
-    "prefix_cache_check", "disaggregated_server_ratio", "expected_unique_experts",
-    "SELECTIVE_LOADING_ALPHA", "moe_decode_expert_bytes", "cost_per_million_tokens_usd",
+    "kv_sharding_table", "neff_memory_bytes", "prefix_cache_ttft_ratio",
+    "disaggregated_server_ratio", "expected_unique_experts",
+    "SELECTIVE_LOADING_ALPHA", "moe_decode_expert_bytes", "cost_per_million_tokens_usd", "cost_table",
+    "KV_LAYOUT_EXCHANGES_PER_LAYER",
 ]
 
 #: what the first-order serving model leaves out (the notebook discusses each)
 IGNORED: tuple[str, ...] = (
-    "kernel efficiency below the roofline: decode is charged at full HBM bandwidth and prefill "
-    "at peak × the efficiency you give, so times are lower bounds",
+    "kernel efficiency below the roofline beyond what the calibration absorbs: decode reads "
+    "weights and KV at full HBM bandwidth (on Trn2 the fitted collective cost takes up the "
+    "rest), prefill runs at the calibrated share of peak",
     "activations, logits and sampling buffers in HBM (small next to weights and KV at decode)",
-    "replicated weights: norms and, where KV heads are replicated, the K/V projections; the "
-    "weights are split evenly over the tp × pp ranks",
-    "overlap of the tensor-parallel all-reduces with compute (they are added, fully exposed), "
-    "and any latency the source does not publish (the per-step latency is an input)",
+    "replicated weights other than the K/V projections (norms, embeddings); the weights are "
+    "split evenly over the tp × pp ranks",
+    "overlap of the tensor-parallel all-reduces with compute: they are added, fully exposed, "
+    "each at the calibrated fixed cost plus its bytes",
     "pipeline point-to-point sends between stages (one activation per token: tiny)",
     "queueing: TTFT is the prefill time of the prompt alone, with no request waiting ahead of it",
-    "prefix caching, chunked or segmented prefill, and disaggregated prefill/decode",
+    "in the step model: prefix caching (prefix_cache_ttft_ratio), chunked or segmented prefill, "
+    "and disaggregated prefill/decode (disaggregated_server_ratio)",
 )
 
 #: all-reduces one tensor-parallel layer runs in a forward pass (attention and MLP blocks),
@@ -410,7 +413,8 @@ class Replica:
     ranks_per_chip : int
     weight_dtype, kv_dtype, compute_dtype : str
     weight_bytes : float
-        All weights (exact parameter count × bytes per weight), head padding included.
+        All weights (exact parameter count × bytes per weight), head padding and replicated K/V
+        projections included (``padding_weight_bytes``, ``replicated_kv_weight_bytes``).
     kv_heads_per_rank : int
         KV heads each rank keeps. NxD Inference replicates KV heads when ``tp`` exceeds them
         (``REPLICATE_TO_TP_DEGREE``: one per rank) and falls back to one per query head
@@ -444,6 +448,7 @@ class Replica:
     activation_bytes: float
     padded_heads: int = 0
     padding_weight_bytes: float = 0.0
+    replicated_kv_weight_bytes: float = 0.0
 
     @property
     def n_ranks(self) -> int:
@@ -519,11 +524,15 @@ def _replica(model: ModelPreset, chip: str, tp: int, pp: int, lnc: int, weight_d
     padding_params = 0.0
     if extra:
         # Q and O projections grow by the extra heads; under CONVERT_TO_MHA K and V are stored for
-        # every padded head instead of the model's KV heads (the replication of the divisible
-        # cases, one KV head copied to several ranks, is not counted here)
+        # every padded head instead of the model's KV heads
         padding_params = 2.0 * extra * hd * m.d_model * m.n_layers
         if tp % m.n_kv_heads:
             padding_params += 2.0 * (padded - m.n_kv_heads) * hd * m.d_model * m.n_layers
+    # REPLICATE_TO_TP_DEGREE: each of the tp ranks keeps the K/V projection of its KV head, so
+    # the model's n_kv_heads projections are stored tp times in all (gqa.py replicates them
+    # before sharding); the copies beyond the first are read like any weight
+    replica_params = (2.0 * (tp - m.n_kv_heads) * hd * m.d_model * m.n_layers
+                      if tp > m.n_kv_heads and tp % m.n_kv_heads == 0 else 0.0)
     layers = -(-m.n_layers // pp)
     kvb = _dtype_bytes("kv_dtype", kv_dtype)
     wb = _weight_bytes_per_element(weight_dtype)
@@ -532,13 +541,13 @@ def _replica(model: ModelPreset, chip: str, tp: int, pp: int, lnc: int, weight_d
     return Replica(
         model=m, chip=c.key, tp=tp, pp=pp, lnc=lnc, ranks_per_chip=per_chip,
         weight_dtype=weight_dtype, kv_dtype=kv_dtype, compute_dtype=compute_dtype,
-        weight_bytes=(float(m.exact_params()) + padding_params) * wb, kv_heads_per_rank=kv_per_rank,
+        weight_bytes=(float(m.exact_params()) + padding_params + replica_params) * wb, kv_heads_per_rank=kv_per_rank,
         layers_per_stage=layers,
         kv_bytes_per_token=kv_cache_bytes_per_token(m.n_layers, m.n_kv_heads, hd, kvb),
         kv_bytes_per_token_per_rank=kv_cache_bytes_per_token(layers, kv_per_rank, hd, kvb),
         hbm_bytes_per_rank=c.hbm_bytes / per_chip, hbm_bytes_per_s_per_rank=c.hbm_bytes_per_s / per_chip,
         peak_flops_per_s_per_rank=peak / per_chip, activation_bytes=ab, padded_heads=extra,
-        padding_weight_bytes=padding_params * wb)
+        padding_weight_bytes=padding_params * wb, replicated_kv_weight_bytes=replica_params * wb)
 
 
 def replica(model: str | ModelPreset, chip: str = "trn2", tp: int = 1, pp: int = 1,
@@ -587,7 +596,13 @@ def replica(model: str | ModelPreset, chip: str = "trn2", tp: int = 1, pp: int =
 
     >>> r24 = replica("llama3-70b", "trn2", tp=24)
     >>> r24.padded_heads, round(r24.padding_weight_bytes / r24.weight_bytes, 3)
-    (8, 0.019)
+    (8, 0.018)
+
+    Its 8 KV heads are replicated to the 24 ranks (``REPLICATE_TO_TP_DEGREE``): 16 more copies of
+    the K/V projections, also counted:
+
+    >>> round(r24.replicated_kv_weight_bytes / r24.weight_bytes, 3)
+    0.036
     """
     m = resolve_model(model)
     tp = integer("tp", tp, minimum=1, maximum=100_000)
@@ -613,8 +628,10 @@ def _rep(rep: object) -> Replica:
 # --------------------------------------------------------------------------- FLOPs
 
 
+@functools.lru_cache(maxsize=256)
 def _matmul_params(m: ModelPreset) -> float:
-    # the input embedding is a lookup, not a matmul; the output projection is a matmul
+    # the input embedding is a lookup, not a matmul; the output projection is a matmul (cached:
+    # exact_params builds a table, and every step of a widget update asks)
     return float(m.exact_params()) - float(m.vocab_size) * m.d_model
 
 
@@ -660,11 +677,13 @@ def prefill_flops(model: str | ModelPreset, prompt_tokens: int) -> float:
 
 
 @dataclass(frozen=True)
-class StepBound:
-    """Lower bound on one prefill or decode step, and what sets it.
+class StepEstimate:
+    """One prefill or decode step: its lower bound, its expectation and what sets them.
 
-    ``time_s = max(compute_s, memory_s) + comm_s``: compute and HBM traffic overlap, the
-    tensor-parallel all-reduces are added.
+    ``bound_s`` is a lower bound (the roofline ``max(compute_s, memory_s)`` at peak, plus one hop
+    of the smallest published latency per TP all-reduce and the bytes at the published rate);
+    ``expected_s`` is the step model with the calibrated latencies (:func:`decode_step`,
+    :func:`prefill_step`). ``time_s`` is ``expected_s``: what a TPOT or TTFT should be planned on.
 
     Attributes
     ----------
@@ -674,11 +693,23 @@ class StepBound:
         Work and HBM traffic of the step (whole replica).
     weight_bytes, kv_bytes : float
         The two parts of ``bytes_moved``.
-    compute_s, memory_s, comm_s : float
+    compute_s, memory_s : float
+        The roofline's two sides: all FLOPs at ``peak × efficiency``, all bytes at the HBM rate.
+    comm_s : float
+        Expected communication: the TP all-reduces (a fixed cost each plus their bytes) and the
+        KV layout's exchange.
     tokens : int
         Tokens the step produces (decode: one per sequence advanced) or processes (prefill).
     n_chips : float
         Chips of the replica (for per-chip rates).
+    bound_s, expected_s : float
+    attention_s, weight_s, matmul_s : float
+        Decode's parts (scaling-book's general step): the KV reads, the weight reads, the weight
+        matmuls' compute (0 for a prefill or :func:`step_bound`).
+    n_collectives : int
+        TP all-reduces (and KV-layout exchanges) on the step's critical path.
+    collective_fixed_s : float
+        The fixed cost charged per collective (``comm_s`` includes ``n_collectives`` of them).
     """
 
     phase: str
@@ -693,15 +724,22 @@ class StepBound:
     comm_s: float
     tokens: int
     n_chips: float
+    bound_s: float
+    expected_s: float
+    attention_s: float = 0.0
+    weight_s: float = 0.0
+    matmul_s: float = 0.0
+    n_collectives: int = 0
+    collective_fixed_s: float = 0.0
 
     @property
     def time_s(self) -> float:
-        """The bound: ``max(compute_s, memory_s) + comm_s``."""
-        return max(self.compute_s, self.memory_s) + self.comm_s
+        """The expectation, ``expected_s`` (never below ``bound_s``)."""
+        return self.expected_s
 
     @property
     def bound(self) -> str:
-        """``"tensor engine"`` or ``"HBM"`` (chapter 01's names), whichever takes longer."""
+        """``"tensor engine"`` or ``"HBM"`` (chapter 01's names): the roofline side that takes longer."""
         return "tensor engine" if self.compute_s >= self.memory_s else "HBM"
 
     @property
@@ -711,22 +749,29 @@ class StepBound:
 
     @property
     def tokens_per_s(self) -> float:
-        """Tokens per second of the replica."""
+        """Tokens per second of the replica at the expected step time."""
         return self.tokens / self.time_s
 
     @property
     def tokens_per_s_per_chip(self) -> float:
-        """Tokens per second per chip."""
+        """Tokens per second per chip at the expected step time."""
         return self.tokens_per_s / self.n_chips
 
+    @property
+    def bound_tokens_per_s_per_chip(self) -> float:
+        """The upper bound on tokens per second per chip (at ``bound_s``)."""
+        return self.tokens / self.bound_s / self.n_chips
+
     def _repr_markdown_(self) -> str:
-        return (f"**{self.phase}**: {format_seconds(self.time_s)} per step, bound by **{self.bound}** "
-                f"(compute {format_seconds(self.compute_s)}, HBM {format_seconds(self.memory_s)}, "
-                f"all-reduce {format_seconds(self.comm_s)}); {self.tokens_per_s_per_chip:,.0f} tokens/s per chip")
+        return (f"**{self.phase}**: expected {format_seconds(self.time_s)} per step (bound "
+                f"{format_seconds(self.bound_s)}), roofline side **{self.bound}** (compute "
+                f"{format_seconds(self.compute_s)}, HBM {format_seconds(self.memory_s)}); "
+                f"communication {format_seconds(self.comm_s)} ({self.n_collectives} collectives); "
+                f"{self.tokens_per_s_per_chip:,.0f} tokens/s per chip")
 
 
 def step_bound(flops: float, bytes_moved: float, peak_flops_per_s: float, hbm_bytes_per_s: float,
-               efficiency: float = 1.0, comm_s: float = 0.0) -> StepBound:
+               efficiency: float = 1.0, comm_s: float = 0.0) -> StepEstimate:
     """The roofline bound of one step from its work and traffic.
 
     ``compute_s = flops / (peak × efficiency)``, ``memory_s = bytes / bandwidth``.
@@ -767,8 +812,9 @@ def step_bound(flops: float, bytes_moved: float, peak_flops_per_s: float, hbm_by
     bw = _rate("hbm_bytes_per_s", hbm_bytes_per_s)
     eff = _fraction("efficiency", efficiency)
     comm = _amount("comm_s", comm_s)
-    return StepBound("step", flops, moved, moved, 0.0, peak, bw, flops / (peak * eff), moved / bw,
-                     comm, 1, 1.0)
+    t = max(flops / (peak * eff), moved / bw) + comm
+    return StepEstimate("step", flops, moved, moved, 0.0, peak, bw, flops / (peak * eff), moved / bw,
+                        comm, 1, 1.0, t, t)
 
 
 @functools.lru_cache(maxsize=128)
@@ -785,7 +831,8 @@ def _tp_placement(system: str, tp: int, pp: int, lnc: int):
 
 
 def _default_system(chip: str, n_ranks: int, lnc: int) -> str:
-    candidates = sorted((s for s in specs.systems() if s.chip_key == chip), key=lambda s: s.n_chips)
+    candidates = sorted((s for s in specs.systems(include_inferentia=True) if s.chip_key == chip),
+                        key=lambda s: s.n_chips)
     for s in candidates:
         per = s.n_chips * cores.logical_cores_per_chip(chip, lnc)
         if per >= n_ranks and per % n_ranks == 0:
@@ -802,6 +849,9 @@ def tp_allreduce_s(rep: Replica, n_tokens: int, system: str | None = None,
     in chapter 03: a ring over the group's chips at the slowest level the group lands on
     (:func:`trainium_lab.collectives.group_collective_s` on a :func:`trainium_lab.topology.place`
     placement, TP ranks innermost). A group inside one chip costs 0 (no published figure).
+    This is chapter 03's bandwidth-and-hop ring, kept for comparison: the step model
+    (:func:`decode_step`, :func:`prefill_step`) charges each all-reduce
+    :func:`tp_collective_fixed_s` (calibrated) plus :func:`tp_collective_bytes_s`.
 
     Parameters
     ----------
@@ -843,14 +893,90 @@ def tp_allreduce_s(rep: Replica, n_tokens: int, system: str | None = None,
     return FORWARD_ALLREDUCES_PER_LAYER * rep.model.n_layers * one
 
 
-def prefill_step(rep: Replica, prompt_tokens: int, batch: int = 1, efficiency: float = 1.0,
-                 max_model_len: int | None = None, system: str | None = None,
-                 latency_s: float | None = None) -> StepBound:
-    """Lower bound on the prefill (context encoding) of ``batch`` prompts of ``prompt_tokens``.
+def _calibrated(name: str) -> float:
+    """A default of ``data/calibration.csv`` (the loader :mod:`trainium_lab.reality` uses too)."""
+    return specs.calibration(name).value
 
-    FLOPs from :func:`prefill_flops`; traffic: the weights once plus the KV written; compute at
-    ``peak × efficiency`` of the ranks of one pipeline stage (stages run one after another for
-    a single prompt); plus the TP all-reduces of :func:`tp_allreduce_s`.
+
+def tp_collective_fixed_s(rep: Replica) -> float:
+    """The fixed cost of one tensor-parallel all-reduce inside a compiled graph (s), by default.
+
+    Launch, synchronisation and latency steps, before any byte moves; the bytes are
+    :func:`tp_collective_bytes_s`. Trainium2 (and Trainium3, which has no measurement of its
+    own): ``decode_tp_collective_s``, fitted on the NxD Inference Trn2 TPOTs. Trainium1 and
+    Inferentia2 (NeuronCore-v2 and NeuronLink-v2; the runtime runs a Ring there):
+    ``collective_launch_s + 2(tp − 1) · ring_step_latency_s``, the ring terms fitted on the
+    NCCOM-TEST guide's Trn1 runs. All three from ``data/calibration.csv``; 0 at ``tp = 1``.
+
+    References
+    ----------
+    AWS Neuron docs, "Intra-node Collective Communications" (Ring on NeuronCore-v2; Mesh, RDH and
+    KangaRing on Trainium2); ``reality.fit`` for the fitted values.
+
+    Examples
+    --------
+    >>> round(tp_collective_fixed_s(replica("llama3-70b", "trn2", tp=64)) * 1e6, 1)
+    89.5
+    >>> tp_collective_fixed_s(replica("llama3-8b", "trn2", tp=1))
+    0.0
+    """
+    rep = _rep(rep)
+    if rep.tp == 1:
+        return 0.0
+    if rep.chip in ("trn2", "trn3"):
+        return _calibrated("decode_tp_collective_s")
+    return _calibrated("collective_launch_s") + 2.0 * (rep.tp - 1) * _calibrated("ring_step_latency_s")
+
+
+def _exchange_rate(rep: Replica) -> float:
+    """Published rate a TP group's exchange runs at: HBM inside one chip, NeuronLink per chip beyond."""
+    c = specs.chip(rep.chip)
+    return c.hbm_bytes_per_s if rep.tp <= rep.ranks_per_chip else c.neuronlink_bytes_per_s
+
+
+def tp_collective_bytes_s(rep: Replica, n_tokens: int) -> float:
+    """Bandwidth time of one TP all-reduce of ``n_tokens`` activations at the published rate (s).
+
+    ``bus_factor · n_tokens · d_model · b_act / B`` with nccl-tests' bus factor
+    (:func:`trainium_lab.collectives.bus_factor`, ``2(n−1)/n``) and ``B`` the chip's HBM rate for a
+    group inside one chip, its NeuronLink rate (per chip) for a group of several chips.
+
+    Examples
+    --------
+    >>> round(tp_collective_bytes_s(replica("llama3-70b", "trn2", tp=64), 1) * 1e9, 1)
+    25.2
+    """
+    rep = _rep(rep)
+    n_tokens = integer("n_tokens", n_tokens, minimum=1, maximum=10**13)
+    if rep.tp == 1:
+        return 0.0
+    size = n_tokens * rep.model.d_model * rep.activation_bytes
+    return collectives.bus_factor("all_reduce", rep.tp) * size / _exchange_rate(rep)
+
+
+def _latency(name: str, value: object, rep: Replica) -> float:
+    return tp_collective_fixed_s(rep) if value is None else _amount(name, value)
+
+
+def _check_system(rep: Replica, system: str | None) -> None:
+    if system is None:
+        return
+    s = specs.system(system)
+    if s.chip_key != rep.chip:
+        raise ValueError(f"system must be built from {rep.chip} chips; {s.key} has {s.chip_key}")
+
+
+def prefill_step(rep: Replica, prompt_tokens: int, batch: int = 1, efficiency: float | None = None,
+                 max_model_len: int | None = None, system: str | None = None,
+                 latency_s: float | None = None) -> StepEstimate:
+    """The prefill (context encoding) of ``batch`` prompts of ``prompt_tokens``: bound and expectation.
+
+    FLOPs from :func:`prefill_flops`; traffic: the weights once plus the KV written. Expected:
+    the FLOPs at ``peak × efficiency`` of one pipeline stage's ranks (stages run one after
+    another for a single prompt) or the traffic if longer, plus ``2·L`` TP all-reduces, each a
+    fixed cost (:func:`tp_collective_fixed_s`) plus its bytes (:func:`tp_collective_bytes_s`).
+    Bound: the same at peak, with one hop of the smallest published latency
+    (``hop_latency_min_s``) per all-reduce.
 
     Parameters
     ----------
@@ -858,16 +984,21 @@ def prefill_step(rep: Replica, prompt_tokens: int, batch: int = 1, efficiency: f
     prompt_tokens : int
     batch : int
         Prompts encoded together (vLLM on Neuron encodes one at a time: ``ctx_batch_size=1``).
-    efficiency : float
-        Share of peak the prefill kernels reach, in (0, 1]: an assumption (1 gives the bound).
+    efficiency : float, optional
+        Share of peak the prefill kernels reach, in (0, 1]; by default ``prefill_efficiency``,
+        fitted on the NxD Inference Trn2 TTFTs (``data/calibration.csv``).
     max_model_len : int, optional
         If given, ``prompt_tokens`` above it raise ``ValueError``.
+    system : str, optional
+        Where the replica runs (checked to be built from its chip).
+    latency_s : float, optional
+        Fixed cost of one TP all-reduce; by default :func:`tp_collective_fixed_s`.
 
     Examples
     --------
     >>> b = prefill_step(replica("llama3-70b", tp=64), 2048)
-    >>> b.bound, round(b.compute_s * 1e3, 1), round(b.comm_s * 1e3, 1)
-    ('tensor engine', 27.2, 9.8)
+    >>> b.bound, round(b.bound_s * 1e3, 1), round(b.expected_s * 1e3, 1)
+    ('tensor engine', 35.6, 110.3)
     """
     rep = _rep(rep)
     s = _tokens("prompt_tokens", prompt_tokens, minimum=1)
@@ -876,25 +1007,43 @@ def prefill_step(rep: Replica, prompt_tokens: int, batch: int = 1, efficiency: f
         mml = _tokens("max_model_len", max_model_len, minimum=1)
         if s > mml:
             raise ValueError(f"prompt_tokens must be at most max_model_len ({mml}); got {s}")
-    eff = _fraction("efficiency", efficiency)
+    eff = _calibrated("prefill_efficiency") if efficiency is None else _fraction("efficiency", efficiency)
+    _check_system(rep, system)
+    fixed = _latency("latency_s", latency_s, rep)
     flops = batch * prefill_flops(rep.model, s)
     kv = batch * s * rep.kv_bytes_per_token_stored
-    comm = tp_allreduce_s(rep, batch * s, system, latency_s)
+    n_cc = 0 if rep.tp == 1 else FORWARD_ALLREDUCES_PER_LAYER * rep.model.n_layers
+    bytes_s = n_cc * tp_collective_bytes_s(rep, batch * s)
     moved = rep.weight_bytes + kv
-    return StepBound("prefill", flops, moved, rep.weight_bytes, kv, rep.peak_flops_per_s_active,
-                     rep.hbm_bytes_per_s_active, flops / (rep.peak_flops_per_s_active * eff),
-                     moved / rep.hbm_bytes_per_s_active, comm, batch * s, rep.n_chips)
+    peak, hbm = rep.peak_flops_per_s_active, rep.hbm_bytes_per_s_active
+    bound = max(flops / peak, moved / hbm) + n_cc * _calibrated("hop_latency_min_s") + bytes_s
+    comm = n_cc * fixed + bytes_s
+    expected = max(max(flops / (peak * eff), moved / hbm) + comm, bound)
+    return StepEstimate("prefill", flops, moved, rep.weight_bytes, kv, peak, hbm, flops / (peak * eff),
+                        moved / hbm, comm, batch * s, rep.n_chips, bound, expected,
+                        n_collectives=n_cc, collective_fixed_s=fixed)
+
+
+#: collectives per layer each KV layout adds to a decode step (beyond TP's own two all-reduces):
+#: flash decoding combines partial attention once, attention DP gathers and scatters the hidden
+#: states, context parallelism gathers partial outputs once (:func:`kv_sharding`)
+KV_LAYOUT_EXCHANGES_PER_LAYER = {"replicate": 0, "flash-decoding": 1, "attention-dp": 2, "context-parallel": 1}
 
 
 def decode_step(rep: Replica, batch: int, context_len: int, tokens_per_sequence: int = 1,
                 micro_batches: int = 1, efficiency: float = 1.0, max_model_len: int | None = None,
-                system: str | None = None, latency_s: float | None = None) -> StepBound:
-    """Lower bound on one decode (token generation) step of ``batch`` sequences.
+                system: str | None = None, latency_s: float | None = None,
+                kv_layout: str = "replicate", kv_degree: int | None = None) -> StepEstimate:
+    """One decode (token generation) step of ``batch`` sequences: bound and expectation.
 
-    Traffic: every weight once, plus each sequence's cached keys and values for
-    ``context_len`` tokens (and the new ones written). Work: ``batch × tokens_per_sequence``
-    times :func:`decode_flops_per_token`. The step takes the longer of the two at the rates of
-    one pipeline stage (``tp`` ranks), plus the TP all-reduces.
+    Expected (scaling-book's general step time): attention reads each sequence's cached keys and
+    values for ``context_len`` tokens (always memory-bound), plus the larger of the weight
+    matmuls' compute (``2·N`` FLOPs per token at ``peak × efficiency``) and the weight reads,
+    plus ``2·L`` TP all-reduces each costing a fixed :func:`tp_collective_fixed_s` (calibrated)
+    and its bytes (:func:`tp_collective_bytes_s`), plus the KV layout's exchange
+    (:func:`kv_sharding`: one fixed cost and its bytes at the published rate per exchange).
+    Bound: the roofline ``max(FLOPs/peak, bytes/HBM)`` of the whole step plus one hop of the
+    smallest published latency per collective and the same bytes.
 
     With ``pp > 1`` the stages handle one batch in turn, so a token still waits for every
     stage. ``micro_batches`` (at most ``pp``) batches in flight keep more stages busy: the step
@@ -915,23 +1064,33 @@ def decode_step(rep: Replica, batch: int, context_len: int, tokens_per_sequence:
     micro_batches : int
         Batches in flight in the pipeline (1 to ``pp``).
     efficiency : float
-        Share of peak the matmuls reach, in (0, 1] (1 gives the bound).
+        Share of peak the matmuls reach, in (0, 1] (no calibrated value: decode's compute side
+        binds only at large batches).
     max_model_len : int, optional
         If given, a ``context_len`` above it raises ``ValueError`` naming ``context_len``.
-    system, latency_s
-        As in :func:`tp_allreduce_s`.
+    system : str, optional
+        Where the replica runs (checked to be built from its chip).
+    latency_s : float, optional
+        Fixed cost of one collective; by default :func:`tp_collective_fixed_s` (0 gives the
+        bandwidth-only step, which is neither the bound nor the expectation).
+    kv_layout : {"replicate", "flash-decoding", "attention-dp", "context-parallel"}
+        How the KV cache is laid out over the TP group (:func:`kv_sharding`).
+    kv_degree : int, optional
+        Attention-DP or context-parallel degree (divides ``tp``).
 
     References
     ----------
-    Kwon et al. 2023, §2.2-3 (decode is memory-bound); Leviathan et al. 2023, §3.4 (weights and
-    KV cache read once per target pass); vLLM Neuron, "Decode Context-Length Bucketing".
+    J. Austin et al., "How to Scale Your Model", "All About Transformer Inference", "Theoretical
+    Step Time (General)"; Kwon et al. 2023, §2.2-3 (decode is memory-bound); Leviathan et al.
+    2023, §3.4 (weights and KV cache read once per target pass); vLLM Neuron, "Decode
+    Context-Length Bucketing"; AWS Neuron docs, "Intra-node Collective Communications".
 
     Examples
     --------
     >>> r = replica("llama3-8b", "trn2", tp=4)       # one Trainium2 chip at LNC=2
     >>> d = decode_step(r, batch=1, context_len=1024)
-    >>> d.bound, round(d.time_s * 1e3, 2), round(d.tokens_per_s)
-    ('HBM', 5.58, 179)
+    >>> d.bound, round(d.bound_s * 1e3, 2), round(d.expected_s * 1e3, 2), round(d.tokens_per_s)
+    ('HBM', 5.65, 11.31, 88)
     >>> decode_step(r, 1, 5000, max_model_len=4096)
     Traceback (most recent call last):
     ...
@@ -944,13 +1103,29 @@ def decode_step(rep: Replica, batch: int, context_len: int, tokens_per_sequence:
     tps = integer("tokens_per_sequence", tokens_per_sequence, minimum=1, maximum=10_001)
     mb = integer("micro_batches", micro_batches, minimum=1, maximum=rep.pp)
     eff = _fraction("efficiency", efficiency)
+    _check_system(rep, system)
+    fixed = _latency("latency_s", latency_s, rep)
+    layout = kv_sharding(rep, kv_layout, kv_degree, batch * tps)
     flops = batch * tps * decode_flops_per_token(rep.model, ctx)
-    kv = batch * (ctx + tps) * rep.kv_bytes_per_token_stored
+    kv_per_token = rep.kv_bytes_per_token_stored if kv_layout == "replicate" else \
+        layout.kv_bytes_per_token_per_rank * rep.n_ranks
+    kv = batch * (ctx + tps) * kv_per_token
     moved = rep.weight_bytes + kv
-    comm = tp_allreduce_s(rep, batch * tps, system, latency_s)
-    return StepBound("decode", flops, moved, rep.weight_bytes, kv, rep.peak_flops_per_s_active,
-                     rep.hbm_bytes_per_s_active, flops / (rep.peak_flops_per_s_active * eff),
-                     moved / rep.hbm_bytes_per_s_active, comm, batch * mb, rep.n_chips)
+    peak, hbm = rep.peak_flops_per_s_active, rep.hbm_bytes_per_s_active
+    n_tp = 0 if rep.tp == 1 else FORWARD_ALLREDUCES_PER_LAYER * rep.model.n_layers
+    n_x = KV_LAYOUT_EXCHANGES_PER_LAYER[layout.strategy] * rep.model.n_layers if layout.comm_bytes_per_layer else 0
+    bytes_s = n_tp * tp_collective_bytes_s(rep, batch * tps) + rep.model.n_layers * layout.comm_bytes_per_layer / _exchange_rate(rep)
+    n_cc = n_tp + n_x
+    attention_s = kv / hbm
+    weight_s = rep.weight_bytes / hbm
+    matmul_s = batch * tps * 2.0 * _matmul_params(rep.model) / (peak * eff)
+    comm = n_cc * fixed + bytes_s
+    bound = max(flops / peak, moved / hbm) + n_cc * _calibrated("hop_latency_min_s") + bytes_s
+    expected = max(attention_s + max(matmul_s, weight_s) + comm, bound)
+    return StepEstimate("decode", flops, moved, rep.weight_bytes, kv, peak, hbm, flops / (peak * eff),
+                        moved / hbm, comm, batch * mb, rep.n_chips, bound, expected,
+                        attention_s=attention_s, weight_s=weight_s, matmul_s=matmul_s, n_collectives=n_cc,
+                        collective_fixed_s=fixed)
 
 
 def decode_compute_bound_batch(rep: Replica, context_len: int) -> float:
@@ -1015,7 +1190,7 @@ def roofline_points(rep: Replica, batches: Sequence[int] = (1, 16, 256),
     --------
     >>> p = roofline_points(replica("llama3-70b", tp=64), batches=[1], prompts=[2048])
     >>> p.bound.tolist(), p.intensity.round().tolist()
-    (['HBM', 'tensor engine'], [1.0, 1981.0])
+    (['HBM', 'tensor engine'], [1.0, 1756.0])
     """
     rep = _rep(rep)
     ctx = _tokens("context_len", context_len)
@@ -1025,7 +1200,7 @@ def roofline_points(rep: Replica, batches: Sequence[int] = (1, 16, 256),
         d = decode_step(rep, max(b, 1), ctx, latency_s=0.0)
         rows.append(("decode, batch " + str(max(b, 1)), "decode", d))
     for s in _int_list("prompts", prompts):
-        p = prefill_step(rep, max(s, 1), latency_s=0.0)
+        p = prefill_step(rep, max(s, 1), efficiency=1.0, latency_s=0.0)
         rows.append((f"prefill, {max(s, 1)} tokens", "prefill", p))
     return pd.DataFrame([{"label": label, "phase": phase, "intensity": b.intensity_flop_per_byte,
                           "tflop_per_s": b.flops / max(b.compute_s, b.memory_s) / stage_chips / TFLOPS,
@@ -1040,13 +1215,15 @@ def chip_decode_table(model: str | ModelPreset, n_chips: int, batch: int, contex
     -------
     pandas.DataFrame
         Columns ``chip``, ``name``, ``hbm_tb_per_s``, ``bf16_tflop_per_s``, ``ridge``,
-        ``step_ms``, ``tokens_per_s_per_chip``, ``bound``.
+        ``bound_ms`` (the step's lower bound), ``step_ms`` (expected, with the calibrated
+        collective cost: Trainium3 has no measurement and carries Trainium2's),
+        ``tokens_per_s_per_chip`` (expected), ``bound``.
 
     Examples
     --------
     >>> t = chip_decode_table("llama3-70b", 16, 8, 2048)
-    >>> t.name.tolist(), (t.step_ms.iloc[0] / t.step_ms.iloc[1]).round(2)
-    (['Trainium2', 'Trainium3'], np.float64(1.69))
+    >>> t.name.tolist(), (t.bound_ms.iloc[0] / t.bound_ms.iloc[1]).round(2)
+    (['Trainium2', 'Trainium3'], np.float64(1.65))
     """
     m = resolve_model(model)
     n_chips = integer("n_chips", n_chips, minimum=1, maximum=100_000)
@@ -1055,11 +1232,11 @@ def chip_decode_table(model: str | ModelPreset, n_chips: int, batch: int, contex
     rows = []
     for key in chips:
         r = replica(m, key, tp=n_chips * cores.logical_cores_per_chip(key, lnc), lnc=lnc)
-        d = decode_step(r, batch, context_len, latency_s=0.0)
+        d = decode_step(r, batch, context_len)
         c = specs.chip(key)
         rows.append({"chip": c.key, "name": c.name, "hbm_tb_per_s": c.hbm_bytes_per_s / TB,
                      "bf16_tflop_per_s": c.dense_flops_per_s["bf16"] / TFLOPS,
-                     "ridge": roofline.ridge_point(c.key, "bf16"), "step_ms": d.time_s / ms,
+                     "ridge": roofline.ridge_point(c.key, "bf16"), "bound_ms": d.bound_s / ms, "step_ms": d.time_s / ms,
                      "tokens_per_s_per_chip": d.tokens_per_s_per_chip, "bound": d.bound})
     return pd.DataFrame(rows)
 
@@ -1069,7 +1246,10 @@ def chip_decode_table(model: str | ModelPreset, n_chips: int, batch: int, contex
 
 @dataclass(frozen=True)
 class StreamEstimate:
-    """What a stream of identical requests sees under continuous batching (lower bounds).
+    """What a stream of identical requests sees under continuous batching (expectations).
+
+    Times are built from the expected steps of :func:`prefill_step` and :func:`decode_step`
+    (calibrated latencies); ``tpot_bound_s`` is the same cycle built from their bounds.
 
     Attributes
     ----------
@@ -1100,6 +1280,7 @@ class StreamEstimate:
     tokens_per_s_per_chip: float
     mean_context_len: float
     decode_bound: str
+    tpot_bound_s: float = math.nan
 
     @property
     def requests_per_s(self) -> float:
@@ -1108,12 +1289,13 @@ class StreamEstimate:
 
     def _repr_markdown_(self) -> str:
         return (f"**{self.concurrency} concurrent sequences**: TTFT {format_seconds(self.ttft_s)}, "
-                f"TPOT {format_seconds(self.tpot_s)} (decode step {format_seconds(self.decode_step_s)}, "
+                f"TPOT {format_seconds(self.tpot_s)} expected, {format_seconds(self.tpot_bound_s)} bound "
+                f"(decode step {format_seconds(self.decode_step_s)}, "
                 f"{self.decode_bound}-bound), {self.tokens_per_s_per_chip:,.0f} output tokens/s per chip")
 
 
 def serve_stream(rep: Replica, prompt_tokens: int, output_tokens: int, concurrency: int,
-                 prefill_efficiency: float = 1.0, micro_batches: int = 1,
+                 prefill_efficiency: float | None = None, micro_batches: int = 1,
                  max_model_len: int | None = None, kv_read_len: int | None = None,
                  system: str | None = None, latency_s: float | None = None) -> StreamEstimate:
     """TTFT, TPOT and tokens/s per chip for a steady stream of identical requests.
@@ -1134,8 +1316,8 @@ def serve_stream(rep: Replica, prompt_tokens: int, output_tokens: int, concurren
     prompt_tokens, output_tokens : int
     concurrency : int
         Sequences in one decode batch (``max_num_seqs`` caps it).
-    prefill_efficiency : float
-        Share of peak prefill reaches, in (0, 1]: an assumption.
+    prefill_efficiency : float, optional
+        Share of peak prefill reaches, in (0, 1]; by default the calibrated ``prefill_efficiency``.
     micro_batches : int
         Decode batches in flight in a pipeline (1 to ``pp``).
     max_model_len : int, optional
@@ -1155,7 +1337,7 @@ def serve_stream(rep: Replica, prompt_tokens: int, output_tokens: int, concurren
     >>> r = replica("llama3-8b", tp=4)
     >>> s = serve_stream(r, 512, 256, concurrency=32)
     >>> round(s.ttft_s * 1e3, 1), round(s.tpot_s * 1e3, 2), round(s.tokens_per_s_per_chip)
-    (11.6, 7.92, 4041)
+    (43.4, 17.62, 1816)
     """
     rep = _rep(rep)
     p = _tokens("prompt_tokens", prompt_tokens, minimum=1)
@@ -1175,12 +1357,13 @@ def serve_stream(rep: Replica, prompt_tokens: int, output_tokens: int, concurren
     n_seq = b * mb
     cycle = o * dec.time_s + n_seq * pre.time_s
     tps = n_seq * o / cycle
+    bound_cycle = o * dec.bound_s + n_seq * pre.bound_s
     return StreamEstimate(n_seq, p, o, pre.time_s, pre.time_s, dec.time_s, cycle / o, tps,
-                          tps / rep.n_chips, float(read), dec.bound)
+                          tps / rep.n_chips, float(read), dec.bound, bound_cycle / o)
 
 
 def batching_curve(rep: Replica, prompt_tokens: int, output_tokens: int,
-                   concurrencies: Sequence[int], prefill_efficiency: float = 1.0,
+                   concurrencies: Sequence[int], prefill_efficiency: float | None = None,
                    max_sequences: int | None = None, kv_read_len: int | None = None,
                    latency_s: float | None = None) -> pd.DataFrame:
     """Continuous batching as a trade: throughput against time per output token.
@@ -1188,7 +1371,7 @@ def batching_curve(rep: Replica, prompt_tokens: int, output_tokens: int,
     Returns
     -------
     pandas.DataFrame
-        One row per concurrency: ``concurrency``, ``tpot_ms``, ``ttft_ms``,
+        One row per concurrency: ``concurrency``, ``tpot_ms`` (expected), ``tpot_bound_ms``, ``ttft_ms``,
         ``tokens_per_s``, ``tokens_per_s_per_chip``, ``decode_bound``, ``fits`` (the
         concurrency is at most ``max_sequences``, when given).
 
@@ -1196,7 +1379,7 @@ def batching_curve(rep: Replica, prompt_tokens: int, output_tokens: int,
     --------
     >>> c = batching_curve(replica("llama3-8b", tp=4), 512, 256, [1, 64])
     >>> c.tokens_per_s_per_chip.round().tolist()
-    [178.0, 6214.0]
+    [87.0, 2669.0]
     """
     rep = _rep(rep)
     cap = None if max_sequences is None else integer("max_sequences", max_sequences, minimum=0,
@@ -1205,7 +1388,8 @@ def batching_curve(rep: Replica, prompt_tokens: int, output_tokens: int,
     for c in _int_list("concurrencies", concurrencies):
         s = serve_stream(rep, prompt_tokens, output_tokens, max(c, 1), prefill_efficiency,
                          kv_read_len=kv_read_len, latency_s=latency_s)
-        rows.append({"concurrency": s.concurrency, "tpot_ms": s.tpot_s / ms, "ttft_ms": s.ttft_s / ms,
+        rows.append({"concurrency": s.concurrency, "tpot_ms": s.tpot_s / ms, "tpot_bound_ms": s.tpot_bound_s / ms,
+                     "ttft_ms": s.ttft_s / ms,
                      "tokens_per_s": s.tokens_per_s, "tokens_per_s_per_chip": s.tokens_per_s_per_chip,
                      "decode_bound": s.decode_bound, "fits": cap is None or s.concurrency <= cap})
     return pd.DataFrame(rows)
@@ -1515,13 +1699,13 @@ class LaunchCheck:
         Whether the vLLM Neuron features guide lists pipeline parallelism.
     capacity : Capacity
         At ``max_model_len``.
-    decode_batch1 : StepBound
+    decode_batch1 : StepEstimate
         One sequence at ``max_model_len``.
-    decode_full : StepBound or None
+    decode_full : StepEstimate or None
         ``capacity.max_sequences`` sequences (None if none fit).
     alternative_tp : int
         TP over every logical core of the ``n_chips`` (if it divides the heads, else 0).
-    decode_alternative : StepBound or None
+    decode_alternative : StepEstimate or None
         One sequence at that TP.
     """
 
@@ -1539,10 +1723,10 @@ class LaunchCheck:
     block_size: int
     pp_listed: bool
     capacity: Capacity
-    decode_batch1: StepBound
-    decode_full: StepBound | None
+    decode_batch1: StepEstimate
+    decode_full: StepEstimate | None
     alternative_tp: int
-    decode_alternative: StepBound | None
+    decode_alternative: StepEstimate | None
 
     @property
     def ranks_match_num_cores(self) -> bool:
@@ -1570,18 +1754,18 @@ class LaunchCheck:
             f"- {ok if c.fits else no} memory per rank at max-model-len {self.max_model_len:,}: weights "
             f"{format_bytes(c.weight_bytes)}, {c.max_sequences} sequences of "
             f"{format_bytes(c.kv_bytes_per_sequence)} KV fit",
-            f"- decode bound, one sequence: {format_seconds(self.decode_batch1.time_s)} per token "
-            f"({self.decode_batch1.tokens_per_s:,.0f} tokens/s)",
+            f"- decode, one sequence: expected {format_seconds(self.decode_batch1.time_s)} per token "
+            f"({self.decode_batch1.tokens_per_s:,.0f} tokens/s; bound {format_seconds(self.decode_batch1.bound_s)})",
         ]
         if self.decode_full is not None:
-            lines.append(f"- decode bound, {c.max_sequences} sequences: "
+            lines.append(f"- decode, {c.max_sequences} sequences: expected "
                          f"{self.decode_full.tokens_per_s:,.0f} tokens/s "
                          f"({self.decode_full.tokens_per_s_per_chip:,.0f} per chip in use)")
         if self.decode_alternative is not None:
-            lines.append(f"- TP {self.alternative_tp} over all {self.n_chips} chips, one sequence: decode "
-                         f"bound {format_seconds(self.decode_alternative.time_s)} per token; a bound only: "
-                         f"its TP all-reduces (two per layer) each add a fixed cost in real runs "
-                         f"(`reality.decode` gives the expectation)")
+            d = self.decode_alternative
+            lines.append(f"- TP {self.alternative_tp} over all {self.n_chips} chips, one sequence: expected "
+                         f"{format_seconds(d.time_s)} per token (bound {format_seconds(d.bound_s)}): its "
+                         f"{d.n_collectives} TP all-reduces' fixed cost keeps it far above the bound")
         return "\n".join(lines)
 
 
@@ -1624,10 +1808,10 @@ def check_launch(model: str | ModelPreset, n_chips: int, tp: int, pp: int, num_c
     available = n_chips * rep.ranks_per_chip
     cap = capacity(rep, mml, block_size, n_neffs, neff_bytes, memory_utilization,
                    kv_cap_fraction=kv_cap_fraction)
-    d1 = decode_step(rep, 1, mml, latency_s=0.0)
-    dfull = decode_step(rep, cap.max_sequences, mml, latency_s=0.0) if cap.max_sequences >= 1 else None
+    d1 = decode_step(rep, 1, mml)
+    dfull = decode_step(rep, cap.max_sequences, mml) if cap.max_sequences >= 1 else None
     alt_tp = available if m.n_heads % available == 0 else 0
-    dalt = (decode_step(replica(m, chip, alt_tp, 1, rep.lnc), 1, mml, latency_s=0.0)
+    dalt = (decode_step(replica(m, chip, alt_tp, 1, rep.lnc), 1, mml)
             if alt_tp else None)
     return LaunchCheck(m.name, specs.chip(rep.chip).name, n_chips, rep.lnc, rep.tp, rep.pp,
                        rep.n_ranks, available, num_cores, rep.n_chips, mml, cap.block_size,
@@ -1952,16 +2136,18 @@ def speculative_decode(target: Replica, draft: Replica, alpha: float, k: int, ba
     per sequence) / t_target(1)``; the speed-up is :func:`speculative_speedup`. While the target
     is HBM-bound, verifying ``k + 1`` tokens reads the weights and KV once, costing about one
     step (Theorem 3.8's assumption); at larger batches it turns compute-bound and speculation
-    pays less. All-reduces are left out (``latency_s = 0``).
+    pays less. Both steps are :func:`decode_step`'s expectations, so each pays its TP all-reduces'
+    fixed cost (the draft's layers too): a small draft on many ranks is not as cheap as its
+    weights suggest.
 
     Examples
     --------
     >>> t, d = replica("llama3-70b", tp=32), replica("llama3-8b", tp=32)   # both on 8 chips
     >>> e = speculative_decode(t, d, 0.8, 5, batch=1)
     >>> round(e.c, 3), round(e.verify_cost, 2), round(e.speedup, 2)
-    (0.117, 1.0, 2.33)
+    (0.313, 1.0, 1.44)
     >>> round(speculative_decode(t, d, 0.8, 5, batch=128).verify_cost, 2)
-    1.69
+    1.56
     """
     target = _rep(target)
     if not isinstance(draft, Replica):
@@ -1969,9 +2155,9 @@ def speculative_decode(target: Replica, draft: Replica, alpha: float, k: int, ba
     a, k = _alpha(alpha), _k(k)
     b = _batch("batch", batch)
     ctx = _tokens("context_len", context_len)
-    t1 = decode_step(target, b, ctx, latency_s=0.0).time_s
-    tv = decode_step(target, b, ctx, tokens_per_sequence=k + 1, latency_s=0.0).time_s
-    td = decode_step(draft, b, ctx, latency_s=0.0).time_s
+    t1 = decode_step(target, b, ctx).time_s
+    tv = decode_step(target, b, ctx, tokens_per_sequence=k + 1).time_s
+    td = decode_step(draft, b, ctx).time_s
     c, v = td / t1, tv / t1
     e = expected_tokens_per_pass(a, k)
     s = speculative_speedup(a, k, c, v)
@@ -2284,7 +2470,8 @@ def _seq(name: str, values: object) -> list:
     return out
 
 
-def prefix_cache_ttft_ratio(hit_rate: float, fixed_fraction: float) -> float:
+def prefix_cache_ttft_ratio(hit_rate: float, fixed_fraction: float, prompt_tokens: int | None = None,
+                            buckets: Sequence[int] | None = None) -> float:
     """TTFT with prefix caching over TTFT without: ``f + (1 − f)·(1 − h)``.
 
     A share ``h`` of the prompt's tokens is found in the cache, so only ``1 − h`` of the
@@ -2292,53 +2479,29 @@ def prefix_cache_ttft_ratio(hit_rate: float, fixed_fraction: float) -> float:
     (scheduling, the first decode step, the block-KV layout, attention to the cached keys).
     The speed-up is its inverse, at most ``1/(1 − h)`` (Amdahl).
 
+    With ``prompt_tokens`` and ``buckets`` the work is the padded work: NxD Inference runs
+    context encoding in the smallest compiled bucket that holds the tokens, so the variable
+    part is ``bucket((1 − h)·p) / bucket(p)`` instead of ``1 − h`` (:func:`pick_bucket`): a
+    cache that moves the uncached tokens below a bucket boundary saves more than its hit rate.
+
     Examples
     --------
     >>> round(1 / prefix_cache_ttft_ratio(0.9, 0.2), 2), round(1 / prefix_cache_ttft_ratio(0.25, 0.0), 2)
     (3.57, 1.33)
+    >>> round(1 / prefix_cache_ttft_ratio(0.25, 0.0, 2200, (512, 1024, 2048, 4096, 8192)), 2)
+    2.0
     """
     h = _fraction("hit_rate", hit_rate) if hit_rate != 0 else 0.0
     f = in_range("fixed_fraction", fixed_fraction, 0.0, 1.0)
-    return f + (1.0 - f) * (1.0 - h)
-
-
-def prefix_cache_measurements() -> pd.DataFrame:
-    """AWS's Llama-3.3-70B prefix-caching measurements (``data/prefix_caching_ttft.csv``).
-
-    Columns as in the file: ``dataset, cache_hit_rate, hit_rate_as_stated,
-    ttft_p50_ms_without, ttft_p50_ms_with, speedup_stated, model, tp, instance, source_id, note``.
-    """
-    return specs.read_data_csv("prefix_caching_ttft.csv")
-
-
-def prefix_cache_check(fixed_fraction: float | None = None) -> pd.DataFrame:
-    """:func:`prefix_cache_ttft_ratio` against AWS's table, row by row.
-
-    ``fixed_fraction`` defaults to the one value that reproduces the row with the highest hit
-    rate (math.math, > 90 %); the other rows judge it. Returns ``dataset, cache_hit_rate,
-    measured_speedup`` (from the two TTFTs), ``model_speedup``, ``bound_speedup``
-    (``1/(1 − h)``), ``relative_error``.
-
-    Examples
-    --------
-    >>> t = prefix_cache_check()
-    >>> t.set_index("dataset").relative_error.abs().round(2).to_dict()
-    {'math.math': 0.0, 'dynamic sonnet 1k': 0.03, 'dynamic sonnet 2k': 0.21, 'HumanEval': 0.02}
-    """
-    t = prefix_cache_measurements()
-    measured = t.ttft_p50_ms_without / t.ttft_p50_ms_with
-    if fixed_fraction is None:
-        top = t.cache_hit_rate.idxmax()
-        r, h = 1.0 / measured[top], t.cache_hit_rate[top]
-        fixed_fraction = (r - (1.0 - h)) / h
-    f = in_range("fixed_fraction", fixed_fraction, 0.0, 1.0)
-    model = [1.0 / prefix_cache_ttft_ratio(h, f) for h in t.cache_hit_rate]
-    bound = [1.0 / (1.0 - h) for h in t.cache_hit_rate]
-    out = pd.DataFrame({"dataset": t.dataset, "cache_hit_rate": t.cache_hit_rate, "measured_speedup": measured,
-                        "model_speedup": model, "bound_speedup": bound})
-    out["relative_error"] = out.model_speedup / out.measured_speedup - 1.0
-    out["fixed_fraction"] = f
-    return out
+    if (prompt_tokens is None) != (buckets is None):
+        raise ValueError("prompt_tokens and buckets must be given together (or neither), "
+                         f"got prompt_tokens={prompt_tokens!r}, buckets={buckets!r}")
+    if prompt_tokens is None:
+        return f + (1.0 - f) * (1.0 - h)
+    p = _tokens("prompt_tokens", prompt_tokens, minimum=1)
+    bs = _int_list("buckets", buckets)
+    uncached = max(1, math.ceil((1.0 - h) * p))
+    return f + (1.0 - f) * pick_bucket(uncached, bs) / pick_bucket(p, bs)
 
 
 def disaggregated_server_ratio(prefill_s_per_request: float, decode_step_s: float, batch: int,
@@ -2442,3 +2605,60 @@ def cost_per_million_tokens_usd(tokens_per_s: float, usd_per_hour: float) -> flo
     t = positive("tokens_per_s", tokens_per_s)
     u = positive("usd_per_hour", usd_per_hour)
     return u / (t * hour) * 1e6
+
+
+def cost_table(model: str | ModelPreset, deployments: Sequence[tuple[str, int]], context_len: int,
+               block_size: int = 32) -> pd.DataFrame:
+    """Dollars per million generated tokens on whole instances, each filled with replicas at capacity.
+
+    For each ``(system, tp)``: as many TP-``tp`` replicas as the instance's ranks hold, each
+    decoding as many ``context_len`` sequences as its KV budget allows (:func:`capacity`), at the
+    expected step (:func:`decode_step`: calibrated collective costs) and at its bound. The price
+    is the instance's sourced on-demand price (``data/systems.csv`` and ``prices.csv``); an
+    instance without one gets NaN, never a guess. The cost at the bound is a floor; the cost at
+    the expectation is what to plan on (:func:`cost_per_million_tokens_usd`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``system, chip, tp, replicas, batch, tpot_ms, tpot_bound_ms, tokens_per_s`` (the
+        instance, expected), ``usd_per_hour``, ``usd_per_million_tokens``,
+        ``usd_per_million_tokens_floor``.
+
+    Examples
+    --------
+    >>> t = cost_table("llama3-70b", [("inf2.48xlarge", 24), ("trn2.48xlarge", 64)], 4096)
+    >>> t.system.tolist(), bool(t.usd_per_million_tokens.isna().tolist() == [False, True])
+    (['inf2.48xlarge', 'trn2.48xlarge'], True)
+    """
+    m = resolve_model(model)
+    ctx = _tokens("context_len", context_len, minimum=1)
+    if isinstance(deployments, (str, bytes)) or not isinstance(deployments, Iterable):
+        raise ValueError(f"deployments must be a list of (system, tp) pairs, got {deployments!r}")
+    rows = []
+    for item in deployments:
+        if not isinstance(item, (tuple, list)) or len(item) != 2:
+            raise ValueError(f"deployments must hold (system, tp) pairs, got {item!r}")
+        system, tp = item
+        s = specs.system(system)
+        lnc = cores.resolve_lnc(s.chip_key, None)
+        ranks = s.n_chips * cores.logical_cores_per_chip(s.chip_key, lnc)
+        tp = integer("tp", tp, minimum=1, maximum=ranks)
+        rep = replica(m, s.chip_key, tp=tp, lnc=lnc)
+        batch = capacity(rep, ctx, block_size=block_size).max_sequences
+        n_rep = ranks // tp
+        row = dict(system=s.key, chip=s.chip_key, tp=tp, replicas=n_rep, batch=batch)
+        price = s.on_demand_usd_per_hour
+        if batch >= 1:
+            d = decode_step(rep, batch, ctx)
+            tps, tps_bound = n_rep * d.tokens_per_s, n_rep * batch / d.bound_s
+            row.update(tpot_ms=d.time_s / ms, tpot_bound_ms=d.bound_s / ms, tokens_per_s=tps)
+        else:
+            tps = tps_bound = math.nan
+            row.update(tpot_ms=math.nan, tpot_bound_ms=math.nan, tokens_per_s=math.nan)
+        ok = price is not None and batch >= 1
+        row.update(usd_per_hour=math.nan if price is None else price,
+                   usd_per_million_tokens=cost_per_million_tokens_usd(tps, price) if ok else math.nan,
+                   usd_per_million_tokens_floor=cost_per_million_tokens_usd(tps_bound, price) if ok else math.nan)
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -252,7 +252,7 @@ class System:
     hbm_bytes_total: float
     hbm_bytes_per_s_total: float
     dense_flops_per_s_total: DtypeTable
-    efa_bytes_per_s_total: float
+    efa_bytes_per_s_total: float | None
     topology: str
     on_demand_usd_per_hour: float | None = None
     #: for a second reading of another system's published figures (Trn3 Gen2's PCIe fabric):
@@ -494,15 +494,22 @@ def lookup(kind: str, name: object, table: Mapping, aliases: Mapping[str, str] |
     raise UnknownNameError(f"{kind} must be one of {listed}; got {name!r}")
 
 
-_CHIP_ALIASES = {"trainium": "trn1", "trainium1": "trn1", "trainium2": "trn2", "trainium3": "trn3"}
+_CHIP_ALIASES = {"trainium": "trn1", "trainium1": "trn1", "trainium2": "trn2", "trainium3": "trn3",
+                 "inferentia2": "inf2"}
 _CORE_ALIASES = {"v2": "NeuronCore-v2", "v3": "NeuronCore-v3", "v4": "NeuronCore-v4"}
 _SYSTEM_ALIASES = {"trn2u.48xlarge": "trn2.48xlarge", "trn2 ultraserver": "trn2-ultraserver",
                    "trn3 gen1 ultraserver": "trn3-gen1-ultraserver",
                    "trn3 gen2 ultraserver": "trn3-gen2-ultraserver"}
 
 
+@functools.cache
+def _inference_chips() -> frozenset[str]:
+    """Chips whose ``family`` fact is Inferentia: left out of :func:`chips` and :func:`systems` unless asked for."""
+    return frozenset(k for k, f in _used("chip").items() if _get(f, "family") == "Inferentia")
+
+
 def chip(name: str) -> Chip:
-    """Look up a chip: ``"trn1"``, ``"trn2"``, ``"trn3"`` (or ``"Trainium2"``...).
+    """Look up a chip: ``"trn1"``, ``"trn2"``, ``"trn3"``, ``"inf2"`` (or ``"Trainium2"``...).
 
     Raises
     ------
@@ -517,9 +524,19 @@ def chip(name: str) -> Chip:
     return lookup("chip", name, _chips(), _CHIP_ALIASES)
 
 
-def chips() -> tuple[Chip, ...]:
-    """All chips, oldest first."""
-    return tuple(_chips().values())
+def chips(include_inferentia: bool = False) -> tuple[Chip, ...]:
+    """The Trainium chips, oldest first; with ``include_inferentia`` also Inferentia2.
+
+    Inferentia2 (``"inf2"``) is an inference chip: :func:`chip` finds it and the serving models
+    take it, while the tables and pickers that compare Trainium generations (and the planner's
+    training platforms) list the Trainium chips only.
+
+    >>> [c.key for c in chips()], [c.key for c in chips(include_inferentia=True)][-1]
+    (['trn1', 'trn2', 'trn3'], 'inf2')
+    """
+    if include_inferentia not in (True, False):
+        raise ValueError(f"include_inferentia must be True or False, got {include_inferentia!r}")
+    return tuple(c for c in _chips().values() if include_inferentia or c.key not in _inference_chips())
 
 
 def core(name: str) -> NeuronCore:
@@ -541,9 +558,17 @@ def system(name: str) -> System:
     return lookup("system", name, _systems(), _SYSTEM_ALIASES)
 
 
-def systems() -> tuple[System, ...]:
-    """All systems in data order (not the second readings of a system: see :func:`system_readings`)."""
-    return tuple(s for s in _systems().values() if not s.reading_of)
+def systems(include_inferentia: bool = False) -> tuple[System, ...]:
+    """The Trainium systems in data order (not the second readings of a system: see
+    :func:`system_readings`); with ``include_inferentia`` also the inf2 instances.
+
+    >>> [s.key for s in systems(include_inferentia=True) if s.chip_key == "inf2"][-1]
+    'inf2.48xlarge'
+    """
+    if include_inferentia not in (True, False):
+        raise ValueError(f"include_inferentia must be True or False, got {include_inferentia!r}")
+    return tuple(s for s in _systems().values() if not s.reading_of
+                 and (include_inferentia or s.chip_key not in _inference_chips()))
 
 
 def system_readings(name: str) -> tuple[System, ...]:

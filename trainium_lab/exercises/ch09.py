@@ -205,7 +205,7 @@ q11 = Exercise(
               "for tp in (1, 2, 4, 8, 16, 32):\n"
               "    r = serving.replica('llama3-8b', 'trn2', tp=tp)\n"
               "    for b in range(1, serving.capacity(r, 4096).max_sequences + 1):\n"
-              "        d = serving.decode_step(r, b, 4096)             # the bound: weights + KV reads\n"
+              "        d = serving.decode_step(r, b, 4096)             # expected: KV + weights + TP all-reduces\n"
               "        if d.time_s <= 0.010 and d.tokens_per_s_per_chip > best:\n"
               "            best, pick = d.tokens_per_s_per_chip, (tp, b)\n"
               "answer_11 = pick"),

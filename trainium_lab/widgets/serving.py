@@ -32,7 +32,7 @@ _TPS = [1, 2, 4, 8, 16, 32, 64, 128]
 class _KVView:
     rep: serving.Replica
     capacity: serving.Capacity
-    decode: serving.StepBound
+    decode: serving.StepEstimate
     batch: int
 
 
@@ -68,16 +68,18 @@ def _describe_kv(v: _KVView) -> str:
             f"{', the vLLM Neuron cap' if c.cap_binds else ''}): {verdict}; at most <b>{c.max_sequences}</b> "
             f"such sequences. Per chip: {format_bytes(used * r.ranks_per_chip)} of "
             f"{format_bytes(c.hbm_bytes * r.ranks_per_chip)}.<br>"
-            f"Decode step bound: <b>{format_seconds(d.time_s)}</b> ({d.bound}-bound) → "
+            f"Decode step: expected <b>{format_seconds(d.time_s)}</b> (bound {format_seconds(d.bound_s)}; "
+            f"{d.n_collectives} collectives at {format_seconds(d.collective_fixed_s)} fixed cost each, "
+            f"calibrated; roofline side {d.bound}) → "
             f"<b>{d.tokens_per_s:,.0f}</b> tokens/s for the replica, "
-            f"<b>{d.tokens_per_s_per_chip:,.0f}</b> per chip; each sequence sees one token every "
+            f"<b>{d.tokens_per_s_per_chip:,.0f}</b> per chip; each sequence sees one token about every "
             f"{format_seconds(d.time_s)}.")
 
 
 @benchmarked(("context_len", 32768), ("batch", 64), ("tp", 8), ("model", "llama3-70b"), ("lnc", 1))
 def kv_cache_explorer(model: str = "llama3-8b", chip: str = "trn2", tp: int = 4, lnc: int = 2,
                       context_len: int = 8192, batch: int = 8) -> Explorer:
-    """Memory per logical core and per chip against HBM, and the decode step bound, as the
+    """Memory per logical core and per chip against HBM, and the decode step (expected and bound), as the
     model, TP degree (ranks), LNC, context and batch change."""
     controls = {
         "model": W.Dropdown(options=_models(), value=model, description="model"),
