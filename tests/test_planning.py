@@ -363,10 +363,22 @@ def test_serving_plan_meets_its_target_and_limits():
     assert s.capacity_tokens_per_s >= 20_000 > (s.n_replicas - 1) * s.stream.tokens_per_s
     assert s.n_instances == math.ceil(s.n_replicas / s.replicas_per_instance)
     assert s.cost_per_million_tokens_usd == pytest.approx(s.n_instances * 40.0 / (20_000 * 3600) * 1e6)
-    again = serving.serve_stream(s.replica, 1024, 256, s.concurrency, 1.0, system="trn2.48xlarge")  # the plan's prefill efficiency
+    # the plan's prefill efficiency is the calibrated default (AWS's NxD Inference Trn2 TTFTs)
+    again = serving.serve_stream(s.replica, 1024, 256, s.concurrency, None, system="trn2.48xlarge")
     assert again.tokens_per_s == s.stream.tokens_per_s
     best = s.candidates[s.candidates.meets_latency].tokens_per_s_per_chip.max()
     assert s.stream.tokens_per_s_per_chip == best
+
+
+def test_serving_plan_defaults_to_the_calibrated_prefill_efficiency():
+    """Issue 24: the calibration lives in one place (data/calibration.csv, fitted on AWS's NxD
+    Inference Trn2 tutorials' TTFTs); a plan at the ideal prefill (1.0) must differ from the default."""
+    eff = specs.calibration("prefill_efficiency").value
+    default = planning.plan_serving("llama3-8b", 20_000, usd_per_hour=40.0)
+    explicit = planning.plan_serving("llama3-8b", 20_000, usd_per_hour=40.0, prefill_efficiency=eff)
+    ideal = planning.plan_serving("llama3-8b", 20_000, usd_per_hour=40.0, prefill_efficiency=1.0)
+    assert default.stream.ttft_s == explicit.stream.ttft_s
+    assert ideal.stream.ttft_s < default.stream.ttft_s
 
 
 def test_serving_limits_nothing_meets():

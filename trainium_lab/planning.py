@@ -1845,7 +1845,7 @@ class ServingPlan:
 def plan_serving(model: str | ModelPreset, target_tokens_per_s: float, *, prompt_tokens: int = 1024,
                  output_tokens: int = 256, tpot_s_max: float = 0.05, ttft_s_max: float = 1.0,
                  system: str = "trn2.48xlarge", lnc: int | None = None, usd_per_hour: float | None = None,
-                 purchase_option: str = "on-demand", prefill_efficiency: float = 1.0,
+                 purchase_option: str = "on-demand", prefill_efficiency: float | None = None,
                  kv_dtype: str = "bfloat16", max_concurrency: int = 1024) -> ServingPlan:
     """Chips and cost for a serving target: throughput under TPOT and TTFT limits (chapter 09).
 
@@ -1870,8 +1870,9 @@ def plan_serving(model: str | ModelPreset, target_tokens_per_s: float, *, prompt
     lnc : int, optional
     usd_per_hour : float, optional
         Price of one instance-hour; default the sourced ``purchase_option`` price (none for Trn2).
-    prefill_efficiency : float
-        Share of peak a prefill reaches, in (0, 1]: an assumption (chapter 09).
+    prefill_efficiency : float, optional
+        Share of peak a prefill reaches, in (0, 1]; by default the calibrated ``prefill_efficiency``
+        of ``data/calibration.csv`` (fitted on AWS's NxD Inference Trn2 TTFTs, chapter 09).
     kv_dtype : str
     max_concurrency : int
         Largest batch tried.
@@ -1894,7 +1895,7 @@ def plan_serving(model: str | ModelPreset, target_tokens_per_s: float, *, prompt
     --------
     >>> s = plan_serving("llama3-8b", 20_000, usd_per_hour=40.0)
     >>> s.replica.tp, s.concurrency, s.n_replicas, s.n_instances
-    (8, 331, 2, 1)
+    (8, 128, 6, 1)
     >>> round(s.cost_per_million_tokens_usd, 3)
     0.556
     """
@@ -1908,7 +1909,8 @@ def plan_serving(model: str | ModelPreset, target_tokens_per_s: float, *, prompt
     if sysm.n_instances != 1:
         raise ValueError(f"system must be an instance type (replicas live in one instance), got {system!r}")
     purchase_option = choice("purchase_option", purchase_option, PURCHASE_OPTIONS)
-    eff = in_range("prefill_efficiency", prefill_efficiency, 0.0, 1.0, low_open=True)
+    eff = (None if prefill_efficiency is None
+           else in_range("prefill_efficiency", prefill_efficiency, 0.0, 1.0, low_open=True))
     max_conc = integer("max_concurrency", max_concurrency, minimum=1, maximum=10**6)
     chip = sysm.chip_key
     lnc_used = cores.resolve_lnc(chip, lnc)
