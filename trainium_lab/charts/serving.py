@@ -96,6 +96,25 @@ def kv_growth_chart(df: pd.DataFrame, hbm_gib: float, *, hbm_label: str = "HBM o
 @described(
     'Output tokens per second per chip against the time per output token, one point per '
     'concurrency: more concurrent requests raise throughput and slow each token.')
+def _thinned_labels(labels: pd.Series, x: pd.Series, y: pd.Series, *, min_px: float = 16.0) -> pd.Series:
+    """Point labels with those that would touch an earlier kept one blanked (no overlapping text).
+
+    Positions are estimated on linear scales from zero to the data's maximum over the chart's
+    ``WIDTH`` × ``HEIGHT`` (Vega's nice domains only spread points further apart), in data order."""
+    sx = WIDTH / max(float(x.max()), 1e-300)
+    sy = HEIGHT / max(float(y.max()), 1e-300)
+    kept: list[tuple[float, float]] = []
+    out = []
+    for lab, a, b in zip(labels, x, y):
+        px, py = float(a) * sx, float(b) * sy
+        if all(abs(px - qx) >= min_px or abs(py - qy) >= min_px for qx, qy in kept):
+            kept.append((px, py))
+            out.append(lab)
+        else:
+            out.append("")
+    return pd.Series(out, index=labels.index)
+
+
 def batching_chart(df: pd.DataFrame, *, title: str = "Continuous batching: throughput against latency") -> alt.LayerChart:
     """Output tokens/s per chip against time per output token, one point per concurrency.
 
@@ -106,7 +125,7 @@ def batching_chart(df: pd.DataFrame, *, title: str = "Continuous batching: throu
     d["tpot_ms"] = d["tpot_ms"].round(3)
     d["tokens_per_s_per_chip"] = d["tokens_per_s_per_chip"].round(1)
     d["fits"] = d["fits"].map({True: "fits in HBM", False: "does not fit"})
-    d["label"] = d["concurrency"].astype(str)
+    d["label"] = _thinned_labels(d["concurrency"].astype(str), d["tpot_ms"], d["tokens_per_s_per_chip"])
     with debug_mode(False):
         x = alt.X("tpot_ms:Q", title="time per output token (ms)")
         y = alt.Y("tokens_per_s_per_chip:Q", title="output tokens/s per chip")
