@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 
 import trainium_lab.widgets as widgets_pkg
-from trainium_lab.widgets.base import (BENCHMARKS, DEFAULT, Explorer, FieldError, NumberText,
+from trainium_lab.widgets.base import (BENCHMARKS, DEFAULT, FULL_ROW, Explorer, FieldError, NumberText,
                                        error_html, in_field_words, number, read_values)
 
 for _info in pkgutil.iter_modules(widgets_pkg.__path__):
@@ -414,9 +414,9 @@ def test_controls_wrap_inside_the_notebook_column(name):
                 continue
             if width.endswith("px"):  # a wide control: a row of its own, narrower than the column
                 assert int(width[:-2]) <= NARROW_COLUMN_PX - 100, (name, c.description, width)
-                assert c.layout.grid_column == "1 / -1", (name, c.description, width)
+                assert c.layout.grid_area == FULL_ROW, (name, c.description, width)
             else:
-                assert c.layout.grid_column == "1 / -1" and c.layout.max_width == "100%", \
+                assert c.layout.grid_area == FULL_ROW and c.layout.max_width == "100%", \
                     (name, c.description, width)
 
 
