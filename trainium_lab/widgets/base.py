@@ -384,15 +384,22 @@ class Explorer:
         ``relevance(values) -> {control name: reason}`` for the controls the current
         settings ignore (``values`` are the controls' raw values): they are disabled with
         the reason as their tooltip.
+    offer : callable, optional
+        ``offer(explorer)``, called before each update: narrows menus to the options the
+        current settings can compute; a value it has to change is said with :meth:`say`.
+        Changes it makes do not start updates of their own.
     """
 
     def __init__(self, controls: Mapping[str, W.ValueWidget], compute: Callable[..., Any],
                  render: Callable[[Any], alt.TopLevelMixin | None],
                  describe: Callable[[Any], str] | None = None, *, columns: int = 2,
-                 relevance: Callable[[dict], Mapping[str, str]] | None = None):
+                 relevance: Callable[[dict], Mapping[str, str]] | None = None,
+                 offer: Callable[["Explorer"], None] | None = None):
         self.controls = {name: _convert(c) for name, c in controls.items()}
         self._compute, self._render, self._describe = compute, render, describe
         self._relevance = relevance
+        self._offer = offer
+        self._updating = False
         self.summary = W.HTML()
         self.error = W.HTML()
         self.notes = W.HTML()
@@ -452,8 +459,16 @@ class Explorer:
 
     def update(self, change: Any = None) -> None:
         """Recompute and redraw; show any exception inline instead of raising."""
+        if self._updating:  # a menu narrowed by ``offer``: the update running reads it
+            return
         owner = change.get("owner") if isinstance(change, Mapping) else getattr(change, "owner", None)
         try:
+            if self._offer is not None:
+                self._updating = True
+                try:
+                    self._offer(self)
+                finally:
+                    self._updating = False
             self._apply_relevance()
             values, notes = read_values(self.controls)
             result = self._compute(**values)
