@@ -569,8 +569,8 @@ def _learner_actions(page, control: dict) -> list[tuple[str, bool]]:
         typed = [("type 50%", False)] if control["label"].endswith("%") else []
         return [("Home", False), ("End", False)] + ([*typed, ("1e30", True), ("restore", False)]
                                                     if control.get("readout") else [])
-    if kind == "select":
-        return [("last option", False), ("first option", False)]
+    if kind == "select":  # each control ends where it began: the next one is tried from the
+        return [("last option", False), ("first option", False), ("restore", False)]  # defaults
     if kind == "checkbox":
         return [("toggle", False), ("toggle", False)]
     if not control["number"]:  # free text (a search): something else, then back
@@ -581,15 +581,14 @@ def _learner_actions(page, control: dict) -> list[tuple[str, bool]]:
 def _apply(page, cid: str, kind: str, action: str, original: dict) -> bool:
     """Do one action; False when it would not change the control's value."""
     c = _control(page, cid)
+    readout = page.query_selector(f'[data-tl-readout="{cid}"]') if kind == "slider" else None
+    if readout is not None:
+        original.setdefault(cid, readout.input_value())  # the value shown before the first action
     if kind == "slider" and action not in ("Home", "End"):  # typed into its readout
-        field = page.query_selector(f'[data-tl-readout="{cid}"]')
+        field = readout
         if field is None or field.is_disabled():
             return False
-        if action == "restore":
-            text = original.get(cid)
-        else:
-            original.setdefault(cid, field.input_value())
-            text = action.removeprefix("type ")
+        text = original.get(cid) if action == "restore" else action.removeprefix("type ")
         if text is None or field.input_value() == text:
             return False
         field.fill(text)
@@ -606,8 +605,9 @@ def _apply(page, cid: str, kind: str, action: str, original: dict) -> bool:
         if select.is_disabled():
             return False
         options = select.evaluate("s => [...s.options].map(o => o.value)")
-        target = options[-1] if action == "last option" else options[0]
-        if select.evaluate("s => s.value") == target:
+        original.setdefault(cid, select.evaluate("s => s.value"))
+        target = {"last option": options[-1], "first option": options[0]}.get(action, original[cid])
+        if target not in options or select.evaluate("s => s.value") == target:
             return False
         select.select_option(target)
         return True
