@@ -482,12 +482,9 @@ class Explorer:
         for name, c in self.controls.items():
             if isinstance(c, NumberText):
                 c.last_good = values[name]
-        self.error.value = ""
-        self.notes.value = "".join(_note_html(n) for n in [*self._said, *notes])
-        self._said = []
         self.result = result
-        if summary is not None:
-            self.summary.value = summary
+        # the chart first: its message reaches the page, and Vega starts drawing, before the
+        # text's (each widget's change is a message of its own)
         if chart is not None:
             if self.chart is None:
                 self._first_chart = chart
@@ -498,6 +495,11 @@ class Explorer:
                     self._chart_box.children = [self.chart]
             else:
                 self._push(spec)
+        self.error.value = ""
+        self.notes.value = "".join(_note_html(n) for n in [*self._said, *notes])
+        self._said = []
+        if summary is not None:
+            self.summary.value = summary
         self._show_stale(False)
         self.updates += 1
 
