@@ -12,10 +12,15 @@ then checks, in the page:
 * in the first widget that has a chart, changing one control in the page changes the chart;
 * **as a learner uses it** (:func:`drive_explorers`): in every explorer, each control is set to
   its extremes (slider Home/End, first and last menu option, checkbox toggled, number box given
-  a large value) and each number box one bad value (``abc``); after each action no traceback is
-  in the page or went to the log console (kernel ``error``/``stderr`` messages on the
-  websocket), the explorer's output changed or shows an error, a bad value is answered inline
-  by a message naming the control, and nothing sticks out of the notebook column at 1440×900;
+  ``0``), each number box and slider readout one bad value (``abc``, ``1e30``), ``50%`` typed
+  into a percentage slider's readout (it must then read 50, not be clamped), and the control
+  is put back where it began, so each is tried from the defaults (a sample per control, not
+  every combination); after each action no traceback is in the page or went to the log
+  console (kernel ``error``/``stderr`` messages on the websocket), the explorer's output
+  changed or shows an error, a bad value is answered inline by a message naming the control,
+  no label is cut and every menu is wide enough for the option it shows, and nothing sticks
+  out of the notebook column at 1440×900 (a 1,008 px column) — nor, checked once after, at
+  1280×800 (848 px);
 * nothing was fetched from any host but 127.0.0.1 (requests elsewhere are blocked and listed).
 
 A screenshot per notebook goes to ``artifacts/screenshots/NN_name.png`` (also on failure).

@@ -707,3 +707,18 @@ def test_tile_menus_offer_only_tiles_that_fit_and_say_when_they_shrink():
     c["buffers"].value = 3  # 512 × 1024 with three buffers does not fit: smaller, and said
     assert (c["tile_m"].value, c["tile_n"].value) != (512, 1024) and ex.last_error is None
     assert "does not fit PSUM and SBUF" in ex.notes.value
+
+
+def test_ring_steps_follow_n_and_a_clamped_step_is_said():
+    """Fewer participants shorten the step slider; ipywidgets clamps its value silently, the
+    explorer says so, and the readout's range follows the slider."""
+    from trainium_lab.widgets.topology import ring_stepper
+
+    ex = ring_stepper(8)
+    steps = ex.controls["step"]
+    steps.tl_readout.value = "14"
+    assert steps.value == 14 and ex.last_error is None
+    ex.controls["n"].value = 4
+    assert steps.value == 6 and "steps done set to 6" in ex.notes.value and ex.last_error is None
+    steps.tl_readout.value = "7"
+    assert "steps done must be in [0, 6]; got 7" in ex.last_error and steps.value == 6

@@ -20,6 +20,7 @@ class holds the contract every explorer keeps (and every control a factory adds 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import html
 import math
@@ -197,10 +198,7 @@ class SliderReadout(NumberText):
         self.syncing = False  # True while the readout is written from the slider
         self.selection = isinstance(slider, W.SelectionSlider)
         self.logarithmic = isinstance(slider, W.FloatLogSlider)
-        lo = hi = None
-        if not self.selection:
-            lo, hi = ((slider.base ** slider.min, slider.base ** slider.max) if self.logarithmic
-                      else (slider.min, slider.max))
+        lo, hi = self._bounds()
         super().__init__(self.shown(slider.value), description="", label=slider.description,
                          integer=isinstance(slider, W.IntSlider), minimum=lo, maximum=hi,
                          layout=W.Layout(width=f"{READOUT_PX}px"), disabled=slider.disabled)
@@ -211,6 +209,13 @@ class SliderReadout(NumberText):
         self._keep(slider.value)
         slider.observe(self._follow, names="value")
         traitlets.dlink((slider, "disabled"), (self, "disabled"))
+
+    def _bounds(self) -> tuple[float | None, float | None]:
+        """The slider's range now (a factory may change it: chapter 03's steps follow n)."""
+        if self.selection:
+            return None, None
+        s = self.slider
+        return (s.base ** s.min, s.base ** s.max) if self.logarithmic else (s.min, s.max)
 
     def shown(self, value: Any) -> str:
         """The slider's value as the readout shows it (its ``readout_format`` when that reads
@@ -251,6 +256,7 @@ class SliderReadout(NumberText):
                     return v, None
             listed = ", ".join(labels)
             raise FieldError(f"{self.label} must be one of {listed}; got {shown}")
+        self.minimum, self.maximum = self._bounds()
         return super().read()
 
     def on_steps(self, value: Any) -> bool:
@@ -464,11 +470,8 @@ class Explorer:
         owner = change.get("owner") if isinstance(change, Mapping) else getattr(change, "owner", None)
         try:
             if self._offer is not None:
-                self._updating = True
-                try:
+                with self.holding():
                     self._offer(self)
-                finally:
-                    self._updating = False
             self._apply_relevance()
             values, notes = read_values(self.controls)
             result = self._compute(**values)
@@ -551,6 +554,16 @@ class Explorer:
         self.error.value = error_html(message)
         self.notes.value = ""
         self._show_stale(bool(self.updates))
+
+    @contextlib.contextmanager
+    def holding(self):
+        """Control changes made inside start no update of their own: the update that follows
+        (or is running) reads them, and shows what :meth:`say` said."""
+        held, self._updating = self._updating, True
+        try:
+            yield
+        finally:
+            self._updating = held
 
     def say(self, message: str) -> None:
         """A note shown with the next update: what the explorer changed on its own (a menu's
