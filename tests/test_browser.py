@@ -701,6 +701,7 @@ def drive_explorers(page, kernel_errors: list[str], idle=None) -> list[str]:
                 except Exception:  # noqa: BLE001 - playwright TimeoutError: judged below
                     reacted = False
                 _settle(page, i, idle=idle)
+                reacted = reacted or page.evaluate(STATE_JS, i) != before
                 check = page.evaluate(CHECK_JS, i)
                 if check["traceback"]:
                     problems.append(f"{what}: a traceback in the page")
@@ -711,8 +712,8 @@ def drive_explorers(page, kernel_errors: list[str], idle=None) -> list[str]:
                     field = page.query_selector(f'[data-tl-readout="{control["id"]}"]')
                     now = float(handle.get_attribute("aria-valuenow"))
                     lo, hi = (float(handle.get_attribute(a)) for a in ("aria-valuemin", "aria-valuemax"))
-                    if lo <= 50 <= hi and (now != 50 or check["errors"]
-                                           or float(field.input_value()) != 50):
+                    unread = [e for e in check["errors"] if control["label"] in e]
+                    if lo <= 50 <= hi and (now != 50 or unread or float(field.input_value()) != 50):
                         problems.append(f"{what}: the slider is at {now} (readout "
                                         f"{field.input_value()!r}, errors {check['errors']})")
                 if bad and not any(control["label"] in e and action in e for e in check["errors"]):

@@ -49,6 +49,7 @@ CONTROL_WIDTH_PX = 300
 _CHAR_PX = 7.0  # ~ width of a label character in JupyterLab's 13 px UI font
 _LABEL_MIN_PX, _LABEL_MAX_PX = 80, 150
 _GAP_PX = 16
+_MENU_PAD_PX = 40  # a menu's padding, arrow and the label's margin
 
 
 
@@ -665,6 +666,9 @@ def control_grid(controls: Sequence[W.Widget], columns: int) -> W.GridBox:
     cell = max(CONTROL_WIDTH_PX, label_px + 180, label_px + READOUT_PX + 150 if sliders else 0)
     cells = []
     for c in controls:
+        if isinstance(c, W.Dropdown) and not c.layout.width and c.options and \
+                max(len(str(lab)) for lab in c._options_labels) * _CHAR_PX + _MENU_PAD_PX > cell - label_px:
+            c.layout.width = "max-content"  # a menu shows its longest option whole: a row of its own
         width = c.layout.width or ""
         px = re.fullmatch(r"(\d+)px", width)
         readout = getattr(c, "tl_readout", None)
