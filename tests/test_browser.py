@@ -12,10 +12,15 @@ then checks, in the page:
 * in the first widget that has a chart, changing one control in the page changes the chart;
 * **as a learner uses it** (:func:`drive_explorers`): in every explorer, each control is set to
   its extremes (slider Home/End, first and last menu option, checkbox toggled, number box given
-  a large value) and each number box one bad value (``abc``); after each action no traceback is
-  in the page or went to the log console (kernel ``error``/``stderr`` messages on the
-  websocket), the explorer's output changed or shows an error, a bad value is answered inline
-  by a message naming the control, and nothing sticks out of the notebook column at 1440×900;
+  ``0``), each number box and slider readout one bad value (``abc``, ``1e30``), ``50%`` typed
+  into a percentage slider's readout (it must then read 50, not be clamped), and the control
+  is put back where it began, so each is tried from the defaults (a sample per control, not
+  every combination); after each action no traceback is in the page or went to the log
+  console (kernel ``error``/``stderr`` messages on the websocket), the explorer's output
+  changed or shows an error, a bad value is answered inline by a message naming the control,
+  no label is cut and every menu is wide enough for the option it shows, and nothing sticks
+  out of the notebook column at 1440×900 (a 1,008 px column) — nor, checked once after, at
+  1280×800 (848 px);
 * nothing was fetched from any host but 127.0.0.1 (requests elsewhere are blocked and listed).
 
 A screenshot per notebook goes to ``artifacts/screenshots/NN_name.png`` (also on failure).
@@ -458,6 +463,8 @@ def check_notebook(path: Path, lab: Lab, browser, shot: Path, drive=False) -> st
                 record = drive if callable(drive) else None
                 if record:
                     record(drove)
+                narrow = overflow_at(page, NARROW_VIEWPORT)
+                assert not narrow, f"at {NARROW_VIEWPORT[0]}×{NARROW_VIEWPORT[1]}: {narrow}"
         assert not page_errors, f"JavaScript errors in the page: {page_errors}"
         assert not blocked, f"the page tried to reach other hosts: {sorted(set(blocked))}"
     finally:
@@ -488,16 +495,20 @@ def _kernel_error(payload, sink: list[str]) -> None:
 CONTROLS_JS = r"""
 () => [...document.querySelectorAll('.jp-Notebook .tl-explorer')].map((ex, i) => {
   ex.dataset.tlIndex = i;
-  return [...ex.querySelectorAll('.widget-inline-hbox, .widget-checkbox')].map((c, j) => {
+  return [...ex.querySelectorAll('.widget-inline-hbox, .widget-checkbox')]
+      .filter(c => !c.classList.contains('tl-readout')).map((c, j) => {
     c.dataset.tlControl = `${i}-${j}`;
     const label = (c.querySelector('.widget-label') || c).innerText.trim();
+    const cell = c.closest('.tl-slider');
+    const readout = cell ? cell.querySelector('.tl-readout input') : null;
+    if (readout) readout.dataset.tlReadout = `${i}-${j}`;
     const kind = c.querySelector('.noUi-handle') ? 'slider'
       : c.querySelector('select') ? 'select'
       : c.querySelector('input[type=checkbox]') ? 'checkbox'
       : c.querySelector('input[type=text], input[type=number]') ? 'text' : null;
     const disabled = !!c.querySelector('input:disabled, select:disabled, .noUi-target[disabled]');
     const number = c.classList.contains('tl-number');
-    return {id: `${i}-${j}`, label, kind, disabled, number};
+    return {id: `${i}-${j}`, label, kind, disabled, number, readout: !!readout};
   }).filter(c => c.kind);
 })
 """
@@ -528,7 +539,20 @@ CHECK_JS = r"""
   }).map(e => `${e.className || e.tagName} ${Math.round(e.getBoundingClientRect().right - edge)} px`);
   const errors = [...root.querySelectorAll('.widget-html-content')]
     .map(e => e.innerText).filter(t => t.includes('⚠'));
-  return {errors, overflow: out.scrollWidth > out.clientWidth + 1 ? [`output ${out.scrollWidth} > ${out.clientWidth}`, ...wide.slice(0, 3)] : wide.slice(0, 3),
+  // labels cut to "…", and menus too narrow for the option they show (its text, measured in
+  // the menu's font, plus ~28 px of padding and arrow)
+  const ctx = document.createElement('canvas').getContext('2d');
+  const cut = [...root.querySelectorAll('.widget-label')]
+    .filter(l => l.offsetParent && l.innerText.trim() && l.scrollWidth > l.clientWidth + 1)
+    .map(l => `label ${l.innerText.trim()}`);
+  for (const sel of root.querySelectorAll('select')) {
+    const o = sel.options[sel.selectedIndex];
+    if (!o || !sel.offsetParent) { if (sel.offsetParent) cut.push(`menu shows no value`); continue; }
+    const st = getComputedStyle(sel);
+    ctx.font = `${st.fontSize} ${st.fontFamily}`;
+    if (ctx.measureText(o.text).width + 28 > sel.clientWidth) cut.push(`menu ${o.text}`);
+  }
+  return {errors, cut, overflow: out.scrollWidth > out.clientWidth + 1 ? [`output ${out.scrollWidth} > ${out.clientWidth}`, ...wide.slice(0, 3)] : wide.slice(0, 3),
           traceback: /Traceback \(most recent call last\)/.test(root.innerText)};
 }
 """
@@ -544,10 +568,14 @@ def _learner_actions(page, control: dict) -> list[tuple[str, bool]]:
     """The actions for one control: (description, is a bad value); each is applied lazily."""
     kind = control["kind"]
     if kind == "slider":
-        return [("Home", False), ("End", False)]  # ends at the top: a slider at 0 (steps, spares)
-        # can make the next controls irrelevant, which is no reaction to test for
-    if kind == "select":
-        return [("last option", False), ("first option", False)]
+        # ends at the top: a slider at 0 (steps, spares) can make the next controls irrelevant,
+        # which is no reaction to test for; then text typed into its readout (ipywidgets' own
+        # clamped it: "50%" became the maximum), a bad value and the value it showed
+        typed = [("type 50%", False)] if control["label"].endswith("%") else []
+        return [("Home", False), ("End", False)] + ([*typed, ("1e30", True), ("restore", False)]
+                                                    if control.get("readout") else [])
+    if kind == "select":  # each control ends where it began: the next one is tried from the
+        return [("last option", False), ("first option", False), ("restore", False)]  # defaults
     if kind == "checkbox":
         return [("toggle", False), ("toggle", False)]
     if not control["number"]:  # free text (a search): something else, then back
@@ -558,6 +586,19 @@ def _learner_actions(page, control: dict) -> list[tuple[str, bool]]:
 def _apply(page, cid: str, kind: str, action: str, original: dict) -> bool:
     """Do one action; False when it would not change the control's value."""
     c = _control(page, cid)
+    readout = page.query_selector(f'[data-tl-readout="{cid}"]') if kind == "slider" else None
+    if readout is not None:
+        original.setdefault(cid, readout.input_value())  # the value shown before the first action
+    if kind == "slider" and action not in ("Home", "End"):  # typed into its readout
+        field = readout
+        if field is None or field.is_disabled():
+            return False
+        text = original.get(cid) if action == "restore" else action.removeprefix("type ")
+        if text is None or field.input_value() == text:
+            return False
+        field.fill(text)
+        field.press("Enter")
+        return True
     if kind == "slider":
         handle = c.query_selector(".noUi-handle")
         before = handle.get_attribute("aria-valuenow")
@@ -569,8 +610,9 @@ def _apply(page, cid: str, kind: str, action: str, original: dict) -> bool:
         if select.is_disabled():
             return False
         options = select.evaluate("s => [...s.options].map(o => o.value)")
-        target = options[-1] if action == "last option" else options[0]
-        if select.evaluate("s => s.value") == target:
+        original.setdefault(cid, select.evaluate("s => s.value"))
+        target = {"last option": options[-1], "first option": options[0]}.get(action, original[cid])
+        if target not in options or select.evaluate("s => s.value") == target:
             return False
         select.select_option(target)
         return True
@@ -606,6 +648,28 @@ def _settle(page, i: int, quiet_ms: int = 150, timeout_s: float = 20.0, idle=Non
         last = now
 
 
+#: a 1280×800 window with the file browser open: an 848 px notebook column (1440×900: 1,008 px)
+NARROW_VIEWPORT = (1280, 800)
+
+
+def overflow_at(page, viewport: tuple[int, int]) -> list[str]:
+    """What sticks out of the notebook column in a window of ``viewport``, explorer by explorer
+    (the window is set back to 1440×900 after)."""
+    page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
+    try:
+        page.wait_for_timeout(600)  # JupyterLab lays the panels out again
+        column = page.evaluate("() => document.querySelector('.jp-Notebook .jp-OutputArea-output')"
+                               "?.getBoundingClientRect().width")
+        found = []
+        for i in range(len(page.query_selector_all(".jp-Notebook .tl-explorer[data-tl-index]"))):
+            check = page.evaluate(CHECK_JS, i)
+            if check["overflow"]:
+                found.append(f"explorer {i} (output area {column:.0f} px): {check['overflow']}")
+        return found
+    finally:
+        page.set_viewport_size({"width": 1440, "height": 900})
+
+
 def drive_explorers(page, kernel_errors: list[str], idle=None) -> list[str]:
     """Every control of every explorer in the page, as a learner: extremes and one bad value."""
     problems: list[str] = []
@@ -617,6 +681,8 @@ def drive_explorers(page, kernel_errors: list[str], idle=None) -> list[str]:
         check = page.evaluate(CHECK_JS, i)
         if check["overflow"]:
             problems.append(f"explorer {i}: sticks out of the column: {check['overflow']}")
+        if check["cut"]:
+            problems.append(f"explorer {i}: text cut: {check['cut']}")
         original: dict = {}
         for control in controls:
             if control["disabled"]:
@@ -635,11 +701,21 @@ def drive_explorers(page, kernel_errors: list[str], idle=None) -> list[str]:
                 except Exception:  # noqa: BLE001 - playwright TimeoutError: judged below
                     reacted = False
                 _settle(page, i, idle=idle)
+                reacted = reacted or page.evaluate(STATE_JS, i) != before
                 check = page.evaluate(CHECK_JS, i)
                 if check["traceback"]:
                     problems.append(f"{what}: a traceback in the page")
                 if len(kernel_errors) > n_kernel_errors:
                     problems.append(f"{what}: an error went to the log console: {kernel_errors[-1][-300:]}")
+                if action == "type 50%":
+                    handle = _control(page, control["id"]).query_selector(".noUi-handle")
+                    field = page.query_selector(f'[data-tl-readout="{control["id"]}"]')
+                    now = float(handle.get_attribute("aria-valuenow"))
+                    lo, hi = (float(handle.get_attribute(a)) for a in ("aria-valuemin", "aria-valuemax"))
+                    unread = [e for e in check["errors"] if control["label"] in e]
+                    if lo <= 50 <= hi and (now != 50 or unread or float(field.input_value()) != 50):
+                        problems.append(f"{what}: the slider is at {now} (readout "
+                                        f"{field.input_value()!r}, errors {check['errors']})")
                 if bad and not any(control["label"] in e and action in e for e in check["errors"]):
                     problems.append(f"{what}: no inline message naming the control: {check['errors']}")
                 if not reacted and not check["errors"]:

@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 
 import trainium_lab.widgets as widgets_pkg
-from trainium_lab.widgets.base import (BENCHMARKS, DEFAULT, Explorer, FieldError, NumberText,
+from trainium_lab.widgets.base import (BENCHMARKS, DEFAULT, FULL_ROW, Explorer, FieldError, NumberText,
                                        error_html, in_field_words, number, read_values)
 
 for _info in pkgutil.iter_modules(widgets_pkg.__path__):
@@ -414,9 +414,9 @@ def test_controls_wrap_inside_the_notebook_column(name):
                 continue
             if width.endswith("px"):  # a wide control: a row of its own, narrower than the column
                 assert int(width[:-2]) <= NARROW_COLUMN_PX - 100, (name, c.description, width)
-                assert c.layout.grid_column == "1 / -1", (name, c.description, width)
+                assert c.layout.grid_area == FULL_ROW, (name, c.description, width)
             else:
-                assert c.layout.grid_column == "1 / -1" and c.layout.max_width == "100%", \
+                assert c.layout.grid_area == FULL_ROW and c.layout.max_width == "100%", \
                     (name, c.description, width)
 
 
@@ -605,3 +605,125 @@ def test_placement_colours_never_repeat():
         else:
             assert color["type"] == "quantitative" and color["scale"]["domain"] == [0, 63]
         assert "repeat" not in str(spec["title"])
+
+
+# --- slider readouts: what is typed is read, or rejected, never clamped (issue 31 item 2) -------
+
+def _sliders(ex):
+    return [c for c in _all_controls(ex) if isinstance(c, (W.IntSlider, W.FloatSlider,
+                                                           W.FloatLogSlider, W.SelectionSlider))]
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_every_slider_has_a_typed_readout_that_reads_its_value(name):
+    """ipywidgets' own readout reads "50%" as 50 and clamps it to the maximum, and "1e6" as 1:
+    every slider's readout is the course's parsed box instead, showing the slider's value."""
+    from trainium_lab.widgets.base import SliderReadout
+
+    for s in _sliders(_explorer(name)):
+        r = getattr(s, "tl_readout", None)
+        assert isinstance(r, SliderReadout) and not s.readout, (name, s.description)
+        assert r.read()[0] == pytest.approx(s.value) if not r.selection else r.read()[0] == s.value
+        # a value between the steps is kept: the page's slider then updates on release only,
+        # or it would move the value to the nearest step and send that back
+        assert s.continuous_update == r.on_steps(s.value), (name, s.description, s.value)
+
+
+def test_slider_readout_reads_percent_scientific_and_rejects_out_of_range():
+    from trainium_lab.widgets.start import weights_explorer
+
+    ex = weights_explorer()
+    free, chips = ex.controls["reserve_pct"], ex.controls["n_chips"]
+    free.tl_readout.value = "50%"  # ipywidgets' readout set 90 % (its maximum) for this
+    assert free.value == 50 and ex.result.reserve_share == 0.5 and ex.last_error is None
+    assert free.tl_readout.value == "50"
+    chips.tl_readout.value = "1e1"
+    assert chips.value == 10 and ex.result.n_chips == 10
+    for box, typed, words in ((chips.tl_readout, "1e6", "chips must be in [1, 128]; got 1e6"),
+                              (free.tl_readout, "95%", "kept free % must be in [0, 90]; got 95%"),
+                              (free.tl_readout, "abc", "kept free %: cannot read 'abc'"),
+                              (chips.tl_readout, "2.5", "chips must be a whole number; got 2.5"),
+                              (chips.tl_readout, "10 TBps", "chips: cannot read '10 TBps'")):
+        box.value = typed
+        assert words in ex.last_error, (typed, ex.last_error)
+        assert free.value == 50 and chips.value == 10, typed  # nothing moved
+        assert ex.stale and "tl-stale" in ex.summary._dom_classes
+    free.tl_readout.value = "33"  # between the 5 % steps: kept as typed, not rounded
+    assert free.value == 33 and ex.result.reserve_share == 0.33 and ex.last_error is None
+    assert not free.continuous_update and not ex.stale
+    free.value = 40
+    assert free.continuous_update and free.tl_readout.value == "40"
+
+
+def test_selection_slider_readout_takes_an_option_or_says_which():
+    from trainium_lab.widgets.serving import kv_cache_explorer
+
+    ex = kv_cache_explorer()
+    ctx = ex.controls["context_len"]
+    ctx.tl_readout.value = "16384"
+    assert ctx.value == 16384 and ex.last_error is None
+    ctx.tl_readout.value = "3000"
+    assert "context must be one of 512, 1024" in ex.last_error and ctx.value == 16384
+    ctx.tl_readout.value = "abc"
+    assert "got abc" in ex.last_error
+
+
+def test_search_input_slider_readout_says_why_in_the_status_line():
+    from trainium_lab.widgets.layouts import planner_explorer
+
+    ex = planner_explorer()
+    mfu = ex.inputs["mfu_pct"]
+    mfu.tl_readout.value = "150%"
+    assert "MFU % must be in [5, 100]; got 150%" in ex.status.value and mfu.value != 150
+    mfu.tl_readout.value = "40%"
+    assert mfu.value == 40 and "changed to 40" in ex.status.value
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_every_slider_keeps_room_for_its_track(name):
+    """Chapter 10's sliders were 54 px long (a 150 px label), 21 steps in 54 px: every slider
+    keeps at least 120 px beside its label and readout."""
+    for s in _sliders(_explorer(name)):
+        width, label = s.layout.width, s.style.description_width
+        assert width.endswith("px") and label.endswith("px"), (name, s.description)
+        assert int(width[:-2]) - int(label[:-2]) >= 120, (name, s.description, width, label)
+
+
+# --- menus offer only what the settings can compute (issue 31 item 6) -------------------------
+
+def test_tile_menus_offer_only_tiles_that_fit_and_say_when_they_shrink():
+    """With two buffers 7 of 8 tile_n widths (and 4 of 8 tile_m) always failed: now every
+    option offered computes, for every chip, dtype and buffer count."""
+    from trainium_lab.widgets.kernels import tile_explorer
+
+    ex = tile_explorer()
+    c = ex.controls
+    for chip in ("trn1", "trn2", "trn3"):
+        for dtype in c["dtype"].options:
+            for buffers in c["buffers"].options:
+                c["chip"].value, c["dtype"].value, c["buffers"].value = chip, dtype, buffers
+                for name in ("tile_m", "tile_n"):
+                    for option in c[name].options:
+                        c[name].value = option
+                        assert ex.last_error is None, (chip, dtype, buffers, name, option, ex.last_error)
+                        assert ex.result.plan.fits
+    c["chip"].value, c["dtype"].value, c["buffers"].value = "trn2", "bfloat16", 1
+    c["tile_m"].value, c["tile_n"].value = 512, 1024
+    c["buffers"].value = 3  # 512 × 1024 with three buffers does not fit: smaller, and said
+    assert (c["tile_m"].value, c["tile_n"].value) != (512, 1024) and ex.last_error is None
+    assert "does not fit PSUM and SBUF" in ex.notes.value
+
+
+def test_ring_steps_follow_n_and_a_clamped_step_is_said():
+    """Fewer participants shorten the step slider; ipywidgets clamps its value silently, the
+    explorer says so, and the readout's range follows the slider."""
+    from trainium_lab.widgets.topology import ring_stepper
+
+    ex = ring_stepper(8)
+    steps = ex.controls["step"]
+    steps.tl_readout.value = "14"
+    assert steps.value == 14 and ex.last_error is None
+    ex.controls["n"].value = 4
+    assert steps.value == 6 and "steps done set to 6" in ex.notes.value and ex.last_error is None
+    steps.tl_readout.value = "7"
+    assert "steps done must be in [0, 6]; got 7" in ex.last_error and steps.value == 6

@@ -14,6 +14,19 @@ widget messages and Vega's redraw. Reported: the median and worst per chapter; t
 target is a median of at most 50 ms (issue 30). ``TRAINIUM_LAB_FULL_CHART_UPDATES=1`` makes the
 explorers send their whole spec on every update (the old way) for comparison.
 
+Where the time goes, from the page's websocket (each press, medians reported):
+
+* ``to kernel``: key press to the kernel's first reply (its "busy" status): the page, the
+  Jupyter server and the kernel waking up, none of it the course's code;
+* ``kernel``: from "busy" to the chart's update message (the callback: model, chart, spec);
+* ``draw``: from that message to the chart's SVG changed (Vega swapping the data);
+* ``frame``: from the SVG change to the next animation frame (the paint).
+
+A **baseline** is measured first and last: a plain ipywidgets slider whose callback sets a text
+label, in a notebook of its own (no course code, no chart) — what JupyterLab's round trip costs
+on this machine at this load. The load average is printed with each chapter. On a machine shared
+with other work the ``to kernel`` share grows with the load; compare chapters with the baseline.
+
 This is a benchmark, not a test: timings depend on the machine and its load.
 """
 
@@ -31,26 +44,67 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 TARGET_MS = 50.0
 
+# Timestamps of the page's websocket frames (installed before JupyterLab loads): the kernel's
+# "busy" status and the first comm update that carries a chart's data.
+WEBSOCKET_JS = r"""
+(() => {
+  window.__tlFrames = [];
+  const Native = window.WebSocket;
+  class Timed extends Native {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener('message', (e) => {
+        const t = performance.now();
+        let text = '';
+        if (typeof e.data === 'string') text = e.data.slice(0, 3000);
+        else if (e.data instanceof ArrayBuffer)
+          text = new TextDecoder().decode(new Uint8Array(e.data, 0, Math.min(e.data.byteLength, 3000)));
+        const kind = /"execution_state":\s*"busy"/.test(text) ? 'busy'
+          : /_py_to_js_updates|"spec"/.test(text) ? 'chart' : '';
+        if (kind) window.__tlFrames.push([kind, t]);
+      });
+    }
+  }
+  window.WebSocket = Timed;
+})();
+"""
+
 # Arm a one-shot timer: t0 at the trigger event, the result at the first frame after the chart's
-# SVG changed (a MutationObserver on the explorer), or null after 5 s.
+# SVG changed (a MutationObserver on the explorer: ``sel`` is its selector), or null after 5 s.
 ARM_JS = r"""
-([i, trigger]) => {
-  const ex = document.querySelector(`.tl-explorer[data-tl-index="${i}"]`);
-  const fp = () => { const s = ex.querySelector('svg.marks'); return s ? s.innerHTML : ''; };
+([sel, trigger, target]) => {
+  const ex = document.querySelector(sel);
+  const fp = () => { const s = ex.querySelector(target); return s ? s.innerHTML : ''; };
   const before = fp();
   window.__tlResult = undefined;
+  window.__tlFrames = [];
   let t0 = null;
   const start = (e) => { if (t0 === null) t0 = performance.now(); };
   document.addEventListener(trigger, start, {capture: true, once: true});
   const obs = new MutationObserver(() => {
     if (t0 === null || fp() === before) return;
     obs.disconnect();
-    requestAnimationFrame(() => { window.__tlResult = performance.now() - t0; });
+    const drawn = performance.now();
+    requestAnimationFrame(() => {
+      const end = performance.now();
+      const first = (k) => { const f = window.__tlFrames.find(f => f[0] === k && f[1] >= t0); return f ? f[1] - t0 : null; };
+      window.__tlResult = {total: end - t0, busy: first('busy'), chart: first('chart'),
+                           drawn: drawn - t0};
+    });
   });
   obs.observe(ex, {subtree: true, childList: true, attributes: true, characterData: true});
   setTimeout(() => { obs.disconnect(); if (window.__tlResult === undefined) window.__tlResult = null; }, 5000);
 }
 """
+
+#: the baseline: JupyterLab's own round trip, a slider whose Python callback sets a label
+BASELINE_SOURCE = """import ipywidgets as W
+s = W.IntSlider(value=10, min=0, max=100, description="x")
+out = W.Label(value="x = 10")
+s.observe(lambda ch: setattr(out, "value", f"x = {ch['new']}"), names="value")
+box = W.VBox([s, out])
+box.add_class("tl-baseline")
+box"""
 
 
 def _load_browser_test():
@@ -60,15 +114,31 @@ def _load_browser_test():
     return test_browser
 
 
-def measure_notebook(tb, lab, context, path: Path, presses: int) -> list[float]:
-    """Slider-to-chart times (ms) of every explorer with a chart in one notebook."""
+def _press(tb, page, handle, k: int, sel: str, target: str) -> dict | None:
+    handle.focus()
+    page.evaluate(ARM_JS, [sel, "keydown", target])
+    handle.press("ArrowRight" if k % 2 == 0 else "ArrowLeft")
+    page.wait_for_function("() => window.__tlResult !== undefined", timeout=10_000)
+    return page.evaluate("() => window.__tlResult")
+
+
+def measure_notebook(tb, lab, context, path: Path, presses: int, baseline: bool = False) -> list[dict]:
+    """Slider-to-chart times (ms, with their parts) of every explorer with a chart in one
+    notebook; ``baseline``: the notebook is :data:`BASELINE_SOURCE`'s."""
     import shutil
 
-    shutil.copy2(path, lab.root / path.name)
+    if baseline:
+        import nbformat
+
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell(BASELINE_SOURCE)]
+        nbformat.write(nb, lab.root / path.name)
+    else:
+        shutil.copy2(path, lab.root / path.name)
     page = context.new_page()
     page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(
         (f"{lab.base}/", "data:", "blob:")) else route.abort())
-    times: list[float] = []
+    times: list[dict] = []
     try:
         page.goto(lab.url(path.name))
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
@@ -77,6 +147,15 @@ def measure_notebook(tb, lab, context, path: Path, presses: int) -> list[float]:
         tb._menu(page, "Run", "runmenu:run-all")
         page.wait_for_function(tb.ALL_RAN_JS, timeout=tb.RUN_ALL_TIMEOUT_MS)
         page.wait_for_timeout(1500)
+        if baseline:
+            page.wait_for_selector(".tl-baseline .noUi-handle", timeout=30_000)
+            handle = page.query_selector(".tl-baseline .noUi-handle")
+            for k in range(presses):
+                page.wait_for_timeout(150)
+                result = _press(tb, page, handle, k, ".tl-baseline", ".widget-label:not(.widget-hslider *)")
+                if result is not None:
+                    times.append(result)
+            return times
         explorers = page.evaluate(tb.CONTROLS_JS)
         for i, controls in enumerate(explorers):
             ex = page.query_selector(f'.tl-explorer[data-tl-index="{i}"]')
@@ -88,28 +167,55 @@ def measure_notebook(tb, lab, context, path: Path, presses: int) -> list[float]:
             if control is None:
                 continue
             ex.scroll_into_view_if_needed()
+            sel = f'.tl-explorer[data-tl-index="{i}"]'
             for k in range(presses):
                 el = tb._control(page, control["id"])
                 tb._settle(page, i)
                 if control["kind"] == "slider":
-                    handle = el.query_selector(".noUi-handle")
-                    handle.focus()
-                    page.evaluate(ARM_JS, [i, "keydown"])
-                    handle.press("ArrowRight" if k % 2 == 0 else "ArrowLeft")
+                    result = _press(tb, page, el.query_selector(".noUi-handle"), k, sel, "svg.marks")
                 else:
                     select = el.query_selector("select")
                     options = select.evaluate("s => [...s.options].map(o => o.value)")
                     current = select.evaluate("s => s.selectedIndex")
-                    page.evaluate(ARM_JS, [i, "input"])
+                    page.evaluate(ARM_JS, [sel, "input", "svg.marks"])
                     select.select_option(options[(current + 1) % len(options)])
-                page.wait_for_function("() => window.__tlResult !== undefined", timeout=10_000)
-                result = page.evaluate("() => window.__tlResult")
+                    page.wait_for_function("() => window.__tlResult !== undefined", timeout=10_000)
+                    result = page.evaluate("() => window.__tlResult")
                 if result is not None:
-                    times.append(float(result))
+                    times.append(result)
     finally:
         page.close()
         lab.shutdown_kernels()
     return times
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _summary(times: list[dict]) -> dict:
+    """Median and worst total, and the median of each part (see the module's docstring)."""
+    total = [t["total"] for t in times]
+    parts = {"to_kernel_ms": [t["busy"] for t in times if t["busy"] is not None],
+             "kernel_ms": [t["chart"] - t["busy"] for t in times
+                           if t["busy"] is not None and t["chart"] is not None],
+             "draw_ms": [t["drawn"] - t["chart"] for t in times if t["chart"] is not None],
+             "frame_ms": [t["total"] - t["drawn"] for t in times]}
+    return {"median_ms": _median(total), "worst_ms": max(total) if total else None,
+            "best_ms": min(total) if total else None,
+            **{k: _median(v) for k, v in parts.items()}}
+
+
+def _line(row: dict, baseline: bool) -> str:
+    def ms(x):
+        return "   —" if x is None else f"{x:4.0f}"
+    flag = "" if baseline or row["median_ms"] is None or row["median_ms"] <= TARGET_MS else "  ABOVE TARGET"
+    parts = (f"to kernel {ms(row['to_kernel_ms'])}, kernel {ms(row['kernel_ms'])}, "
+             f"draw {ms(row['draw_ms'])}, frame {ms(row['frame_ms'])}" if not baseline else
+             f"to kernel {ms(row['to_kernel_ms'])}")
+    return (f"{row['chapter']:<28} median {ms(row['median_ms'])} ms  best {ms(row['best_ms'])}  "
+            f"worst {ms(row['worst_ms'])}  ({row['n']} presses; {parts}; load {row['load_1min']:.1f})"
+            f"{flag}")
 
 
 def main(argv: list[str]) -> int:
@@ -128,26 +234,25 @@ def main(argv: list[str]) -> int:
     from playwright.sync_api import sync_playwright
 
     paths = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    baseline = Path("baseline_slider_label.ipynb")
     rows = []
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
         lab = tb.Lab(Path(tmp))
         try:
             chromium = pw.chromium.launch(executable_path=str(tb.CHROMIUM), args=tb.CHROMIUM_ARGS)
             context = chromium.new_context(viewport={"width": 1440, "height": 900})
-            for path in paths:
-                start = time.monotonic()
-                times = measure_notebook(tb, lab, context, path.resolve(), args.presses)
-                row = {"chapter": path.stem, "n": len(times),
-                       "median_ms": statistics.median(times) if times else None,
-                       "worst_ms": max(times) if times else None,
-                       "wall_s": time.monotonic() - start}
+            context.add_init_script(WEBSOCKET_JS)
+            for path in [baseline, *paths, baseline]:
+                start, load = time.monotonic(), os.getloadavg()[0]
+                is_base = path is baseline
+                times = measure_notebook(tb, lab, context, path if is_base else path.resolve(),
+                                         2 * args.presses if is_base else args.presses, baseline=is_base)
+                row = {"chapter": "baseline (slider → label)" if is_base else path.stem,
+                       "n": len(times), "load_1min": load, "wall_s": time.monotonic() - start,
+                       **_summary(times)}
                 rows.append(row)
                 if not args.json:
-                    med = "—" if row["median_ms"] is None else f"{row['median_ms']:.0f} ms"
-                    worst = "—" if row["worst_ms"] is None else f"{row['worst_ms']:.0f} ms"
-                    flag = "" if row["median_ms"] is None or row["median_ms"] <= TARGET_MS else "  ABOVE TARGET"
-                    print(f"{path.stem:<28} median {med:>7}  worst {worst:>7}  ({len(times)} presses)"
-                          f"{flag}", flush=True)
+                    print(_line(row, is_base), flush=True)
             context.close()
             chromium.close()
         finally:

@@ -20,6 +20,7 @@ class holds the contract every explorer keeps (and every control a factory adds 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import html
 import math
@@ -34,7 +35,7 @@ import traitlets
 
 from trainium_lab.units import field_unit, parse_in_unit
 
-__all__ = ["Explorer", "NumberText", "number", "lnc_dropdown", "read_values", "benchmarked",
+__all__ = ["Explorer", "NumberText", "SliderReadout", "number", "lnc_dropdown", "read_values", "benchmarked",
            "BENCHMARKS", "error_html", "DEFAULT", "CONTROL_WIDTH_PX", "FieldError",
            "in_field_words", "control_grid", "SearchInputs"]
 
@@ -48,13 +49,19 @@ CONTROL_WIDTH_PX = 300
 _CHAR_PX = 7.0  # ~ width of a label character in JupyterLab's 13 px UI font
 _LABEL_MIN_PX, _LABEL_MAX_PX = 80, 150
 _GAP_PX = 16
+_MENU_PAD_PX = 40  # a menu's padding, arrow and the label's margin
 
 
 
 @functools.cache
 def _style() -> W.HTML:
     """The explorers' CSS (one widget, made on first use: nothing is built at import)."""
-    return W.HTML("<style>.tl-stale{opacity:.35;filter:grayscale(60%)}</style>",
+    # a chart wider than the notebook column (a narrow window) is scaled down to fit it, not
+    # cut or scrolled: Vega's SVG has a viewBox, so its text and marks shrink together
+    return W.HTML("<style>.tl-stale{opacity:.35;filter:grayscale(60%)}"
+                  ".tl-chart{max-width:100%}.tl-chart>.lm-Widget{min-width:0;max-width:100%}"
+                  ".tl-chart .vega-embed{max-width:100%}"
+                  ".tl-chart svg.marks{max-width:100%;height:auto}</style>",
                   layout=W.Layout(display="none"))
 
 
@@ -108,13 +115,15 @@ class NumberText(W.Text):
 
     def __init__(self, value: Any = 0.0, *, description: str, integer: bool = False,
                  minimum: float | None = None, maximum: float | None = None,
-                 exclusive_minimum: bool = False, exclusive_maximum: bool = False, **kwargs):
+                 exclusive_minimum: bool = False, exclusive_maximum: bool = False,
+                 label: str | None = None, **kwargs):
         kwargs.setdefault("continuous_update", False)  # read on Enter or leaving the box
         super().__init__(value=value, description=description, **kwargs)
+        self._label = label if label is not None else description
         self.integer = integer
         self.minimum, self.maximum = minimum, maximum
         self.exclusive_minimum, self.exclusive_maximum = exclusive_minimum, exclusive_maximum
-        self.unit = field_unit(description)
+        self.unit = field_unit(self._label)
         self.add_class("tl-number")  # for the browser test: a box that reads numbers
         try:  # the value a disabled box hands the model: the last one it accepted
             self.last_good: float | int | None = self.read()[0]
@@ -123,7 +132,7 @@ class NumberText(W.Text):
 
     @property
     def label(self) -> str:
-        return self.description
+        return self._label
 
     @property
     def size(self) -> float:
@@ -167,6 +176,118 @@ def number(description: str, value: Any, *, integer: bool = False, **bounds) -> 
     return NumberText(value, description=description, integer=integer, **bounds)
 
 
+#: the sliders whose readout is a :class:`SliderReadout` (ipywidgets' own readout clamps what is
+#: typed into it: ``50%`` read as 50 and set to the maximum, ``1e6`` as 1)
+_SLIDERS = (W.IntSlider, W.FloatSlider, W.FloatLogSlider, W.SelectionSlider)
+READOUT_PX = 72  # the typed readout's width
+FULL_ROW = "auto / 1 / auto / -1"  # a grid cell spanning the whole row
+
+
+class SliderReadout(NumberText):
+    """A slider's readout that reads what people type, or says why not, never clamping it.
+
+    It replaces ipywidgets' own readout (the slider gets ``readout=False``). What is typed is
+    read like a number box in the slider's unit (``50%`` in "kept free %", ``1e-3``); a value
+    outside the slider's range or, for a :class:`~ipywidgets.SelectionSlider`, not one of its
+    options is rejected with a message naming the slider's label. A good value moves the
+    slider exactly there (:meth:`commit`), between its steps too; the readout then follows
+    the slider.
+    """
+
+    def __init__(self, slider: W.Widget):
+        self.slider = slider
+        self.syncing = False  # True while the readout is written from the slider
+        self.selection = isinstance(slider, W.SelectionSlider)
+        self.logarithmic = isinstance(slider, W.FloatLogSlider)
+        lo, hi = self._bounds()
+        super().__init__(self.shown(slider.value), description="", label=slider.description,
+                         integer=isinstance(slider, W.IntSlider), minimum=lo, maximum=hi,
+                         layout=W.Layout(width=f"{READOUT_PX}px"), disabled=slider.disabled)
+        self.remove_class("tl-number")
+        self.add_class("tl-readout")
+        self.tooltip = f"{slider.description}: type a value and press Enter"
+        slider.readout = False
+        self._keep(slider.value)
+        slider.observe(self._follow, names="value")
+        traitlets.dlink((slider, "disabled"), (self, "disabled"))
+
+    def _bounds(self) -> tuple[float | None, float | None]:
+        """The slider's range now (a factory may change it: chapter 03's steps follow n)."""
+        if self.selection:
+            return None, None
+        s = self.slider
+        return (s.base ** s.min, s.base ** s.max) if self.logarithmic else (s.min, s.max)
+
+    def shown(self, value: Any) -> str:
+        """The slider's value as the readout shows it (its ``readout_format`` when that reads
+        back as the same number, else six significant digits)."""
+        if self.selection:
+            return self.slider.label
+        try:
+            text = format(value, self.slider.readout_format)
+            if math.isclose(float(text), value, rel_tol=1e-9, abs_tol=0.0):
+                return text
+        except (TypeError, ValueError):
+            pass
+        return str(int(value)) if float(value).is_integer() else _plain(value)
+
+    def _follow(self, change) -> None:
+        self._keep(change["new"])
+        self.syncing = True
+        try:
+            self.value = self.shown(change["new"])
+            self.last_good = change["new"]
+        finally:
+            self.syncing = False
+
+    def read(self) -> tuple[Any, str | None]:
+        """``(the slider value typed, note)``; ``FieldError`` in the slider's words."""
+        shown = self.value.strip()
+        if self.selection:
+            labels, values = self.slider._options_labels, self.slider._options_values
+            if shown in labels:
+                return values[labels.index(shown)], None
+            number = None
+            try:
+                number = parse_in_unit(shown, name=self.label)[0]
+            except ValueError:
+                pass
+            for v in values:
+                if number is not None and isinstance(v, (int, float)) and math.isclose(v, number):
+                    return v, None
+            listed = ", ".join(labels)
+            raise FieldError(f"{self.label} must be one of {listed}; got {shown}")
+        self.minimum, self.maximum = self._bounds()
+        return super().read()
+
+    def on_steps(self, value: Any) -> bool:
+        """Whether ``value`` is one of the slider's steps (or its maximum)."""
+        step = getattr(self.slider, "step", None)
+        if self.selection or not step or math.isclose(value, self.maximum):
+            return True
+        at = math.log(value, self.slider.base) if self.logarithmic else value
+        k = (at - self.slider.min) / step
+        return math.isclose(k, round(k), abs_tol=1e-6)
+
+    def commit(self) -> bool:
+        """Move the slider to the value typed; whether it moved (``FieldError`` if it cannot)."""
+        value = self.read()[0]
+        if value == self.slider.value:
+            self._follow({"new": value})  # "50%" shown again as the slider shows it: "50"
+            return False
+        with self.slider.hold_sync():  # one message: the page gets both before it redraws
+            self._keep(value)
+            self.slider.value = value
+        return True
+
+    def _keep(self, value: Any) -> None:
+        """A value between the slider's steps is kept as typed: the page's slider, updating
+        continuously, would move it to the nearest step and send that back (ipywidgets 8), so
+        it updates on release until the learner moves it onto a step again."""
+        if not self.selection:
+            self.slider.continuous_update = self.on_steps(value)
+
+
 def lnc_dropdown(value: int | None = None, *, options: Sequence[int] = (1, 2),
                  default_label: str | None = "chip default") -> W.Dropdown:
     """The LNC menu; "chip default" is :data:`DEFAULT` (the model gets ``None``), so the menu
@@ -190,7 +311,13 @@ def _convert(control: W.Widget) -> W.Widget:
         if control.tooltip:
             box.tooltip = control.tooltip
         return box
+    if isinstance(control, _SLIDERS) and control.readout and not hasattr(control, "tl_readout"):
+        control.tl_readout = SliderReadout(control)
     return control
+
+
+def _readouts(controls: Mapping[str, W.Widget]) -> list[SliderReadout]:
+    return [c.tl_readout for c in controls.values() if getattr(c, "tl_readout", None) is not None]
 
 
 def read_values(controls: Mapping[str, W.Widget], skip: Sequence[str] = ()) -> tuple[dict, list[str]]:
@@ -264,15 +391,22 @@ class Explorer:
         ``relevance(values) -> {control name: reason}`` for the controls the current
         settings ignore (``values`` are the controls' raw values): they are disabled with
         the reason as their tooltip.
+    offer : callable, optional
+        ``offer(explorer)``, called before each update: narrows menus to the options the
+        current settings can compute; a value it has to change is said with :meth:`say`.
+        Changes it makes do not start updates of their own.
     """
 
     def __init__(self, controls: Mapping[str, W.ValueWidget], compute: Callable[..., Any],
                  render: Callable[[Any], alt.TopLevelMixin | None],
                  describe: Callable[[Any], str] | None = None, *, columns: int = 2,
-                 relevance: Callable[[dict], Mapping[str, str]] | None = None):
+                 relevance: Callable[[dict], Mapping[str, str]] | None = None,
+                 offer: Callable[["Explorer"], None] | None = None):
         self.controls = {name: _convert(c) for name, c in controls.items()}
         self._compute, self._render, self._describe = compute, render, describe
         self._relevance = relevance
+        self._offer = offer
+        self._updating = False
         self.summary = W.HTML()
         self.error = W.HTML()
         self.notes = W.HTML()
@@ -290,6 +424,7 @@ class Explorer:
             self._tooltips[name] = c.tooltip
         self.update()
         self._chart_box = W.Box([self.chart] if self.chart is not None else [])
+        self._chart_box.add_class("tl-chart")
         children: list[W.Widget] = [_style(), self.grid, self.error, self.notes, self.summary]
         if self.chart is not None:
             children.append(self._chart_box)
@@ -298,6 +433,21 @@ class Explorer:
         self._show_stale(self.stale)
         for control in self.controls.values():
             control.observe(self.update, names="value")
+        for readout in _readouts(self.controls):
+            readout.observe(self._typed, names="value")
+
+    def _typed(self, change) -> None:
+        """Text typed into a slider's readout: move the slider, or say why not."""
+        readout = change["owner"]
+        if readout.syncing:
+            return
+        try:
+            moved = readout.commit()
+        except ValueError as exc:
+            self._fail(exc, readout.slider)
+            return
+        if not moved:  # the slider's value typed again: clear a message about the readout
+            self.update({"owner": readout.slider})
 
     def values(self) -> dict[str, Any]:
         """The controls' current values as the model gets them (raises ``ValueError`` in the
@@ -316,8 +466,13 @@ class Explorer:
 
     def update(self, change: Any = None) -> None:
         """Recompute and redraw; show any exception inline instead of raising."""
+        if self._updating:  # a menu narrowed by ``offer``: the update running reads it
+            return
         owner = change.get("owner") if isinstance(change, Mapping) else getattr(change, "owner", None)
         try:
+            if self._offer is not None:
+                with self.holding():
+                    self._offer(self)
             self._apply_relevance()
             values, notes = read_values(self.controls)
             result = self._compute(**values)
@@ -331,12 +486,9 @@ class Explorer:
         for name, c in self.controls.items():
             if isinstance(c, NumberText):
                 c.last_good = values[name]
-        self.error.value = ""
-        self.notes.value = "".join(_note_html(n) for n in [*self._said, *notes])
-        self._said = []
         self.result = result
-        if summary is not None:
-            self.summary.value = summary
+        # the chart first: its message reaches the page, and Vega starts drawing, before the
+        # text's (each widget's change is a message of its own)
         if chart is not None:
             if self.chart is None:
                 self._first_chart = chart
@@ -347,6 +499,11 @@ class Explorer:
                     self._chart_box.children = [self.chart]
             else:
                 self._push(spec)
+        self.error.value = ""
+        self.notes.value = "".join(_note_html(n) for n in [*self._said, *notes])
+        self._said = []
+        if summary is not None:
+            self.summary.value = summary
         self._show_stale(False)
         self.updates += 1
 
@@ -398,6 +555,16 @@ class Explorer:
         self.error.value = error_html(message)
         self.notes.value = ""
         self._show_stale(bool(self.updates))
+
+    @contextlib.contextmanager
+    def holding(self):
+        """Control changes made inside start no update of their own: the update that follows
+        (or is running) reads them, and shows what :meth:`say` said."""
+        held, self._updating = self._updating, True
+        try:
+            yield
+        finally:
+            self._updating = held
 
     def say(self, message: str) -> None:
         """A note shown with the next update: what the explorer changed on its own (a menu's
@@ -494,16 +661,34 @@ def control_grid(controls: Sequence[W.Widget], columns: int) -> W.GridBox:
         if style is not None and hasattr(style, "description_width") \
                 and style.description_width in ("", None):
             style.description_width = f"{label_px}px"
-    cell = max(CONTROL_WIDTH_PX, label_px + 180)
+    sliders = any(getattr(c, "tl_readout", None) is not None for c in controls)
+    # a slider's track keeps ~130 px beside its label and typed readout
+    cell = max(CONTROL_WIDTH_PX, label_px + 180, label_px + READOUT_PX + 150 if sliders else 0)
+    cells = []
     for c in controls:
+        if isinstance(c, W.Dropdown) and not c.layout.width and c.options and \
+                max(len(str(lab)) for lab in c._options_labels) * _CHAR_PX + _MENU_PAD_PX > cell - label_px:
+            c.layout.width = "max-content"  # a menu shows its longest option whole: a row of its own
         width = c.layout.width or ""
         px = re.fullmatch(r"(\d+)px", width)
+        readout = getattr(c, "tl_readout", None)
+        item = c
+        if readout is not None:  # the slider and its readout, one cell
+            outer = int(px.group(1)) if px else cell
+            c.layout.width = f"{outer - READOUT_PX - 4}px"
+            item = W.HBox([c, readout], layout=W.Layout(width=f"{outer}px"))
+            item.add_class("tl-slider")
+            width = item.layout.width
+            px = re.fullmatch(r"(\d+)px", width)
         if width == "max-content" or (px and int(px.group(1)) > cell):
-            c.layout.grid_column = "1 / -1"  # a wide control takes a row of its own
-            c.layout.max_width = "100%"
+            # a wide control takes a row of its own (ipywidgets 8.1's page applies a layout's
+            # grid_area but drops grid_column and grid_row)
+            item.layout.grid_area = FULL_ROW
+            item.layout.max_width = "100%"
         elif not width:
-            c.layout.width = f"{cell}px"
-    return W.GridBox(list(controls), layout=W.Layout(
+            item.layout.width = f"{cell}px"
+        cells.append(item)
+    return W.GridBox(cells, layout=W.Layout(
         grid_template_columns=f"repeat(auto-fill, {cell}px)", grid_gap=f"4px {_GAP_PX}px",
         max_width=f"{columns * cell + (columns - 1) * _GAP_PX}px", width="100%"))
 
@@ -539,6 +724,20 @@ class SearchInputs:
         self._apply_relevance()
         for c in self.controls.values():
             c.observe(self._changed, names="value")
+        for readout in _readouts(self.controls):
+            readout.observe(self._typed, names="value")
+
+    def _typed(self, change) -> None:
+        readout = change["owner"]
+        if readout.syncing:
+            return
+        self.changed = readout.slider
+        try:
+            readout.commit()
+        except ValueError as exc:
+            self.fail(exc)
+            if self.on_change is not None:
+                self.on_change()
 
     def _apply_relevance(self) -> None:
         if self._relevance is None:

@@ -14,7 +14,7 @@ import pandas as pd
 from trainium_lab import kernels, roofline
 from trainium_lab.charts.hardware import roofline_chart
 from trainium_lab.units import TFLOPS, format_bytes, format_flop_rate, format_seconds
-from trainium_lab.widgets.base import Explorer, benchmarked
+from trainium_lab.widgets.base import Explorer, benchmarked, read_values
 
 __all__ = ["tile_explorer"]
 
@@ -74,6 +74,56 @@ def _describe(v: _TileView) -> str:
             f"roofline bound of {format_seconds(v.bound_s)}.")
 
 
+#: tile sizes offered: this many multiples of the array's columns (tile_m) and of one PSUM
+#: bank (tile_n)
+_TILE_STEPS = 8
+
+
+def _tile_menus(explorer: Explorer) -> None:
+    """Offer only the tile sizes that fit SBUF and PSUM with the other settings (with two
+    buffers, 7 of 8 tile_n widths never fit next to a 512-row tile_m); tiles the new settings
+    no longer fit are made smaller, and that is said."""
+    c = explorer.controls
+    try:
+        v = read_values(c)[0]
+        core = kernels.core_model(v["chip"])
+    except ValueError:
+        return  # the update says what cannot be read
+    all_m = [core.stationary_fmax * i for i in range(1, _TILE_STEPS + 1)]
+    all_n = [core.psum_tile_fmax * j for j in range(1, _TILE_STEPS + 1)]
+
+    def fits(tm: int, tn: int) -> bool:
+        try:
+            return kernels.tile_plan(v["m"], v["n"], v["k"], tm, tn, None, v["dtype"], v["chip"],
+                                     v["buffers"]).fits
+        except ValueError:
+            return False
+
+    tm, tn = v["tile_m"], v["tile_n"]
+    if not fits(tm, tn):
+        keep_m = [b for b in all_n if b <= tn and fits(tm, b)]
+        keep_n = [a for a in all_m if a <= tm and fits(a, tn)]
+        pairs = [(a, b) for a in all_m for b in all_n if fits(a, b)]
+        if keep_m:
+            new = (tm, keep_m[-1])
+        elif keep_n:
+            new = (keep_n[-1], tn)
+        elif pairs:
+            new = min(pairs)
+        else:
+            return  # nothing fits: the update says why
+        explorer.say(f"tiles set to {new[0]} × {new[1]}: {tm} × {tn} with {v['buffers']} "
+                     f"buffer{'s' if v['buffers'] != 1 else ''} does not fit PSUM and SBUF.")
+        tm, tn = new
+    for name, options, value in (("tile_m", [a for a in all_m if fits(a, tn)], tm),
+                                 ("tile_n", [b for b in all_n if fits(tm, b)], tn)):
+        menu = c[name]
+        if list(menu.options) != options:
+            menu.options = options
+        if menu.value != value:
+            menu.value = value
+
+
 @benchmarked(("buffers", 1), ("tile_m", 256), ("chip", "trn3"), ("dtype", "float8_e4m3fn"), ("m", 2048))
 def tile_explorer(m: int = 4096, n: int = 4096, k: int = 4096, chip: str = "trn2",
                   dtype: str = "bfloat16") -> Explorer:
@@ -86,8 +136,14 @@ def tile_explorer(m: int = 4096, n: int = 4096, k: int = 4096, chip: str = "trn2
         "m": W.IntText(value=m, description="m"),
         "n": W.IntText(value=n, description="n"),
         "k": W.IntText(value=k, description="k"),
-        "tile_m": W.Dropdown(options=[m_step * i for i in range(1, 9)], value=4 * m_step, description="tile_m"),
-        "tile_n": W.Dropdown(options=[n_step * j for j in range(1, 9)], value=n_step, description="tile_n"),
+        "tile_m": W.Dropdown(options=[m_step * i for i in range(1, _TILE_STEPS + 1)], value=4 * m_step,
+                             description="tile_m",
+                             tooltip="tile_m: only the sizes that fit SBUF and PSUM with the other "
+                                     "settings (fewer buffers or a smaller tile_n offer more)"),
+        "tile_n": W.Dropdown(options=[n_step * j for j in range(1, _TILE_STEPS + 1)], value=n_step,
+                             description="tile_n",
+                             tooltip="tile_n: only the sizes that fit SBUF and PSUM with the other "
+                                     "settings (fewer buffers or a smaller tile_m offer more)"),
         "buffers": W.Dropdown(options=[1, 2, 3], value=2, description="buffers"),
     }
-    return Explorer(controls, _tiles, _render, _describe, columns=3)
+    return Explorer(controls, _tiles, _render, _describe, columns=3, offer=_tile_menus)

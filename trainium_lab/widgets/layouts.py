@@ -16,8 +16,8 @@ from trainium_lab import layouts, sizing, topology, views
 from trainium_lab.charts.layouts import layout_dashboard, plan_scatter_chart
 from trainium_lab.charts.topology import placement_chart
 from trainium_lab.units import GiB
-from trainium_lab.widgets.base import (DEFAULT, Explorer, SearchInputs, benchmarked, lnc_dropdown,
-                                      number)
+from trainium_lab.widgets.base import (DEFAULT, Explorer, SearchInputs, benchmarked, error_html,
+                                       lnc_dropdown, number)
 
 __all__ = ["layout_explorer", "planner_explorer", "PlannerExplorer"]
 

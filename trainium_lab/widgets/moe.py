@@ -43,16 +43,15 @@ def routing_explorer(n_experts: int = 8, experts_per_token: int = 2, capacity_fa
     tokens each expert receives against its capacity; the summary, the share dropped, with
     the closed form where one exists.
     """
-    style = {"description_width": "150px"}
+    # labels get the width of the longest (widgets.base.control_grid): a fixed 150 px left the
+    # sliders 54 px long, 21 steps of the seed in 54 px
     controls = {
-        "n_experts": W.Dropdown(options=_EXPERTS, value=n_experts, description="experts", style=style),
-        "experts_per_token": W.IntSlider(value=experts_per_token, min=1, max=8, description="experts per token",
-                                         style=style),
+        "n_experts": W.Dropdown(options=_EXPERTS, value=n_experts, description="experts"),
+        "experts_per_token": W.IntSlider(value=experts_per_token, min=1, max=8, description="experts per token"),
         "capacity_factor": W.FloatSlider(value=capacity_factor, min=0.5, max=2.0, step=0.05,
-                                         description="capacity factor", style=style),
-        "imbalance": W.FloatSlider(value=imbalance, min=1.0, max=4.0, step=0.1, description="router imbalance",
-                                   style=style),
-        "n_tokens": W.Dropdown(options=_TOKENS, value=n_tokens, description="tokens", style=style),
-        "seed": W.IntSlider(value=0, min=0, max=20, description="seed", style=style),
+                                         description="capacity factor"),
+        "imbalance": W.FloatSlider(value=imbalance, min=1.0, max=4.0, step=0.1, description="router imbalance"),
+        "n_tokens": W.Dropdown(options=_TOKENS, value=n_tokens, description="tokens"),
+        "seed": W.IntSlider(value=0, min=0, max=20, description="seed"),
     }
     return Explorer(controls, _route, lambda r: expert_load_chart(r.table()), _describe, columns=2)

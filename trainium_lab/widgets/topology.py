@@ -45,12 +45,23 @@ def ring_stepper(n: int = 4) -> Explorer:
     n_slider = W.IntSlider(value=n, min=2, max=8, description="participants")
     step = W.IntSlider(value=0, min=0, max=2 * (n - 1), description="steps done")
 
+    holder: dict = {}
+
     def _limit(change):  # keep the step slider inside 0 … 2(n−1); registered before the Explorer's
-        step.max = 2 * (change["new"] - 1)
+        last = 2 * (change["new"] - 1)
+        ex = holder.get("explorer")
+        if ex is None:
+            step.max = last
+            return
+        if step.value > last:  # ipywidgets clamps it: say so
+            ex.say(f"steps done set to {last}: a ring of {change['new']} finishes in {last} steps.")
+        with ex.holding():  # the update for n draws the clamped step
+            step.max = last
 
     n_slider.observe(_limit, names="value")
-    return Explorer({"n": n_slider, "step": step}, collectives.ring_allreduce_steps, ring_step_chart,
-                    _describe_ring)
+    holder["explorer"] = Explorer({"n": n_slider, "step": step}, collectives.ring_allreduce_steps,
+                                  ring_step_chart, _describe_ring)
+    return holder["explorer"]
 
 
 # --------------------------------------------------------------------- latency sweep
