@@ -719,7 +719,9 @@ def drive_explorers(page, kernel_errors: list[str], idle=None) -> list[str]:
                 if bad and not any(control["label"] in e and action in e for e in check["errors"]):
                     problems.append(f"{what}: no inline message naming the control: {check['errors']}")
                 if not reacted and not check["errors"]:
-                    problems.append(f"{what}: the output did not change and no error is shown")
+                    shown = page.evaluate("(i) => document.querySelector(`.tl-explorer[data-tl-index=\"${i}\"]`)"
+                                          ".innerText.replace(/\\s+/g, ' ').slice(-500)", i)
+                    problems.append(f"{what}: the output did not change and no error is shown ({shown!r})")
                 if check["overflow"]:
                     problems.append(f"{what}: sticks out of the column: {check['overflow']}")
     assert not problems, f"{len(problems)} problem(s) in {len(done)} learner actions:\n" + "\n".join(problems[:40])

@@ -290,8 +290,14 @@ def test_ignored_controls_are_disabled_with_the_reason():
     calc = sizing_calculator()
     box = calc.controls["n_params_billion"]
     assert box.disabled and "preset" in box.tooltip
+    rec = calc.controls["recompute"]
+    assert not rec.disabled
     calc.controls["model"].value = "custom"
     assert not box.disabled and box.tooltip.startswith("custom (B)")
+    # a custom size has no layer shape: no activation estimate for recompute to change (the
+    # browser test found a learner's recompute menu doing nothing after choosing "custom")
+    assert rec.disabled and "no layers to recompute" in rec.tooltip
+    assert "Activations" not in calc.summary.value
     box.value = "-1"
     assert calc.last_error == "custom (B) must be > 0; got -1"
     calc.controls["model"].value = "llama3-8b"  # the ignored box no longer blocks the explorer

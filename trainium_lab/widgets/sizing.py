@@ -85,4 +85,6 @@ def sizing_calculator(model: str = "llama3-8b", tokens_trillion: float = 1.0) ->
 def _relevance(values: dict) -> dict[str, str]:
     if values["model"] != CUSTOM:
         return {"n_params_billion": "a preset model sets its own size (choose “custom” to use it)"}
-    return {}
+    # a custom size has no layer shape, so no activation estimate for recompute to change
+    return {"recompute": "a custom size has no layers to recompute: choose a preset model for the "
+                         "activation estimate"}
