@@ -683,15 +683,21 @@ def test_tile_sweep_chart():
     assert [v["fits"] for v in _chart_values(spec)] == ["fits", "does not fit"]
 
 
-def test_tile_explorer_registered_and_shows_bad_tiles_inline():
+def test_tile_explorer_registered_and_never_offers_tiles_that_do_not_fit():
+    """Issue 31 item 6: a 1,024 × 4,096 tile needs more PSUM banks than a NeuronCore has, so the
+    menus no longer offer it (tests/test_widgets.py checks that every offered option computes);
+    the explorer's compute still says why, in the field's words, if asked directly."""
+    from trainium_lab.widgets.kernels import _tiles
+
     assert "kernels.tile_explorer" in BENCHMARKS
     e = widgets.tile_explorer()
     assert e.last_error is None and "HBM traffic" in e.summary.value
-    e.controls["tile_m"].value = 1024
-    e.controls["tile_n"].value = 4096
-    assert "PSUM banks" in e.last_error
-    e.controls["tile_m"].value = 128
-    e.controls["tile_n"].value = 512
+    c = e.controls
+    assert not (1024 in c["tile_m"].options and 4096 in c["tile_n"].options)
+    with pytest.raises(ValueError, match="PSUM banks"):
+        _tiles(c["chip"].value, c["dtype"].value, 4096, 4096, 4096, 1024, 4096, 2)
+    c["tile_m"].value = 128
+    c["tile_n"].value = 512
     assert e.last_error is None
 
 

@@ -93,9 +93,6 @@ def kv_growth_chart(df: pd.DataFrame, hbm_gib: float, *, hbm_label: str = "HBM o
         return alt.layer(lines, hbm, text, title=title, width=WIDTH, height=HEIGHT)
 
 
-@described(
-    'Output tokens per second per chip against the time per output token, one point per '
-    'concurrency: more concurrent requests raise throughput and slow each token.')
 def _thinned_labels(labels: pd.Series, x: pd.Series, y: pd.Series, *, min_px: float = 16.0) -> pd.Series:
     """Point labels with those that would touch an earlier kept one blanked (no overlapping text).
 
@@ -115,6 +112,9 @@ def _thinned_labels(labels: pd.Series, x: pd.Series, y: pd.Series, *, min_px: fl
     return pd.Series(out, index=labels.index)
 
 
+@described(
+    'Output tokens per second per chip against the time per output token, one point per '
+    'concurrency: more concurrent requests raise throughput and slow each token.')
 def batching_chart(df: pd.DataFrame, *, title: str = "Continuous batching: throughput against latency") -> alt.LayerChart:
     """Output tokens/s per chip against time per output token, one point per concurrency.
 
