@@ -1013,6 +1013,15 @@ def fsx_throughput_options_mb_per_s_per_tib() -> tuple[float, ...]:
     return tuple(float(v) for v in value.split(";"))
 
 
+def _fact_range(topic: str, fact: str, unit: str, unit_bytes: float) -> tuple[float, float]:
+    """A "low;high" row of ``recovery_facts.csv`` in ``unit``, as bytes (the unit is checked)."""
+    value, stored = _fact_value(topic, fact)
+    if stored != unit:
+        raise ValueError(f"recovery_facts.csv: {topic} {fact!r} unit must be {unit}, got {stored!r}")
+    low, high = (float(v) * unit_bytes for v in value.split(";"))
+    return low, high
+
+
 @functools.cache
 def hyperpod_fsx_size_range_bytes() -> tuple[float, float]:
     """Smallest and largest FSx for Lustre file system a HyperPod cluster creates, in bytes.
@@ -1029,11 +1038,7 @@ def hyperpod_fsx_size_range_bytes() -> tuple[float, float]:
     """
     from trainium_lab.units import GiB
 
-    value, unit = _fact_value("hyperpod", "FSx for Lustre file system size a HyperPod cluster can create")
-    if unit != "GiB":
-        raise ValueError(f"recovery_facts.csv: HyperPod FSx size unit must be GiB, got {unit!r}")
-    low, high = (float(v) * GiB for v in value.split(";"))
-    return low, high
+    return _fact_range("hyperpod", "FSx for Lustre file system size a HyperPod cluster can create", "GiB", GiB)
 
 
 @functools.cache
@@ -1164,11 +1169,7 @@ def s3_part_size_range_bytes() -> tuple[float, float]:
     """
     from trainium_lab.units import MiB
 
-    value, unit = _fact_value("s3", "multipart upload part size")
-    if unit != "MiB":
-        raise ValueError(f"recovery_facts.csv: S3 part size unit must be MiB, got {unit!r}")
-    low, high = (float(v) * MiB for v in value.split(";"))
-    return low, high
+    return _fact_range("s3", "multipart upload part size", "MiB", MiB)
 
 
 def s3_write_bytes_per_s(n_prefixes: int, part_bytes: float | None = None) -> float:

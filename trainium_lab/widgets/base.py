@@ -371,6 +371,19 @@ def in_field_words(message: str, control: W.Widget | None) -> str:
     return f"{label} = {typed}: {message}"
 
 
+def apply_relevance(controls: dict[str, W.Widget], relevance: Callable[[dict], Mapping[str, str]] | None,
+                    tooltips: Mapping[str, str]) -> None:
+    """Disable the controls ``relevance(values)`` names as ignored now, with its reason in their
+    tooltip; give the others back their own tooltip."""
+    if relevance is None:
+        return
+    ignored = dict(relevance({n: c.value for n, c in controls.items()}))
+    for name, c in controls.items():
+        c.disabled = name in ignored
+        c.tooltip = (f"{c.description}: ignored now — {ignored[name]}" if name in ignored
+                     else tooltips.get(name) or c.description)
+
+
 class Explorer:
     """Controls wired to ``compute`` (a model) and ``render`` (a chart builder).
 
@@ -455,14 +468,7 @@ class Explorer:
         return read_values(self.controls)[0]
 
     def _apply_relevance(self) -> None:
-        if self._relevance is None:
-            return
-        ignored = dict(self._relevance({n: c.value for n, c in self.controls.items()}))
-        for name, c in self.controls.items():
-            off = name in ignored
-            c.disabled = off
-            c.tooltip = (f"{c.description}: ignored now — {ignored[name]}" if off
-                         else self._tooltips.get(name) or c.description)
+        apply_relevance(self.controls, self._relevance, self._tooltips)
 
     def update(self, change: Any = None) -> None:
         """Recompute and redraw; show any exception inline instead of raising."""
@@ -740,13 +746,7 @@ class SearchInputs:
                 self.on_change()
 
     def _apply_relevance(self) -> None:
-        if self._relevance is None:
-            return
-        ignored = dict(self._relevance({n: c.value for n, c in self.controls.items()}))
-        for name, c in self.controls.items():
-            c.disabled = name in ignored
-            c.tooltip = (f"{c.description}: ignored now — {ignored[name]}" if name in ignored
-                         else self._tooltips.get(name) or c.description)
+        apply_relevance(self.controls, self._relevance, self._tooltips)
 
     def values(self) -> dict[str, Any]:
         """The inputs as the model gets them (``ValueError`` in a field's words)."""
