@@ -360,3 +360,19 @@ class DatasetTemplate:
         clone.__dict__.update(self.__dict__)
         object.__setattr__(clone, "_kwds", {**self._kwds, "datasets": datasets})
         return clone
+
+
+class TemplateChart(DatasetTemplate, alt.Chart):
+    """A single-view chart whose data sit in named ``datasets`` (see :class:`DatasetTemplate`)."""
+
+
+class TemplateLayerChart(DatasetTemplate, alt.LayerChart):
+    """A layered chart whose data sit in named ``datasets`` (see :class:`DatasetTemplate`)."""
+
+
+class TemplateHConcatChart(DatasetTemplate, alt.HConcatChart):
+    """Side-by-side charts whose data sit in named ``datasets`` (see :class:`DatasetTemplate`)."""
+
+
+class TemplateVConcatChart(DatasetTemplate, alt.VConcatChart):
+    """Stacked charts whose data sit in named ``datasets`` (see :class:`DatasetTemplate`)."""

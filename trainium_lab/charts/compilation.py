@@ -9,7 +9,7 @@ import functools
 import altair as alt
 import pandas as pd
 
-from trainium_lab.charts.base import PALETTE, DatasetTemplate, base, described
+from trainium_lab.charts.base import PALETTE, TemplateHConcatChart, base, described
 
 _STRATEGIES = ["optimal", "powers of two"]
 _STRATEGY_COLOURS = [PALETTE[0], PALETTE[1]]
@@ -42,17 +42,17 @@ def buckets_chart(shares: pd.DataFrame, buckets: pd.DataFrame, *,
     data = _rounded(shares, ["share"]) if isinstance(shares, pd.DataFrame) else shares
     bars = base(data, title=title, height=200).mark_bar(color="#9ab3cf").encode(
         x=alt.X("bin_start:Q", title="sequence length (tokens)"),
-        x2="bin_end:Q",
+        x2=alt.X2("bin_end:Q"),
         # each bin a rect from 0 up to its share (without y2, Vega-Lite drew a thin bar centred
         # on the share, and the first bins' bars pushed the axis below 0 %)
         y=alt.Y("share:Q", title="share of sequences", axis=alt.Axis(format="%"),
                 scale=alt.Scale(domainMin=0)),
-        y2=alt.datum(0),
+        y2=alt.Y2Datum(0),
         tooltip=[alt.Tooltip("bin_start:Q", title="from"), alt.Tooltip("bin_end:Q", title="to"),
                  alt.Tooltip("share:Q", format=".2%")],
     )
     rules = alt.Chart(buckets).mark_rule(strokeWidth=2).encode(
-        x="bucket:Q",
+        x=alt.X("bucket:Q"),
         color=alt.Color("strategy:N", title="buckets",
                         scale=alt.Scale(domain=_STRATEGIES, range=_STRATEGY_COLOURS)),
         # same field and title as the colour: one legend shows both (legend=None here removed it)
@@ -100,27 +100,24 @@ def _chosen_label(n_buckets: int) -> str:
 
 def _chosen_marks(data) -> list[alt.Chart]:
     """The dotted rule at the chosen number of buckets and its label, at the top of the plot."""
-    rule = alt.Chart(data).mark_rule(color="#555555", strokeDash=[2, 2]).encode(x="n_buckets:Q")
+    rule = alt.Chart(data).mark_rule(color="#555555", strokeDash=[2, 2]).encode(x=alt.X("n_buckets:Q"))
     label = alt.Chart(data).mark_text(align="left", baseline="top", dx=3, dy=2, fontSize=10,
                                       color="#555555").encode(
-        x="n_buckets:Q", y=alt.value(0), text="label:N")
+        x=alt.X("n_buckets:Q"), y=alt.YValue(0), text=alt.Text("label:N"))
     return [rule, label]
 
 
-class _DatasetHConcatChart(DatasetTemplate, alt.HConcatChart):
-    """An hconcat chart whose data all sit in named ``datasets`` (see
-    :class:`trainium_lab.charts.base.DatasetTemplate`): a widget update only swaps them."""
 
 
 @functools.lru_cache(maxsize=2)
-def _bucketing_template() -> _DatasetHConcatChart:
+def _bucketing_template() -> TemplateHConcatChart:
     left = alt.layer(
         buckets_chart(alt.NamedData("shares"), alt.NamedData("buckets")),
     ).properties(width=340)
     # the curve's layer keeps its own data ("curve"): taking its sub-charts out of the layer
     # would leave them without data, and the panel empty
     right = padding_curve_chart(alt.NamedData("curve"), None)
-    return _DatasetHConcatChart(
+    return TemplateHConcatChart(
         hconcat=[left, alt.layer(right, *_chosen_marks(alt.NamedData("chosen"))).properties(width=300)],
         datasets={"shares": [], "buckets": [], "curve": [], "chosen": []}).freeze()
 

@@ -87,7 +87,7 @@ def _roofline_layers(curves, point, title, labels, path=None, path_label=""):
     data = _records(point[cols])
     shape = (alt.Shape("kind:N", title=None, sort=None,
                        scale=alt.Scale(range=["diamond", "triangle-down", "circle"]))
-             if has_kind else alt.value("diamond"))
+             if has_kind else alt.ShapeValue("diamond"))
     dot = alt.Chart(data).mark_point(size=180, filled=True, opacity=1).encode(
         x=alt.X("intensity:Q"), y=alt.Y("tflop_per_s:Q"), shape=shape,
         fill=alt.Fill("bound:N", scale=_BOUND_COLORS, title="bound by"),
@@ -171,7 +171,7 @@ def utilisation_chart(df: pd.DataFrame, *, title: str = "Tensor-engine array uti
 
     Columns ``dim``, ``utilisation``, ``tiles`` and optionally ``case`` (one line each).
     """
-    color = alt.Color("case:N", title=None) if "case" in df.columns else alt.value(PALETTE[0])
+    color = alt.Color("case:N", title=None) if "case" in df.columns else alt.ColorValue(PALETTE[0])
     return base(df, title=title).mark_line(interpolate="step-after", point=False).encode(
         x=alt.X("dim:Q", title="dimension size (k, or m and k together)"),
         y=alt.Y("utilisation:Q", title="fraction of the array doing useful work",

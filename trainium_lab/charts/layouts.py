@@ -9,7 +9,7 @@ import altair as alt
 import pandas as pd
 from altair.utils.schemapi import debug_mode
 
-from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, DatasetTemplate, described, stacked_bars
+from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, TemplateChart, described, stacked_bars
 
 __all__ = ["memory_chart", "step_time_chart", "plan_scatter_chart", "fully_sharded_chart",
            "layout_panel_chart", "panel_bars_chart", "layout_dashboard"]
@@ -105,18 +105,16 @@ def step_time_chart(df: pd.DataFrame, *, title: str = "Where a step's time goes"
         ).properties(padding=PAD)
 
 
-class _DatasetChart(DatasetTemplate, alt.Chart):
-    """A chart whose data sit in named ``datasets`` (see ``charts.base.DatasetTemplate``)."""
 
 
 @functools.lru_cache(maxsize=32)
-def _scatter_template(colour: str, title: str, width: int, height: int) -> _DatasetChart:
+def _scatter_template(colour: str, title: str, width: int, height: int) -> TemplateChart:
     if colour == "tp_level":
         scale = alt.Scale(domain=_LEVELS, range=[PALETTE[9], PALETTE[4], PALETTE[0], PALETTE[1], PALETTE[2]])
     else:
         scale = alt.Scale(range=PALETTE)
     with debug_mode(False):
-        return _DatasetChart(alt.NamedData("plan"), title=title, width=width, height=height).mark_point(
+        return TemplateChart(alt.NamedData("plan"), title=title, width=width, height=height).mark_point(
             filled=True, opacity=0.75).encode(
             x=alt.X("tokens_per_s:Q", title="tokens per second (estimate)", scale=alt.Scale(zero=False)),
             y=alt.Y("headroom_gib:Q", title="HBM left per chip (GiB)"),
@@ -185,13 +183,13 @@ def fully_sharded_chart(df: pd.DataFrame, *, hbm_gib: float,
             tooltip=[alt.Tooltip("systems:N"), alt.Tooltip("state_gib_per_chip:Q", format=".1f", title="state GiB"),
                      alt.Tooltip("left_gib_per_chip:Q", format=".1f", title="left GiB")])
         text = alt.Chart(_records(d)).mark_text(align="left", dx=4).encode(
-            x="label_at:Q", y=alt.Y("systems:N", sort=None),
+            x=alt.X("label_at:Q"), y=alt.Y("systems:N", sort=None),
             text=alt.Text("left_gib_per_chip:Q", format=".1f"))
         marker = _records(pd.DataFrame({"hbm": [hbm_gib]}))
         rule = alt.Chart(marker).mark_rule(color="black", strokeDash=[4, 3]).encode(
-            x="hbm:Q", tooltip=[alt.Tooltip("hbm:Q", title="HBM per chip (GiB)")])
+            x=alt.X("hbm:Q"), tooltip=[alt.Tooltip("hbm:Q", title="HBM per chip (GiB)")])
         hbm = alt.Chart(marker).mark_text(align="right", baseline="bottom", dy=-3, fontSize=10).encode(
-            x="hbm:Q", y=alt.value(0), text=alt.value("one chip's HBM"))
+            x=alt.X("hbm:Q"), y=alt.YValue(0), text=alt.TextValue("one chip's HBM"))
         return alt.layer(bars, text, rule, hbm, title=alt.Title(title, subtitle="label: GiB left per chip"),
                          width=WIDTH, height=40 * len(d) + 10, padding=PAD)
 

@@ -126,11 +126,11 @@ def expert_load_chart(df: pd.DataFrame, *, title: str | None = None, width: int 
             tooltip=[alt.Tooltip("expert:O"), alt.Tooltip("what:N"), alt.Tooltip("tokens:Q", format=",.0f")])
         ticks = alt.Chart().mark_tick(thickness=2).transform_filter(
             alt.datum.layer == "expected").encode(
-            x=alt.X("expert:O"), y=alt.Y("tokens:Q"), color=alt.datum("router's expectation"),
+            x=alt.X("expert:O"), y=alt.Y("tokens:Q"), color=alt.ColorDatum("router's expectation"),
             tooltip=[alt.Tooltip("tokens:Q", format=",.0f", title="router's expectation")])
         rule = alt.Chart().mark_rule(strokeDash=[5, 3]).transform_filter(
             alt.datum.layer == "capacity").encode(
-            y=alt.Y("tokens:Q"), color=alt.datum("capacity"),
+            y=alt.Y("tokens:Q"), color=alt.ColorDatum("capacity"),
             tooltip=[alt.Tooltip("tokens:Q", format=",.0f", title="capacity (tokens)")])
         return alt.layer(bars, ticks, rule, data=_records(d), title=title, width=width, height=height)
 

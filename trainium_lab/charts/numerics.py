@@ -11,7 +11,7 @@ import pandas as pd
 
 from trainium_lab import numerics
 from trainium_lab._validate import instance
-from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, DatasetTemplate, base, described
+from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, TemplateChart, base, described
 from trainium_lab.views import bit_formula
 
 __all__ = ["bits_chart", "spacing_chart", "rounding_chart", "repeated_updates_chart",
@@ -44,7 +44,7 @@ def bits_chart(pattern: numerics.BitPattern) -> alt.Chart:
         color=alt.Color("field:N", scale=_FIELD_COLORS, title=None,
                         legend=alt.Legend(orient="bottom")),
         opacity=alt.Opacity("shade:Q", legend=None, scale=None),
-        tooltip=["position:O", "field:N", "bit:Q"],
+        tooltip=[alt.Tooltip("position:O"), alt.Tooltip("field:N"), alt.Tooltip("bit:Q")],
     )
 
 
@@ -71,20 +71,20 @@ def spacing_chart(df: pd.DataFrame, *, x_min: float | None = None,
         y=alt.Y("spacing:Q", scale=alt.Scale(type="log"), title="spacing (ulp)",
                 axis=alt.Axis(format=".0e")),
         color=alt.Color("label:N", title=None, scale=alt.Scale(range=PALETTE)),
-        tooltip=["label:N", alt.Tooltip("start:Q", format=".3g"),
+        tooltip=[alt.Tooltip("label:N"), alt.Tooltip("start:Q", format=".3g"),
                  alt.Tooltip("spacing:Q", format=".3g"), alt.Tooltip("relative:Q", format=".3g")],
     )
 
 
 @functools.lru_cache(maxsize=64)
-def _rounding_template(title: str) -> "_DatasetChart":
-    return _DatasetChart(alt.NamedData("rows"), width=WIDTH, height=160, datasets={"rows": []},
+def _rounding_template(title: str) -> "TemplateChart":
+    return TemplateChart(alt.NamedData("rows"), width=WIDTH, height=160, datasets={"rows": []},
                          title=title).mark_bar().encode(
         x=alt.X("result_text:N", title="rounded value", sort=None, axis=alt.Axis(labelAngle=0)),
-        xOffset="what:N",
+        xOffset=alt.XOffset("what:N"),
         y=alt.Y("share:Q", title="probability", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("what:N", title=None, scale=alt.Scale(range=["#0072b2", "#e69f00"])),
-        tooltip=["result_text:N", "what:N", alt.Tooltip("share:Q", format=".4f")],
+        tooltip=[alt.Tooltip("result_text:N"), alt.Tooltip("what:N"), alt.Tooltip("share:Q", format=".4f")],
     ).freeze()
 
 
@@ -110,9 +110,9 @@ def rounding_chart(draws: numerics.RoundingDraws) -> alt.Chart:
 
 
 @functools.lru_cache(maxsize=1)
-def _repeated_updates_template() -> "_DatasetChart":
+def _repeated_updates_template() -> "TemplateChart":
     modes = ["nearest", "stochastic", "exact sum"]
-    return _DatasetChart(alt.NamedData("rows"), width=WIDTH, height=HEIGHT, datasets={"rows": []},
+    return TemplateChart(alt.NamedData("rows"), width=WIDTH, height=HEIGHT, datasets={"rows": []},
                          title="Adding the same small update again and again").mark_line().encode(
         x=alt.X("step:Q", title="step"),
         y=alt.Y("mean:Q", title="mean weight", scale=alt.Scale(zero=False)),
@@ -120,7 +120,7 @@ def _repeated_updates_template() -> "_DatasetChart":
                                                               range=["#d55e00", "#0072b2", "#000000"])),
         strokeDash=alt.StrokeDash("mode:N", title=None, scale=alt.Scale(
             domain=modes, range=[[1, 0], [1, 0], [4, 4]])),
-        tooltip=["mode:N", "step:Q", alt.Tooltip("mean:Q", format=".6f")],
+        tooltip=[alt.Tooltip("mode:N"), alt.Tooltip("step:Q"), alt.Tooltip("mean:Q", format=".6f")],
     ).freeze()
 
 
@@ -141,15 +141,15 @@ def repeated_updates_chart(df: pd.DataFrame) -> alt.Chart:
 
 
 @functools.lru_cache(maxsize=16)
-def _loss_curves_template(title: str) -> "_DatasetChart":
-    return _DatasetChart(alt.NamedData("rows"), width=WIDTH, height=HEIGHT, datasets={"rows": []},
+def _loss_curves_template(title: str) -> "TemplateChart":
+    return TemplateChart(alt.NamedData("rows"), width=WIDTH, height=HEIGHT, datasets={"rows": []},
                          title=title).mark_line().encode(
         x=alt.X("step:Q", title="step"),
         y=alt.Y("loss:Q", scale=alt.Scale(type="log"), title="loss (log scale)"),
         color=alt.Color("label:N", title=None, sort=None, scale=alt.Scale(range=PALETTE)),
         strokeDash=alt.StrokeDash("label:N", sort=None, title=None,
                                   scale=alt.Scale(range=[[1, 0], [1, 0], [6, 3], [2, 2]])),
-        tooltip=["label:N", "step:Q", alt.Tooltip("loss:Q", format=".4f")],
+        tooltip=[alt.Tooltip("label:N"), alt.Tooltip("step:Q"), alt.Tooltip("loss:Q", format=".4f")],
     ).freeze()
 
 
@@ -189,7 +189,7 @@ def memory_chart(saving: numerics.MasterWeightsSaving) -> alt.Chart:
         x=alt.X("chips:Q", title=f"{saving.chip} HBMs (state only)"),
         y=alt.Y("setup:N", title=None, sort=None),
         color=alt.Color("setup:N", legend=None, scale=alt.Scale(range=["#0072b2", "#009e73"])),
-        tooltip=["setup:N", alt.Tooltip("bytes_per_param:Q", title="bytes/param"),
+        tooltip=[alt.Tooltip("setup:N"), alt.Tooltip("bytes_per_param:Q", title="bytes/param"),
                  alt.Tooltip("state_gib:Q", format=",.0f", title="GiB"),
                  alt.Tooltip("chips_needed:Q", title="chips needed")],
     )
@@ -208,12 +208,12 @@ def fp8_range_chart(df: pd.DataFrame) -> alt.LayerChart:
     sub = chart.mark_rule(strokeWidth=4, opacity=0.5).encode(
         x=alt.X("min_subnormal:Q", scale=alt.Scale(type="log"), title="magnitude",
                 axis=alt.Axis(format=".0e")),
-        x2="min_normal:Q", y=alt.Y("label:N", sort=None, title=None),
+        x2=alt.X2("min_normal:Q"), y=alt.Y("label:N", sort=None, title=None),
         color=alt.Color("label:N", legend=None, scale=alt.Scale(range=PALETTE)))
     normal = chart.mark_rule(strokeWidth=12).encode(
-        x="min_normal:Q", x2="max_finite:Q", y=alt.Y("label:N", sort=None),
+        x=alt.X("min_normal:Q"), x2=alt.X2("max_finite:Q"), y=alt.Y("label:N", sort=None),
         color=alt.Color("label:N", legend=None),
-        tooltip=["label:N", alt.Tooltip("min_subnormal:Q", format=".3g"),
+        tooltip=[alt.Tooltip("label:N"), alt.Tooltip("min_subnormal:Q", format=".3g"),
                  alt.Tooltip("min_normal:Q", format=".3g"),
                  alt.Tooltip("max_finite:Q", format=".4g")])
     return sub + normal
@@ -231,9 +231,9 @@ def fp8_scaling_chart(df: pd.DataFrame) -> alt.Chart:
         x=alt.X("underflow:Q", title="share of values that became 0",
                 axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
         y=alt.Y("label:N", title=None),
-        yOffset="scaling:N",
+        yOffset=alt.YOffset("scaling:N"),
         color=alt.Color("scaling:N", title="scaling", scale=alt.Scale(range=["#d55e00", "#009e73"])),
-        tooltip=["label:N", "scaling:N", alt.Tooltip("underflow:Q", format=".1%"),
+        tooltip=[alt.Tooltip("label:N"), alt.Tooltip("scaling:N"), alt.Tooltip("underflow:Q", format=".1%"),
                  alt.Tooltip("rel_error:Q", format=".3f", title="median relative error")],
     )
 
@@ -244,14 +244,11 @@ _SCHEME_COLORS = ["#d55e00", "#0072b2", "#009e73", "#e69f00", "#56b4e9", "#cc79a
                   "#332288", "#8c510a"]
 
 
-class _DatasetChart(DatasetTemplate, alt.Chart):
-    """A chart whose data sit in top-level named ``datasets`` (see
-    :class:`trainium_lab.charts.base.DatasetTemplate`): a widget update only swaps them."""
 
 
 @functools.lru_cache(maxsize=4)
-def _error_by_magnitude_template(title: str) -> _DatasetChart:
-    chart = _DatasetChart(alt.NamedData("rows"), width=WIDTH, height=HEIGHT, title=title,
+def _error_by_magnitude_template(title: str) -> TemplateChart:
+    chart = TemplateChart(alt.NamedData("rows"), width=WIDTH, height=HEIGHT, title=title,
                           datasets={"rows": []}).mark_line(point=True).encode(
         x=alt.X("magnitude:Q", scale=alt.Scale(type="log", base=2), title="|value| (log scale)",
                 axis=alt.Axis(format=".0e")),
@@ -259,7 +256,7 @@ def _error_by_magnitude_template(title: str) -> _DatasetChart:
                 title="median relative error (log; 1 = stored as 0)", axis=alt.Axis(format="%")),
         color=alt.Color("scheme:N", title=None, sort=None, scale=alt.Scale(range=_SCHEME_COLORS),
                         legend=alt.Legend(orient="bottom", columns=2)),
-        tooltip=["scheme:N", alt.Tooltip("magnitude:Q", format=".3g", title="values from"),
+        tooltip=[alt.Tooltip("scheme:N"), alt.Tooltip("magnitude:Q", format=".3g", title="values from"),
                  alt.Tooltip("n_values:Q", title="values"),
                  alt.Tooltip("median_rel_error:Q", format=".2%", title="median relative error")],
     )
@@ -306,7 +303,7 @@ def mx_block_chart(df: pd.DataFrame, *, title: str | None = None) -> alt.Chart:
             domain=["input", "stored", "clamped"], range=["circle", "cross", "cross"])),
         color=alt.Color("mark:N", title=None, scale=alt.Scale(
             domain=["input", "stored", "clamped"], range=["#0072b2", "#e69f00", "#d55e00"])),
-        tooltip=["index:O", "mark:N", alt.Tooltip("number:Q", format=".4g")],
+        tooltip=[alt.Tooltip("index:O"), alt.Tooltip("mark:N"), alt.Tooltip("number:Q", format=".4g")],
     )
 
 

@@ -13,7 +13,7 @@ import altair as alt
 import pandas as pd
 from altair.utils.schemapi import debug_mode
 
-from trainium_lab.charts.base import PALETTE, WIDTH, DatasetTemplate, described, text_width_px
+from trainium_lab.charts.base import PALETTE, WIDTH, TemplateLayerChart, described, text_width_px
 from trainium_lab.charts.layouts import PAD
 
 __all__ = ["TP_BLOCKS", "tp_split_chart", "pipeline_schedule_chart", "level_ratio_chart",
@@ -197,25 +197,25 @@ def tp_split_chart(block: str = "mlp", tp: int = 4, *, width: int = 700) -> alt.
     none = dict(axis=None)
     with debug_mode(False):
         boxes = alt.Chart(pd.DataFrame(rects)).mark_rect(stroke="white", strokeWidth=1).encode(
-            x=alt.X("x:Q", scale=xs, **none), x2="x2:Q",
-            y=alt.Y("y:Q", scale=ys, **none), y2="y2:Q",
+            x=alt.X("x:Q", scale=xs, **none), x2=alt.X2("x2:Q"),
+            y=alt.Y("y:Q", scale=ys, **none), y2=alt.Y2("y2:Q"),
             color=alt.Color("who:N", scale=alt.Scale(domain=domain, range=colours), title="held by",
                             legend=alt.Legend(orient="right")),
             tooltip=[alt.Tooltip("who:N", title="held by")])
         arrow = alt.Chart(pd.DataFrame(arrows)).mark_rule(color=_ALLREDUCE, strokeWidth=3).encode(
-            x=alt.X("x:Q", scale=xs, **none), x2="x2:Q", y=alt.Y("y:Q", scale=ys, **none))
+            x=alt.X("x:Q", scale=xs, **none), x2=alt.X2("x2:Q"), y=alt.Y("y:Q", scale=ys, **none))
         head = alt.Chart(pd.DataFrame([{"x": a["x2"], "y": a["y"]} for a in arrows])).mark_point(
             shape="triangle-right", size=120, filled=True, color=_ALLREDUCE, opacity=1).encode(
             x=alt.X("x:Q", scale=xs, **none), y=alt.Y("y:Q", scale=ys, **none))
         t = pd.DataFrame(texts)
         cap = alt.Chart(t[t.kind == "caption"]).mark_text(
             baseline="top", fontSize=10, lineBreak="\n", lineHeight=12).encode(
-            x=alt.X("x:Q", scale=xs, **none), y=alt.Y("y:Q", scale=ys, **none), text="text:N")
+            x=alt.X("x:Q", scale=xs, **none), y=alt.Y("y:Q", scale=ys, **none), text=alt.Text("text:N"))
         ops = alt.Chart(t[t.kind == "op"]).mark_text(fontSize=18, fontWeight="bold").encode(
-            x=alt.X("x:Q", scale=xs, **none), y=alt.Y("y:Q", scale=ys, **none), text="text:N")
+            x=alt.X("x:Q", scale=xs, **none), y=alt.Y("y:Q", scale=ys, **none), text=alt.Text("text:N"))
         ar = alt.Chart(t[t.kind == "allreduce"]).mark_text(fontSize=11, fontWeight="bold",
                                                            color=_ALLREDUCE).encode(
-            x=alt.X("x:Q", scale=xs, **none), y=alt.Y("y:Q", scale=ys, **none), text="text:N")
+            x=alt.X("x:Q", scale=xs, **none), y=alt.Y("y:Q", scale=ys, **none), text=alt.Text("text:N"))
         return alt.layer(boxes, arrow, head, cap, ops, ar, width=width, height=200, padding=PAD).properties(
             title=alt.TitleParams(title, subtitle=subtitle, anchor="start")
         ).configure_view(stroke=None)
@@ -224,24 +224,22 @@ def tp_split_chart(block: str = "mlp", tp: int = 4, *, width: int = 700) -> alt.
 # --------------------------------------------------------------------- the pipeline timeline
 
 
-class _DatasetLayerChart(DatasetTemplate, alt.LayerChart):
-    """A layer chart whose data sit in named ``datasets`` (see ``charts.base.DatasetTemplate``)."""
 
 
 @functools.lru_cache(maxsize=8)
-def _schedule_template(title: str, subtitle: str, width: int) -> _DatasetLayerChart:
+def _schedule_template(title: str, subtitle: str, width: int) -> TemplateLayerChart:
     x = alt.X("start:Q", title="time (units of one forward pass)", scale=alt.Scale(nice=False))
     y = alt.Y("stage_label:N", title=None, sort=alt.EncodingSortField("stage", order="ascending"))
     bars = alt.Chart(alt.NamedData("passes")).mark_bar(stroke="white", strokeWidth=0.5).encode(
-        x=x, x2="end:Q", y=y,
+        x=x, x2=alt.X2("end:Q"), y=y,
         color=alt.Color("phase:N", scale=alt.Scale(domain=_PHASES, range=_PHASE_COLOURS), title=None,
                         legend=alt.Legend(orient="bottom")),
         tooltip=[alt.Tooltip("stage_label:N", title="stage"), alt.Tooltip("phase:N"),
                  alt.Tooltip("micro_batch:N", title="micro-batch"),
                  alt.Tooltip("start:Q", format=",.2f"), alt.Tooltip("end:Q", format=",.2f")])
     labels = alt.Chart(alt.NamedData("labels")).mark_text(fontSize=9, color="white").encode(
-        x=alt.X("mid:Q"), y=y, text="micro_batch:N")
-    return _DatasetLayerChart(layer=[bars, labels], datasets={"passes": [], "labels": []},
+        x=alt.X("mid:Q"), y=y, text=alt.Text("micro_batch:N"))
+    return TemplateLayerChart(layer=[bars, labels], datasets={"passes": [], "labels": []},
                               title=alt.TitleParams(title, subtitle=subtitle, anchor="start"),
                               width=width, height=alt.Step(22), padding=PAD).freeze()
 
@@ -299,13 +297,13 @@ def level_ratio_chart(df: pd.DataFrame, *, title: str = "C/W: FLOPs a chip compu
         bars = alt.Chart(d).mark_bar().encode(
             x=alt.X("flops_per_byte:Q", scale=alt.Scale(type="log", domain=[100, 100_000]),
                     title="C/W (FLOPs per byte; log scale)"),
-            x2="base:Q",
+            x2=alt.X2("base:Q"),
             y=y, color=alt.Color("level:N", title="level", scale=alt.Scale(
                 domain=["instance", "ultraserver", "efa"], range=[PALETTE[4], PALETTE[0], PALETTE[2]])),
             tooltip=[alt.Tooltip("system:N"), alt.Tooltip("level:N"),
                      alt.Tooltip("flops_per_byte:Q", format=",.0f", title="C/W")])
         text = alt.Chart(d).mark_text(align="left", dx=4, fontSize=10).encode(
-            x="flops_per_byte:Q", y=y, text=alt.Text("flops_per_byte:Q", format=",.0f"))
+            x=alt.X("flops_per_byte:Q"), y=y, text=alt.Text("flops_per_byte:Q", format=",.0f"))
         return alt.layer(bars, text, title=alt.TitleParams(
             title, subtitle="= the tokens per data-parallel replica that hide a BF16 gradient all-reduce"),
             width=width, height=24 * len(d) + 10, padding=PAD)
@@ -334,7 +332,7 @@ def tp_limit_chart(df: pd.DataFrame, *, title: str = "TP limit Y* (chips) agains
             tooltip=[alt.Tooltip("row:N", title="level"), alt.Tooltip("model:N"),
                      alt.Tooltip("tp_limit_chips:Q", format=",.1f", title="Y* (chips)")])
         ticks = alt.Chart(levels).mark_tick(color="black", thickness=2, size=18).encode(
-            x="chips_in_level:Q", y=y,
+            x=alt.X("chips_in_level:Q"), y=y,
             tooltip=[alt.Tooltip("row:N", title="level"),
                      alt.Tooltip("chips_in_level:Q", format=",.0f", title="chips in the level")])
         return alt.layer(ticks, pts, title=alt.TitleParams(

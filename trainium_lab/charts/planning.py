@@ -8,7 +8,7 @@ import functools
 import altair as alt
 import pandas as pd
 
-from trainium_lab.charts.base import PALETTE, DatasetTemplate, base, described
+from trainium_lab.charts.base import PALETTE, TemplateHConcatChart, base, described
 
 __all__ = ["cost_breakdown_chart", "sensitivity_chart", "comparison_chart", "plan_view_chart",
            "INPUT_LABELS"]
@@ -61,7 +61,7 @@ def cost_breakdown_chart(cost: pd.DataFrame | alt.NamedData, *, title: str = "Wh
                  alt.Tooltip("share:Q", format=".2%")],
     )
     labels = dots.mark_text(align="left", dx=9, fontSize=10).encode(
-        text=alt.Text("usd:Q", format=",.0f"), color=alt.value("#333333"))
+        text=alt.Text("usd:Q", format=",.0f"), color=alt.ColorValue("#333333"))
     return alt.layer(dots, labels)
 
 
@@ -80,29 +80,27 @@ def sensitivity_chart(sens: pd.DataFrame | alt.NamedData, base_cost: float | Non
     order = alt.EncodingSortField(field="swing", order="descending")
     bars = base(data, title=title, width=width, height=180).mark_bar(color=PALETTE[0]).encode(
         x=alt.X("low:Q", title="cost of the run (USD)", scale=alt.Scale(zero=False)),
-        x2="high:Q",
+        x2=alt.X2("high:Q"),
         y=alt.Y("input:N", sort=order, title=None, axis=alt.Axis(labelLimit=200)),
         tooltip=[alt.Tooltip("input:N"), alt.Tooltip("low:Q", format=",.0f", title="lower cost"),
                  alt.Tooltip("high:Q", format=",.0f", title="higher cost"),
                  alt.Tooltip("swing:Q", format=",.0f", title="swing (USD)")],
     )
-    rule = alt.Chart(data).mark_rule(color="black", strokeDash=[3, 2]).encode(x="base:Q")
+    rule = alt.Chart(data).mark_rule(color="black", strokeDash=[3, 2]).encode(x=alt.X("base:Q"))
     # the rule says what it is, once, above the bars
     label = alt.Chart(data).transform_window(n="row_number()").transform_filter("datum.n == 1").mark_text(
-        baseline="bottom", dy=-2, fontSize=10).encode(x="base:Q", y=alt.value(0),
-                                                      text=alt.value("this plan"))
+        baseline="bottom", dy=-2, fontSize=10).encode(x=alt.X("base:Q"), y=alt.YValue(0),
+                                                      text=alt.TextValue("this plan"))
     return alt.layer(bars, rule, label)
 
 
-class _DatasetHConcat(DatasetTemplate, alt.HConcatChart):
-    """An hconcat whose data all sit in named datasets: a widget update only swaps them."""
 
 
 @functools.lru_cache(maxsize=1)
-def _plan_view_template() -> _DatasetHConcat:
+def _plan_view_template() -> TemplateHConcatChart:
     left = cost_breakdown_chart(alt.NamedData("cost"))
     right = sensitivity_chart(alt.NamedData("sens"))
-    return _DatasetHConcat(hconcat=[left, right], datasets={"cost": [], "sens": []}).freeze()
+    return TemplateHConcatChart(hconcat=[left, right], datasets={"cost": [], "sens": []}).freeze()
 
 
 @described(

@@ -9,7 +9,7 @@ import altair as alt
 import pandas as pd
 
 from trainium_lab._validate import instance
-from trainium_lab.charts.base import PALETTE, DatasetTemplate, base, described
+from trainium_lab.charts.base import PALETTE, TemplateLayerChart, base, described
 from trainium_lab.reliability import STATUSES, BlastRadius
 
 _STATUS_COLOURS = ["#d55e00", "#e69f00", "#bbbbbb"]
@@ -63,13 +63,10 @@ def mtbf_vs_size_chart(curve: pd.DataFrame, points: pd.DataFrame) -> alt.LayerCh
     return alt.layer(line, dots, text)
 
 
-class _DatasetLayerChart(DatasetTemplate, alt.LayerChart):
-    """A layer chart whose data all sit in top-level named ``datasets`` (see
-    :class:`trainium_lab.charts.base.DatasetTemplate`)."""
 
 
 @functools.lru_cache(maxsize=4)
-def _lost_time_template(title: str) -> _DatasetLayerChart:
+def _lost_time_template(title: str) -> TemplateLayerChart:
     """The lost-time chart's layers with named (empty) data sets, built once.
 
     Building and validating an Altair layer chart costs tens of milliseconds; a
@@ -109,7 +106,7 @@ def _lost_time_template(title: str) -> _DatasetLayerChart:
                  alt.Tooltip("low:Q", format=".3%", title="95% low"),
                  alt.Tooltip("high:Q", format=".3%", title="95% high")])
     # the Monte Carlo intervals are named by the subtitle (the squares and rules carry no legend)
-    return _DatasetLayerChart(layer=[lines, rules, dots, err, sim],
+    return TemplateLayerChart(layer=[lines, rules, dots, err, sim],
                               usermeta={"explained": {"rule:monte_carlo": "with 95 % intervals"}},
                               datasets={"curve": [], "optima": [], "monte_carlo": []}).freeze()
 
@@ -216,7 +213,7 @@ def progress_chart(log: pd.DataFrame, *, title: str = "Training progress and log
                                                       "step done"])).transform_calculate(
         wall_h="datum.wall_s / 3600").mark_line(color=PALETTE[0]).encode(
         x=hours, y=alt.Y("step:Q", title="last step completed"),
-        detail="attempt:N",
+        detail=alt.Detail("attempt:N"),
         tooltip=[alt.Tooltip("step:Q"), alt.Tooltip("wall_h:Q", format=".2f", title="hour")])
     rules = alt.Chart(log).transform_filter(
         alt.FieldOneOfPredicate(field="event", oneOf=_LOG_MARKS)).transform_calculate(
@@ -243,7 +240,7 @@ def collective_trace_chart(df: pd.DataFrame, *, title: str = "What each rank is 
 
     return base(df, title=title, height=22 * int(df["rank"].nunique()) + 20).mark_bar(
         height=16).encode(
-        x=alt.X("start_s:Q", title="seconds"), x2="end_s:Q",
+        x=alt.X("start_s:Q", title="seconds"), x2=alt.X2("end_s:Q"),
         y=alt.Y("rank:O", title="rank"),
         color=alt.Color("state:N", title="rank is", scale=alt.Scale(domain=list(RANK_STATES),
                                                                     range=_RANK_COLOURS)),
@@ -253,7 +250,7 @@ def collective_trace_chart(df: pd.DataFrame, *, title: str = "What each rank is 
 
 
 @functools.lru_cache(maxsize=4)
-def _goodput_template(title: str) -> _DatasetLayerChart:
+def _goodput_template(title: str) -> TemplateLayerChart:
     """The goodput chart with a named (empty) data set, built once for fast widget updates."""
     from trainium_lab.reliability import RESUME_POLICIES
 
@@ -268,7 +265,7 @@ def _goodput_template(title: str) -> _DatasetLayerChart:
                  alt.Tooltip("restart_s:Q", format=",.0f", title="restart R (s)"),
                  alt.Tooltip("shortfall_probability:Q", format=".1%", title="no spare free")],
     )
-    return _DatasetLayerChart(layer=[line], datasets={"goodput": []}).freeze()
+    return TemplateLayerChart(layer=[line], datasets={"goodput": []}).freeze()
 
 
 @described(

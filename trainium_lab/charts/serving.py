@@ -10,9 +10,8 @@ import altair as alt
 import pandas as pd
 from altair.utils.schemapi import debug_mode
 
-from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, described
+from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, TemplateLayerChart, described
 from trainium_lab.charts.layouts import _records, panel_bars_chart
-from trainium_lab.charts.reliability import _DatasetLayerChart
 
 __all__ = ["serving_panel_chart", "kv_growth_chart",
            "batching_chart", "speculation_chart", "speculation_histogram_chart", "chips_chart",
@@ -144,9 +143,9 @@ _SPEC_SERIES = ["walltime speed-up (Thm 3.8)", "arithmetic done (Thm 3.11)"]
 
 
 @functools.lru_cache(maxsize=4)
-def _speculation_template(title: str) -> _DatasetLayerChart:
+def _speculation_template(title: str) -> TemplateLayerChart:
     """The speculation chart's layers with named (empty) data sets, built once (see
-    :class:`trainium_lab.charts.reliability._DatasetLayerChart`): a widget update only swaps
+    :class:`trainium_lab.charts.reliability.TemplateLayerChart`): a widget update only swaps
     the data."""
     x = alt.X("k:Q", title="speculation length k (tokens drafted per pass)")
     lines = alt.Chart(alt.NamedData("factors")).mark_line(point=True).encode(
@@ -155,16 +154,16 @@ def _speculation_template(title: str) -> _DatasetLayerChart:
                         title=None),
         tooltip=[alt.Tooltip("k:Q"), alt.Tooltip("what:N"), alt.Tooltip("factor:Q", format=".3f")])
     chosen = alt.Chart(alt.NamedData("chosen")).mark_rule(color="black", strokeDash=[4, 3]).encode(x=x)
-    one = alt.Chart(alt.NamedData("chosen")).mark_rule(color="#888").encode(y=alt.datum(1.0))
+    one = alt.Chart(alt.NamedData("chosen")).mark_rule(color="#888").encode(y=alt.YDatum(1.0))
     # each rule says what it is: the chosen k at the foot of its line (the legend sits at the
     # top right), 1× at the right end of its
     chosen_label = alt.Chart(alt.NamedData("chosen")).mark_text(
         align="left", baseline="bottom", dx=3, dy=-2, fontSize=10).encode(
-        x=x, y=alt.value(HEIGHT), text=alt.Text("label:N"))
+        x=x, y=alt.YValue(HEIGHT), text=alt.Text("label:N"))
     one_label = alt.Chart(alt.NamedData("chosen")).mark_text(
         align="right", baseline="bottom", dy=-2, fontSize=10, color="#555555").encode(
-        x=alt.value(WIDTH), y=alt.datum(1.0), text=alt.value("1× = plain decoding"))
-    chart = _DatasetLayerChart(layer=[lines, chosen, one, chosen_label, one_label],
+        x=alt.XValue(WIDTH), y=alt.YDatum(1.0), text=alt.TextValue("1× = plain decoding"))
+    chart = TemplateLayerChart(layer=[lines, chosen, one, chosen_label, one_label],
                                datasets={"factors": [], "chosen": []},
                                title=title, width=WIDTH, height=HEIGHT)
     spec = chart.to_dict(validate=False)
@@ -254,5 +253,5 @@ def bucket_chart(df: pd.DataFrame, *, title: str = "More buckets: less padding, 
         pts = alt.Chart().mark_point(filled=True, size=70, color=PALETTE[0]).encode(
             x=x, y=y, tooltip=[alt.Tooltip("label:N"), alt.Tooltip("padding_waste:Q", format=".1f"),
                                alt.Tooltip("neff_gib:Q", format=".2f")])
-        text = alt.Chart().mark_text(align="left", dx=6, dy=-6, fontSize=11).encode(x=x, y=y, text="label:N")
+        text = alt.Chart().mark_text(align="left", dx=6, dy=-6, fontSize=11).encode(x=x, y=y, text=alt.Text("label:N"))
         return alt.layer(line, pts, text, data=_records(d), title=title, width=WIDTH, height=HEIGHT)

@@ -7,7 +7,7 @@ import functools
 import altair as alt
 import pandas as pd
 
-from trainium_lab.charts.base import PALETTE, WIDTH, DatasetTemplate, base, described
+from trainium_lab.charts.base import PALETTE, WIDTH, TemplateChart, base, described
 from trainium_lab.charts.layouts import PAD
 
 _COMPONENT_ORDER = ["weights", "gradients", "master", "adam_m", "adam_v"]
@@ -77,17 +77,15 @@ def activation_chart(df: pd.DataFrame, *, hbm_gib: float | None = None) -> alt.C
     if hbm_gib is None:
         return lines.properties(padding=PAD)
     rule = alt.Chart(pd.DataFrame({"gib": [hbm_gib], "label": ["one chip's HBM"]})).mark_rule(
-        strokeDash=[4, 4], color="black").encode(y="gib:Q", tooltip=["label:N"])
+        strokeDash=[4, 4], color="black").encode(y=alt.Y("gib:Q"), tooltip=[alt.Tooltip("label:N")])
     return (lines + rule).properties(padding=PAD)
 
 
-class _DatasetChart(DatasetTemplate, alt.Chart):
-    """A chart whose data sit in named ``datasets`` (see ``charts.base.DatasetTemplate``)."""
 
 
 @functools.lru_cache(maxsize=1)
-def _plan_memory_template() -> _DatasetChart:
-    return _DatasetChart(alt.NamedData("plan"), width=WIDTH, height=alt.Step(28),
+def _plan_memory_template() -> TemplateChart:
+    return TemplateChart(alt.NamedData("plan"), width=WIDTH, height=alt.Step(28),
                          title="One chip under this plan").mark_bar().encode(
         x=alt.X("gib:Q", title="GiB"),
         y=alt.Y("item:N", title=None, sort=None),

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from altair.utils.schemapi import debug_mode
 
-from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, DatasetTemplate, described
+from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, TemplateLayerChart, described
 
 __all__ = ["levels_chart", "ring_step_chart", "size_sweep_chart", "placement_chart"]
 
@@ -51,7 +51,7 @@ def levels_chart(df: pd.DataFrame, *, title: str = "Bandwidth per chip at each l
     with debug_mode(False):
         bars = alt.Chart(width=260, height=height).mark_bar().encode(
             x=alt.X("gb_per_s:Q", scale=alt.Scale(type="log", domainMin=low), title="GB/s per chip (log scale)"),
-            x2=alt.datum(low),
+            x2=alt.X2Datum(low),
             y=alt.Y("row:N", sort=None, title=None),
             color=alt.Color("level:N", scale=_LEVEL_COLORS, title="level"),
             tooltip=[alt.Tooltip("system:N"), alt.Tooltip("level:N"),
@@ -139,7 +139,7 @@ def size_sweep_chart(df: pd.DataFrame, crossovers: pd.DataFrame | None = None, *
         # each rule named at the top of the plot: where latency and bandwidth terms are equal
         label = alt.Chart(marks).mark_text(align="left", baseline="top", dx=3, dy=2, fontSize=10,
                                            color="#555555").encode(
-            x=alt.X("size_bytes:Q"), y=alt.value(0), text=alt.value("latency = bandwidth term"))
+            x=alt.X("size_bytes:Q"), y=alt.YValue(0), text=alt.TextValue("latency = bandwidth term"))
         return alt.layer(lines, rules, label, **top)
 
 
@@ -209,7 +209,7 @@ def placement_chart(df: pd.DataFrame, *, kind: str = "tp", highlight: int = 0, c
 
 @functools.lru_cache(maxsize=64)
 def _placement_template(kind: str, title, scale: tuple, width_cells: int,
-                        height_cells: int) -> "_DatasetLayerChart":
+                        height_cells: int) -> "TemplateLayerChart":
     x = alt.X("x:O", axis=None, scale=alt.Scale(domain=list(range(width_cells))))
     y = alt.Y("y:O", axis=None, scale=alt.Scale(domain=list(range(height_cells))))
     stroke = alt.Stroke("outline:N", scale=None)
@@ -242,14 +242,11 @@ def _placement_template(kind: str, title, scale: tuple, width_cells: int,
         head = alt.Chart(alt.NamedData("heads")).mark_text(fontSize=10, align="left", dx=-8,
                                                            fontWeight="bold").encode(
             x=x, y=y, text=alt.Text("label:N"))
-        return _DatasetLayerChart(layer=[*cells, text, head], title=list(title) if isinstance(title, tuple) else title,
+        return TemplateLayerChart(layer=[*cells, text, head], title=list(title) if isinstance(title, tuple) else title,
                                   width=_CELL_PX * width_cells, height=_CELL_PX * height_cells,
                                   datasets={"cells": [], "heads": []}).freeze()
 
 
-class _DatasetLayerChart(DatasetTemplate, alt.LayerChart):
-    """A layer chart whose data sit in top-level named ``datasets`` (see
-    :class:`trainium_lab.charts.base.DatasetTemplate`): a widget update only swaps them."""
 
 
 #: font size (px) of the DP threshold chart's bar labels and of its marker's label
@@ -257,13 +254,13 @@ _DP_LABEL_PX = 11
 
 
 @functools.lru_cache(maxsize=16)
-def _dp_threshold_template(title: str, low: float, high: float, n_rows: int) -> _DatasetLayerChart:
+def _dp_threshold_template(title: str, low: float, high: float, n_rows: int) -> TemplateLayerChart:
     x = alt.X("tokens_per_chip:Q", scale=alt.Scale(type="log", domain=[low, high]),
               title="tokens per chip per step (log scale)")
     y = alt.Y("row:N", sort=None, title=None, axis=alt.Axis(labelLimit=340))
     with debug_mode(False):
         bars = alt.Chart(alt.NamedData("rows")).mark_bar().encode(
-            x=x, x2=alt.datum(low), y=y,
+            x=x, x2=alt.X2Datum(low), y=y,
             color=alt.Color("level:N", scale=_LEVEL_COLORS, title="level crossed"),
             tooltip=[alt.Tooltip("system:N"), alt.Tooltip("level:N"), alt.Tooltip("dtype:N"),
                      alt.Tooltip("tokens_per_chip:Q", format=",.0f", title="C/W (tokens per chip)")])
@@ -278,8 +275,8 @@ def _dp_threshold_template(title: str, low: float, high: float, n_rows: int) -> 
         # the marker says what it is, above the plot, where no bar label is
         label = alt.Chart(alt.NamedData("marker")).mark_text(
             baseline="bottom", dy=-3, fontSize=_DP_LABEL_PX).encode(
-            x=alt.X("label_x:Q"), y=alt.value(0), text=alt.Text("label:N"))
-        chart = _DatasetLayerChart(layer=[bars, text, rule, label], title=title, width=WIDTH,
+            x=alt.X("label_x:Q"), y=alt.YValue(0), text=alt.Text("label:N"))
+        chart = TemplateLayerChart(layer=[bars, text, rule, label], title=title, width=WIDTH,
                                    height=24 * n_rows, datasets={"rows": [], "marker": []})
     return chart.freeze()
 
