@@ -656,19 +656,33 @@ def repeated_updates(update: float = 1e-4, n_steps: int = 1000, dtype: Any = "bf
     stats = np.empty((len(steps), 3))
     stats[0] = w.mean(dtype=np.float64), w.min(), w.max()
     j = 1
+    if name == "float32" or mode == "nearest":
+        # Deterministic: every weight starts at w0 and takes the same steps, so one weight
+        # stands for all (mean, min and max of equal values are that value), and once a
+        # step leaves it unchanged (the update is below half a spacing) it never moves again.
+        v = w[:1]
+        for k in range(1, n_steps + 1):
+            nxt = v + u if name == "float32" else _nearest(v + u, name)
+            if nxt[0] == v[0] or (nxt[0] != nxt[0] and v[0] != v[0]):  # a fixed point
+                stats[j:] = float(v[0])
+                j = len(steps)
+                break
+            v = nxt
+            if k == steps[j]:
+                stats[j] = float(v[0])
+                j += 1
+        w = np.full(n_weights, v[0], np.float32)
+        means, lows, highs = stats.T
+        return pd.DataFrame({"step": steps, "mean": means, "low": lows, "high": highs,
+                             "exact": w0 + steps * update, "mode": mode, "format": name})
     chunk = max(1, 2_000_000 // n_weights)  # draw the randomness for many steps at once
     draws = None
     for k in range(1, n_steps + 1):
         s = w + u
-        if name == "float32":
-            w = s
-        elif mode == "nearest":
-            w = _nearest(s, name)
-        else:
-            i = (k - 1) % chunk
-            if i == 0:
-                draws = _draws(name, (min(chunk, n_steps - k + 1), n_weights), rng)
-            w = _stochastic(s, name, draws[i])
+        i = (k - 1) % chunk
+        if i == 0:
+            draws = _draws(name, (min(chunk, n_steps - k + 1), n_weights), rng)
+        w = _stochastic(s, name, draws[i])
         if k == steps[j]:
             stats[j] = w.mean(dtype=np.float64), w.min(), w.max()
             j += 1
@@ -805,28 +819,40 @@ def train_linear_regression(learning_rate: float = 0.01, n_steps: int = 1000,
     rng = np.random.default_rng(seed + 1)
     draws = _draws(name, (max(n_steps, 1), n_features), rng)
 
-    def nearest(v: np.ndarray) -> np.ndarray:
-        return v if name == "float32" else _nearest(v, name)
+    low = None if name == "float32" else _np_dtype(name)
+    f = None if name in ("float32", "bfloat16") else _format_info(name)
+    if name == "bfloat16":
+        draws = draws.astype(np.uint32)  # added to float32 bit patterns below
 
-    # rows: fp32, nearest, stochastic, model copy of the master variant
-    w = np.zeros((4, n_features), np.float32)
-    master = np.zeros(n_features, np.float32)
+    # rows: fp32, nearest, stochastic, model copy of the master variant; row 4: the master
+    # (kept in float32). One array, so that a step is a handful of NumPy calls (a widget
+    # re-runs 1,000 steps on every change).
+    w = np.zeros((5, n_features), np.float32)
     keep = np.array([k for k in range(n_steps + 1) if k % record_every == 0 or k == n_steps])
     kept = np.empty((len(keep), 4, n_features), np.float32)
+    a3 = a32[None, :, :]
     j = 0
-    for k in range(n_steps + 1):
-        if k == keep[j]:
-            kept[j] = w
-            j += 1
-            if k == n_steps:
-                break
-        g = (w[:, :, None] * a32[None, :, :]).sum(axis=1) - b32  # w A (A symmetric), no BLAS
-        new = w - lr32 * g
-        master = master - lr32 * g[3]
-        w[0] = new[0]
-        w[1] = nearest(new[1])
-        w[2] = _stochastic(new[2], name, draws[k])
-        w[3] = nearest(master)
+    # the formats' own overflow and NaN rules, once for the whole loop
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k in range(n_steps + 1):
+            if k == keep[j]:
+                kept[j] = w[:4]
+                j += 1
+                if k == n_steps:
+                    break
+            g = (w[:4, :, None] * a3).sum(axis=1) - b32  # w A (A symmetric), no BLAS
+            new = w[[0, 1, 2, 4]] - lr32 * g  # fp32, nearest, stochastic, master
+            w[0] = new[0]
+            w[4] = new[3]
+            if low is None:
+                w[1], w[2], w[3] = new[1], new[2], new[3]
+                continue
+            pair = new[[1, 3]].astype(low).astype(np.float32)  # round to nearest
+            w[1], w[3] = pair[0], pair[1]
+            if f is None:
+                w[2] = _stochastic_bf16(new[2], draws[k])
+            else:
+                w[2] = _stochastic_generic(new[2], f, draws[k])
     wd = kept.astype(np.float64)
     losses = 0.5 * (np.einsum("kvi,ij,kvj->kv", wd, a, wd) - 2 * (wd * b).sum(axis=-1) + c)
     labels = _variant_labels(name)

@@ -988,6 +988,7 @@ def recovery_facts(topic: str | None = None) -> pd.DataFrame:
     return df
 
 
+@functools.cache
 def _fact_value(topic: str, fact: str) -> tuple[str, str]:
     df = recovery_facts()
     row = df[(df.topic == topic) & (df.fact == fact) & (df.status == "used")]

@@ -678,6 +678,14 @@ def read_data_csv(filename: str):
     The file must have a ``source_id`` column whose ids are in ``data/sources.csv``;
     the returned DataFrame gains ``source`` and ``reference`` columns.
     """
+    if not isinstance(filename, str):
+        raise UnknownNameError(f"filename must be the name of a csv file in data/; got {filename!r}")
+    # read once per kernel (widgets ask on every update); each caller gets its own copy
+    return _read_data_csv(filename).copy()
+
+
+@functools.lru_cache(maxsize=None)
+def _read_data_csv(filename: str):
     import pandas as pd
 
     known = sorted(p.name for p in DATA_DIR.iterdir() if p.name.endswith(".csv"))
