@@ -484,7 +484,7 @@ class Explorer:
             result = self._compute(**values)
             chart = self._render(result)
             summary = self._describe(result) if self._describe is not None else None
-            spec = chart.to_dict(validate=False) if chart is not None else None
+            spec = _live_of(chart) if chart is not None else None
         except Exception as exc:  # noqa: BLE001 - the contract: nothing raises into the notebook
             self._fail(exc, owner)
             return
@@ -499,7 +499,7 @@ class Explorer:
             if self.chart is None:
                 self._first_chart = chart
                 self.chart = alt.JupyterChart(chart)
-                self._live = _live_parts(spec)
+                self._live = spec
                 self.chart.spec = _with_live_parts(*self._live)
                 if hasattr(self, "_chart_box"):
                     self._chart_box.children = [self.chart]
@@ -513,16 +513,17 @@ class Explorer:
         self._show_stale(False)
         self.updates += 1
 
-    def _push(self, spec: dict) -> None:
-        """Show ``spec`` in the chart on screen: when only its data and title changed (the
-        usual case: one control moved), send those alone (Vega swaps the datasets and the title
-        signal in the view already drawn); otherwise send the whole spec (vega-embed parses,
-        compiles and draws it again, tens of milliseconds in the browser)."""
-        template, datasets, title = _live_parts(spec)
+    def _push(self, live: tuple[dict, dict, Any]) -> None:
+        """Show a chart (its :func:`_live_of` parts) in the chart on screen: when only its data
+        and title changed (the usual case: one control moved), send those alone (Vega swaps the
+        datasets and the title signal in the view already drawn); otherwise send the whole spec
+        (vega-embed parses, compiles and draws it again, tens of milliseconds in the browser)."""
+        template, datasets, title = live
         old_template, old_datasets, old_title = self._live
         self._live = (template, datasets, title)
         full = _with_live_parts(template, datasets, title)
-        if template != old_template or os.environ.get("TRAINIUM_LAB_FULL_CHART_UPDATES") == "1":
+        if (template is not old_template and template != old_template) or \
+                os.environ.get("TRAINIUM_LAB_FULL_CHART_UPDATES") == "1":
             # (the environment variable restores the old way, for tools/benchmarks/browser.py)
             self.chart.spec = full
             return
@@ -531,9 +532,10 @@ class Explorer:
         if title != old_title:
             updates.append({"namespace": "signal", "name": _TITLE_PARAM, "scope": [], "value": title})
         if updates:
-            # the kernel's copy of the spec follows, without sending it to the page again
-            with self.chart._lock_property(spec=full):
-                self.chart.spec = full
+            # The kernel's copy of the spec follows (a page that reloads asks for it), without
+            # sending it again: written past traitlets, whose notification would walk the
+            # whole spec looking for binary buffers (milliseconds for a spec of 20 kB).
+            self.chart._trait_values["spec"] = full
             self.chart._py_to_js_updates = updates
 
     @property
@@ -640,6 +642,27 @@ def _live_parts(spec: dict) -> tuple[dict, dict, Any]:
     else:
         title = None
     return spec, datasets, title
+
+
+def _live_of(chart: alt.TopLevelMixin) -> tuple[dict, dict, Any]:
+    """:func:`_live_parts` of a chart. A frozen :class:`~trainium_lab.charts.base.DatasetTemplate`
+    (named datasets only) is split once per template and then costs nothing: its datasets are
+    taken as they are."""
+    frozen = chart.__dict__.get("_spec")
+    if frozen is None or not hasattr(chart, "with_datasets"):
+        return _live_parts(chart.to_dict(validate=False))
+    cached = _TEMPLATE_PARTS.get(id(frozen))
+    if cached is None or cached[0] is not frozen:
+        template, _, title = _live_parts({**frozen, "datasets": {}})
+        cached = (frozen, template, title)
+        if len(_TEMPLATE_PARTS) > 512:  # templates are cached per title: keep the memory bounded
+            _TEMPLATE_PARTS.clear()
+        _TEMPLATE_PARTS[id(frozen)] = cached
+    return cached[1], chart._kwds["datasets"], cached[2]
+
+
+#: id of a frozen template's spec -> (that spec, its live template, its title)
+_TEMPLATE_PARTS: dict[int, tuple[dict, dict, Any]] = {}
 
 
 def _with_live_parts(template: dict, datasets: dict, title: Any) -> dict:
