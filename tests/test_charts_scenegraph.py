@@ -256,6 +256,39 @@ def test_stored_chart_reads_cleanly(where, svg):
     assert not problems, problems[:8]
 
 
+#: JupyterLab's output area in a 1,008 px notebook column (1440×900, file browser open): the
+#: column less the 64 px prompt; at 848 px (1280×800) JupyterLab scales a wider SVG down to fit
+#: (its ``.jp-RenderedSVG svg {max-width: 100%; height: auto}``), which needs a viewBox
+OUTPUT_AREA_PX = 1008 - 64
+
+
+def svg_size_problems(svg: str) -> list[str]:
+    """Why a stored chart would not fit the notebook column, or not shrink to a narrower one."""
+    m = re.search(r"<svg\b[^>]*>", svg)
+    head = m.group() if m else ""
+    width = re.search(r'\bwidth="([\d.]+)', head)
+    problems = []
+    if width is None or float(width.group(1)) > OUTPUT_AREA_PX:
+        problems.append(f"width {width.group(1) if width else '?'} px > {OUTPUT_AREA_PX} px")
+    if "viewBox=" not in head:
+        problems.append("no viewBox: JupyterLab cannot scale it into a narrower column")
+    return problems
+
+
+def test_the_size_check_finds_a_wide_chart_and_one_that_cannot_shrink():
+    assert svg_size_problems('<svg width="900" viewBox="0 0 900 10"></svg>') == []
+    assert svg_size_problems('<svg width="974" viewBox="0 0 974 10"></svg>') == ["width 974 px > 944 px"]
+    assert svg_size_problems('<svg width="500"></svg>') == [
+        "no viewBox: JupyterLab cannot scale it into a narrower column"]
+
+
+@pytest.mark.parametrize("where, svg", STORED, ids=[w for w, _ in STORED])
+def test_stored_chart_fits_the_notebook_column(where, svg):
+    """Every stored chart (static charts and each widget's static view) fits the output area of a
+    1,008 px column and can shrink into an 848 px one (issue 31: four were wider)."""
+    assert not svg_size_problems(svg), (where, svg_size_problems(svg))
+
+
 # --------------------------------------------------------------------------- the check can fail
 
 

@@ -98,8 +98,9 @@ def sensitivity_chart(sens: pd.DataFrame | alt.NamedData, base_cost: float | Non
 
 @functools.lru_cache(maxsize=1)
 def _plan_view_template() -> TemplateHConcatChart:
-    left = cost_breakdown_chart(alt.NamedData("cost"))
-    right = sensitivity_chart(alt.NamedData("sens"))
+    # two 280 px panels with their labels fit a 1,008 px notebook column (two of 300 did not)
+    left = cost_breakdown_chart(alt.NamedData("cost"), width=280)
+    right = sensitivity_chart(alt.NamedData("sens"), width=280)
     return TemplateHConcatChart(hconcat=[left, right], datasets={"cost": [], "sens": []}).freeze()
 
 
