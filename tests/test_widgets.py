@@ -426,107 +426,7 @@ def test_controls_wrap_inside_the_notebook_column(name):
                     (name, c.description, width)
 
 
-# --------------------------------------------------------------------------- chart text
-
-
-def _chart_texts(spec):
-    """Every visible text item of a Vega-Lite spec laid out by vl-convert with the course font and
-    config (its scenegraph, as the static SVG is drawn): box in px (offsets of the groups added),
-    text, role, the path of roles it sits in, and whether its ``limit`` cuts it to "…"."""
-    import vl_convert as vlc
-
-    from trainium_lab.charts import base
-    from trainium_lab.charts.base import text_width_px
-
-    base.register_fonts()
-    spec = base.with_course_config(spec)
-    sg = vlc.vegalite_to_scenegraph(spec)["scenegraph"]
-    out = []
-    def walk(node, ox, oy, path):
-        if isinstance(node, dict):
-            mt = node.get("marktype")
-            if mt is not None:
-                role = node.get("role", "")
-                for it in node.get("items", []):
-                    if mt == "text":
-                        if it.get("opacity", 1) == 0 or it.get("fillOpacity", 1) == 0 or not str(it.get("text", "")).strip():
-                            continue
-                        raw = it["text"]
-                        text = "\n".join(map(str, raw)) if isinstance(raw, list) else str(raw)
-                        size = it.get("fontSize", 11)
-                        w = text_width_px(text, size, it.get("fontWeight") in ("bold", 700))
-                        lim = it.get("limit")
-                        truncated = bool(lim) and w > lim + 0.5
-                        if lim: w = min(w, lim)
-                        n = text.count("\n") + 1
-                        h = size * n
-                        x, y = ox + it.get("x", 0), oy + it.get("y", 0)
-                        ang = (it.get("angle") or 0) % 360
-                        if ang:
-                            continue  # rotated (axis titles): not compared
-                        align = it.get("align", "left"); base_ = it.get("baseline", "alphabetic")
-                        if ang == 0:
-                            x0 = {"center": x - w/2, "left": x, "right": x - w}.get(align, x)
-                            y0 = {"top": y, "middle": y - h/2, "bottom": y - h}.get(base_, y - size*0.8)
-                        else:
-                            x0, y0 = x - w/2, y - h/2
-                        out.append(dict(box=(x0, y0, x0+w, y0+h), text=text, role=role, path=path, truncated=truncated))
-                    walk_items(it, ox, oy, path + (role,))
-            else:
-                for k, v in node.items():
-                    if k in ("items",): walk(v, ox, oy, path)
-        elif isinstance(node, list):
-            for v in node: walk(v, ox, oy, path)
-    def walk_items(it, ox, oy, path):
-        if "items" in it:
-            nx, ny = ox + it.get("x", 0), oy + it.get("y", 0)
-            for child in it["items"]:
-                walk(child, nx, ny, path)
-    walk(sg.get("items", [sg]) if "items" in sg else sg, 0, 0, ())
-    return out
-
-def _chart_text_problems(spec):
-    """Texts of one role in one group that overlap or touch (less than 2 px apart), and texts
-    cut to "…"; rotated texts (axis titles) are not compared."""
-    items = _chart_texts(spec)
-    probs = []
-    for a in items:
-        if a["truncated"]:
-            probs.append(f"cut to …: {a['text']!r}")
-    for i, a in enumerate(items):
-        for b in items[i+1:]:
-            if a["role"] != b["role"] or a["path"] != b["path"]:
-                continue
-            A, B = a["box"], b["box"]
-            ov = min(A[2], B[2]) - max(A[0], B[0]), min(A[3], B[3]) - max(A[1], B[1])
-            if ov[0] > -2 and ov[1] > 1:
-                probs.append(f"overlap: {a['text']!r} ({a['role']}) / {b['text']!r} ({b['role']})")
-    return probs
-
-
-def _extreme_settings(ex):
-    """(control, value) pairs: each slider at both ends, each menu at its first and last option."""
-    for name, c in ex.controls.items():
-        if isinstance(c, (W.IntSlider, W.FloatSlider, W.FloatLogSlider)):
-            values = [c.min, c.max] if not isinstance(c, W.FloatLogSlider) else \
-                [c.base ** c.min, c.base ** c.max]
-        elif isinstance(c, (W.SelectionSlider, W.Dropdown)):
-            values = [o[1] if isinstance(o, tuple) else o for o in (c.options[0], c.options[-1])]
-        else:
-            continue
-        for v in values:
-            yield name, v
-
-
-def test_chart_text_check_can_fail():
-    """The check finds what the audit saw: "chunk 0chunk 1…" labels touching in a band axis."""
-    chart = alt.Chart(pd.DataFrame({"c": [f"chunk {i}" for i in range(8)], "v": range(8)})).mark_bar(
-    ).encode(x=alt.X("c:N", axis=alt.Axis(labelAngle=0)), y="v:Q").properties(width=8 * 39)
-    problems = _chart_text_problems(chart.to_dict())
-    assert any("'chunk 0'" in p and "'chunk 1'" in p for p in problems), problems
-    cut = alt.Chart(pd.DataFrame({"c": ["a very long category name indeed"], "v": [1]})).mark_bar(
-    ).encode(y=alt.Y("c:N", axis=alt.Axis(labelLimit=40)), x="v:Q")
-    assert any(p.startswith("cut to …") for p in _chart_text_problems(cut.to_dict()))
+# --------------------------------------------------------------------------- charts (their text: tests/test_charts_scenegraph.py)
 
 
 # explorers that show a table or text, not a chart (checked below, so the list cannot go stale)
@@ -537,29 +437,6 @@ CHARTED = [n for n in IDS if n not in CHARTLESS]
 @pytest.mark.parametrize("name", CHARTLESS)
 def test_chartless_explorers_draw_no_chart(name):
     assert _explorer(name).chart is None
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", CHARTED)
-def test_explorer_chart_text_never_collides_at_extreme_settings(name):
-    """Each explorer's chart at its default and with every slider at both ends and every menu at
-    its first and last option: no two axis labels, mark labels or legend labels run into each
-    other, and none is cut to "…" (checked on vl-convert's scenegraph with the course font)."""
-    import vl_convert  # noqa: F401 - the check needs it (a pinned dependency)
-
-    ex = _explorer(name)
-    assert ex.chart is not None, f"{name} draws no chart: add it to CHARTLESS"
-    found = {f"default: {p}" for p in _chart_text_problems(ex.chart.spec)}
-    for control, value in list(_extreme_settings(ex)):
-        original = ex.controls[control].value
-        try:
-            ex.controls[control].value = value
-        except Exception:  # noqa: BLE001 - a value the control refuses is no setting to check
-            continue
-        if ex.last_error is None and ex.chart is not None:
-            found |= {f"{control}={value!r}: {p}" for p in _chart_text_problems(ex.chart.spec)}
-        ex.controls[control].value = original
-    assert not found, sorted(found)[:10]
 
 
 @pytest.mark.parametrize("name", CHARTED)
