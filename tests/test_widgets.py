@@ -12,7 +12,6 @@
 Timing is measured by tools/benchmark.py, not asserted here."""
 
 import importlib
-import math
 import pkgutil
 import re
 
