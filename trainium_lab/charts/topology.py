@@ -49,7 +49,8 @@ def levels_chart(df: pd.DataFrame, *, title: str = "Bandwidth per chip at each l
     height = 22 * len(d)
     low = 10 ** int(np.floor(np.log10(d["gb_per_s"].min() / 2)))
     with debug_mode(False):
-        bars = alt.Chart(width=220, height=height)  # with the caveats: fits 944 px.mark_bar().encode(
+        # bars 220 px wide: with the caveat column the chart fits the 944 px output area
+        bars = alt.Chart(width=220, height=height).mark_bar().encode(
             x=alt.X("gb_per_s:Q", scale=alt.Scale(type="log", domainMin=low), title="GB/s per chip (log scale)"),
             x2=alt.X2Datum(low),
             y=alt.Y("row:N", sort=None, title=None),
