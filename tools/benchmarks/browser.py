@@ -7,8 +7,9 @@ on screen, per chapter, in JupyterLab in headless Chromium.
 
 For each notebook: open it in JupyterLab (the browser test's server, ``tests/test_browser.py``),
 clear the outputs, run all cells, then in every explorer that draws a chart, press a key on its
-first slider (ArrowRight / ArrowLeft in turn; a chapter without sliders: the next option of
-its first menu) ``--presses`` times. Each time is from the ``keydown`` (or ``change``) event in
+first slider (ArrowRight to new values, ArrowLeft from its maximum on; never back to a
+value just shown, so no explorer's memory of earlier results is timed; a chapter without
+sliders: the next option of its first menu) ``--presses`` times. Each time is from the ``keydown`` (or ``change``) event in
 the page to the first animation frame after the chart's SVG differs: the kernel round trip, the
 widget messages and Vega's redraw. Reported: the median and worst per chapter; the course's
 target is a median of at most 50 ms (issue 30). ``TRAINIUM_LAB_FULL_CHART_UPDATES=1`` makes the
@@ -114,10 +115,16 @@ def _load_browser_test():
     return test_browser
 
 
-def _press(tb, page, handle, k: int, sel: str, target: str) -> dict | None:
+def _press(tb, page, handle, k: int, sel: str, target: str, going: dict) -> dict | None:
+    """One key press on a slider's handle, timed. The slider moves one way to values it has not
+    shown yet (ArrowRight, or ArrowLeft once it sits at its maximum), never back and forth: an
+    explorer may keep what it computed, and a learner moving on asks for new values."""
+    at_max = handle.evaluate("h => h.getAttribute('aria-valuenow') !== null && "
+                             "Number(h.getAttribute('aria-valuenow')) >= Number(h.getAttribute('aria-valuemax'))")
     handle.focus()
     page.evaluate(ARM_JS, [sel, "keydown", target])
-    handle.press("ArrowRight" if k % 2 == 0 else "ArrowLeft")
+    going["left"] = going.get("left", False) or at_max  # from the maximum on, keep going left
+    handle.press("ArrowLeft" if going["left"] else "ArrowRight")
     page.wait_for_function("() => window.__tlResult !== undefined", timeout=10_000)
     return page.evaluate("() => window.__tlResult")
 
@@ -150,9 +157,11 @@ def measure_notebook(tb, lab, context, path: Path, presses: int, baseline: bool 
         if baseline:
             page.wait_for_selector(".tl-baseline .noUi-handle", timeout=30_000)
             handle = page.query_selector(".tl-baseline .noUi-handle")
+            going: dict = {}
             for k in range(presses):
                 page.wait_for_timeout(150)
-                result = _press(tb, page, handle, k, ".tl-baseline", ".widget-label:not(.widget-hslider *)")
+                result = _press(tb, page, handle, k, ".tl-baseline", ".widget-label:not(.widget-hslider *)",
+                                going)
                 if result is not None:
                     times.append(result)
             return times
@@ -168,11 +177,13 @@ def measure_notebook(tb, lab, context, path: Path, presses: int, baseline: bool 
                 continue
             ex.scroll_into_view_if_needed()
             sel = f'.tl-explorer[data-tl-index="{i}"]'
+            going = {}
             for k in range(presses):
                 el = tb._control(page, control["id"])
                 tb._settle(page, i)
                 if control["kind"] == "slider":
-                    result = _press(tb, page, el.query_selector(".noUi-handle"), k, sel, "svg.marks")
+                    result = _press(tb, page, el.query_selector(".noUi-handle"), k, sel, "svg.marks",
+                                    going)
                 else:
                     select = el.query_selector("select")
                     options = select.evaluate("s => [...s.options].map(o => o.value)")
