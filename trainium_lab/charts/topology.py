@@ -282,14 +282,17 @@ def _placement_template(kind: str, scale: tuple) -> "TemplateLayerChart":
 _DP_LABEL_PX = 11
 
 
-@functools.lru_cache(maxsize=16)
-def _dp_threshold_template(title: str, low: float, high: float, n_rows: int) -> TemplateLayerChart:
-    x = alt.X("tokens_per_chip:Q", scale=alt.Scale(type="log", domain=[low, high]),
+@functools.lru_cache(maxsize=1)
+def _dp_threshold_template() -> TemplateLayerChart:
+    # the axis runs between the decades around the data, which the rows carry (``low``,
+    # ``high``), so that the spec stays the same from one update to the next
+    x = alt.X("tokens_per_chip:Q", scale=alt.Scale(type="log", domain=alt.ExprRef(
+        expr="[data('rows')[0].low, data('rows')[0].high]")), stack=None,
               title="tokens per chip per step (log scale)")
     y = alt.Y("row:N", sort=None, title=None, axis=alt.Axis(labelLimit=340))
     with debug_mode(False):
         bars = alt.Chart(alt.NamedData("rows")).mark_bar().encode(
-            x=x, x2=alt.X2Datum(low), y=y,
+            x=x, x2=alt.X2Value(0), y=y,  # from the left edge: the axis starts at ``low``
             color=alt.Color("level:N", scale=_LEVEL_COLORS, title="level crossed"),
             tooltip=[alt.Tooltip("system:N"), alt.Tooltip("level:N"), alt.Tooltip("dtype:N"),
                      alt.Tooltip("tokens_per_chip:Q", format=",.0f", title="C/W (tokens per chip)")])
@@ -305,8 +308,8 @@ def _dp_threshold_template(title: str, low: float, high: float, n_rows: int) -> 
         label = alt.Chart(alt.NamedData("marker")).mark_text(
             baseline="bottom", dy=-3, fontSize=_DP_LABEL_PX).encode(
             x=alt.X("label_x:Q"), y=alt.YValue(0), text=alt.Text("label:N"))
-        chart = TemplateLayerChart(layer=[bars, text, rule, label], title=title, width=WIDTH,
-                                   height=24 * n_rows, datasets={"rows": [], "marker": []})
+        chart = TemplateLayerChart(layer=[bars, text, rule, label], width=WIDTH,
+                                   height=alt.Step(24), datasets={"rows": [], "marker": []})
     return chart.freeze()
 
 
@@ -346,8 +349,9 @@ def dp_threshold_chart(df: pd.DataFrame, tokens_per_chip: float | None = None, *
         at = min(max(px(tokens_per_chip), half), WIDTH - half)  # centred on the rule, inside the plot
         marker = [{"tokens_per_chip": float(tokens_per_chip), "what": "your batch per chip", "label": words,
                    "label_x": low * (high / low) ** (at / WIDTH)}]
-    return _dp_threshold_template(title, low, high, len(rows)).with_datasets(
-        {"rows": rows, "marker": marker})
+    for r in rows:
+        r["low"], r["high"] = low, high
+    return retitled(_dp_threshold_template().with_datasets({"rows": rows, "marker": marker}), title)
 
 
 __all__ += ["dp_threshold_chart"]
