@@ -61,10 +61,10 @@ def roofline_chart(curves: pd.DataFrame, point: pd.DataFrame | None = None, *,
 
 
 def row_dicts(df: pd.DataFrame) -> list[dict]:
-    """A small frame's rows as plain Python dicts (numpy scalars unwrapped)."""
+    """A small frame's rows as dicts of plain Python values (``tolist`` per column: no numpy
+    scalars, and no per-value conversion)."""
     cols = list(df.columns)
-    return [{c: (v.item() if hasattr(v, "item") else v) for c, v in zip(cols, row)}
-            for row in zip(*(df[c].to_numpy() for c in cols))]
+    return [dict(zip(cols, row)) for row in zip(*(df[c].tolist() for c in cols))]
 
 
 def retitled(chart, title):
