@@ -12,7 +12,7 @@ import pandas as pd
 from altair.utils.schemapi import debug_mode
 
 from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, TemplateLayerChart, described
-from trainium_lab.charts.hardware import retitled, row_dicts
+from trainium_lab.charts.hardware import _retitled, _row_dicts
 
 __all__ = ["levels_chart", "ring_step_chart", "size_sweep_chart", "placement_chart"]
 
@@ -89,7 +89,7 @@ def ring_step_chart(df: pd.DataFrame, *, title: str | list[str] | None = None) -
                                    df["contributions"].tolist(), df["sending"].tolist())]
     chart = _ring_step_template().with_datasets(
         {"cells": cells, "extent": [{"contributions": 1}, {"contributions": n}]})
-    return retitled(chart, title)
+    return _retitled(chart, title)
 
 
 #: a ring grid's cell, px wide and high
@@ -135,10 +135,10 @@ def size_sweep_chart(df: pd.DataFrame, crossovers: pd.DataFrame | None = None, *
     cached template (the rules' layers are there, empty, when there is no crossover), so a
     widget update only swaps the data.
     """
-    marks = [] if crossovers is None or crossovers.empty else row_dicts(crossovers[["size_bytes", "series"]])
+    marks = [] if crossovers is None or crossovers.empty else _row_dicts(crossovers[["size_bytes", "series"]])
     chart = _size_sweep_template().with_datasets(
-        {"lines": row_dicts(df[["size_bytes", "time_ms", "series"]]), "crossovers": marks})
-    return retitled(chart, title)
+        {"lines": _row_dicts(df[["size_bytes", "time_ms", "series"]]), "crossovers": marks})
+    return _retitled(chart, title)
 
 
 @functools.lru_cache(maxsize=1)
@@ -231,7 +231,7 @@ def placement_chart(df: pd.DataFrame, *, kind: str = "tp", highlight: int = 0, c
     else:  # one colour per group on a sequential scale, from group 0 to the last
         scale = (max(r["group_no"] for r in cells), mixed)
     chart = _placement_template(kind, scale).with_datasets({"cells": cells, "heads": heads})
-    return retitled(chart, title)
+    return _retitled(chart, title)
 
 
 @functools.lru_cache(maxsize=64)
@@ -351,7 +351,7 @@ def dp_threshold_chart(df: pd.DataFrame, tokens_per_chip: float | None = None, *
                    "label_x": low * (high / low) ** (at / WIDTH)}]
     for r in rows:
         r["low"], r["high"] = low, high
-    return retitled(_dp_threshold_template().with_datasets({"rows": rows, "marker": marker}), title)
+    return _retitled(_dp_threshold_template().with_datasets({"rows": rows, "marker": marker}), title)
 
 
 __all__ += ["dp_threshold_chart"]

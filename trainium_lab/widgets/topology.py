@@ -13,7 +13,6 @@ import numpy as np
 import pandas as pd
 
 from trainium_lab import collectives, specs, topology, views
-from trainium_lab.charts.hardware import row_dicts
 from trainium_lab.charts.topology import (dp_threshold_chart, placement_chart, ring_step_chart,
                                           size_sweep_chart)
 from trainium_lab.units import MB, format_bandwidth, format_bytes, format_seconds, us
@@ -187,7 +186,7 @@ def _describe_placement(v: _PlacementView) -> str:
     head = (f"{c.n_systems} × {c.system}, LNC={c.lnc}: {c.n_chips} chips, <b>{c.n_ranks} ranks</b> "
             f"({c.ranks_per_chip} per chip). Ordering {'-'.join(p.ordering)} (innermost first).")
     rows = []
-    for r in row_dicts(v.costs):
+    for r in v.costs.to_dict("records"):
         bw = "on chip" if r["bytes_per_s"] is None or not np.isfinite(r["bytes_per_s"]) else \
             f"{format_bandwidth(r['bytes_per_s'])} ({html.escape(r['scope'])}; direction {html.escape(r['direction'])})"
         style = (' style="color:#a40000;font-weight:bold"'
@@ -256,7 +255,7 @@ def _dp_threshold(system, dtype, grad_bytes, overlap, n, tokens_per_chip):
 
 def _describe_dp(v: _DPView) -> str:
     rows = []
-    for r in row_dicts(v.table[["level", "bytes_per_s", "tokens_per_chip"]]):
+    for r in v.table[["level", "bytes_per_s", "tokens_per_chip"]].to_dict("records"):
         ratio = r["tokens_per_chip"] / v.tokens_per_chip  # all-reduce time / overlapped compute time
         verdict = (f'<span style="color:#a40000">communication-bound: the all-reduce takes '
                    f'{ratio:.2g}× the compute it can hide behind</span>' if ratio > 1 else
