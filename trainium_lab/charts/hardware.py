@@ -60,10 +60,10 @@ def roofline_chart(curves: pd.DataFrame, point: pd.DataFrame | None = None, *,
         return _roofline_layers(curves, point, title, labels, path, path_label)
 
 
-def _row_dicts(df: pd.DataFrame) -> list[dict]:
-    """A small frame's rows as dicts of plain Python values (``tolist`` per column: no numpy
-    scalars, and no per-value conversion)."""
-    cols = list(df.columns)
+def _row_dicts(df: pd.DataFrame, cols: list[str] | None = None) -> list[dict]:
+    """Rows of a small frame (its columns ``cols``) as dicts of plain Python values: one
+    ``tolist`` per column, no numpy scalars, no per-value conversion and no sub-frame."""
+    cols = list(df.columns) if cols is None else list(cols)
     return [dict(zip(cols, row)) for row in zip(*(df[c].tolist() for c in cols))]
 
 
@@ -115,16 +115,16 @@ def _roofline_template(has_point: bool, has_kind: bool) -> TemplateLayerChart:
 
 def _roofline_path_chart(curves, point, title, path, path_label):
     """The chart of ``roofline_chart`` with a path and no written labels, from the template."""
-    lines = _row_dicts(curves[["device", "intensity", "tflop_per_s"]])
+    lines = _row_dicts(curves, ["device", "intensity", "tflop_per_s"])
     for r in lines:
         r["dash"] = "roof"
     lines += [{"intensity": r["intensity"], "tflop_per_s": r["tflop_per_s"], "device": str(path_label),
-               "dash": "path"} for r in _row_dicts(path[["intensity", "tflop_per_s"]])]
+               "dash": "path"} for r in _row_dicts(path, ["intensity", "tflop_per_s"])]
     datasets = {"lines": lines}
     has_kind = point is not None and "kind" in point.columns
     if point is not None:
-        datasets["points"] = _row_dicts(point[["intensity", "tflop_per_s", "bound", "label"]
-                                         + (["kind"] if has_kind else [])])
+        datasets["points"] = _row_dicts(point, ["intensity", "tflop_per_s", "bound", "label"]
+                                        + (["kind"] if has_kind else []))
     chart = _roofline_template(point is not None, has_kind).with_datasets(datasets)
     return _retitled(chart, title)
 

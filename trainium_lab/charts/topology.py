@@ -135,9 +135,9 @@ def size_sweep_chart(df: pd.DataFrame, crossovers: pd.DataFrame | None = None, *
     cached template (the rules' layers are there, empty, when there is no crossover), so a
     widget update only swaps the data.
     """
-    marks = [] if crossovers is None or crossovers.empty else _row_dicts(crossovers[["size_bytes", "series"]])
+    marks = [] if crossovers is None or crossovers.empty else _row_dicts(crossovers, ["size_bytes", "series"])
     chart = _size_sweep_template().with_datasets(
-        {"lines": _row_dicts(df[["size_bytes", "time_ms", "series"]]), "crossovers": marks})
+        {"lines": _row_dicts(df, ["size_bytes", "time_ms", "series"]), "crossovers": marks})
     return _retitled(chart, title)
 
 
