@@ -160,13 +160,28 @@ class _PlacementView:
 MAX_MAP_RANKS = 2 ** 15
 
 
+@functools.lru_cache(maxsize=8)
+def _placement(system, lnc, tp, pp, dp, ep, ordering) -> topology.Placement:
+    """The placement of these settings, kept for the next updates: the menus that change only
+    the drawing (colour by, outline group) or the message size reuse its group tables, which
+    the placement works out once (a few ms)."""
+    return topology.place(tp, pp, dp, ep, system=system, lnc=lnc, ordering=ordering)
+
+
+@functools.lru_cache(maxsize=8)
+def _placement_costs(size_bytes: float, *placement) -> pd.DataFrame:
+    """``collectives.placement_costs`` of ``_placement(*placement)``, kept while only the colour
+    and the outline change (the frame is only read)."""
+    return collectives.placement_costs(_placement(*placement), size_bytes)
+
+
 def _place(system, lnc, tp, pp, dp, ep, ordering, colour_by, highlight, size_mb):
     if tp * pp * dp * ep > MAX_MAP_RANKS:
         raise ValueError(f"TP × PP × DP × EP = {tp * pp * dp * ep:,} ranks: the map draws at most "
                          f"{MAX_MAP_RANKS:,}; the model itself (topology.place) has no such limit")
-    p = topology.place(tp, pp, dp, ep, system=system, lnc=lnc, ordering=ordering)
+    p = _placement(system, lnc, tp, pp, dp, ep, ordering)
     size = float(size_mb) * MB
-    costs = collectives.placement_costs(p, size)
+    costs = _placement_costs(size, system, lnc, tp, pp, dp, ep, ordering)
     n_groups = p.cluster.n_ranks // p.degrees[colour_by]
     if not -1 <= highlight <= n_groups - 1:  # never clamp silently: say which groups exist
         raise ValueError(f"highlight must be between -1 (none) and {n_groups - 1} (there are "
