@@ -606,3 +606,15 @@ def test_unfused_softmax_is_bound_by_hbm_and_bad_op_names_the_parameter():
     assert roofline.elementwise_op_bounds("softmax", 2**26).bound == "hbm"
     with pytest.raises(ValueError, match="op"):
         roofline.elementwise_op_bounds("gelu", 2**26)
+
+
+def test_roofline_explorer_updates_by_data_alone():
+    """Issue 30: every control of the roofline explorer changes only the chart's data and
+    title (the path's legend words are constant), so the page swaps the data in place."""
+    w = widgets.roofline_explorer()
+    template = w._live[0]
+    for name, value in [("m", 33), ("m", 2048), ("n", 100_000), ("k", 100), ("chip", "trn3"),
+                        ("dtype", "fp8"), ("chip", "h100"), ("m", 1)]:
+        w.controls[name].value = value
+        assert w.last_error is None, (name, value, w.last_error)
+        assert w._live[0] == template, f"{name} = {value!r} changed the chart's structure"

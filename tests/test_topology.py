@@ -339,3 +339,27 @@ def test_dp_threshold_explorer_marks_the_levels_a_batch_cannot_hide():
     assert "communication-bound" in e.summary.value
     e.controls["tokens_per_chip"].value = 0
     assert e.last_error == "tokens/chip must be ≥ 1; got 0"
+
+
+@pytest.mark.parametrize("factory, moves", [
+    ("ring_stepper", [("n", 6), ("n", 2), ("step", 1), ("n", 8), ("step", 13)]),
+    ("latency_sweep_explorer", [("n", 17), ("n", 1), ("n", 64), ("latency_us", "0"),
+                                ("latency_us", "50"), ("level", "ultraserver (trn2-neuronlink-inter)"),
+                                ("collective", "all_to_all")]),
+    # (degrees that change the number of groups coloured change the colour scale: a new spec)
+    ("placement_explorer", [("lnc", 1), ("system", "trn3-gen1-ultraserver"), ("highlight", "3"),
+                            ("size_mb", "10"), ("lnc", 2)]),
+    ("dp_threshold_explorer", [("n", 65), ("n", 1024), ("grad_bytes", 4.0), ("overlap", 6.0),
+                               ("tokens_per_chip", "3000000"), ("system", "trn3-gen1-ultraserver")]),
+])
+def test_chapter_03_explorers_update_by_data_alone(factory, moves):
+    """Issue 30: a slider or an ordinary control changes only the chart's data (and title),
+    so the page swaps the data in the view already drawn instead of re-parsing the spec."""
+    from trainium_lab.widgets import topology as widgets
+
+    ex = getattr(widgets, factory)()
+    template = ex._live[0]
+    for name, value in moves:
+        ex.controls[name].value = value
+        assert ex.last_error is None, (name, value, ex.last_error)
+        assert ex._live[0] == template, f"{factory}: {name} = {value!r} changed the chart's structure"

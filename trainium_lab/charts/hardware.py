@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import functools
+
 import altair as alt
 import pandas as pd
 
 from altair.utils.schemapi import debug_mode
 
-from trainium_lab.charts.base import PALETTE, base, described
+from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, TemplateLayerChart, base, described
 
 __all__ = ["roofline_chart", "generations_chart", "neuroncore_chart", "utilisation_chart"]
 
@@ -52,8 +54,79 @@ def roofline_chart(curves: pd.DataFrame, point: pd.DataFrame | None = None, *,
         A matmul's path as its batch grows (``roofline.batch_curve``: ``intensity``,
         ``tflop_per_s``), drawn as a wide translucent band in the roofs' layer, named ``path_label``.
     """
+    if path is not None and not labels and str(path_label).startswith(_PATH_WORDS):
+        return _roofline_path_chart(curves, point, title, path, path_label)  # the explorer's
     with debug_mode(False):  # skip per-object schema validation: widget updates stay fast
         return _roofline_layers(curves, point, title, labels, path, path_label)
+
+
+def _row_dicts(df: pd.DataFrame, cols: list[str] | None = None) -> list[dict]:
+    """Rows of a small frame (its columns ``cols``) as dicts of plain Python values: one
+    ``tolist`` per column, no numpy scalars, no per-value conversion and no sub-frame."""
+    cols = list(df.columns) if cols is None else list(cols)
+    return [dict(zip(cols, row)) for row in zip(*(df[c].tolist() for c in cols))]
+
+
+def _retitled(chart, title):
+    """A dataset template's chart (from ``with_datasets``) with its own top-level title,
+    without converting the spec again: a live view shows a new title as a signal."""
+    object.__setattr__(chart, "_kwds", {**chart._kwds, "title": title})
+    object.__setattr__(chart, "_spec", {**chart.__dict__["_spec"], "title": title})
+    return chart
+
+
+#: words of the path's colour-legend entry that explain its width and opacity (the entry's
+#: label starts with them; constant, so that the explorer's template is)
+_PATH_WORDS = "reachable as m grows"
+
+
+@functools.lru_cache(maxsize=4)
+def _roofline_template(has_point: bool, has_kind: bool) -> TemplateLayerChart:
+    """The roofs, the matmul's path and its points, with named (empty) data sets, built once:
+    an explorer's update only swaps the data and the title."""
+    x = alt.X("intensity:Q", scale=alt.Scale(type="log"),
+              title="arithmetic intensity (FLOP per byte of HBM traffic)")
+    y = alt.Y("tflop_per_s:Q", scale=alt.Scale(type="log"), title="attainable TFLOP/s")
+    with debug_mode(False):
+        # the path lies on the roof by definition: drawn as a wide translucent band over
+        # the part of the roof this matmul can reach
+        lines = alt.Chart(alt.NamedData("lines")).mark_line().encode(
+            x=x, y=y, color=alt.Color("device:N", title=None, sort=None,
+                                      legend=alt.Legend(labelLimit=320)),
+            size=alt.Size("dash:N", legend=None, scale=alt.Scale(domain=["roof", "path"], range=[2.5, 10])),
+            opacity=alt.Opacity("dash:N", legend=None, scale=alt.Scale(domain=["roof", "path"], range=[1, 0.45])),
+            tooltip=[alt.Tooltip("device:N")])
+        layers = [lines]
+        if has_point:
+            shape = (alt.Shape("kind:N", title=None, sort=None,
+                               scale=alt.Scale(range=["diamond", "triangle-down", "circle"]))
+                     if has_kind else alt.ShapeValue("diamond"))
+            layers.append(alt.Chart(alt.NamedData("points")).mark_point(size=180, filled=True, opacity=1).encode(
+                x=alt.X("intensity:Q"), y=alt.Y("tflop_per_s:Q"), shape=shape,
+                fill=alt.Fill("bound:N", scale=_BOUND_COLORS, title="bound by"),
+                tooltip=[alt.Tooltip("label:N", title="matmul"),
+                         alt.Tooltip("tflop_per_s:Q", format=",.4g", title="TFLOP/s")]))
+        # the wide translucent band (size and opacity by "dash") is the path's colour-legend entry
+        chart = TemplateLayerChart(layer=layers, width=WIDTH, height=HEIGHT,
+                                   usermeta={"explained": {"size": _PATH_WORDS, "opacity": _PATH_WORDS}},
+                                   datasets={"lines": [], "points": []} if has_point else {"lines": []})
+    return chart.freeze()
+
+
+def _roofline_path_chart(curves, point, title, path, path_label):
+    """The chart of ``roofline_chart`` with a path and no written labels, from the template."""
+    lines = _row_dicts(curves, ["device", "intensity", "tflop_per_s"])
+    for r in lines:
+        r["dash"] = "roof"
+    lines += [{"intensity": r["intensity"], "tflop_per_s": r["tflop_per_s"], "device": str(path_label),
+               "dash": "path"} for r in _row_dicts(path, ["intensity", "tflop_per_s"])]
+    datasets = {"lines": lines}
+    has_kind = point is not None and "kind" in point.columns
+    if point is not None:
+        datasets["points"] = _row_dicts(point, ["intensity", "tflop_per_s", "bound", "label"]
+                                        + (["kind"] if has_kind else []))
+    chart = _roofline_template(point is not None, has_kind).with_datasets(datasets)
+    return _retitled(chart, title)
 
 
 def _roofline_layers(curves, point, title, labels, path=None, path_label=""):

@@ -12,6 +12,7 @@ import pandas as pd
 from altair.utils.schemapi import debug_mode
 
 from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, TemplateLayerChart, described
+from trainium_lab.charts.hardware import _retitled, _row_dicts
 
 __all__ = ["levels_chart", "ring_step_chart", "size_sweep_chart", "placement_chart"]
 
@@ -72,38 +73,54 @@ def ring_step_chart(df: pd.DataFrame, *, title: str | list[str] | None = None) -
     """Grid of participants × chunks coloured by how many participants each held copy sums.
 
     ``df`` is ``collectives.ring_allreduce_steps(n, step)``. Cells outlined in black
-    are what each participant sends in the next step.
+    are what each participant sends in the next step. Built from a cached template sized by
+    the cell (``_RING_CELL_PX``), its colour scale spanning 1 … n through an invisible layer,
+    so a widget update only swaps the data, whatever n is.
     """
     n = int(df["rank"].max()) + 1
     phase = str(df["phase"].iloc[0])
-    d = df[["rank", "chunk", "contributions", "sending"]].copy()
-    d["rank"] = "rank " + d["rank"].astype(str)
-    d["chunk"] = d["chunk"].astype(str)  # the axis title says "chunk": "chunk 0chunk 1" touched at n = 8
     # two short lines: a one-line title is wider than this small chart, and a browser's wider
     # font would push its ends out of the static SVG
     title = title or [f"Ring all-reduce, {n} participants", f"next step: {phase}",
                       "outlined: what each sends next"]
-    d["stroke"] = np.where(d["sending"], "black", "white")
-    d["ink"] = np.where(d["contributions"] > n / 2, "white", "black")
+    # the axis says "chunk": "chunk 0chunk 1" touched at n = 8, so a chunk is its number alone
+    cells = [{"rank": f"rank {r}", "chunk": str(c), "contributions": int(k), "sending": bool(s),
+              "stroke": "black" if s else "white", "ink": "white" if k > n / 2 else "black"}
+             for r, c, k, s in zip(df["rank"].tolist(), df["chunk"].tolist(),
+                                   df["contributions"].tolist(), df["sending"].tolist())]
+    chart = _ring_step_template().with_datasets(
+        {"cells": cells, "extent": [{"contributions": 1}, {"contributions": n}]})
+    return _retitled(chart, title)
+
+
+#: a ring grid's cell, px wide and high
+_RING_CELL_PX = (40, 28)
+
+
+@functools.lru_cache(maxsize=1)
+def _ring_step_template() -> TemplateLayerChart:
     with debug_mode(False):
-        grid = alt.Chart().mark_rect(
-            strokeWidth=3).encode(
+        color = alt.Color("contributions:Q", title="summed over", scale=alt.Scale(scheme="blues"),
+                          legend=alt.Legend(type="gradient"))
+        grid = alt.Chart(alt.NamedData("cells")).mark_rect(strokeWidth=3).encode(
             x=alt.X("chunk:N", sort=None, title="chunk of the buffer", axis=alt.Axis(labelAngle=0)),
             y=alt.Y("rank:N", sort=None, title="participant"),
-            color=alt.Color("contributions:Q", title="summed over",
-                            scale=alt.Scale(domain=[1, n], scheme="blues")),
+            color=color,
             stroke=alt.Stroke("stroke:N", scale=None),
             tooltip=[alt.Tooltip("rank:N"), alt.Tooltip("chunk:N"),
                      alt.Tooltip("contributions:Q", title="participants summed"),
                      alt.Tooltip("sending:N", title="sent next step")],
         )
-        text = alt.Chart().mark_text(fontSize=11).encode(
+        # the colour scale runs from 1 to n (the extent's two rows), also before any cell sums n;
+        # drawn first, under the cells, so that it never takes their tooltips
+        extent = alt.Chart(alt.NamedData("extent")).mark_rect(opacity=0, aria=False).encode(color=color)
+        text = alt.Chart(alt.NamedData("cells")).mark_text(fontSize=11).encode(
             x=alt.X("chunk:N", sort=None), y=alt.Y("rank:N", sort=None),
-            text=alt.Text("contributions:Q"), color=alt.Color("ink:N", scale=None),
+            text=alt.Text("contributions:Q"), fill=alt.Fill("ink:N", scale=None),
         )
-        # data on the layer, not the sub-charts: alt.layer deep-copies its children
-        return alt.layer(grid, text, data=_records(d), title=title, width=34 * n + 40,
-                         height=28 * n).resolve_scale(color="independent")
+        chart = TemplateLayerChart(layer=[extent, grid, text], datasets={"cells": [], "extent": []},
+                                   width=alt.Step(_RING_CELL_PX[0]), height=alt.Step(_RING_CELL_PX[1]))
+    return chart.freeze()
 
 
 @described(
@@ -115,10 +132,20 @@ def size_sweep_chart(df: pd.DataFrame, crossovers: pd.DataFrame | None = None, *
     """Log-log time against size, one line per ``series``, with optional crossover rules.
 
     ``df`` has columns ``size_bytes``, ``time_ms`` and ``series``; ``crossovers`` has
-    ``size_bytes`` and ``series`` (where latency and bandwidth terms are equal).
+    ``size_bytes`` and ``series`` (where latency and bandwidth terms are equal). Built from a
+    cached template (the rules' layers are there, empty, when there is no crossover), so a
+    widget update only swaps the data.
     """
+    marks = [] if crossovers is None or crossovers.empty else _row_dicts(crossovers, ["size_bytes", "series"])
+    chart = _size_sweep_template().with_datasets(
+        {"lines": _row_dicts(df, ["size_bytes", "time_ms", "series"]), "crossovers": marks})
+    return _retitled(chart, title)
+
+
+@functools.lru_cache(maxsize=1)
+def _size_sweep_template() -> TemplateLayerChart:
     with debug_mode(False):
-        lines = alt.Chart().mark_line(
+        lines = alt.Chart(alt.NamedData("lines")).mark_line(
             strokeWidth=2).encode(
             x=alt.X("size_bytes:Q", scale=alt.Scale(type="log"), title="message size (bytes, log)",
                     axis=alt.Axis(format="~s")),
@@ -127,21 +154,18 @@ def size_sweep_chart(df: pd.DataFrame, crossovers: pd.DataFrame | None = None, *
             tooltip=[alt.Tooltip("series:N"), alt.Tooltip("size_bytes:Q", format=",.3s", title="bytes"),
                      alt.Tooltip("time_ms:Q", format=",.4g", title="ms")],
         )
-        top = dict(data=_records(df[["size_bytes", "time_ms", "series"]]), title=title,
-                   width=WIDTH, height=HEIGHT)
-        if crossovers is None or crossovers.empty:
-            return alt.layer(lines, **top)
-        marks = _records(crossovers[["size_bytes", "series"]])
-        rules = alt.Chart(marks).mark_rule(
+        rules = alt.Chart(alt.NamedData("crossovers")).mark_rule(
             strokeDash=[2, 2], color="#666").encode(
             x=alt.X("size_bytes:Q"),
             tooltip=[alt.Tooltip("series:N", title="crossover"),
                      alt.Tooltip("size_bytes:Q", format=",.3s", title="bytes")])
         # each rule named at the top of the plot: where latency and bandwidth terms are equal
-        label = alt.Chart(marks).mark_text(align="left", baseline="top", dx=3, dy=2, fontSize=10,
-                                           color="#555555").encode(
+        label = alt.Chart(alt.NamedData("crossovers")).mark_text(
+            align="left", baseline="top", dx=3, dy=2, fontSize=10, color="#555555").encode(
             x=alt.X("size_bytes:Q"), y=alt.YValue(0), text=alt.TextValue("latency = bandwidth term"))
-        return alt.layer(lines, rules, label, **top)
+        chart = TemplateLayerChart(layer=[lines, rules, label], width=WIDTH, height=HEIGHT,
+                                   datasets={"lines": [], "crossovers": []})
+    return chart.freeze()
 
 
 #: a placement map's cells are this many px square; its rank labels are this many px high
@@ -162,8 +186,9 @@ def placement_chart(df: pd.DataFrame, *, kind: str = "tp", highlight: int = 0, c
     the ranks have too many digits for a cell). Up to ten groups get the course's ten
     categorical colours; beyond ten, a sequential scale by group number (one colour per group,
     a gradient legend: a symbol legend would need an entry per group). Instances are laid out
-    ``columns`` to a row (one chart, no facets), from a template cached by its layout, so a
-    widget update only swaps the data.
+    ``columns`` to a row (one chart, no facets), from a template cached by its colour scale:
+    the map's size comes from its data (a fixed step per cell), so a widget update only swaps
+    the data unless the groups coloured change.
     """
     from trainium_lab.charts.base import text_width_px
 
@@ -171,48 +196,52 @@ def placement_chart(df: pd.DataFrame, *, kind: str = "tp", highlight: int = 0, c
     n_rows = int(df["row"].max()) + 1
     labels = list(dict.fromkeys(df["label"]))
     where = {lab: divmod(i, columns) for i, lab in enumerate(labels)}  # label -> (block row, block col)
-    block_r = np.array([where[lab][0] for lab in df["label"]])
-    block_c = np.array([where[lab][1] for lab in df["label"]])
     # the widest rank label decides how many cells of a row each label needs
-    every = math.ceil((text_width_px(str(int(df["first_rank"].max())), _RANK_PX) + 1) / _CELL_PX)
-    shown = df["col"].to_numpy() % every == 0
-    d = pd.DataFrame({
-        "x": block_c * (side + 1) + df["col"].to_numpy(), "y": block_r * (n_rows + 2) + df["row"].to_numpy() + 1,
-        "colour": df["colour"].to_numpy(), "first_rank": df["first_rank"].to_numpy(),
-        "rank_label": np.where(shown, df["first_rank"].astype(str).to_numpy(), ""),
-        "ranks": [f"{a}–{b}" for a, b in zip(df["first_rank"], df["last_rank"])],
-        "label": df["label"].to_numpy(), "n_groups": df["n_groups"].to_numpy(),
-        "outline": np.where(df["highlighted"], "black", "white"),
-        "group_no": [-1 if c == "mixed" else int(c.split()[-1]) for c in df["colour"]],
-    })
-    heads = pd.DataFrame({"x": [where[lab][1] * (side + 1) for lab in labels],
-                          "y": [where[lab][0] * (n_rows + 2) for lab in labels], "label": labels})
+    first = df["first_rank"].to_numpy()
+    every = math.ceil((text_width_px(str(int(first.max())), _RANK_PX) + 1) / _CELL_PX)
+    cols, rows_ = df["col"].to_numpy(), df["row"].to_numpy()
+    colour = df["colour"].tolist()
+    cells = [{"x": where[lab][1] * (side + 1) + c, "y": where[lab][0] * (n_rows + 2) + r + 1,
+              "colour": co, "first_rank": f, "rank_label": str(f) if c % every == 0 else "",
+              "ranks": f"{f}–{last}", "label": lab, "n_groups": g, "outline": "black" if h else "white",
+              "group_no": -1 if co == "mixed" else int(co.split()[-1])}
+             for lab, c, r, co, f, last, g, h in zip(
+                 df["label"].tolist(), cols.tolist(), rows_.tolist(), colour, first.tolist(),
+                 df["last_rank"].tolist(), df["n_groups"].tolist(), df["highlighted"].tolist())]
+    heads = [{"x": where[lab][1] * (side + 1), "y": where[lab][0] * (n_rows + 2), "label": lab}
+             for lab in labels]
+    # the map's columns and rows, gaps between instances too: the scales' domains (and so, a
+    # fixed step per cell, the chart's size) are read from the data, not written in the spec
     width_cells = min(columns, len(labels)) * (side + 1) - 1
     height_cells = (-(-len(labels) // columns)) * (n_rows + 2) - 1
+    for h in heads:
+        h["width_cells"], h["height_cells"] = width_cells, height_cells
     cells_say = ("each cell shows its chip's first rank" if every == 1 else
                  f"every {every}{'nd' if every == 2 else 'rd' if every == 3 else 'th'} cell of a row "
                  "shows its chip's first rank")
     title = title or [f"Rank-to-chip map, coloured by {kind.upper()} group",
                       f"outlined: {kind.upper()} group {highlight}; {cells_say}"]
-    domain = sorted(set(d["colour"]) - {"mixed"}, key=lambda s: int(s.split()[-1]))
-    mixed = "mixed" in set(d["colour"])
+    present = set(colour)
+    mixed = "mixed" in present
+    domain = sorted(present - {"mixed"}, key=lambda s: int(s.split()[-1]))
     if len(domain) <= len(PALETTE):
         colours = PALETTE[:len(domain)]
         if mixed:
             domain, colours = domain + ["mixed"], colours + ["#d9d9d9"]
         scale = (tuple(domain), tuple(colours))
     else:  # one colour per group on a sequential scale, from group 0 to the last
-        scale = (int(d["group_no"].max()), mixed)
-    chart = _placement_template(kind, tuple(title) if isinstance(title, list) else title, scale,
-                                width_cells, height_cells)
-    return chart.with_datasets({"cells": list(_records(d).values), "heads": list(_records(heads).values)})
+        scale = (max(r["group_no"] for r in cells), mixed)
+    chart = _placement_template(kind, scale).with_datasets({"cells": cells, "heads": heads})
+    return _retitled(chart, title)
 
 
 @functools.lru_cache(maxsize=64)
-def _placement_template(kind: str, title, scale: tuple, width_cells: int,
-                        height_cells: int) -> "TemplateLayerChart":
-    x = alt.X("x:O", axis=None, scale=alt.Scale(domain=list(range(width_cells))))
-    y = alt.Y("y:O", axis=None, scale=alt.Scale(domain=list(range(height_cells))))
+def _placement_template(kind: str, scale: tuple) -> "TemplateLayerChart":
+    # every column (row) from 0 to the map's width (height) in cells, as the heads' data says
+    x = alt.X("x:O", axis=None, scale=alt.Scale(domain=alt.ExprRef(
+        expr="sequence(0, data('heads')[0].width_cells)")))
+    y = alt.Y("y:O", axis=None, scale=alt.Scale(domain=alt.ExprRef(
+        expr="sequence(0, data('heads')[0].height_cells)")))
     stroke = alt.Stroke("outline:N", scale=None)
     tooltip = [alt.Tooltip("label:N", title="instance"), alt.Tooltip("ranks:N", title="ranks"),
                alt.Tooltip("colour:N", title=f"{kind} group"),
@@ -243,8 +272,8 @@ def _placement_template(kind: str, title, scale: tuple, width_cells: int,
         head = alt.Chart(alt.NamedData("heads")).mark_text(fontSize=10, align="left", dx=-8,
                                                            fontWeight="bold").encode(
             x=x, y=y, text=alt.Text("label:N"))
-        return TemplateLayerChart(layer=[*cells, text, head], title=list(title) if isinstance(title, tuple) else title,
-                                  width=_CELL_PX * width_cells, height=_CELL_PX * height_cells,
+        return TemplateLayerChart(layer=[*cells, text, head],
+                                  width=alt.Step(_CELL_PX), height=alt.Step(_CELL_PX),
                                   datasets={"cells": [], "heads": []}).freeze()
 
 
@@ -254,14 +283,17 @@ def _placement_template(kind: str, title, scale: tuple, width_cells: int,
 _DP_LABEL_PX = 11
 
 
-@functools.lru_cache(maxsize=16)
-def _dp_threshold_template(title: str, low: float, high: float, n_rows: int) -> TemplateLayerChart:
-    x = alt.X("tokens_per_chip:Q", scale=alt.Scale(type="log", domain=[low, high]),
+@functools.lru_cache(maxsize=1)
+def _dp_threshold_template() -> TemplateLayerChart:
+    # the axis runs between the decades around the data, which the rows carry (``low``,
+    # ``high``), so that the spec stays the same from one update to the next
+    x = alt.X("tokens_per_chip:Q", scale=alt.Scale(type="log", domain=alt.ExprRef(
+        expr="[data('rows')[0].low, data('rows')[0].high]")), stack=None,
               title="tokens per chip per step (log scale)")
     y = alt.Y("row:N", sort=None, title=None, axis=alt.Axis(labelLimit=340))
     with debug_mode(False):
         bars = alt.Chart(alt.NamedData("rows")).mark_bar().encode(
-            x=x, x2=alt.X2Datum(low), y=y,
+            x=x, x2=alt.X2Value(0), y=y,  # from the left edge: the axis starts at ``low``
             color=alt.Color("level:N", scale=_LEVEL_COLORS, title="level crossed"),
             tooltip=[alt.Tooltip("system:N"), alt.Tooltip("level:N"), alt.Tooltip("dtype:N"),
                      alt.Tooltip("tokens_per_chip:Q", format=",.0f", title="C/W (tokens per chip)")])
@@ -277,8 +309,8 @@ def _dp_threshold_template(title: str, low: float, high: float, n_rows: int) -> 
         label = alt.Chart(alt.NamedData("marker")).mark_text(
             baseline="bottom", dy=-3, fontSize=_DP_LABEL_PX).encode(
             x=alt.X("label_x:Q"), y=alt.YValue(0), text=alt.Text("label:N"))
-        chart = TemplateLayerChart(layer=[bars, text, rule, label], title=title, width=WIDTH,
-                                   height=24 * n_rows, datasets={"rows": [], "marker": []})
+        chart = TemplateLayerChart(layer=[bars, text, rule, label], width=WIDTH,
+                                   height=alt.Step(24), datasets={"rows": [], "marker": []})
     return chart.freeze()
 
 
@@ -318,8 +350,9 @@ def dp_threshold_chart(df: pd.DataFrame, tokens_per_chip: float | None = None, *
         at = min(max(px(tokens_per_chip), half), WIDTH - half)  # centred on the rule, inside the plot
         marker = [{"tokens_per_chip": float(tokens_per_chip), "what": "your batch per chip", "label": words,
                    "label_x": low * (high / low) ** (at / WIDTH)}]
-    return _dp_threshold_template(title, low, high, len(rows)).with_datasets(
-        {"rows": rows, "marker": marker})
+    for r in rows:
+        r["low"], r["high"] = low, high
+    return _retitled(_dp_threshold_template().with_datasets({"rows": rows, "marker": marker}), title)
 
 
 __all__ += ["dp_threshold_chart"]

@@ -138,9 +138,9 @@ def _claims_html(df: pd.DataFrame) -> str:
         return "<i>No claim matches.</i>"
     cols = ("claim", "said_by", "verdict", "evidence")
     head = "".join(f"<th style='text-align:left'>{html.escape(c.replace('_', ' '))}</th>" for c in cols)
-    rows = "".join("<tr>" + "".join(f"<td style='text-align:left;vertical-align:top'>"
-                                    f"{html.escape(str(getattr(r, c)))}</td>" for c in cols) + "</tr>"
-                   for r in df.itertuples())
+    cell = "<td style='text-align:left;vertical-align:top'>{}</td>"
+    rows = "".join("<tr>" + "".join(cell.format(html.escape(str(v))) for v in row) + "</tr>"
+                   for row in zip(*(df[c].tolist() for c in cols)))  # (itertuples: ~1 ms more)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
 

@@ -32,8 +32,9 @@ def _describe_ring(df: pd.DataFrame) -> str:
     if phase == "done":
         head = "<b>Done</b>: every participant holds every chunk summed over all of them."
     else:
-        chunks = ", ".join(f"r{r}→r{(r + 1) % n}: chunk {c}" for r, c in
-                           df.loc[df.sending, ["rank", "chunk"]].itertuples(index=False))
+        chunks = ", ".join(f"r{r}→r{(r + 1) % n}: chunk {c}" for r, c, sending in
+                           zip(df["rank"].tolist(), df["chunk"].tolist(), df["sending"].tolist())
+                           if sending)
         head = f"Next step (<b>{phase}</b>), outlined cells: {html.escape(chunks)}."
     return (f"{head}<br>Each participant has sent <b>{sent:.2f}</b> of its buffer so far; by the end "
             f"it sends 2(n−1)/n = <b>{total:.2f}</b> of it, whatever n is.")
@@ -88,16 +89,20 @@ def _sweep(level: str, n: int, latency_us: float, collective: str) -> _Sweep:
     latency_s = latency_us * us
     sizes = np.logspace(2, 10, 33)
     with_lat = collectives.size_sweep(sizes, n, lv.bytes_per_s, latency_s, collective)
-    rows = [pd.DataFrame({"size_bytes": sizes, "time_ms": with_lat["bandwidth_only_s"] * 1e3,
-                          "series": "bandwidth term only (no latency)"})]
+    # one frame built at once (a concat of two costs a millisecond per update)
+    size_bytes, time_ms = [sizes], [with_lat["bandwidth_only_s"].to_numpy() * 1e3]
+    series = ["bandwidth term only (no latency)"] * len(sizes)
     cross = pd.DataFrame({"size_bytes": [], "series": []})
     if latency_s > 0:
-        rows.append(pd.DataFrame({"size_bytes": sizes, "time_ms": with_lat["time_s"] * 1e3,
-                                  "series": f"with α = {latency_us:g} µs per step"}))
+        size_bytes.append(sizes)
+        time_ms.append(with_lat["time_s"].to_numpy() * 1e3)
+        series += [f"with α = {latency_us:g} µs per step"] * len(sizes)
         if n > 1:
             cross = pd.DataFrame({"size_bytes": [collectives.latency_crossover_bytes(n, lv.bytes_per_s, latency_s)],
                                   "series": ["latency term = bandwidth term"]})
-    return _Sweep(pd.concat(rows, ignore_index=True), cross, lv, n, latency_s, collective)
+    lines = pd.DataFrame({"size_bytes": np.concatenate(size_bytes), "time_ms": np.concatenate(time_ms),
+                          "series": series})
+    return _Sweep(lines, cross, lv, n, latency_s, collective)
 
 
 def _render_sweep(s: _Sweep):
@@ -155,13 +160,28 @@ class _PlacementView:
 MAX_MAP_RANKS = 2 ** 15
 
 
+@functools.lru_cache(maxsize=8)
+def _placement(system, lnc, tp, pp, dp, ep, ordering) -> topology.Placement:
+    """The placement of these settings, kept for the next updates: the menus that change only
+    the drawing (colour by, outline group) or the message size reuse its group tables, which
+    the placement works out once (a few ms)."""
+    return topology.place(tp, pp, dp, ep, system=system, lnc=lnc, ordering=ordering)
+
+
+@functools.lru_cache(maxsize=8)
+def _placement_costs(size_bytes: float, *placement) -> pd.DataFrame:
+    """``collectives.placement_costs`` of ``_placement(*placement)``, kept while only the colour
+    and the outline change (the frame is only read)."""
+    return collectives.placement_costs(_placement(*placement), size_bytes)
+
+
 def _place(system, lnc, tp, pp, dp, ep, ordering, colour_by, highlight, size_mb):
     if tp * pp * dp * ep > MAX_MAP_RANKS:
         raise ValueError(f"TP × PP × DP × EP = {tp * pp * dp * ep:,} ranks: the map draws at most "
                          f"{MAX_MAP_RANKS:,}; the model itself (topology.place) has no such limit")
-    p = topology.place(tp, pp, dp, ep, system=system, lnc=lnc, ordering=ordering)
+    p = _placement(system, lnc, tp, pp, dp, ep, ordering)
     size = float(size_mb) * MB
-    costs = collectives.placement_costs(p, size)
+    costs = _placement_costs(size, system, lnc, tp, pp, dp, ep, ordering)
     n_groups = p.cluster.n_ranks // p.degrees[colour_by]
     if not -1 <= highlight <= n_groups - 1:  # never clamp silently: say which groups exist
         raise ValueError(f"highlight must be between -1 (none) and {n_groups - 1} (there are "
@@ -181,12 +201,15 @@ def _describe_placement(v: _PlacementView) -> str:
     head = (f"{c.n_systems} × {c.system}, LNC={c.lnc}: {c.n_chips} chips, <b>{c.n_ranks} ranks</b> "
             f"({c.ranks_per_chip} per chip). Ordering {'-'.join(p.ordering)} (innermost first).")
     rows = []
-    for r in v.costs.itertuples():
-        bw = "on chip" if r.bytes_per_s is None or not np.isfinite(r.bytes_per_s) else \
-            f"{format_bandwidth(r.bytes_per_s)} ({html.escape(r.scope)}; direction {html.escape(r.direction)})"
-        style = ' style="color:#a40000;font-weight:bold"' if r.level != r.expected_level and r.kind in topology.LATENCY_CRITICAL else ""
-        rows.append(f"<tr{style}><td>{r.kind.upper()}</td><td>{r.degree}</td><td>{r.n_chips}</td>"
-                    f"<td>{r.level}</td><td>{bw}</td><td>{format_seconds(r.time_s) if r.time_s else '—'}</td></tr>")
+    cols = ("kind", "degree", "n_chips", "level", "expected_level", "bytes_per_s", "scope", "direction", "time_s")
+    for kind, degree, n_chips, level, expected, bps, scope, direction, time_s in zip(
+            *(v.costs[c].tolist() for c in cols)):  # (itertuples and to_dict cost ~1 ms here)
+        bw = "on chip" if bps is None or not np.isfinite(bps) else \
+            f"{format_bandwidth(bps)} ({html.escape(scope)}; direction {html.escape(direction)})"
+        style = (' style="color:#a40000;font-weight:bold"'
+                 if level != expected and kind in topology.LATENCY_CRITICAL else "")
+        rows.append(f"<tr{style}><td>{kind.upper()}</td><td>{degree}</td><td>{n_chips}</td>"
+                    f"<td>{level}</td><td>{bw}</td><td>{format_seconds(time_s) if time_s else '—'}</td></tr>")
     table = ("<table><tr><th>group</th><th>ranks</th><th>chips</th><th>slowest level</th>"
              f"<th>bandwidth per chip</th><th>all-reduce of {format_bytes(v.size_bytes, binary=False)} per rank</th></tr>"
              + "".join(rows) + "</table>")
@@ -248,13 +271,13 @@ def _dp_threshold(system, dtype, grad_bytes, overlap, n, tokens_per_chip):
 
 def _describe_dp(v: _DPView) -> str:
     rows = []
-    for r in v.table.itertuples():
-        ratio = r.tokens_per_chip / v.tokens_per_chip  # all-reduce time / overlapped compute time
+    for level, bps, tokens in zip(*(v.table[c].tolist() for c in ("level", "bytes_per_s", "tokens_per_chip"))):
+        ratio = tokens / v.tokens_per_chip  # all-reduce time / overlapped compute time
         verdict = (f'<span style="color:#a40000">communication-bound: the all-reduce takes '
                    f'{ratio:.2g}× the compute it can hide behind</span>' if ratio > 1 else
                    f'<span style="color:#2e7d32">hidden (all-reduce = {ratio:.0%} of that compute)</span>')
-        rows.append(f"<tr><td>{r.level}</td><td>{format_bandwidth(r.bytes_per_s)}</td>"
-                    f"<td>{r.tokens_per_chip:,.0f}</td><td>{verdict}</td></tr>")
+        rows.append(f"<tr><td>{level}</td><td>{format_bandwidth(bps)}</td>"
+                    f"<td>{tokens:,.0f}</td><td>{verdict}</td></tr>")
     return (f"{v.tokens_per_chip:,.0f} tokens per chip per step; C = {v.table.flop_per_s.iloc[0] / 1e12:,.0f} "
             f"TFLOP/s ({v.table.dtype.iloc[0]}). The model size cancels out."
             "<table><tr><th>level crossed</th><th>W per chip</th><th>threshold (tokens/chip)</th><th>at your batch</th></tr>"
