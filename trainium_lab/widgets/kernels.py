@@ -1,7 +1,8 @@
 """Chapter 08's widget: output-tile sizes of a tiled matmul against one NeuronCore's roofline.
 
 Controls → ``kernels.tile_plan`` and ``kernels.matmul_cost`` (the emulator's cost model) →
-``charts.hardware.roofline_chart`` with chapter 01's chip roofline and one core's roofline.
+``charts.kernels.core_roofline_chart`` (chapter 01's roofline chart) with the chip's roofline
+and one core's.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import ipywidgets as W
 import pandas as pd
 
 from trainium_lab import kernels, roofline
-from trainium_lab.charts.hardware import roofline_chart
+from trainium_lab.charts.kernels import core_roofline_chart
 from trainium_lab.units import TFLOPS, format_bytes, format_flop_rate, format_seconds
 from trainium_lab.widgets.base import Explorer, benchmarked, read_values
 
@@ -57,8 +58,8 @@ def _tiles(chip: str, dtype: str, m: int, n: int, k: int, tile_m: int, tile_n: i
 
 def _render(v: _TileView):
     p = v.plan
-    return roofline_chart(v.curves, v.point, labels=False,
-                          title=f"{p.m}×{p.k} @ {p.k}×{p.n} {p.dtype}, {p.tile_m} × {p.tile_n} tiles")
+    return core_roofline_chart(v.curves, v.point,
+                               title=f"{p.m}×{p.k} @ {p.k}×{p.n} {p.dtype}, {p.tile_m} × {p.tile_n} tiles")
 
 
 def _describe(v: _TileView) -> str:
