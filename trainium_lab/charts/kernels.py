@@ -13,7 +13,7 @@ from altair.utils.schemapi import debug_mode
 
 from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, TemplateLayerChart, base, described
 from trainium_lab.charts.hardware import _BOUND_COLORS, roofline_chart
-from trainium_lab.charts.layouts import _records, retitled  # the course's one inline-data helper
+from trainium_lab.charts.layouts import _records, _retitled  # the course's one inline-data helper
 
 __all__ = ["ENGINE_LABELS", "timeline_chart", "engine_busy_chart", "tile_sweep_chart",
            "core_roofline_chart"]
@@ -162,4 +162,4 @@ def core_roofline_chart(curves: pd.DataFrame, point: pd.DataFrame, *,
     roofs = _records(curves[["device", "intensity", "tflop_per_s"]]).values
     dot = _records(point[["intensity", "tflop_per_s", "bound", "label"]]).values
     chart = _core_roofline_template().with_datasets({"roofs": list(roofs), "point": list(dot)})
-    return retitled(chart, title)
+    return _retitled(chart, title)

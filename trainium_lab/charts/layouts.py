@@ -35,7 +35,7 @@ def _records(df: pd.DataFrame) -> alt.InlineData:
         return alt.InlineData(values=values)
 
 
-def with_props(chart, **props):
+def _with_props(chart, **props):
     """A dataset template's chart (from ``with_datasets``) with its own copy of the converted
     spec and ``props`` (top-level properties: a title) set in it, without converting the spec
     again. A live view shows a new top-level title as a signal, so the template stays the
@@ -45,9 +45,9 @@ def with_props(chart, **props):
     return chart
 
 
-def retitled(chart, title):
-    """:func:`with_props` with a title."""
-    return with_props(chart, title=title)
+def _retitled(chart, title):
+    """:func:`_with_props` with a title."""
+    return _with_props(chart, title=title)
 
 
 @described(
@@ -159,7 +159,7 @@ def plan_scatter_chart(df: pd.DataFrame, *, colour: str = "tp_level", title: str
     named data set, so a widget redraws it without rebuilding the spec.
     """
     cols = ["label", "tokens_per_s", "headroom_gib", "step_s", "memory_gib", "rank", "tp_level",
-            "zero_stage", "recompute", "pp", "tp", "dp"]
+            "zero_stage", "recompute", "pp"]  # what the encodings and tooltips read
     values = {c: df[c].tolist() for c in cols}
     values["zero_stage"] = [f"ZeRO-{z}" for z in values["zero_stage"]]
     values["pp"] = [f"PP{p}" for p in values["pp"]]
@@ -273,7 +273,7 @@ def panel_bars_chart(d: pd.DataFrame | list[dict], domain: list[str], colours: l
     rows = list(_records(d).values) if isinstance(d, pd.DataFrame) else list(d)
     template = _panel_template(tuple(domain), tuple(colours), tuple(panels), int(width), int(step),
                                int(legend_columns), None if padding is None else tuple(padding.items()))
-    return with_props(template.with_datasets({"panels": rows}))
+    return _with_props(template.with_datasets({"panels": rows}))
 
 
 @described(
@@ -286,7 +286,7 @@ def layout_dashboard(memory: pd.DataFrame, times: pd.DataFrame, placement: alt.T
     ``placement`` is a chart from :func:`trainium_lab.charts.topology.placement_chart`.
     """
     if placement is None:
-        return with_props(layout_panel_chart(memory, times, padding=PAD))
+        return _with_props(layout_panel_chart(memory, times, padding=PAD))
     parts, datasets = [], {}
     for chart in (layout_panel_chart(memory, times), placement):
         # Vega-Lite reads named data sets only at the top level: a template's move up

@@ -10,7 +10,7 @@ import pandas as pd
 from altair.utils.schemapi import debug_mode
 
 from trainium_lab.charts.base import PALETTE, WIDTH, TemplateLayerChart, described, stacked_bars
-from trainium_lab.charts.layouts import _records, retitled, step_time_chart
+from trainium_lab.charts.layouts import _records, _retitled, step_time_chart
 
 __all__ = ["parameter_chart", "all_to_all_chart", "expert_load_chart", "moe_step_chart", "level_time_chart"]
 
@@ -147,7 +147,7 @@ def expert_load_chart(df: pd.DataFrame, *, title: str | None = None, width: int 
                {"layer": "top", "expert": expert[0], "what": "top",
                 "tokens": 1.1 * max(cap, max(tokens), max(expected)), "order": 0}])
     chart = _load_template(int(width), int(height)).with_datasets({"load": rows})
-    return retitled(chart, title or "Tokens per expert against the capacity")
+    return _retitled(chart, title or "Tokens per expert against the capacity")
 
 
 @described(

@@ -7,6 +7,7 @@ and one core's.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import ipywidgets as W
@@ -32,6 +33,13 @@ class _TileView:
     point: pd.DataFrame
 
 
+#: settings whose emulated run is kept: the emulator issues each DMA and instruction of the
+#: tiled matmul (~900 for 4096³ in 512 × 512 tiles, ~5 ms), so a setting seen before (a menu
+#: moved back) is answered from here; the explorer only reads the view
+_SEEN = 64
+
+
+@functools.lru_cache(maxsize=_SEEN)
 def _tiles(chip: str, dtype: str, m: int, n: int, k: int, tile_m: int, tile_n: int,
            buffers: int) -> _TileView:
     plan = kernels.tile_plan(m, n, k, tile_m, tile_n, None, dtype, chip, buffers)
@@ -80,6 +88,15 @@ def _describe(v: _TileView) -> str:
 _TILE_STEPS = 8
 
 
+@functools.lru_cache(maxsize=1024)
+def _fits(m, n, k, tile_m: int, tile_n: int, dtype: str, chip: str, buffers: int) -> bool:
+    """Whether the tile fits SBUF and PSUM (the menus ask for ~17 tiles on every update)."""
+    try:
+        return kernels.tile_plan(m, n, k, tile_m, tile_n, None, dtype, chip, buffers).fits
+    except ValueError:
+        return False
+
+
 def _tile_menus(explorer: Explorer) -> None:
     """Offer only the tile sizes that fit SBUF and PSUM with the other settings (with two
     buffers, 7 of 8 tile_n widths never fit next to a 512-row tile_m); tiles the new settings
@@ -94,11 +111,7 @@ def _tile_menus(explorer: Explorer) -> None:
     all_n = [core.psum_tile_fmax * j for j in range(1, _TILE_STEPS + 1)]
 
     def fits(tm: int, tn: int) -> bool:
-        try:
-            return kernels.tile_plan(v["m"], v["n"], v["k"], tm, tn, None, v["dtype"], v["chip"],
-                                     v["buffers"]).fits
-        except ValueError:
-            return False
+        return _fits(v["m"], v["n"], v["k"], tm, tn, v["dtype"], v["chip"], v["buffers"])
 
     tm, tn = v["tile_m"], v["tile_n"]
     if not fits(tm, tn):

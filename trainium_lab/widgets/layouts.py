@@ -227,16 +227,16 @@ class PlannerExplorer(Explorer):
                 "step_s", "tokens_per_s", "mfu_effective"]
         fmt = {"memory_gib": "{:.1f}", "headroom_gib": "{:.1f}", "step_s": "{:.2f}",
                "tokens_per_s": "{:,.0f}", "mfu_effective": "{:.1%}"}
-        top = v.table.head(v.top_n)
+        rows = [dict(zip(cols, r)) for r in v.table.head(v.top_n)[cols].itertuples(index=False, name=None)]
         body = "".join(
             "<tr>" + "".join(f"<td>{html.escape(fmt[c].format(r[c]) if c in fmt else str(r[c]))}</td>"
                              for c in cols) + "</tr>"
-            for r in top[cols].to_dict("records"))
+            for r in rows)
         table = ('<table class="dataframe"><thead><tr>' + "".join(f"<th>{c}</th>" for c in cols)
                  + f"</tr></thead><tbody>{body}</tbody></table>")
-        best = v.table.iloc[0]
-        head = (f"{len(v.table)} of {len(v.plan.all)} layouts fit. Best: <b>{html.escape(best.label)}</b>, "
-                f"{best.tokens_per_s:,.0f} tokens/s.")
+        best = rows[0]  # the table is ranked
+        head = (f"{len(v.table)} of {len(v.plan.all)} layouts fit. Best: <b>{html.escape(best['label'])}</b>, "
+                f"{best['tokens_per_s']:,.0f} tokens/s.")
         return head + table
 
 
