@@ -51,8 +51,8 @@ def _render_layout(v: _LayoutView):
     placed = None
     if v.chips is not None:
         ips = v.estimate.layout.cluster.instances_per_system
-        placed = placement_chart(v.chips, kind="tp", highlight=0, columns=4 if ips <= 4 else 6,
-                                 title="Rank-to-chip map (chapter 03), coloured by TP group")
+        # chapter 03's title, whose second line says what the outline and the cells' text mean
+        placed = placement_chart(v.chips, kind="tp", highlight=0, columns=4 if ips <= 4 else 6)
     return layout_dashboard(mem, times, placed)
 
 
