@@ -158,11 +158,15 @@ def plan_scatter_chart(df: pd.DataFrame, *, colour: str = "tp_level", title: str
     ``colour`` names the column to colour by. The chart is a template with the rows as a
     named data set, so a widget redraws it without rebuilding the spec.
     """
-    cols = ["label", "tokens_per_s", "headroom_gib", "step_s", "memory_gib", "rank", "tp_level",
-            "zero_stage", "recompute", "pp"]  # what the encodings and tooltips read
+    # what the encodings and tooltips read (of the columns to colour by, only ``colour``: the
+    # fewer fields a row has, the faster a widget sends the rows)
+    cols = ["label", "tokens_per_s", "headroom_gib", "step_s", "memory_gib", "rank", "tp_level"]
+    cols += [colour] if colour not in cols else []
     values = {c: df[c].tolist() for c in cols}
-    values["zero_stage"] = [f"ZeRO-{z}" for z in values["zero_stage"]]
-    values["pp"] = [f"PP{p}" for p in values["pp"]]
+    if "zero_stage" in values:
+        values["zero_stage"] = [f"ZeRO-{z}" for z in values["zero_stage"]]
+    if "pp" in values:
+        values["pp"] = [f"PP{p}" for p in values["pp"]]
     best_rank = min(values["rank"]) if values["rank"] else None
     values["best"] = [r == best_rank for r in values["rank"]]
     for c in ("tokens_per_s", "headroom_gib", "step_s", "memory_gib"):

@@ -209,8 +209,15 @@ class PlannerExplorer(Explorer):
         frac = float(min_headroom_pct) / 100
         if not 0 <= frac < 1:
             raise ValueError("min_headroom_pct must be in [0, 100)")
-        keep = self.plan.fitting(frac)
-        return _PlanView(self.plan, keep, colour, int(top_n))
+        # the layouts that fit each margin asked for, kept for this search (the view's slider
+        # moved back answers at once; a new search starts afresh)
+        kept = self.__dict__.setdefault("_kept", {})
+        if kept.get("plan") is not self.plan:
+            kept.clear()
+            kept["plan"] = self.plan
+        if frac not in kept:
+            kept[frac] = self.plan.fitting(frac)
+        return _PlanView(self.plan, kept[frac], colour, int(top_n))
 
     @staticmethod
     def _render(v: _PlanView):
@@ -227,7 +234,7 @@ class PlannerExplorer(Explorer):
                 "step_s", "tokens_per_s", "mfu_effective"]
         fmt = {"memory_gib": "{:.1f}", "headroom_gib": "{:.1f}", "step_s": "{:.2f}",
                "tokens_per_s": "{:,.0f}", "mfu_effective": "{:.1%}"}
-        rows = [dict(zip(cols, r)) for r in v.table.head(v.top_n)[cols].itertuples(index=False, name=None)]
+        rows = [dict(zip(cols, r)) for r in zip(*(v.table[c].tolist()[:v.top_n] for c in cols))]
         body = "".join(
             "<tr>" + "".join(f"<td>{html.escape(fmt[c].format(r[c]) if c in fmt else str(r[c]))}</td>"
                              for c in cols) + "</tr>"
