@@ -226,7 +226,8 @@ def layout_panel_chart(memory: pd.DataFrame, times: pd.DataFrame, *, width: int 
     chip stacked by part beside bars for HBM and HBM less the margin, and a row with the
     step time stacked by part.
 
-    ``memory`` is ``LayoutEstimate.memory_table()``, ``times`` is ``LayoutEstimate.time_table()``.
+    ``memory`` is ``LayoutEstimate.memory_table()``, ``times`` is ``LayoutEstimate.time_table()``;
+    ``padding`` is the chart's own (Vega-Lite's ``padding``), for a chart shown alone.
     """
     mem_panel, time_panel = "memory per chip (GiB)", "step time (s)"
     hbm, allowed = float(memory["hbm_gib"].iloc[0]), float(memory["allowed_gib"].iloc[0])
@@ -290,7 +291,7 @@ def layout_dashboard(memory: pd.DataFrame, times: pd.DataFrame, placement: alt.T
     ``placement`` is a chart from :func:`trainium_lab.charts.topology.placement_chart`.
     """
     if placement is None:
-        return _with_props(layout_panel_chart(memory, times, padding=PAD))
+        return layout_panel_chart(memory, times, padding=PAD)
     parts, datasets = [], {}
     for chart in (layout_panel_chart(memory, times), placement):
         # Vega-Lite reads named data sets only at the top level: a template's move up
