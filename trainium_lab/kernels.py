@@ -793,6 +793,11 @@ class KernelRun:
 
 # --------------------------------------------------------------------------- the emulator
 
+_DMA_ENGINES = ("dma_load", "dma_store")
+#: the columns of a kernel's timeline after ``engine``, in the order :meth:`Kernel._issue_t` keeps them
+_OP_COLUMNS = ("op", "start_s", "end_s", "bytes", "flops", "partitions", "deps")
+
+
 class Kernel:
     """One NeuronCore running one kernel: allocate tensors, issue operations, read the result.
 
@@ -844,12 +849,15 @@ class Kernel:
         self._dma_cost: dict[tuple[float, int], float] = {}
         self._dma_starts: list[float] = []   # busy intervals of the shared DMA engines, sorted
         self._dma_ends: list[float] = []
-        self._ops: dict[str, list] = {k: [] for k in ("engine", "op", "start_s", "end_s", "bytes",
-                                                      "flops", "partitions", "deps")}
+        # the operations so far: each one's engine (looked up by later operations), and the
+        # rest of its timeline row (columns ``_OP_COLUMNS``), put together in :meth:`result`
+        self._op_engines: list[str] = []
+        self._op_rows: list[tuple] = []
         self.hbm_read_bytes = 0.0
         self.hbm_write_bytes = 0.0
         self.flops = 0.0
         self._per_element: dict[tuple, tuple[float, float]] = {}
+        self._shared_dma = self.core.dma_queues == "shared"
 
     # ------------------------------------------------------------------ allocation
     def _shape(self, shape: Any) -> tuple[int, ...]:
@@ -962,45 +970,51 @@ class Kernel:
     def _issue(self, engine: str, op: str, reads: Sequence[View], writes: Sequence[View],
                duration_s: float, *, nbytes: float = 0.0, flops: float = 0.0,
                partitions: int = 0, latency_s: float = 0.0) -> int:
+        return self._issue_t(engine, op, [v.tensor for v in reads], [v.tensor for v in writes],
+                             duration_s, nbytes, flops, partitions, latency_s)
+
+    def _issue_t(self, engine: str, op: str, reads: Sequence[Tensor], writes: Sequence[Tensor],
+                 duration_s: float, nbytes: float = 0.0, flops: float = 0.0,
+                 partitions: int = 0, latency_s: float = 0.0) -> int:
+        """:meth:`_issue` on the tensors of the views read and written (the hot path of the
+        cost-only matmul: the same timeline, without building views)."""
         deps: list[int] = []
         ready = ready_same = 0.0   # a wait on another engine costs the latency; on this queue, order only
-        engines = self._ops["engine"]
-        for v in (*reads, *writes):  # read or write after the last write
-            t = v.tensor
-            if t.writer is not None:
-                deps.append(t.writer)
-                if engines[t.writer] == engine:
-                    ready_same = max(ready_same, t.write_end)
-                else:
-                    ready = max(ready, t.write_end)
-        for v in writes:  # write after the reads since that write
-            t = v.tensor
+        engines = self._op_engines
+        for group in (reads, writes):  # read or write after the last write
+            for t in group:
+                w = t.writer
+                if w is not None:
+                    deps.append(w)
+                    if engines[w] == engine:
+                        if t.write_end > ready_same:
+                            ready_same = t.write_end
+                    elif t.write_end > ready:
+                        ready = t.write_end
+        for t in writes:  # write after the reads since that write
             if t.readers:
-                ready = max(ready, t.read_end)
+                if t.read_end > ready:
+                    ready = t.read_end
                 deps.extend(t.readers)
-        start = max(self._free_at[engine], ready_same, ready + latency_s)
-        if self.core.dma_queues == "shared" and engine in ("dma_load", "dma_store") and duration_s > 0:
-            start = self._dma_slot(start, duration_s)
+        start = self._free_at[engine]
+        if ready_same > start:
+            start = ready_same
+        if ready + latency_s > start:
+            start = ready + latency_s
+        if duration_s > 0 and self._shared_dma and engine in _DMA_ENGINES:
+            start = _reserve(self._dma_starts, self._dma_ends, start, duration_s)
         end = start + duration_s
-        o = self._ops
-        op_id = len(o["engine"])
-        o["engine"].append(engine)
-        o["op"].append(op)
-        o["start_s"].append(start)
-        o["end_s"].append(end)
-        o["bytes"].append(nbytes)
-        o["flops"].append(flops)
-        o["partitions"].append(partitions)
-        o["deps"].append(tuple(sorted(set(deps))) if len(deps) > 1 else tuple(deps))
+        op_id = len(engines)
+        engines.append(engine)
+        self._op_rows.append((op, start, end, nbytes, flops, partitions,
+                              tuple(sorted(set(deps))) if len(deps) > 1 else tuple(deps)))
         self._free_at[engine] = end
         self._busy[engine] += duration_s
-        for v in reads:
-            t = v.tensor
+        for t in reads:
             t.readers.append(op_id)
             if end > t.read_end:
                 t.read_end = end
-        for v in writes:
-            t = v.tensor
+        for t in writes:
             t.writer = op_id
             t.write_end = end
             t.readers = []
@@ -1340,7 +1354,8 @@ class Kernel:
     # ------------------------------------------------------------------ result
     def result(self, output: Tensor | None = None) -> KernelRun:
         """The run so far: time, traffic, memory peaks, engine busy times, timeline."""
-        o = self._ops
+        columns = [list(c) for c in zip(*self._op_rows)] or [[] for _ in _OP_COLUMNS]
+        o = {"engine": list(self._op_engines), **dict(zip(_OP_COLUMNS, columns))}
         time_s = max(o["end_s"]) if o["end_s"] else 0.0
         c = self.core
         out = None
@@ -1355,7 +1370,7 @@ class Kernel:
             sbuf_bytes_per_partition=float(c.sbuf_bytes_per_partition),
             psum_peak_banks=int(self._psum_peak), psum_banks=c.psum_banks,
             partitions=c.partitions, dma_bytes_per_s=c.dma_bytes_per_s, dma_queues=c.dma_queues,
-            engine_busy_s=dict(self._busy), ops={k: list(v) for k, v in o.items()}, output=out)
+            engine_busy_s=dict(self._busy), ops=o, output=out)
 
 
 _BINARY: dict[str, Callable[[Any, Any], Any]] = {
@@ -1876,53 +1891,54 @@ def _matmul_schedule(kern: Kernel, a_t: Tensor, b: Tensor, c: Tensor, plan: Tile
     rate = core.dense_flops_per_s[key]
     fixed = core.dma_fixed_s
     a_b, b_b, c_b = a_t.itemsize, b.itemsize, c.itemsize
-    issue = kern._issue
-    a_v, b_v, c_v = a_t._full, b._full, c._full
+    issue = kern._issue_t
+    mm_min = core.mm_min_cycles
     chunk = block = 0
+    hbm_read = hbm_write = flops_total = 0.0
     for m0 in range(0, mm, tm):
         mb = min(tm, mm - m0)
+        n_i = math.ceil(mb / fm)
         for n0 in range(0, nn, tn):
             nb = min(tn, nn - n0)
-            accs = [[acc_pool[block * gm * gn + i * gn + j]._full for j in range(gn)] for i in range(gm)]
+            n_j = math.ceil(nb / fn)
+            accs = [[acc_pool[block * gm * gn + i * gn + j] for j in range(gn)] for i in range(gm)]
+            # (tile row i, tile column j, rows ms, columns ns) of each PSUM piece of this tile
+            pieces = [(i, j, min(fm, mb - i * fm), min(fn, nb - j * fn)) for i in range(n_i) for j in range(n_j)]
             for c_i, k0 in enumerate(range(0, kk, tk)):
                 rows = min(tk, kk - k0)
                 full, rem = divmod(rows, p)
-                a_s, b_s = a_pool[chunk]._full, b_pool[chunk]._full
+                a_s, b_s = a_pool[chunk], b_pool[chunk]
                 chunk += 1
                 parts = ([(p, full, full * p)] if full else []) + ([(rem, 1, rem)] if rem else [])
                 for part, _, nrows in parts:
-                    for src, dst, width, item in ((a_v, a_s, mb, a_b), (b_v, b_s, nb, b_b)):
+                    for src, dst, width, item in ((a_t, a_s, mb, a_b), (b, b_s, nb, b_b)):
                         nbytes = nrows * width * item
-                        kern.hbm_read_bytes += nbytes
-                        issue("dma_load", "load", [src], [dst], kern._dma_s(nbytes, part),
-                              nbytes=nbytes, partitions=part, latency_s=fixed)
+                        hbm_read += nbytes
+                        issue("dma_load", "load", (src,), (dst,), kern._dma_s(nbytes, part),
+                              nbytes, 0.0, part, fixed)
                 for n_part, (part, groups, nrows) in enumerate(parts):
                     accumulate = c_i > 0 or n_part > 0
                     n_instr = math.ceil(groups / per_instr)
-                    for i in range(math.ceil(mb / fm)):
-                        ms = min(fm, mb - i * fm)
-                        for j in range(math.ceil(nb / fn)):
-                            ns = min(fn, nb - j * fn)
-                            d = accs[i][j]
-                            flops = float(_FLOPS_PER_MAC * nrows * ms * ns)
-                            kern.flops += flops
-                            issue("tensor", "matmul", [a_s, b_s] + ([d] if accumulate else []), [d],
-                                  n_instr * _FLOPS_PER_MAC * cmax * fm * max(ns, core.mm_min_cycles) / rate,
-                                  flops=flops, partitions=part)
-            c_s = c_pool[block]._full
-            for i in range(math.ceil(mb / fm)):
-                ms = min(fm, mb - i * fm)
-                for j in range(math.ceil(nb / fn)):
-                    ns = min(fn, nb - j * fn)
-                    issue("vector", "copy", [accs[i][j]], [c_s],
-                          kern._engine_s("vector", ns, 1, [c.dtype, "float32"]), partitions=ms)
-            for i in range(math.ceil(mb / fm)):
+                    for i, j, ms, ns in pieces:
+                        d = accs[i][j]
+                        flops = float(_FLOPS_PER_MAC * nrows * ms * ns)
+                        flops_total += flops
+                        issue("tensor", "matmul", (a_s, b_s, d) if accumulate else (a_s, b_s), (d,),
+                              n_instr * _FLOPS_PER_MAC * cmax * fm * max(ns, mm_min) / rate,
+                              0.0, flops, part)
+            c_s = c_pool[block]
+            for i, j, ms, ns in pieces:
+                issue("vector", "copy", (accs[i][j],), (c_s,),
+                      kern._engine_s("vector", ns, 1, [c.dtype, "float32"]), 0.0, 0.0, ms)
+            for i in range(n_i):
                 ms = min(fm, mb - i * fm)
                 nbytes = ms * nb * c_b
-                kern.hbm_write_bytes += nbytes
-                issue("dma_store", "store", [c_s], [c_v], kern._dma_s(nbytes, ms), nbytes=nbytes,
-                      partitions=ms, latency_s=fixed)
+                hbm_write += nbytes
+                issue("dma_store", "store", (c_s,), (c,), kern._dma_s(nbytes, ms), nbytes, 0.0, ms, fixed)
             block += 1
+    kern.hbm_read_bytes += hbm_read
+    kern.hbm_write_bytes += hbm_write
+    kern.flops += flops_total
 
 
 def _group(t: Tensor, rows: int, g: int, f0: int, nf: int) -> View:

@@ -4,16 +4,19 @@ and rounded to four significant figures before drawing."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import altair as alt
 import pandas as pd
 from altair.utils.schemapi import debug_mode
 
-from trainium_lab.charts.base import PALETTE, WIDTH, base, described
-from trainium_lab.charts.layouts import _records  # the course's one inline-data helper
+from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, TemplateLayerChart, base, described
+from trainium_lab.charts.hardware import _BOUND_COLORS, roofline_chart
+from trainium_lab.charts.layouts import _records, _retitled  # the course's one inline-data helper
 
-__all__ = ["ENGINE_LABELS", "timeline_chart", "engine_busy_chart", "tile_sweep_chart"]
+__all__ = ["ENGINE_LABELS", "timeline_chart", "engine_busy_chart", "tile_sweep_chart",
+           "core_roofline_chart"]
 
 #: display names of the emulator's engine queues, in lane order
 ENGINE_LABELS = {"dma_load": "DMA load", "tensor": "tensor", "vector": "vector", "scalar": "scalar",
@@ -122,3 +125,41 @@ def tile_sweep_chart(plans: pd.DataFrame, *, title: str = "HBM traffic against o
                                                       range=[PALETTE[0], "#bbbbbb"]), title=None),
             tooltip=[alt.Tooltip("tile:N"), alt.Tooltip("hbm_gib:Q", title="GiB"),
                      alt.Tooltip("intensity:Q", title="FLOP/byte"), alt.Tooltip("fits:N")])
+
+
+@functools.lru_cache(maxsize=1)
+def _core_roofline_template() -> TemplateLayerChart:
+    """Chapter 01's roofline (:func:`trainium_lab.charts.hardware.roofline_chart` without
+    written labels) with named (empty) data sets, built once: the tile explorer's update only
+    swaps the roofs, the point and the title."""
+    x = alt.X("intensity:Q", scale=alt.Scale(type="log"),
+              title="arithmetic intensity (FLOP per byte of HBM traffic)")
+    y = alt.Y("tflop_per_s:Q", scale=alt.Scale(type="log"), title="attainable TFLOP/s")
+    with debug_mode(False):
+        lines = alt.Chart(alt.NamedData("roofs")).mark_line(strokeWidth=2.5).encode(
+            x=x, y=y, color=alt.Color("device:N", title="roof"), tooltip=[alt.Tooltip("device:N")])
+        dot = alt.Chart(alt.NamedData("point")).mark_point(size=180, filled=True, opacity=1).encode(
+            x=alt.X("intensity:Q"), y=alt.Y("tflop_per_s:Q"), shape=alt.ShapeValue("diamond"),
+            fill=alt.Fill("bound:N", scale=_BOUND_COLORS, title="bound by"),
+            tooltip=[alt.Tooltip("label:N", title="matmul"),
+                     alt.Tooltip("tflop_per_s:Q", format=",.4g", title="TFLOP/s")])
+        return TemplateLayerChart(layer=[lines, dot], width=WIDTH, height=HEIGHT,
+                                  datasets={"roofs": [], "point": []}).freeze()
+
+
+@described(roofline_chart.description)
+def core_roofline_chart(curves: pd.DataFrame, point: pd.DataFrame, *,
+                        title: str = "One NeuronCore's roofline") -> alt.LayerChart:
+    """Rooflines (one core's and its chip's, log-log) with one tiled matmul placed on them:
+    :func:`trainium_lab.charts.hardware.roofline_chart` with the point's label left to its
+    tooltip, as a template with named data sets, so the tile explorer redraws it by swapping
+    the data.
+
+    ``curves`` has columns ``device``, ``intensity``, ``tflop_per_s`` (from
+    ``roofline.roofline_curve`` and ``kernels.core_roofline``); ``point`` has ``intensity``,
+    ``tflop_per_s``, ``bound`` and ``label``.
+    """
+    roofs = _records(curves[["device", "intensity", "tflop_per_s"]]).values
+    dot = _records(point[["intensity", "tflop_per_s", "bound", "label"]]).values
+    chart = _core_roofline_template().with_datasets({"roofs": list(roofs), "point": list(dot)})
+    return _retitled(chart, title)

@@ -35,6 +35,21 @@ def _records(df: pd.DataFrame) -> alt.InlineData:
         return alt.InlineData(values=values)
 
 
+def _with_props(chart, **props):
+    """A dataset template's chart (from ``with_datasets``) with its own copy of the converted
+    spec and ``props`` (top-level properties: a title) set in it, without converting the spec
+    again. A live view shows a new top-level title as a signal, so the template stays the
+    same; the copy keeps a description set on one chart off the others."""
+    object.__setattr__(chart, "_kwds", {**chart._kwds, **props})
+    object.__setattr__(chart, "_spec", {**chart.__dict__["_spec"], **props})
+    return chart
+
+
+def _retitled(chart, title):
+    """:func:`_with_props` with a title."""
+    return _with_props(chart, title=title)
+
+
 @described(
     'Stacked horizontal bars of GiB per chip by part of the memory, one bar per layout, with '
     "a solid rule at one chip's HBM and a dashed one at HBM less the kept margin: a bar past "
@@ -143,11 +158,15 @@ def plan_scatter_chart(df: pd.DataFrame, *, colour: str = "tp_level", title: str
     ``colour`` names the column to colour by. The chart is a template with the rows as a
     named data set, so a widget redraws it without rebuilding the spec.
     """
-    cols = ["label", "tokens_per_s", "headroom_gib", "step_s", "memory_gib", "rank", "tp_level",
-            "zero_stage", "recompute", "pp", "tp", "dp"]
+    # what the encodings and tooltips read (of the columns to colour by, only ``colour``: the
+    # fewer fields a row has, the faster a widget sends the rows)
+    cols = ["label", "tokens_per_s", "headroom_gib", "step_s", "memory_gib", "rank", "tp_level"]
+    cols += [colour] if colour not in cols else []
     values = {c: df[c].tolist() for c in cols}
-    values["zero_stage"] = [f"ZeRO-{z}" for z in values["zero_stage"]]
-    values["pp"] = [f"PP{p}" for p in values["pp"]]
+    if "zero_stage" in values:
+        values["zero_stage"] = [f"ZeRO-{z}" for z in values["zero_stage"]]
+    if "pp" in values:
+        values["pp"] = [f"PP{p}" for p in values["pp"]]
     best_rank = min(values["rank"]) if values["rank"] else None
     values["best"] = [r == best_rank for r in values["rank"]]
     for c in ("tokens_per_s", "headroom_gib", "step_s", "memory_gib"):
@@ -194,54 +213,72 @@ def fully_sharded_chart(df: pd.DataFrame, *, hbm_gib: float,
                          width=WIDTH, height=40 * len(d) + 10, padding=PAD)
 
 
+_LAYOUT_DOMAIN = _MEMORY + ["HBM", "HBM less margin"] + [_TIME_LABELS[p] for p in _TIME]
+_LAYOUT_COLOURS = _MEMORY_COLOURS + ["#333333", "#a40000"] + _TIME_COLOURS
+
+
 @described(
     "One layout at a glance: memory per chip stacked by part beside bars for one chip's HBM "
     'and HBM less the margin, and below it the step time stacked by part.')
-def layout_panel_chart(memory: pd.DataFrame, times: pd.DataFrame, *, width: int = WIDTH) -> alt.Chart:
+def layout_panel_chart(memory: pd.DataFrame, times: pd.DataFrame, *, width: int = WIDTH,
+                       padding: dict | None = None) -> alt.Chart:
     """One layout at a glance, as a single chart (fast to redraw): a row with memory per
     chip stacked by part beside bars for HBM and HBM less the margin, and a row with the
     step time stacked by part.
 
-    ``memory`` is ``LayoutEstimate.memory_table()``, ``times`` is ``LayoutEstimate.time_table()``.
+    ``memory`` is ``LayoutEstimate.memory_table()``, ``times`` is ``LayoutEstimate.time_table()``;
+    ``padding`` is the chart's own (Vega-Lite's ``padding``), for a chart shown alone.
     """
     mem_panel, time_panel = "memory per chip (GiB)", "step time (s)"
     hbm, allowed = float(memory["hbm_gib"].iloc[0]), float(memory["allowed_gib"].iloc[0])
-    n_mem, n_time = len(memory), len(times)
-    d = pd.DataFrame({
-        "panel": [mem_panel] * (n_mem + 2) + [time_panel] * n_time,
-        "bar": ["this layout"] * n_mem + ["HBM", "HBM less margin"] + ["this layout"] * n_time,
-        "part": list(memory["part"]) + ["HBM", "HBM less margin"] + [_TIME_LABELS[p] for p in times["part"]],
-        "value": list(memory["gib"]) + [hbm, allowed] + list(times["seconds"]),
-        "order": list(range(n_mem)) + [0, 0] + list(range(n_time)),
-    })
-    domain = _MEMORY + ["HBM", "HBM less margin"] + [_TIME_LABELS[p] for p in _TIME]
-    colours = _MEMORY_COLOURS + ["#333333", "#a40000"] + _TIME_COLOURS
-    return panel_bars_chart(d, domain, colours, [mem_panel, time_panel], width=width, step=22,
-                            legend_columns=2)
+    rows = [{"panel": mem_panel, "bar": "this layout", "part": p, "value": float(g), "order": i}
+            for i, (p, g) in enumerate(zip(memory["part"].tolist(), memory["gib"].tolist()))]
+    rows += [{"panel": mem_panel, "bar": "HBM", "part": "HBM", "value": hbm, "order": 0},
+             {"panel": mem_panel, "bar": "HBM less margin", "part": "HBM less margin", "value": allowed,
+              "order": 0}]
+    rows += [{"panel": time_panel, "bar": "this layout", "part": _TIME_LABELS[p], "value": float(t), "order": i}
+             for i, (p, t) in enumerate(zip(times["part"].tolist(), times["seconds"].tolist()))]
+    return panel_bars_chart(rows, _LAYOUT_DOMAIN, _LAYOUT_COLOURS, [mem_panel, time_panel], width=width,
+                            step=22, legend_columns=2, padding=padding)
 
 
-@described('Rows of stacked horizontal bar panels, each with its own scale.')
-def panel_bars_chart(d: pd.DataFrame, domain: list[str], colours: list[str], panels: list[str], *,
-                     width: int = WIDTH, step: int = 22, legend_columns: int = 2) -> alt.Chart:
-    """Stacked horizontal bars in rows of panels, each with its own scales, as one chart.
-
-    ``d`` has columns ``panel`` (one of ``panels``, in row order), ``bar`` (the bar within the
-    panel), ``part`` (colour, one of ``domain`` coloured by ``colours``), ``value`` and
-    ``order`` (stacking order). A single chart, not a layered or concatenated one, so a widget
-    redraws it in a few milliseconds (chapters 05 and 09).
-    """
+@functools.lru_cache(maxsize=16)
+def _panel_template(domain: tuple[str, ...], colours: tuple[str, ...], panels: tuple[str, ...],
+                    width: int, step: int, legend_columns: int, padding: tuple | None) -> TemplateChart:
+    """The panels' spec with the rows as a named (empty) data set, built once per kind of
+    panel: a widget update only swaps the data."""
     with debug_mode(False):
-        return alt.Chart(_records(d), width=width, height=alt.Step(step)).mark_bar().encode(
+        chart = TemplateChart(alt.NamedData("panels"), width=width, height=alt.Step(step)).mark_bar().encode(
             x=alt.X("value:Q", title=None),
             y=alt.Y("bar:N", title=None, sort=None),
-            color=alt.Color("part:N", scale=alt.Scale(domain=domain, range=colours), title=None,
+            color=alt.Color("part:N", scale=alt.Scale(domain=list(domain), range=list(colours)), title=None,
                             legend=alt.Legend(columns=legend_columns, orient="right")),
-            row=alt.Row("panel:N", title=None, sort=panels,
+            row=alt.Row("panel:N", title=None, sort=list(panels),
                         header=alt.Header(labelAngle=0, labelAlign="left", labelFontWeight="bold",
                                           labelOrient="top")),
             order=alt.Order("order:Q"),
             tooltip=[alt.Tooltip("panel:N"), alt.Tooltip("part:N"), alt.Tooltip("value:Q", format=",.3f")],
-        ).resolve_scale(x="independent", y="independent")
+        ).resolve_scale(x="independent", y="independent").properties(
+            datasets={"panels": []}, **({} if padding is None else {"padding": dict(padding)}))
+        return chart.freeze()
+
+
+@described('Rows of stacked horizontal bar panels, each with its own scale.')
+def panel_bars_chart(d: pd.DataFrame | list[dict], domain: list[str], colours: list[str], panels: list[str], *,
+                     width: int = WIDTH, step: int = 22, legend_columns: int = 2,
+                     padding: dict | None = None) -> alt.Chart:
+    """Stacked horizontal bars in rows of panels, each with its own scales, as one chart.
+
+    ``d`` (a DataFrame or its rows as dicts) has columns ``panel`` (one of ``panels``, in row
+    order), ``bar`` (the bar within the panel), ``part`` (colour, one of ``domain`` coloured by
+    ``colours``), ``value`` and ``order`` (stacking order). A single chart, not a layered or
+    concatenated one, and a template with the rows as a named data set, so a widget redraws it
+    by swapping the data (chapters 05 and 09).
+    """
+    rows = list(_records(d).values) if isinstance(d, pd.DataFrame) else list(d)
+    template = _panel_template(tuple(domain), tuple(colours), tuple(panels), int(width), int(step),
+                               int(legend_columns), None if padding is None else tuple(padding.items()))
+    return _with_props(template.with_datasets({"panels": rows}))
 
 
 @described(
@@ -253,8 +290,17 @@ def layout_dashboard(memory: pd.DataFrame, times: pd.DataFrame, placement: alt.T
 
     ``placement`` is a chart from :func:`trainium_lab.charts.topology.placement_chart`.
     """
-    panel = layout_panel_chart(memory, times)
     if placement is None:
-        return panel.properties(padding=PAD)
+        return layout_panel_chart(memory, times, padding=PAD)
+    parts, datasets = [], {}
+    for chart in (layout_panel_chart(memory, times), placement):
+        # Vega-Lite reads named data sets only at the top level: a template's move up
+        own = chart._kwds.get("datasets", alt.Undefined)
+        if own is not alt.Undefined:
+            datasets.update(own)
+            chart = chart.copy(deep=False)
+            chart.datasets = alt.Undefined
+        parts.append(chart)
     with debug_mode(False):
-        return alt.vconcat(panel, placement, spacing=14, padding=PAD).resolve_scale(color="independent")
+        return alt.vconcat(*parts, spacing=14, padding=PAD,
+                           **({"datasets": datasets} if datasets else {})).resolve_scale(color="independent")

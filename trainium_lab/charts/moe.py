@@ -3,12 +3,14 @@ comes from :mod:`trainium_lab.moe` or :mod:`trainium_lab.layouts`."""
 
 from __future__ import annotations
 
+import functools
+
 import altair as alt
 import pandas as pd
 from altair.utils.schemapi import debug_mode
 
-from trainium_lab.charts.base import PALETTE, WIDTH, described, stacked_bars
-from trainium_lab.charts.layouts import _records, step_time_chart
+from trainium_lab.charts.base import PALETTE, WIDTH, TemplateLayerChart, described, stacked_bars
+from trainium_lab.charts.layouts import _records, _retitled, step_time_chart
 
 __all__ = ["parameter_chart", "all_to_all_chart", "expert_load_chart", "moe_step_chart", "level_time_chart"]
 
@@ -82,46 +84,24 @@ def all_to_all_chart(df: pd.DataFrame, *, title: str = "One MoE layer: all-to-al
         ).properties(spacing=2)
 
 
-@described(
-    'Bar chart of the tokens each expert receives, hottest first, with the part above the '
-    "capacity in red, the capacity as a dashed rule and the router's expectation as ticks: "
-    'red tokens are dropped.')
-def expert_load_chart(df: pd.DataFrame, *, title: str | None = None, width: int = WIDTH,
-                      height: int = 200) -> alt.LayerChart:
-    """Tokens each expert receives (hottest first), the part above capacity in red, with
-    the capacity (dashed) and the router's expectation (ticks).
+#: one legend for all four: the bars' two parts, the router's expectation, the capacity
+_LOAD_COLOURS = alt.Scale(domain=["kept", "dropped", "router's expectation", "capacity"],
+                          range=[PALETTE[0], PALETTE[2], "black", "#555555"])
 
-    ``df`` is :meth:`trainium_lab.moe.RoutingResult.table` (``expert``, ``tokens``,
-    ``expected_tokens``, ``capacity``). One dataset at the top of the layered chart (the
-    layers filter it), so a widget redraws it quickly.
-    """
-    cap = float(df["capacity"].iloc[0])
-    expert = df["expert"].to_numpy()
-    tokens = df["tokens"].to_numpy()
-    n = len(expert)
-    d = pd.DataFrame({
-        "layer": ["bar"] * (2 * n) + ["expected"] * n + ["capacity"],
-        "expert": list(expert) * 3 + [int(expert[0])],
-        "what": ["kept"] * n + ["dropped"] * n + ["expected"] * n + ["capacity"],
-        "tokens": list(tokens.clip(max=cap).round(1)) + list((tokens - cap).clip(min=0.0).round(1))
-                  + list(df["expected_tokens"].to_numpy().round(1)) + [cap],
-        "order": [0] * n + [1] * n + [0] * n + [0],
-    })
-    title = title or "Tokens per expert against the capacity"
-    every = 1 if n <= 16 else 8  # label every expert, or every eighth
-    # room above the highest of bars, ticks and capacity, so the dashed capacity line never
-    # sits on the plot's top edge
-    top = 1.1 * max(cap, float(tokens.max()), float(df["expected_tokens"].max()))
-    # one legend for all four: the bars' two parts, the router's expectation, the capacity
-    colour = alt.Scale(domain=["kept", "dropped", "router's expectation", "capacity"],
-                       range=[PALETTE[0], PALETTE[2], "black", "#555555"])
+
+@functools.lru_cache(maxsize=4)
+def _load_template(width: int, height: int) -> TemplateLayerChart:
+    """The expert-load chart's layers over one named (empty) data set, built once: a widget
+    update only swaps the data and the title. Nothing in it depends on the data: the y scale
+    reaches the invisible ``top`` row, and the axis labels every expert, or every eighth
+    past 16 experts, by the length of the x domain."""
     with debug_mode(False):
         bars = alt.Chart().mark_bar().transform_filter(alt.datum.layer == "bar").encode(
             x=alt.X("expert:O", title="expert (hottest first)",
-                    axis=alt.Axis(labelExpr=f"datum.value % {every} == {1 % every} ? datum.value : ''",
-                                  labelAngle=0)),
-            y=alt.Y("tokens:Q", stack="zero", title="tokens", scale=alt.Scale(domainMax=top)),
-            color=alt.Color("what:N", scale=colour, title=None),
+                    axis=alt.Axis(labelExpr="length(domain('x')) <= 16 || datum.value % 8 == 1 "
+                                            "? datum.value : ''", labelAngle=0)),
+            y=alt.Y("tokens:Q", stack="zero", title="tokens"),
+            color=alt.Color("what:N", scale=_LOAD_COLOURS, title=None),
             order=alt.Order("order:Q"),
             tooltip=[alt.Tooltip("expert:O"), alt.Tooltip("what:N"), alt.Tooltip("tokens:Q", format=",.0f")])
         ticks = alt.Chart().mark_tick(thickness=2).transform_filter(
@@ -132,7 +112,42 @@ def expert_load_chart(df: pd.DataFrame, *, title: str | None = None, width: int 
             alt.datum.layer == "capacity").encode(
             y=alt.Y("tokens:Q"), color=alt.ColorDatum("capacity"),
             tooltip=[alt.Tooltip("tokens:Q", format=",.0f", title="capacity (tokens)")])
-        return alt.layer(bars, ticks, rule, data=_records(d), title=title, width=width, height=height)
+        # an invisible rule at the top row's height: room above the highest of bars, ticks
+        # and capacity, so the dashed capacity line never sits on the plot's top edge
+        top = alt.Chart().mark_rule(opacity=0).transform_filter(alt.datum.layer == "top").encode(
+            y=alt.Y("tokens:Q"))
+        return TemplateLayerChart(layer=[bars, ticks, rule, top], data=alt.NamedData("load"),
+                                  width=width, height=height, datasets={"load": []}).freeze()
+
+
+@described(
+    'Bar chart of the tokens each expert receives, hottest first, with the part above the '
+    "capacity in red, the capacity as a dashed rule and the router's expectation as ticks: "
+    'red tokens are dropped.')
+def expert_load_chart(df: pd.DataFrame, *, title: str | None = None, width: int = WIDTH,
+                      height: int = 200) -> alt.LayerChart:
+    """Tokens each expert receives (hottest first), the part above capacity in red, with
+    the capacity (dashed) and the router's expectation (ticks).
+
+    ``df`` is :meth:`trainium_lab.moe.RoutingResult.table` (``expert``, ``tokens``,
+    ``expected_tokens``, ``capacity``). One named dataset at the top of a template (the
+    layers filter it), so a widget redraws it by swapping the data.
+    """
+    cap = float(df["capacity"].iloc[0])
+    expert = [int(e) for e in df["expert"].tolist()]
+    tokens = [float(t) for t in df["tokens"].tolist()]
+    expected = [float(t) for t in df["expected_tokens"].tolist()]
+    rows = ([{"layer": "bar", "expert": e, "what": "kept", "tokens": round(min(t, cap), 1), "order": 0}
+             for e, t in zip(expert, tokens)]
+            + [{"layer": "bar", "expert": e, "what": "dropped", "tokens": round(max(t - cap, 0.0), 1),
+                "order": 1} for e, t in zip(expert, tokens)]
+            + [{"layer": "expected", "expert": e, "what": "expected", "tokens": round(t, 1), "order": 0}
+               for e, t in zip(expert, expected)]
+            + [{"layer": "capacity", "expert": expert[0], "what": "capacity", "tokens": cap, "order": 0},
+               {"layer": "top", "expert": expert[0], "what": "top",
+                "tokens": 1.1 * max(cap, max(tokens), max(expected)), "order": 0}])
+    chart = _load_template(int(width), int(height)).with_datasets({"load": rows})
+    return _retitled(chart, title or "Tokens per expert against the capacity")
 
 
 @described(

@@ -12,6 +12,7 @@ import pandas as pd
 from trainium_lab import numerics
 from trainium_lab._validate import instance
 from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, TemplateChart, base, described
+from trainium_lab.charts.layouts import _retitled
 from trainium_lab.views import bit_formula
 
 __all__ = ["bits_chart", "spacing_chart", "rounding_chart", "repeated_updates_chart",
@@ -21,23 +22,17 @@ _FIELD_COLORS = alt.Scale(domain=["sign", "exponent", "mantissa"],
                           range=["#cc79a7", "#009e73", "#e69f00"])
 
 
-@described(
-    'One box per bit of a floating-point number, coloured by field (sign, exponent, '
-    "mantissa), with each bit's value written under it.")
-def bits_chart(pattern: numerics.BitPattern) -> alt.Chart:
-    """One box per bit, coloured by field; the bit is written in the axis label.
+#: width of the bits chart, whatever the format: 30 px a bit for the 16-bit formats, 15 for
+#: float32, 60 for FP8; one width, so a widget that changes the format only swaps the data
+_BITS_WIDTH = 480
 
-    ``pattern`` is :func:`trainium_lab.numerics.bit_fields` output; the title writes it out
-    with :func:`trainium_lab.views.bit_formula`. One layer, so a widget redraws it quickly.
-    """
-    pattern = instance("pattern", pattern, numerics.BitPattern, "a BitPattern from numerics.bit_fields")
-    df = pattern.table()
-    n = len(df)
-    data = df.assign(cell=[f"{p:02d}:{b}" for p, b in zip(df.position, df.bit)],
-                     shade=df.bit.map({0: 0.35, 1: 1.0}))
-    title = f"{pattern.format}: {bit_formula(pattern)}"
-    return base(data, title=title, width=min(30 * n, 520), height=40).mark_rect(
-        stroke="white", strokeWidth=2).encode(
+
+@functools.lru_cache(maxsize=1)
+def _bits_template() -> TemplateChart:
+    """The bits chart with its rows as a named (empty) data set, built once: a widget update
+    only swaps the data and the title."""
+    return TemplateChart(alt.NamedData("bits"), width=_BITS_WIDTH, height=40,
+                         datasets={"bits": []}).mark_rect(stroke="white", strokeWidth=2).encode(
         x=alt.X("cell:O", title=None, sort=None,
                 axis=alt.Axis(labelExpr="split(datum.value, ':')[1]", labelAngle=0,
                               labelFontSize=14, ticks=False, domain=False)),
@@ -45,7 +40,25 @@ def bits_chart(pattern: numerics.BitPattern) -> alt.Chart:
                         legend=alt.Legend(orient="bottom")),
         opacity=alt.Opacity("shade:Q", legend=None, scale=None),
         tooltip=[alt.Tooltip("position:O"), alt.Tooltip("field:N"), alt.Tooltip("bit:Q")],
-    )
+    ).freeze()
+
+
+@described(
+    'One box per bit of a floating-point number, coloured by field (sign, exponent, '
+    "mantissa), with each bit's value written under it.")
+def bits_chart(pattern: numerics.BitPattern) -> alt.Chart:
+    """One box per bit, coloured by field; the bit is written in the axis label.
+
+    ``pattern`` is :func:`trainium_lab.numerics.bit_fields` output; the title writes it out
+    with :func:`trainium_lab.views.bit_formula`. A template with the bits as a named data set
+    (one width for every format), so a widget redraws it by swapping the data.
+    """
+    pattern = instance("pattern", pattern, numerics.BitPattern, "a BitPattern from numerics.bit_fields")
+    df = pattern.table()
+    rows = [{"position": p, "bit": b, "field": f, "cell": f"{p:02d}:{b}", "shade": 1.0 if b else 0.35}
+            for p, b, f in zip(df["position"].tolist(), df["bit"].tolist(), df["field"].tolist())]
+    chart = _bits_template().with_datasets({"bits": rows})
+    return _retitled(chart, f"{pattern.format}: {bit_formula(pattern)}")
 
 
 @described(

@@ -21,6 +21,8 @@ _PARTS = ["weights", "KV cache", "NEFFs (assumed)", "runtime: micro-code + reser
 _PART_COLOURS = [PALETTE[0], PALETTE[1], PALETTE[6], PALETTE[9]]
 _TIME = ["read weights", "read KV cache", "compute", "TP all-reduces"]
 _TIME_COLOURS = [PALETTE[0], PALETTE[1], "#1a9641", PALETTE[2]]
+_PANEL_DOMAIN = _PARTS + ["HBM"] + _TIME
+_PANEL_COLOURS = _PART_COLOURS + ["#333333"] + _TIME_COLOURS
 
 
 @described(
@@ -45,23 +47,24 @@ def serving_panel_chart(memory: pd.DataFrame, hbm: pd.DataFrame, times: pd.DataF
         ``part`` (read weights, read KV cache, compute, TP all-reduces) and ``ms``.
     """
     rows = []
+    hbm_of = dict(zip(hbm["where"].tolist(), hbm["hbm_gib"].tolist()))
+    mem = list(zip(memory["where"].tolist(), memory["component"].tolist(), memory["gib"].tolist()))
     for where in ("per logical core", "per chip"):
         panel = f"memory {where} (GiB)"
-        part = memory[memory["where"] == where]
-        for i, (comp, gib) in enumerate(zip(part["component"], part["gib"])):
+        part = [(comp, gib) for w, comp, gib in mem if w == where]
+        for i, (comp, gib) in enumerate(part):
             rows.append((panel, "this setup", comp, gib, i))
-        rows.append((panel, "HBM", "HBM", float(hbm.loc[hbm["where"] == where, "hbm_gib"].iloc[0]), 0))
+        rows.append((panel, "HBM", "HBM", hbm_of[where], 0))
     step = "decode step (ms)"
     bar = {"read weights": "HBM traffic", "read KV cache": "HBM traffic", "compute": "compute",
            "TP all-reduces": "TP all-reduces"}
-    for i, (part, ms) in enumerate(zip(times["part"], times["ms"])):
+    for i, (part, ms) in enumerate(zip(times["part"].tolist(), times["ms"].tolist())):
         rows.append((step, bar[part], part, ms, i))
-    d = pd.DataFrame(rows, columns=["panel", "bar", "part", "value", "order"])
-    d["value"] = d["value"].astype(float).round(4)
-    domain = _PARTS + ["HBM"] + _TIME
-    colours = _PART_COLOURS + ["#333333"] + _TIME_COLOURS
+    records = [{"panel": p, "bar": b, "part": q, "value": round(float(v), 4), "order": o}
+               for p, b, q, v, o in rows]
     panels = [f"memory {w} (GiB)" for w in ("per logical core", "per chip")] + [step]
-    return panel_bars_chart(d, domain, colours, panels, width=width, step=20, legend_columns=1)
+    return panel_bars_chart(records, _PANEL_DOMAIN, _PANEL_COLOURS, panels, width=width, step=20,
+                            legend_columns=1)
 
 
 @described(

@@ -1,18 +1,20 @@
 """Chapter 08's widget: output-tile sizes of a tiled matmul against one NeuronCore's roofline.
 
 Controls → ``kernels.tile_plan`` and ``kernels.matmul_cost`` (the emulator's cost model) →
-``charts.hardware.roofline_chart`` with chapter 01's chip roofline and one core's roofline.
+``charts.kernels.core_roofline_chart`` (chapter 01's roofline chart) with the chip's roofline
+and one core's.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import ipywidgets as W
 import pandas as pd
 
 from trainium_lab import kernels, roofline
-from trainium_lab.charts.hardware import roofline_chart
+from trainium_lab.charts.kernels import core_roofline_chart
 from trainium_lab.units import TFLOPS, format_bytes, format_flop_rate, format_seconds
 from trainium_lab.widgets.base import Explorer, benchmarked, read_values
 
@@ -31,6 +33,13 @@ class _TileView:
     point: pd.DataFrame
 
 
+#: settings whose emulated run is kept: the emulator issues each DMA and instruction of the
+#: tiled matmul (~900 for 4096³ in 512 × 512 tiles, ~5 ms), so a setting seen before (a menu
+#: moved back) is answered from here; the explorer only reads the view
+_SEEN = 64
+
+
+@functools.lru_cache(maxsize=_SEEN)
 def _tiles(chip: str, dtype: str, m: int, n: int, k: int, tile_m: int, tile_n: int,
            buffers: int) -> _TileView:
     plan = kernels.tile_plan(m, n, k, tile_m, tile_n, None, dtype, chip, buffers)
@@ -57,8 +66,8 @@ def _tiles(chip: str, dtype: str, m: int, n: int, k: int, tile_m: int, tile_n: i
 
 def _render(v: _TileView):
     p = v.plan
-    return roofline_chart(v.curves, v.point, labels=False,
-                          title=f"{p.m}×{p.k} @ {p.k}×{p.n} {p.dtype}, {p.tile_m} × {p.tile_n} tiles")
+    return core_roofline_chart(v.curves, v.point,
+                               title=f"{p.m}×{p.k} @ {p.k}×{p.n} {p.dtype}, {p.tile_m} × {p.tile_n} tiles")
 
 
 def _describe(v: _TileView) -> str:
@@ -79,6 +88,15 @@ def _describe(v: _TileView) -> str:
 _TILE_STEPS = 8
 
 
+@functools.lru_cache(maxsize=1024)
+def _fits(m, n, k, tile_m: int, tile_n: int, dtype: str, chip: str, buffers: int) -> bool:
+    """Whether the tile fits SBUF and PSUM (the menus ask for ~17 tiles on every update)."""
+    try:
+        return kernels.tile_plan(m, n, k, tile_m, tile_n, None, dtype, chip, buffers).fits
+    except ValueError:
+        return False
+
+
 def _tile_menus(explorer: Explorer) -> None:
     """Offer only the tile sizes that fit SBUF and PSUM with the other settings (with two
     buffers, 7 of 8 tile_n widths never fit next to a 512-row tile_m); tiles the new settings
@@ -93,11 +111,7 @@ def _tile_menus(explorer: Explorer) -> None:
     all_n = [core.psum_tile_fmax * j for j in range(1, _TILE_STEPS + 1)]
 
     def fits(tm: int, tn: int) -> bool:
-        try:
-            return kernels.tile_plan(v["m"], v["n"], v["k"], tm, tn, None, v["dtype"], v["chip"],
-                                     v["buffers"]).fits
-        except ValueError:
-            return False
+        return _fits(v["m"], v["n"], v["k"], tm, tn, v["dtype"], v["chip"], v["buffers"])
 
     tm, tn = v["tile_m"], v["tile_n"]
     if not fits(tm, tn):

@@ -51,8 +51,8 @@ def _render_layout(v: _LayoutView):
     placed = None
     if v.chips is not None:
         ips = v.estimate.layout.cluster.instances_per_system
-        placed = placement_chart(v.chips, kind="tp", highlight=0, columns=4 if ips <= 4 else 6,
-                                 title="Rank-to-chip map (chapter 03), coloured by TP group")
+        # chapter 03's title, whose second line says what the outline and the cells' text mean
+        placed = placement_chart(v.chips, kind="tp", highlight=0, columns=4 if ips <= 4 else 6)
     return layout_dashboard(mem, times, placed)
 
 
@@ -209,8 +209,15 @@ class PlannerExplorer(Explorer):
         frac = float(min_headroom_pct) / 100
         if not 0 <= frac < 1:
             raise ValueError("min_headroom_pct must be in [0, 100)")
-        keep = self.plan.fitting(frac)
-        return _PlanView(self.plan, keep, colour, int(top_n))
+        # the layouts that fit each margin asked for, kept for this search (the view's slider
+        # moved back answers at once; a new search starts afresh)
+        kept = self.__dict__.setdefault("_kept", {})
+        if kept.get("plan") is not self.plan:
+            kept.clear()
+            kept["plan"] = self.plan
+        if frac not in kept:
+            kept[frac] = self.plan.fitting(frac)
+        return _PlanView(self.plan, kept[frac], colour, int(top_n))
 
     @staticmethod
     def _render(v: _PlanView):
@@ -227,16 +234,16 @@ class PlannerExplorer(Explorer):
                 "step_s", "tokens_per_s", "mfu_effective"]
         fmt = {"memory_gib": "{:.1f}", "headroom_gib": "{:.1f}", "step_s": "{:.2f}",
                "tokens_per_s": "{:,.0f}", "mfu_effective": "{:.1%}"}
-        top = v.table.head(v.top_n)
+        rows = [dict(zip(cols, r)) for r in zip(*(v.table[c].tolist()[:v.top_n] for c in cols))]
         body = "".join(
             "<tr>" + "".join(f"<td>{html.escape(fmt[c].format(r[c]) if c in fmt else str(r[c]))}</td>"
                              for c in cols) + "</tr>"
-            for r in top[cols].to_dict("records"))
+            for r in rows)
         table = ('<table class="dataframe"><thead><tr>' + "".join(f"<th>{c}</th>" for c in cols)
                  + f"</tr></thead><tbody>{body}</tbody></table>")
-        best = v.table.iloc[0]
-        head = (f"{len(v.table)} of {len(v.plan.all)} layouts fit. Best: <b>{html.escape(best.label)}</b>, "
-                f"{best.tokens_per_s:,.0f} tokens/s.")
+        best = rows[0]  # the table is ranked
+        head = (f"{len(v.table)} of {len(v.plan.all)} layouts fit. Best: <b>{html.escape(best['label'])}</b>, "
+                f"{best['tokens_per_s']:,.0f} tokens/s.")
         return head + table
 
 
