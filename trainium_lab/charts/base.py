@@ -25,9 +25,12 @@ import math
 import re
 import struct
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import altair as alt
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 WIDTH = 460
 HEIGHT = 240
@@ -62,8 +65,9 @@ def described(text: str | Callable[..., str]):
             chart = fn(*args, **kwargs)
             words = text(*args, **kwargs) if callable(text) else text
             spec = chart.__dict__.get("_spec")  # a DatasetTemplate's converted spec
-            if spec is not None:
-                spec["description"] = words
+            if spec is not None and spec.get("description") != words:
+                # a copy: the template's spec is shared by every chart made from it
+                object.__setattr__(chart, "_spec", {**spec, "description": words})
             chart.description = words
             return chart
 
@@ -325,6 +329,25 @@ def course_theme() -> alt.theme.ThemeConfig:
     return {"config": _defaults_under(COURSE_CONFIG, {"view": view})}
 
 
+def row_dicts(df: pd.DataFrame, cols: Sequence[str] | None = None) -> list[dict]:
+    """Rows of a small frame (its columns ``cols``) as dicts of plain Python values: one
+    ``tolist`` per column, no numpy scalars and no per-row pandas overhead (a widget update
+    calls it). Frames must hold no NaN (JSON has none)."""
+    cols = list(df.columns) if cols is None else list(cols)
+    return [dict(zip(cols, row)) for row in zip(*(df[c].tolist() for c in cols))]
+
+
+def inline_rows(df: pd.DataFrame) -> alt.InlineData:
+    """A small frame as inline values, skipping Altair's DataFrame sanitising (milliseconds per
+    layer on every widget update). The rows are a tuple: Altair deep-copies lists of dicts each
+    time a chart is layered or serialised but passes tuples through (``to_dict`` makes them
+    lists). Frames must hold no NaN."""
+    from altair.utils.schemapi import debug_mode
+
+    with debug_mode(False):
+        return alt.InlineData(values=tuple(row_dicts(df)))
+
+
 class DatasetTemplate:
     """Mixin for a top-level chart whose data all sit in top-level named ``datasets``.
 
@@ -352,14 +375,24 @@ class DatasetTemplate:
         spec = super().to_dict(validate=False)
         spec.pop("datasets", None)
         object.__setattr__(self, "_spec", spec)
+        object.__setattr__(self, "_frozen", spec)  # the converted template, shared by its copies
         return self
 
-    def with_datasets(self, datasets: dict[str, list[dict]]):
-        """A copy sharing the converted spec, with new datasets (no Altair re-validation)."""
+    def with_datasets(self, datasets: dict[str, list[dict]], **props):
+        """A copy sharing the converted spec, with new datasets (no Altair re-validation) and
+        ``props`` (top-level properties: a ``title``) set in a copy of the spec, without
+        converting it again. A live view shows a new top-level title as a signal, so the
+        template stays the same."""
         clone = object.__new__(type(self))
         clone.__dict__.update(self.__dict__)
-        object.__setattr__(clone, "_kwds", {**self._kwds, "datasets": datasets})
+        object.__setattr__(clone, "_kwds", {**self._kwds, **props, "datasets": datasets})
+        if props:
+            object.__setattr__(clone, "_spec", {**self.__dict__["_spec"], **props})
         return clone
+
+    def with_props(self, **props):
+        """A copy with ``props`` set, the datasets kept (see :meth:`with_datasets`)."""
+        return self.with_datasets(self._kwds["datasets"], **props)
 
 
 class TemplateChart(DatasetTemplate, alt.Chart):

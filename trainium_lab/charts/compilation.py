@@ -9,7 +9,7 @@ import functools
 import altair as alt
 import pandas as pd
 
-from trainium_lab.charts.base import PALETTE, TemplateHConcatChart, base, described
+from trainium_lab.charts.base import PALETTE, TemplateHConcatChart, base, described, row_dicts
 
 _STRATEGIES = ["optimal", "powers of two"]
 _STRATEGY_COLOURS = [PALETTE[0], PALETTE[1]]
@@ -20,12 +20,6 @@ def _rounded(df: pd.DataFrame, columns) -> pd.DataFrame:
     for col in columns:
         out[col] = out[col].astype(float).map(lambda v: float(f"{v:.4g}"))
     return out
-
-
-def _records(df: pd.DataFrame) -> list[dict]:
-    """``df.to_dict("records")`` without pandas' per-row overhead (a widget update calls it)."""
-    cols = list(df.columns)
-    return [dict(zip(cols, row)) for row in zip(*(df[c].tolist() for c in cols))]
 
 
 @described(
@@ -135,9 +129,9 @@ def bucketing_chart(shares: pd.DataFrame, buckets: pd.DataFrame, tradeoff: pd.Da
     curve = _rounded(tradeoff[["strategy", "n_buckets", "padding_fraction", "buckets"]],
                      ["padding_fraction"])
     return _bucketing_template().with_datasets({
-        "shares": _records(_rounded(shares, ["share"])),
-        "buckets": _records(buckets[["strategy", "bucket"]]),
-        "curve": _records(curve),
+        "shares": row_dicts(_rounded(shares, ["share"])),
+        "buckets": row_dicts(buckets[["strategy", "bucket"]]),
+        "curve": row_dicts(curve),
         "chosen": [{"n_buckets": int(n_buckets), "label": _chosen_label(n_buckets)}],
     })
 

@@ -10,18 +10,9 @@ import pandas as pd
 
 from altair.utils.schemapi import debug_mode
 
-from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, TemplateLayerChart, base, described
+from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, TemplateLayerChart, base, described, inline_rows, row_dicts
 
 __all__ = ["roofline_chart", "generations_chart", "neuroncore_chart", "utilisation_chart"]
-
-def _records(df: pd.DataFrame) -> alt.InlineData:
-    """Inline values for small frames: skips Altair's DataFrame sanitising, which costs
-    milliseconds per layer on every widget update. Frames must hold no NaN."""
-    cols = list(df.columns)
-    values = [{c: (v.item() if hasattr(v, "item") else v) for c, v in zip(cols, row)}
-              for row in zip(*(df[c].to_numpy() for c in cols))]
-    return alt.InlineData(values=values)
-
 
 # distinct from the roof lines' category colours
 _BOUND_COLORS = alt.Scale(domain=["HBM", "tensor engine"], range=["#7b3294", "#1a9641"])
@@ -58,21 +49,6 @@ def roofline_chart(curves: pd.DataFrame, point: pd.DataFrame | None = None, *,
         return _roofline_path_chart(curves, point, title, path, path_label)  # the explorer's
     with debug_mode(False):  # skip per-object schema validation: widget updates stay fast
         return _roofline_layers(curves, point, title, labels, path, path_label)
-
-
-def _row_dicts(df: pd.DataFrame, cols: list[str] | None = None) -> list[dict]:
-    """Rows of a small frame (its columns ``cols``) as dicts of plain Python values: one
-    ``tolist`` per column, no numpy scalars, no per-value conversion and no sub-frame."""
-    cols = list(df.columns) if cols is None else list(cols)
-    return [dict(zip(cols, row)) for row in zip(*(df[c].tolist() for c in cols))]
-
-
-def _retitled(chart, title):
-    """A dataset template's chart (from ``with_datasets``) with its own top-level title,
-    without converting the spec again: a live view shows a new title as a signal."""
-    object.__setattr__(chart, "_kwds", {**chart._kwds, "title": title})
-    object.__setattr__(chart, "_spec", {**chart.__dict__["_spec"], "title": title})
-    return chart
 
 
 #: words of the path's colour-legend entry that explain its width and opacity (the entry's
@@ -115,18 +91,18 @@ def _roofline_template(has_point: bool, has_kind: bool) -> TemplateLayerChart:
 
 def _roofline_path_chart(curves, point, title, path, path_label):
     """The chart of ``roofline_chart`` with a path and no written labels, from the template."""
-    lines = _row_dicts(curves, ["device", "intensity", "tflop_per_s"])
+    lines = row_dicts(curves, ["device", "intensity", "tflop_per_s"])
     for r in lines:
         r["dash"] = "roof"
     lines += [{"intensity": r["intensity"], "tflop_per_s": r["tflop_per_s"], "device": str(path_label),
-               "dash": "path"} for r in _row_dicts(path, ["intensity", "tflop_per_s"])]
+               "dash": "path"} for r in row_dicts(path, ["intensity", "tflop_per_s"])]
     datasets = {"lines": lines}
     has_kind = point is not None and "kind" in point.columns
     if point is not None:
-        datasets["points"] = _row_dicts(point, ["intensity", "tflop_per_s", "bound", "label"]
+        datasets["points"] = row_dicts(point, ["intensity", "tflop_per_s", "bound", "label"]
                                         + (["kind"] if has_kind else []))
     chart = _roofline_template(point is not None, has_kind).with_datasets(datasets)
-    return _retitled(chart, title)
+    return (chart).with_props(title=title)
 
 
 def _roofline_layers(curves, point, title, labels, path=None, path_label=""):
@@ -137,14 +113,14 @@ def _roofline_layers(curves, point, title, labels, path=None, path_label=""):
     y = alt.Y("tflop_per_s:Q", scale=alt.Scale(type="log"), title="attainable TFLOP/s")
     roofs = curves[["device", "intensity", "tflop_per_s"]]
     if path is None:
-        lines = base(_records(roofs), title=title).mark_line(strokeWidth=2.5).encode(
+        lines = base(inline_rows(roofs), title=title).mark_line(strokeWidth=2.5).encode(
             x=x, y=y, color=alt.Color("device:N", title="roof"), tooltip=[alt.Tooltip("device:N")])
     else:
         both = pd.concat([roofs.assign(dash="roof"),
                           path[["intensity", "tflop_per_s"]].assign(device=path_label, dash="path")])
         # the path lies on the roof by definition: drawn as a wide translucent band over
         # the part of the roof this matmul can reach
-        lines = base(_records(both), title=title).mark_line().encode(
+        lines = base(inline_rows(both), title=title).mark_line().encode(
             x=x, y=y, color=alt.Color("device:N", title=None, sort=None,
                                       legend=alt.Legend(labelLimit=320)),
             size=alt.Size("dash:N", legend=None, scale=alt.Scale(domain=["roof", "path"], range=[2.5, 10])),
@@ -157,7 +133,7 @@ def _roofline_layers(curves, point, title, labels, path=None, path_label=""):
         return alt.layer(lines, **meta)
     has_kind = "kind" in point.columns
     cols = ["intensity", "tflop_per_s", "bound", "label"] + (["kind"] if has_kind else [])
-    data = _records(point[cols])
+    data = inline_rows(point[cols])
     shape = (alt.Shape("kind:N", title=None, sort=None,
                        scale=alt.Scale(range=["diamond", "triangle-down", "circle"]))
              if has_kind else alt.ShapeValue("diamond"))
@@ -175,7 +151,7 @@ def _roofline_layers(curves, point, title, labels, path=None, path_label=""):
     for on_slope, dy in ((True, 14), (False, -9)):
         rows = point[(point["bound"] == "HBM").to_numpy() == on_slope]
         if not rows.empty:
-            sides.append(alt.Chart(_records(rows[cols])).mark_text(align="left", dx=9, dy=dy, fontSize=11).encode(
+            sides.append(alt.Chart(inline_rows(rows[cols])).mark_text(align="left", dx=9, dy=dy, fontSize=11).encode(
                 x=alt.X("intensity:Q"), y=alt.Y("tflop_per_s:Q"), text=alt.Text("label:N")))
     return alt.layer(lines, dot, *sides, **meta)
 

@@ -11,9 +11,8 @@ import altair as alt
 import pandas as pd
 from altair.utils.schemapi import debug_mode
 
-from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, TemplateLayerChart, base, described
+from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, TemplateLayerChart, base, described, inline_rows
 from trainium_lab.charts.hardware import _BOUND_COLORS, roofline_chart
-from trainium_lab.charts.layouts import _records, _retitled  # the course's one inline-data helper
 
 __all__ = ["ENGINE_LABELS", "timeline_chart", "engine_busy_chart", "tile_sweep_chart",
            "core_roofline_chart"]
@@ -69,7 +68,7 @@ def timeline_chart(timeline: pd.DataFrame, *, title: str = "Which engine does wh
     d = d.drop(columns=["engine", "start_s", "end_s"])
     lanes = [ENGINE_LABELS[e] for e in ENGINE_LABELS if ENGINE_LABELS[e] in set(d["lane"])]
     with debug_mode(False):
-        chart = alt.Chart(_records(d), width=width, height=18 * len(lanes)).mark_bar(
+        chart = alt.Chart(inline_rows(d), width=width, height=18 * len(lanes)).mark_bar(
             stroke="white", strokeWidth=0.5).encode(
             x=alt.X("start_us:Q", title="time (µs)"), x2=alt.X2("end_us:Q"),
             y=alt.Y("lane:N", sort=lanes, title=None),
@@ -95,7 +94,7 @@ def engine_busy_chart(table: pd.DataFrame, *, title: str = "Busy time per engine
     d = d.drop(columns=["engine", "busy_s"])
     lanes = list(ENGINE_LABELS.values())
     with debug_mode(False):
-        chart = alt.Chart(_records(d), width=WIDTH, height=18 * len(lanes)).mark_bar().encode(
+        chart = alt.Chart(inline_rows(d), width=WIDTH, height=18 * len(lanes)).mark_bar().encode(
             x=alt.X("busy_us:Q", title="busy time (µs)"),
             y=alt.Y("lane:N", sort=lanes, title=None),
             color=alt.Color("binds:N", scale=alt.Scale(domain=["binds", "other"],
@@ -118,7 +117,7 @@ def tile_sweep_chart(plans: pd.DataFrame, *, title: str = "HBM traffic against o
     d["intensity"] = [_sig(v) for v in d["intensity"]]
     d["fits"] = ["fits" if f else "does not fit" for f in d["fits"]]
     with debug_mode(False):
-        return base(_records(d), title=title).mark_bar().encode(
+        return base(inline_rows(d), title=title).mark_bar().encode(
             x=alt.X("tile:N", sort=None, title="output tile (tile_m × tile_n)"),
             y=alt.Y("hbm_gib:Q", title="HBM traffic (GiB)"),
             color=alt.Color("fits:N", scale=alt.Scale(domain=["fits", "does not fit"],
@@ -159,7 +158,7 @@ def core_roofline_chart(curves: pd.DataFrame, point: pd.DataFrame, *,
     ``roofline.roofline_curve`` and ``kernels.core_roofline``); ``point`` has ``intensity``,
     ``tflop_per_s``, ``bound`` and ``label``.
     """
-    roofs = _records(curves[["device", "intensity", "tflop_per_s"]]).values
-    dot = _records(point[["intensity", "tflop_per_s", "bound", "label"]]).values
+    roofs = inline_rows(curves[["device", "intensity", "tflop_per_s"]]).values
+    dot = inline_rows(point[["intensity", "tflop_per_s", "bound", "label"]]).values
     chart = _core_roofline_template().with_datasets({"roofs": list(roofs), "point": list(dot)})
-    return _retitled(chart, title)
+    return (chart).with_props(title=title)

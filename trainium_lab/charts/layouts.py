@@ -9,7 +9,7 @@ import altair as alt
 import pandas as pd
 from altair.utils.schemapi import debug_mode
 
-from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, TemplateChart, described, stacked_bars
+from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, TemplateChart, described, inline_rows, stacked_bars
 
 __all__ = ["memory_chart", "step_time_chart", "plan_scatter_chart", "fully_sharded_chart",
            "layout_panel_chart", "panel_bars_chart", "layout_dashboard"]
@@ -24,30 +24,6 @@ _LEVELS = ["none", "chip", "instance", "ultraserver", "efa"]
 #: room around a top-level chart, so labels and titles survive a viewer whose fallback font is wider
 #: than the one vl-convert measured with (headless Chromium's DejaVu Sans cut chapter 05's titles)
 PAD = {"left": 28, "right": 28, "top": 4, "bottom": 4}
-
-
-def _records(df: pd.DataFrame) -> alt.InlineData:
-    """Inline rows as a tuple of plain dicts (fast to serialise; no NaN allowed)."""
-    cols = list(df.columns)
-    values = tuple({c: (v.item() if hasattr(v, "item") else v) for c, v in zip(cols, row)}
-                   for row in zip(*(df[c].to_numpy() for c in cols)))
-    with debug_mode(False):
-        return alt.InlineData(values=values)
-
-
-def _with_props(chart, **props):
-    """A dataset template's chart (from ``with_datasets``) with its own copy of the converted
-    spec and ``props`` (top-level properties: a title) set in it, without converting the spec
-    again. A live view shows a new top-level title as a signal, so the template stays the
-    same; the copy keeps a description set on one chart off the others."""
-    object.__setattr__(chart, "_kwds", {**chart._kwds, **props})
-    object.__setattr__(chart, "_spec", {**chart.__dict__["_spec"], **props})
-    return chart
-
-
-def _retitled(chart, title):
-    """:func:`_with_props` with a title."""
-    return _with_props(chart, title=title)
 
 
 @described(
@@ -68,7 +44,7 @@ def memory_chart(df: pd.DataFrame, *, title: str = "Memory per chip against HBM"
     rules = df.groupby("layout", sort=False)[["hbm_gib", "allowed_gib"]].first().reset_index()
     n = d["layout"].nunique()
     with debug_mode(False):
-        bars = alt.Chart(_records(d)).mark_bar().encode(
+        bars = alt.Chart(inline_rows(d)).mark_bar().encode(
             x=alt.X("gib:Q", stack="zero", title="GiB per chip"),
             y=alt.Y("layout:N", sort=None, title=None, axis=alt.Axis(labelLimit=320)),
             color=alt.Color("part:N", scale=alt.Scale(domain=_MEMORY, range=_MEMORY_COLOURS),
@@ -77,10 +53,10 @@ def memory_chart(df: pd.DataFrame, *, title: str = "Memory per chip against HBM"
             tooltip=[alt.Tooltip("layout:N"), alt.Tooltip("part:N"),
                      alt.Tooltip("gib:Q", format=",.1f", title="GiB")],
         )
-        hbm = alt.Chart(_records(rules)).mark_tick(color="black", thickness=2, size=26).encode(
+        hbm = alt.Chart(inline_rows(rules)).mark_tick(color="black", thickness=2, size=26).encode(
             x=alt.X("hbm_gib:Q"), y=alt.Y("layout:N", sort=None),
             tooltip=[alt.Tooltip("hbm_gib:Q", format=",.0f", title="HBM GiB")])
-        allowed = alt.Chart(_records(rules)).mark_tick(color="#a40000", thickness=2, size=26,
+        allowed = alt.Chart(inline_rows(rules)).mark_tick(color="#a40000", thickness=2, size=26,
                                                        strokeDash=[3, 2]).encode(
             x=alt.X("allowed_gib:Q"), y=alt.Y("layout:N", sort=None),
             tooltip=[alt.Tooltip("allowed_gib:Q", format=",.1f", title="usable GiB (HBM − margin)")])
@@ -111,7 +87,7 @@ def step_time_chart(df: pd.DataFrame, *, title: str = "Where a step's time goes"
     labels = [names[p] for p in order_of]
     with debug_mode(False):
         return stacked_bars(
-            _records(d), n_bars=d["layout"].nunique(), bar="layout", value="seconds",
+            inline_rows(d), n_bars=d["layout"].nunique(), bar="layout", value="seconds",
             value_title="seconds per step", colour="what", domain=labels, colours=colours or _TIME_COLOURS,
             colour_title="time", colour_sort=labels, title=title, width=width,
             tooltip=[alt.Tooltip("layout:N"), alt.Tooltip("what:N", title="part"),
@@ -196,15 +172,15 @@ def fully_sharded_chart(df: pd.DataFrame, *, hbm_gib: float,
     d["label_at"] = [max(s, hbm_gib) if rule_crosses_label(s * px, f"{left:.1f}", hbm_gib * px, 11) else s
                      for s, left in zip(d["state_gib_per_chip"], d["left_gib_per_chip"])]
     with debug_mode(False):
-        bars = alt.Chart(_records(d)).mark_bar(color=PALETTE[0]).encode(
+        bars = alt.Chart(inline_rows(d)).mark_bar(color=PALETTE[0]).encode(
             x=alt.X("state_gib_per_chip:Q", title="GiB per chip", scale=alt.Scale(domain=[0, hbm_gib * 1.05])),
             y=alt.Y("systems:N", sort=None, title="systems"),
             tooltip=[alt.Tooltip("systems:N"), alt.Tooltip("state_gib_per_chip:Q", format=".1f", title="state GiB"),
                      alt.Tooltip("left_gib_per_chip:Q", format=".1f", title="left GiB")])
-        text = alt.Chart(_records(d)).mark_text(align="left", dx=4).encode(
+        text = alt.Chart(inline_rows(d)).mark_text(align="left", dx=4).encode(
             x=alt.X("label_at:Q"), y=alt.Y("systems:N", sort=None),
             text=alt.Text("left_gib_per_chip:Q", format=".1f"))
-        marker = _records(pd.DataFrame({"hbm": [hbm_gib]}))
+        marker = inline_rows(pd.DataFrame({"hbm": [hbm_gib]}))
         rule = alt.Chart(marker).mark_rule(color="black", strokeDash=[4, 3]).encode(
             x=alt.X("hbm:Q"), tooltip=[alt.Tooltip("hbm:Q", title="HBM per chip (GiB)")])
         hbm = alt.Chart(marker).mark_text(align="right", baseline="bottom", dy=-3, fontSize=10).encode(
@@ -275,10 +251,10 @@ def panel_bars_chart(d: pd.DataFrame | list[dict], domain: list[str], colours: l
     concatenated one, and a template with the rows as a named data set, so a widget redraws it
     by swapping the data (chapters 05 and 09).
     """
-    rows = list(_records(d).values) if isinstance(d, pd.DataFrame) else list(d)
+    rows = list(inline_rows(d).values) if isinstance(d, pd.DataFrame) else list(d)
     template = _panel_template(tuple(domain), tuple(colours), tuple(panels), int(width), int(step),
                                int(legend_columns), None if padding is None else tuple(padding.items()))
-    return _with_props(template.with_datasets({"panels": rows}))
+    return (template.with_datasets({"panels": rows})).with_props()
 
 
 @described(

@@ -9,8 +9,8 @@ import altair as alt
 import pandas as pd
 from altair.utils.schemapi import debug_mode
 
-from trainium_lab.charts.base import PALETTE, WIDTH, TemplateLayerChart, described, stacked_bars
-from trainium_lab.charts.layouts import _records, _retitled, step_time_chart
+from trainium_lab.charts.base import PALETTE, WIDTH, TemplateLayerChart, described, inline_rows, stacked_bars
+from trainium_lab.charts.layouts import step_time_chart
 
 __all__ = ["parameter_chart", "all_to_all_chart", "expert_load_chart", "moe_step_chart", "level_time_chart"]
 
@@ -46,7 +46,7 @@ def parameter_chart(df: pd.DataFrame, *, title: str = "Stored (total) against co
     labels = [_PART_LABELS[p] for p in _PARTS]
     with debug_mode(False):
         return stacked_bars(
-            _records(d), n_bars=d["bar"].nunique(), bar="bar", value="billions",
+            inline_rows(d), n_bars=d["bar"].nunique(), bar="bar", value="billions",
             value_title="parameters (billions)", colour="what", domain=labels, colours=_PART_COLOURS,
             colour_title="part", colour_sort=labels, title=title, width=width, bar_px=26,
             tooltip=[alt.Tooltip("bar:N", title="model"), alt.Tooltip("what:N", title="part"),
@@ -72,7 +72,7 @@ def all_to_all_chart(df: pd.DataFrame, *, title: str = "One MoE layer: all-to-al
         rows.append({"group": group, "what": "expert compute", "ms": round(r.layer_expert_compute_s * 1e3, 4)})
     d = pd.DataFrame(rows)
     with debug_mode(False):
-        return alt.Chart(_records(d), title=title, width=width, height=alt.Step(11)).mark_bar().encode(
+        return alt.Chart(inline_rows(d), title=title, width=width, height=alt.Step(11)).mark_bar().encode(
             x=alt.X("ms:Q", title="milliseconds per MoE layer (forward + backward)"),
             y=alt.Y("what:N", title=None, axis=None),
             row=alt.Row("group:N", sort=list(dict.fromkeys(d["group"])), title=None,
@@ -147,7 +147,7 @@ def expert_load_chart(df: pd.DataFrame, *, title: str | None = None, width: int 
                {"layer": "top", "expert": expert[0], "what": "top",
                 "tokens": 1.1 * max(cap, max(tokens), max(expected)), "order": 0}])
     chart = _load_template(int(width), int(height)).with_datasets({"load": rows})
-    return _retitled(chart, title or "Tokens per expert against the capacity")
+    return (chart).with_props(title=title or "Tokens per expert against the capacity")
 
 
 @described(
@@ -187,7 +187,7 @@ def level_time_chart(df: pd.DataFrame, *, title: str = "Where a step goes, by le
     d["share"] = d["share"].round(4)
     with debug_mode(False):
         return stacked_bars(
-            _records(d), n_bars=d["job"].nunique(), bar="job", value="share",
+            inline_rows(d), n_bars=d["job"].nunique(), bar="job", value="share",
             value_title="share of the step", value_axis=alt.Axis(format="%"), colour="level",
             domain=_LEVELS, colours=_LEVEL_COLOURS, colour_title="where", label_limit=360,
             title=title, width=width,

@@ -12,7 +12,6 @@ import pandas as pd
 from trainium_lab import numerics
 from trainium_lab._validate import instance
 from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, TemplateChart, base, described
-from trainium_lab.charts.layouts import _retitled
 from trainium_lab.views import bit_formula
 
 __all__ = ["bits_chart", "spacing_chart", "rounding_chart", "repeated_updates_chart",
@@ -58,7 +57,7 @@ def bits_chart(pattern: numerics.BitPattern) -> alt.Chart:
     rows = [{"position": p, "bit": b, "field": f, "cell": f"{p:02d}:{b}", "shade": 1.0 if b else 0.35}
             for p, b, f in zip(df["position"].tolist(), df["bit"].tolist(), df["field"].tolist())]
     chart = _bits_template().with_datasets({"bits": rows})
-    return _retitled(chart, f"{pattern.format}: {bit_formula(pattern)}")
+    return (chart).with_props(title=f"{pattern.format}: {bit_formula(pattern)}")
 
 
 @described(

@@ -10,8 +10,8 @@ import altair as alt
 import pandas as pd
 from altair.utils.schemapi import debug_mode
 
-from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, TemplateLayerChart, described
-from trainium_lab.charts.layouts import _records, panel_bars_chart
+from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, TemplateLayerChart, described, inline_rows
+from trainium_lab.charts.layouts import panel_bars_chart
 
 __all__ = ["serving_panel_chart", "kv_growth_chart",
            "batching_chart", "speculation_chart", "speculation_histogram_chart", "chips_chart",
@@ -82,15 +82,15 @@ def kv_growth_chart(df: pd.DataFrame, hbm_gib: float, *, hbm_label: str = "HBM o
     d["batch"] = "batch " + d["batch"].astype(str)
     rule = pd.DataFrame({"hbm_gib": [round(float(hbm_gib), 3)], "label": [hbm_label]})
     with debug_mode(False):
-        lines = alt.Chart(_records(d)).mark_line(point=True).encode(
+        lines = alt.Chart(inline_rows(d)).mark_line(point=True).encode(
             x=alt.X("context_len:Q", scale=alt.Scale(type="log", base=2), title="context (tokens, log scale)"),
             y=alt.Y("kv_gib:Q", scale=alt.Scale(type="log"), title="KV cache (GiB, log scale)"),
             color=alt.Color("batch:N", sort=None, title=None),
             tooltip=[alt.Tooltip("batch:N"), alt.Tooltip("context_len:Q", format=","),
                      alt.Tooltip("kv_gib:Q", format=",.2f", title="GiB")])
-        hbm = alt.Chart(_records(rule)).mark_rule(color="black", strokeDash=[5, 3]).encode(
+        hbm = alt.Chart(inline_rows(rule)).mark_rule(color="black", strokeDash=[5, 3]).encode(
             y=alt.Y("hbm_gib:Q"), tooltip=[alt.Tooltip("label:N"), alt.Tooltip("hbm_gib:Q", format=",.0f")])
-        text = alt.Chart(_records(rule)).mark_text(align="left", dy=-7, x=5, fontSize=11).encode(
+        text = alt.Chart(inline_rows(rule)).mark_text(align="left", dy=-7, x=5, fontSize=11).encode(
             y=alt.Y("hbm_gib:Q"), text=alt.Text("label:N"))
         return alt.layer(lines, hbm, text, title=title, width=WIDTH, height=HEIGHT)
 
@@ -139,7 +139,7 @@ def batching_chart(df: pd.DataFrame, *, title: str = "Continuous batching: throu
                      alt.Tooltip("tokens_per_s_per_chip:Q", format=",.0f")])
         text = alt.Chart().mark_text(align="left", dx=6, dy=-6, fontSize=11).encode(
             x=x, y=y, text=alt.Text("label:N"))
-        return alt.layer(line, pts, text, data=_records(d), title=title, width=WIDTH, height=HEIGHT)
+        return alt.layer(line, pts, text, data=inline_rows(d), title=title, width=WIDTH, height=HEIGHT)
 
 
 _SPEC_SERIES = ["walltime speed-up (Thm 3.8)", "arithmetic done (Thm 3.11)"]
@@ -169,10 +169,7 @@ def _speculation_template(title: str) -> TemplateLayerChart:
     chart = TemplateLayerChart(layer=[lines, chosen, one, chosen_label, one_label],
                                datasets={"factors": [], "chosen": []},
                                title=title, width=WIDTH, height=HEIGHT)
-    spec = chart.to_dict(validate=False)
-    spec.pop("datasets", None)
-    object.__setattr__(chart, "_spec", spec)
-    return chart
+    return chart.freeze()
 
 
 @described(
@@ -214,7 +211,7 @@ def speculation_histogram_chart(hist: pd.DataFrame, *, title: str = "Tokens per 
                      alt.Tooltip("probability:Q", format=".4f", title="formula")])
         pts = alt.Chart().mark_point(color="black", filled=True, size=60, shape="diamond").encode(
             x=x, y=alt.Y("probability:Q"))
-        return alt.layer(bars, pts, data=_records(d), title=title, width=WIDTH, height=200)
+        return alt.layer(bars, pts, data=inline_rows(d), title=title, width=WIDTH, height=200)
 
 
 @described(
@@ -228,7 +225,7 @@ def chips_chart(df: pd.DataFrame, *, title: str = "Decode on Trainium2 and Train
     d = df[["case", "name", "tokens_per_s_per_chip"]].copy()
     d["tokens_per_s_per_chip"] = d["tokens_per_s_per_chip"].round(1)
     with debug_mode(False):
-        return alt.Chart(_records(d), title=title, width=140, height=200).mark_bar().encode(
+        return alt.Chart(inline_rows(d), title=title, width=140, height=200).mark_bar().encode(
             x=alt.X("name:N", title=None, axis=alt.Axis(labelAngle=0)),
             y=alt.Y("tokens_per_s_per_chip:Q", title="output tokens/s per chip (bound)"),
             color=alt.Color("name:N", scale=alt.Scale(range=[PALETTE[0], PALETTE[4]]), legend=None),
@@ -257,4 +254,4 @@ def bucket_chart(df: pd.DataFrame, *, title: str = "More buckets: less padding, 
             x=x, y=y, tooltip=[alt.Tooltip("label:N"), alt.Tooltip("padding_waste:Q", format=".1f"),
                                alt.Tooltip("neff_gib:Q", format=".2f")])
         text = alt.Chart().mark_text(align="left", dx=6, dy=-6, fontSize=11).encode(x=x, y=y, text=alt.Text("label:N"))
-        return alt.layer(line, pts, text, data=_records(d), title=title, width=WIDTH, height=HEIGHT)
+        return alt.layer(line, pts, text, data=inline_rows(d), title=title, width=WIDTH, height=HEIGHT)

@@ -10,7 +10,6 @@ import pandas as pd
 from altair.utils.schemapi import debug_mode
 
 from trainium_lab.charts.base import WIDTH, TemplateChart, base, described
-from trainium_lab.charts.layouts import _retitled
 
 __all__ = ["hbm_fit_chart", "units_chart"]
 
@@ -60,7 +59,7 @@ def hbm_fit_chart(parts: pd.DataFrame, *, chip: str = "one chip", title: str | N
                for b, p, g in sorted(zip(parts["bar"].tolist(), parts["part"].tolist(),
                                          parts["gib"].tolist()), key=lambda r: r[0] != "per chip")]
     chart = _fit_template().with_datasets({"parts": records})
-    return _retitled(chart, title or "What each chip must hold against its HBM")
+    return (chart).with_props(title=title or "What each chip must hold against its HBM")
 
 
 @described(

@@ -11,25 +11,11 @@ import numpy as np
 import pandas as pd
 from altair.utils.schemapi import debug_mode
 
-from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, TemplateLayerChart, described
-from trainium_lab.charts.hardware import _retitled, _row_dicts
+from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, TemplateLayerChart, described, inline_rows, row_dicts
 
 __all__ = ["levels_chart", "ring_step_chart", "size_sweep_chart", "placement_chart"]
 
 _LEVEL_COLORS = alt.Scale(domain=["instance", "ultraserver", "efa"], range=PALETTE[:3])
-
-
-def _records(df: pd.DataFrame) -> alt.InlineData:
-    """Inline values (skips Altair's DataFrame sanitising, which is slow per update).
-
-    The rows are a tuple: Altair deep-copies lists of dicts every time a chart is
-    layered or serialised, but passes tuples through (``to_dict`` turns them into
-    lists). Frames must hold no NaN."""
-    cols = list(df.columns)
-    values = tuple({c: (v.item() if hasattr(v, "item") else v) for c, v in zip(cols, row)}
-                   for row in zip(*(df[c].to_numpy() for c in cols)))
-    with debug_mode(False):
-        return alt.InlineData(values=values)
 
 
 @described(
@@ -62,7 +48,7 @@ def levels_chart(df: pd.DataFrame, *, title: str = "Bandwidth per chip at each l
         )
         text = alt.Chart(width=300, height=height).mark_text(align="left", fontSize=11, x=0).encode(
             y=alt.Y("row:N", sort=None, axis=None), text=alt.Text("caveat:N"))
-        return alt.hconcat(bars, text, title=title, data=_records(d)).resolve_scale(y="shared").configure_view(stroke=None)
+        return alt.hconcat(bars, text, title=title, data=inline_rows(d)).resolve_scale(y="shared").configure_view(stroke=None)
 
 
 @described(
@@ -90,7 +76,7 @@ def ring_step_chart(df: pd.DataFrame, *, title: str | list[str] | None = None) -
                                    df["contributions"].tolist(), df["sending"].tolist())]
     chart = _ring_step_template().with_datasets(
         {"cells": cells, "extent": [{"contributions": 1}, {"contributions": n}]})
-    return _retitled(chart, title)
+    return (chart).with_props(title=title)
 
 
 #: a ring grid's cell, px wide and high
@@ -136,10 +122,10 @@ def size_sweep_chart(df: pd.DataFrame, crossovers: pd.DataFrame | None = None, *
     cached template (the rules' layers are there, empty, when there is no crossover), so a
     widget update only swaps the data.
     """
-    marks = [] if crossovers is None or crossovers.empty else _row_dicts(crossovers, ["size_bytes", "series"])
+    marks = [] if crossovers is None or crossovers.empty else row_dicts(crossovers, ["size_bytes", "series"])
     chart = _size_sweep_template().with_datasets(
-        {"lines": _row_dicts(df, ["size_bytes", "time_ms", "series"]), "crossovers": marks})
-    return _retitled(chart, title)
+        {"lines": row_dicts(df, ["size_bytes", "time_ms", "series"]), "crossovers": marks})
+    return (chart).with_props(title=title)
 
 
 @functools.lru_cache(maxsize=1)
@@ -232,7 +218,7 @@ def placement_chart(df: pd.DataFrame, *, kind: str = "tp", highlight: int = 0, c
     else:  # one colour per group on a sequential scale, from group 0 to the last
         scale = (max(r["group_no"] for r in cells), mixed)
     chart = _placement_template(kind, scale).with_datasets({"cells": cells, "heads": heads})
-    return _retitled(chart, title)
+    return (chart).with_props(title=title)
 
 
 @functools.lru_cache(maxsize=64)
@@ -352,7 +338,7 @@ def dp_threshold_chart(df: pd.DataFrame, tokens_per_chip: float | None = None, *
                    "label_x": low * (high / low) ** (at / WIDTH)}]
     for r in rows:
         r["low"], r["high"] = low, high
-    return _retitled(_dp_threshold_template().with_datasets({"rows": rows, "marker": marker}), title)
+    return (_dp_threshold_template().with_datasets({"rows": rows, "marker": marker})).with_props(title=title)
 
 
 __all__ += ["dp_threshold_chart"]

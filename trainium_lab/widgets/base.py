@@ -644,25 +644,44 @@ def _live_parts(spec: dict) -> tuple[dict, dict, Any]:
     return spec, datasets, title
 
 
+def _title_text(title: Any) -> tuple[Any, Any]:
+    """``(text, the rest)`` of a top-level title as :func:`_live_parts` splits it: the text
+    becomes a signal; the rest (a subtitle, a font) stays in the template."""
+    if isinstance(title, (str, list)):
+        return title, None
+    if isinstance(title, dict) and isinstance(title.get("text"), (str, list)):
+        return title["text"], {k: v for k, v in title.items() if k != "text"}
+    return None, title
+
+
 def _live_of(chart: alt.TopLevelMixin) -> tuple[dict, dict, Any]:
-    """:func:`_live_parts` of a chart. A frozen :class:`~trainium_lab.charts.base.DatasetTemplate`
-    (named datasets only) is split once per template and then costs nothing: its datasets are
-    taken as they are."""
-    frozen = chart.__dict__.get("_spec")
-    if frozen is None or not hasattr(chart, "with_datasets"):
+    """:func:`_live_parts` of a chart. A :class:`~trainium_lab.charts.base.DatasetTemplate`
+    (named datasets only) is split once per template and set of top-level properties (its
+    title's text aside: that is a signal), then costs next to nothing: its datasets are taken
+    as they are."""
+    import json
+
+    spec = chart.__dict__.get("_spec")
+    frozen = chart.__dict__.get("_frozen")
+    if spec is None or frozen is None:
         return _live_parts(chart.to_dict(validate=False))
-    cached = _TEMPLATE_PARTS.get(id(frozen))
+    text, rest = _title_text(spec.get("title"))
+    # what this chart sets on top of the template it was made from (a description, a title)
+    own = {k: v for k, v in spec.items() if k not in ("datasets", "title") and frozen.get(k) is not v}
+    key = (id(frozen), json.dumps([own, rest], sort_keys=True, default=str))
+    cached = _TEMPLATE_PARTS.get(key)
     if cached is None or cached[0] is not frozen:
-        template, _, title = _live_parts({**frozen, "datasets": {}})
-        cached = (frozen, template, title)
-        if len(_TEMPLATE_PARTS) > 512:  # templates are cached per title: keep the memory bounded
+        template, _, _ = _live_parts({**spec, "datasets": {}})
+        cached = (frozen, template)
+        if len(_TEMPLATE_PARTS) > 512:  # keep the memory bounded
             _TEMPLATE_PARTS.clear()
-        _TEMPLATE_PARTS[id(frozen)] = cached
-    return cached[1], chart._kwds["datasets"], cached[2]
+        _TEMPLATE_PARTS[key] = cached
+    return cached[1], chart._kwds["datasets"], text
 
 
-#: id of a frozen template's spec -> (that spec, its live template, its title)
-_TEMPLATE_PARTS: dict[int, tuple[dict, dict, Any]] = {}
+#: (id of a frozen template's spec, its chart's own top-level properties) -> (that spec, the
+#: live template)
+_TEMPLATE_PARTS: dict[tuple[int, str], tuple[dict, dict]] = {}
 
 
 def _with_live_parts(template: dict, datasets: dict, title: Any) -> dict:
