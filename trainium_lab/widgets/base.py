@@ -448,6 +448,10 @@ class Explorer:
             control.observe(self.update, names="value")
         for readout in _readouts(self.controls):
             readout.observe(self._typed, names="value")
+            # the readout follows its slider after the update, so that the chart's message
+            # leaves the kernel first (a page handles its messages in order, one at a time)
+            readout.slider.unobserve(readout._follow, names="value")
+            readout.slider.observe(readout._follow, names="value")
 
     def _typed(self, change) -> None:
         """Text typed into a slider's readout: move the slider, or say why not."""
