@@ -51,6 +51,43 @@ def roofline_chart(curves: pd.DataFrame, point: pd.DataFrame | None = None, *,
         return _roofline_layers(curves, point, title, labels, path, path_label)
 
 
+def _roofline_axes() -> tuple[alt.X, alt.Y]:
+    """The roofline's log-log axes (every roofline chart of the course)."""
+    return (alt.X("intensity:Q", scale=alt.Scale(type="log"),
+                  title="arithmetic intensity (FLOP per byte of HBM traffic)"),
+            alt.Y("tflop_per_s:Q", scale=alt.Scale(type="log"), title="attainable TFLOP/s"))
+
+
+def _roofs_layer(data) -> alt.Chart:
+    """The roofs alone, one line per device."""
+    x, y = _roofline_axes()
+    return alt.Chart(data).mark_line(strokeWidth=2.5).encode(
+        x=x, y=y, color=alt.Color("device:N", title="roof"), tooltip=[alt.Tooltip("device:N")])
+
+
+def _roofs_and_path_layer(data) -> alt.Chart:
+    """The roofs and a matmul's path in one layer: the path lies on the roof by definition,
+    drawn as a wide translucent band (size and opacity by ``dash``) over the part it reaches."""
+    x, y = _roofline_axes()
+    return alt.Chart(data).mark_line().encode(
+        x=x, y=y, color=alt.Color("device:N", title=None, sort=None, legend=alt.Legend(labelLimit=320)),
+        size=alt.Size("dash:N", legend=None, scale=alt.Scale(domain=["roof", "path"], range=[2.5, 10])),
+        opacity=alt.Opacity("dash:N", legend=None, scale=alt.Scale(domain=["roof", "path"], range=[1, 0.45])),
+        tooltip=[alt.Tooltip("device:N")])
+
+
+def _point_layer(data, has_kind: bool) -> alt.Chart:
+    """The matmuls placed on the roofs, filled by what bounds them (shaped by ``kind``)."""
+    shape = (alt.Shape("kind:N", title=None, sort=None,
+                       scale=alt.Scale(range=["diamond", "triangle-down", "circle"]))
+             if has_kind else alt.ShapeValue("diamond"))
+    return alt.Chart(data).mark_point(size=180, filled=True, opacity=1).encode(
+        x=alt.X("intensity:Q"), y=alt.Y("tflop_per_s:Q"), shape=shape,
+        fill=alt.Fill("bound:N", scale=_BOUND_COLORS, title="bound by"),
+        tooltip=[alt.Tooltip("label:N", title="matmul"),
+                 alt.Tooltip("tflop_per_s:Q", format=",.4g", title="TFLOP/s")])
+
+
 #: words of the path's colour-legend entry that explain its width and opacity (the entry's
 #: label starts with them; constant, so that the explorer's template is)
 _PATH_WORDS = "reachable as m grows"
@@ -60,28 +97,10 @@ _PATH_WORDS = "reachable as m grows"
 def _roofline_template(has_point: bool, has_kind: bool) -> TemplateLayerChart:
     """The roofs, the matmul's path and its points, with named (empty) data sets, built once:
     an explorer's update only swaps the data and the title."""
-    x = alt.X("intensity:Q", scale=alt.Scale(type="log"),
-              title="arithmetic intensity (FLOP per byte of HBM traffic)")
-    y = alt.Y("tflop_per_s:Q", scale=alt.Scale(type="log"), title="attainable TFLOP/s")
     with debug_mode(False):
-        # the path lies on the roof by definition: drawn as a wide translucent band over
-        # the part of the roof this matmul can reach
-        lines = alt.Chart(alt.NamedData("lines")).mark_line().encode(
-            x=x, y=y, color=alt.Color("device:N", title=None, sort=None,
-                                      legend=alt.Legend(labelLimit=320)),
-            size=alt.Size("dash:N", legend=None, scale=alt.Scale(domain=["roof", "path"], range=[2.5, 10])),
-            opacity=alt.Opacity("dash:N", legend=None, scale=alt.Scale(domain=["roof", "path"], range=[1, 0.45])),
-            tooltip=[alt.Tooltip("device:N")])
-        layers = [lines]
+        layers = [_roofs_and_path_layer(alt.NamedData("lines"))]
         if has_point:
-            shape = (alt.Shape("kind:N", title=None, sort=None,
-                               scale=alt.Scale(range=["diamond", "triangle-down", "circle"]))
-                     if has_kind else alt.ShapeValue("diamond"))
-            layers.append(alt.Chart(alt.NamedData("points")).mark_point(size=180, filled=True, opacity=1).encode(
-                x=alt.X("intensity:Q"), y=alt.Y("tflop_per_s:Q"), shape=shape,
-                fill=alt.Fill("bound:N", scale=_BOUND_COLORS, title="bound by"),
-                tooltip=[alt.Tooltip("label:N", title="matmul"),
-                         alt.Tooltip("tflop_per_s:Q", format=",.4g", title="TFLOP/s")]))
+            layers.append(_point_layer(alt.NamedData("points"), has_kind))
         # the wide translucent band (size and opacity by "dash") is the path's colour-legend entry
         chart = TemplateLayerChart(layer=layers, width=WIDTH, height=HEIGHT,
                                    usermeta={"explained": {"size": _PATH_WORDS, "opacity": _PATH_WORDS}},
@@ -102,30 +121,20 @@ def _roofline_path_chart(curves, point, title, path, path_label):
         datasets["points"] = row_dicts(point, ["intensity", "tflop_per_s", "bound", "label"]
                                         + (["kind"] if has_kind else []))
     chart = _roofline_template(point is not None, has_kind).with_datasets(datasets)
-    return (chart).with_props(title=title)
+    return chart.with_props(title=title)
 
 
 def _roofline_layers(curves, point, title, labels, path=None, path_label=""):
     # Few tooltips and layers on purpose: each encoding object costs time in every widget
     # update (Altair deep-copies layered charts). The path shares the roofs' layer.
-    x = alt.X("intensity:Q", scale=alt.Scale(type="log"),
-              title="arithmetic intensity (FLOP per byte of HBM traffic)")
-    y = alt.Y("tflop_per_s:Q", scale=alt.Scale(type="log"), title="attainable TFLOP/s")
     roofs = curves[["device", "intensity", "tflop_per_s"]]
+    size = {"width": WIDTH, "height": HEIGHT, **({"title": title} if title else {})}  # as base()
     if path is None:
-        lines = base(inline_rows(roofs), title=title).mark_line(strokeWidth=2.5).encode(
-            x=x, y=y, color=alt.Color("device:N", title="roof"), tooltip=[alt.Tooltip("device:N")])
+        lines = _roofs_layer(inline_rows(roofs)).properties(**size)
     else:
         both = pd.concat([roofs.assign(dash="roof"),
                           path[["intensity", "tflop_per_s"]].assign(device=path_label, dash="path")])
-        # the path lies on the roof by definition: drawn as a wide translucent band over
-        # the part of the roof this matmul can reach
-        lines = base(inline_rows(both), title=title).mark_line().encode(
-            x=x, y=y, color=alt.Color("device:N", title=None, sort=None,
-                                      legend=alt.Legend(labelLimit=320)),
-            size=alt.Size("dash:N", legend=None, scale=alt.Scale(domain=["roof", "path"], range=[2.5, 10])),
-            opacity=alt.Opacity("dash:N", legend=None, scale=alt.Scale(domain=["roof", "path"], range=[1, 0.45])),
-            tooltip=[alt.Tooltip("device:N")])
+        lines = _roofs_and_path_layer(inline_rows(both)).properties(**size)
     # the wide translucent band (size and opacity by "dash") is the path's colour-legend entry
     meta = {} if path is None else {"usermeta": {"explained": {"size": str(path_label),
                                                                 "opacity": str(path_label)}}}
@@ -133,16 +142,7 @@ def _roofline_layers(curves, point, title, labels, path=None, path_label=""):
         return alt.layer(lines, **meta)
     has_kind = "kind" in point.columns
     cols = ["intensity", "tflop_per_s", "bound", "label"] + (["kind"] if has_kind else [])
-    data = inline_rows(point[cols])
-    shape = (alt.Shape("kind:N", title=None, sort=None,
-                       scale=alt.Scale(range=["diamond", "triangle-down", "circle"]))
-             if has_kind else alt.ShapeValue("diamond"))
-    dot = alt.Chart(data).mark_point(size=180, filled=True, opacity=1).encode(
-        x=alt.X("intensity:Q"), y=alt.Y("tflop_per_s:Q"), shape=shape,
-        fill=alt.Fill("bound:N", scale=_BOUND_COLORS, title="bound by"),
-        tooltip=[alt.Tooltip("label:N", title="matmul"),
-                 alt.Tooltip("tflop_per_s:Q", format=",.4g", title="TFLOP/s")],
-    )
+    dot = _point_layer(inline_rows(point[cols]), has_kind)
     if not labels:
         return alt.layer(lines, dot, **meta)
     # a memory-bound point sits on the rising roof: its label goes below and to the right, under

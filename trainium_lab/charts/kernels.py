@@ -11,8 +11,9 @@ import altair as alt
 import pandas as pd
 from altair.utils.schemapi import debug_mode
 
-from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, TemplateLayerChart, base, described, inline_rows
-from trainium_lab.charts.hardware import _BOUND_COLORS, roofline_chart
+from trainium_lab.charts.base import (HEIGHT, PALETTE, WIDTH, TemplateLayerChart, base, described,
+                                     inline_rows, row_dicts)
+from trainium_lab.charts.hardware import _point_layer, _roofs_layer, roofline_chart
 
 __all__ = ["ENGINE_LABELS", "timeline_chart", "engine_busy_chart", "tile_sweep_chart",
            "core_roofline_chart"]
@@ -131,19 +132,10 @@ def _core_roofline_template() -> TemplateLayerChart:
     """Chapter 01's roofline (:func:`trainium_lab.charts.hardware.roofline_chart` without
     written labels) with named (empty) data sets, built once: the tile explorer's update only
     swaps the roofs, the point and the title."""
-    x = alt.X("intensity:Q", scale=alt.Scale(type="log"),
-              title="arithmetic intensity (FLOP per byte of HBM traffic)")
-    y = alt.Y("tflop_per_s:Q", scale=alt.Scale(type="log"), title="attainable TFLOP/s")
     with debug_mode(False):
-        lines = alt.Chart(alt.NamedData("roofs")).mark_line(strokeWidth=2.5).encode(
-            x=x, y=y, color=alt.Color("device:N", title="roof"), tooltip=[alt.Tooltip("device:N")])
-        dot = alt.Chart(alt.NamedData("point")).mark_point(size=180, filled=True, opacity=1).encode(
-            x=alt.X("intensity:Q"), y=alt.Y("tflop_per_s:Q"), shape=alt.ShapeValue("diamond"),
-            fill=alt.Fill("bound:N", scale=_BOUND_COLORS, title="bound by"),
-            tooltip=[alt.Tooltip("label:N", title="matmul"),
-                     alt.Tooltip("tflop_per_s:Q", format=",.4g", title="TFLOP/s")])
-        return TemplateLayerChart(layer=[lines, dot], width=WIDTH, height=HEIGHT,
-                                  datasets={"roofs": [], "point": []}).freeze()
+        return TemplateLayerChart(layer=[_roofs_layer(alt.NamedData("roofs")),
+                                         _point_layer(alt.NamedData("point"), has_kind=False)],
+                                  width=WIDTH, height=HEIGHT, datasets={"roofs": [], "point": []}).freeze()
 
 
 @described(roofline_chart.description)
@@ -158,7 +150,6 @@ def core_roofline_chart(curves: pd.DataFrame, point: pd.DataFrame, *,
     ``roofline.roofline_curve`` and ``kernels.core_roofline``); ``point`` has ``intensity``,
     ``tflop_per_s``, ``bound`` and ``label``.
     """
-    roofs = inline_rows(curves[["device", "intensity", "tflop_per_s"]]).values
-    dot = inline_rows(point[["intensity", "tflop_per_s", "bound", "label"]]).values
-    chart = _core_roofline_template().with_datasets({"roofs": list(roofs), "point": list(dot)})
-    return (chart).with_props(title=title)
+    return _core_roofline_template().with_datasets(
+        {"roofs": row_dicts(curves, ["device", "intensity", "tflop_per_s"]),
+         "point": row_dicts(point, ["intensity", "tflop_per_s", "bound", "label"])}, title=title)

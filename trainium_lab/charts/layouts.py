@@ -9,7 +9,7 @@ import altair as alt
 import pandas as pd
 from altair.utils.schemapi import debug_mode
 
-from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, TemplateChart, described, inline_rows, stacked_bars
+from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, TemplateChart, described, inline_rows, row_dicts, stacked_bars
 
 __all__ = ["memory_chart", "step_time_chart", "plan_scatter_chart", "fully_sharded_chart",
            "layout_panel_chart", "panel_bars_chart", "layout_dashboard"]
@@ -251,7 +251,7 @@ def panel_bars_chart(d: pd.DataFrame | list[dict], domain: list[str], colours: l
     concatenated one, and a template with the rows as a named data set, so a widget redraws it
     by swapping the data (chapters 05 and 09).
     """
-    rows = list(inline_rows(d).values) if isinstance(d, pd.DataFrame) else list(d)
+    rows = row_dicts(d) if isinstance(d, pd.DataFrame) else list(d)
     template = _panel_template(tuple(domain), tuple(colours), tuple(panels), int(width), int(step),
                                int(legend_columns), None if padding is None else tuple(padding.items()))
     return (template.with_datasets({"panels": rows})).with_props()

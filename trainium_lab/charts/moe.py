@@ -147,7 +147,7 @@ def expert_load_chart(df: pd.DataFrame, *, title: str | None = None, width: int 
                {"layer": "top", "expert": expert[0], "what": "top",
                 "tokens": 1.1 * max(cap, max(tokens), max(expected)), "order": 0}])
     chart = _load_template(int(width), int(height)).with_datasets({"load": rows})
-    return (chart).with_props(title=title or "Tokens per expert against the capacity")
+    return chart.with_props(title=title or "Tokens per expert against the capacity")
 
 
 @described(

@@ -57,7 +57,7 @@ def bits_chart(pattern: numerics.BitPattern) -> alt.Chart:
     rows = [{"position": p, "bit": b, "field": f, "cell": f"{p:02d}:{b}", "shade": 1.0 if b else 0.35}
             for p, b, f in zip(df["position"].tolist(), df["bit"].tolist(), df["field"].tolist())]
     chart = _bits_template().with_datasets({"bits": rows})
-    return (chart).with_props(title=f"{pattern.format}: {bit_formula(pattern)}")
+    return chart.with_props(title=f"{pattern.format}: {bit_formula(pattern)}")
 
 
 @described(

@@ -59,7 +59,7 @@ def hbm_fit_chart(parts: pd.DataFrame, *, chip: str = "one chip", title: str | N
                for b, p, g in sorted(zip(parts["bar"].tolist(), parts["part"].tolist(),
                                          parts["gib"].tolist()), key=lambda r: r[0] != "per chip")]
     chart = _fit_template().with_datasets({"parts": records})
-    return (chart).with_props(title=title or "What each chip must hold against its HBM")
+    return chart.with_props(title=title or "What each chip must hold against its HBM")
 
 
 @described(

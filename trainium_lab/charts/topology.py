@@ -76,7 +76,7 @@ def ring_step_chart(df: pd.DataFrame, *, title: str | list[str] | None = None) -
                                    df["contributions"].tolist(), df["sending"].tolist())]
     chart = _ring_step_template().with_datasets(
         {"cells": cells, "extent": [{"contributions": 1}, {"contributions": n}]})
-    return (chart).with_props(title=title)
+    return chart.with_props(title=title)
 
 
 #: a ring grid's cell, px wide and high
@@ -125,7 +125,7 @@ def size_sweep_chart(df: pd.DataFrame, crossovers: pd.DataFrame | None = None, *
     marks = [] if crossovers is None or crossovers.empty else row_dicts(crossovers, ["size_bytes", "series"])
     chart = _size_sweep_template().with_datasets(
         {"lines": row_dicts(df, ["size_bytes", "time_ms", "series"]), "crossovers": marks})
-    return (chart).with_props(title=title)
+    return chart.with_props(title=title)
 
 
 @functools.lru_cache(maxsize=1)
@@ -218,7 +218,7 @@ def placement_chart(df: pd.DataFrame, *, kind: str = "tp", highlight: int = 0, c
     else:  # one colour per group on a sequential scale, from group 0 to the last
         scale = (max(r["group_no"] for r in cells), mixed)
     chart = _placement_template(kind, scale).with_datasets({"cells": cells, "heads": heads})
-    return (chart).with_props(title=title)
+    return chart.with_props(title=title)
 
 
 @functools.lru_cache(maxsize=64)
