@@ -9,7 +9,7 @@ import altair as alt
 import pandas as pd
 
 from trainium_lab._validate import instance
-from trainium_lab.charts.base import PALETTE, TemplateLayerChart, base, described
+from trainium_lab.charts.base import PALETTE, TemplateLayerChart, base, described, row_dicts
 from trainium_lab.reliability import STATUSES, BlastRadius
 
 _STATUS_COLOURS = ["#d55e00", "#e69f00", "#bbbbbb"]
@@ -278,8 +278,7 @@ def goodput_vs_size_chart(df: pd.DataFrame, *, title: str = "Goodput as the job 
     ``df``: :func:`trainium_lab.reliability.goodput_vs_job_size` output.
     """
     cols = ["n_chips", "label", "policy", "goodput", "restart_s", "shortfall_probability"]
-    records = [dict(zip(cols, row)) for row in zip(*(df[c].tolist() for c in cols))]
-    return _goodput_template(title).with_datasets({"goodput": records})
+    return _goodput_template(title).with_datasets({"goodput": row_dicts(df, cols)})
 
 
 @described(

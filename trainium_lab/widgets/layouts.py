@@ -13,6 +13,7 @@ import ipywidgets as W
 import pandas as pd
 
 from trainium_lab import layouts, sizing, topology, views
+from trainium_lab.charts.base import row_dicts
 from trainium_lab.charts.layouts import layout_dashboard, plan_scatter_chart
 from trainium_lab.charts.topology import placement_chart
 from trainium_lab.units import GiB
@@ -234,7 +235,7 @@ class PlannerExplorer(Explorer):
                 "step_s", "tokens_per_s", "mfu_effective"]
         fmt = {"memory_gib": "{:.1f}", "headroom_gib": "{:.1f}", "step_s": "{:.2f}",
                "tokens_per_s": "{:,.0f}", "mfu_effective": "{:.1%}"}
-        rows = [dict(zip(cols, r)) for r in zip(*(v.table[c].tolist()[:v.top_n] for c in cols))]
+        rows = row_dicts(v.table.head(v.top_n), cols)
         body = "".join(
             "<tr>" + "".join(f"<td>{html.escape(fmt[c].format(r[c]) if c in fmt else str(r[c]))}</td>"
                              for c in cols) + "</tr>"
