@@ -130,6 +130,26 @@ def _press(tb, page, handle, k: int, sel: str, target: str, going: dict) -> dict
     return page.evaluate("() => window.__tlResult")
 
 
+def new_page(lab, context):
+    """A page of ``context`` that reaches only the JupyterLab server ``lab`` (no network)."""
+    page = context.new_page()
+    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(
+        (f"{lab.base}/", "data:", "blob:")) else route.abort())
+    return page
+
+
+def run_all(tb, lab, page, name: str) -> None:
+    """Open notebook ``name`` of ``lab`` in ``page``, clear its outputs, run all its cells and
+    wait until the last has run and its widgets have settled."""
+    page.goto(lab.url(name))
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+    lab.wait_kernel_idle(name, page)
+    tb._menu(page, "Edit", "editmenu:clear-all")
+    tb._menu(page, "Run", "runmenu:run-all")
+    page.wait_for_function(tb.ALL_RAN_JS, timeout=tb.RUN_ALL_TIMEOUT_MS)
+    page.wait_for_timeout(1500)
+
+
 def measure_notebook(tb, lab, context, path: Path, presses: int, baseline: bool = False) -> list[dict]:
     """Slider-to-chart times (ms, with their parts) of every explorer with a chart in one
     notebook; ``baseline``: the notebook is :data:`BASELINE_SOURCE`'s."""
@@ -143,18 +163,10 @@ def measure_notebook(tb, lab, context, path: Path, presses: int, baseline: bool 
         nbformat.write(nb, lab.root / path.name)
     else:
         shutil.copy2(path, lab.root / path.name)
-    page = context.new_page()
-    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(
-        (f"{lab.base}/", "data:", "blob:")) else route.abort())
+    page = new_page(lab, context)
     times: list[dict] = []
     try:
-        page.goto(lab.url(path.name))
-        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
-        lab.wait_kernel_idle(path.name, page)
-        tb._menu(page, "Edit", "editmenu:clear-all")
-        tb._menu(page, "Run", "runmenu:run-all")
-        page.wait_for_function(tb.ALL_RAN_JS, timeout=tb.RUN_ALL_TIMEOUT_MS)
-        page.wait_for_timeout(1500)
+        run_all(tb, lab, page, path.name)
         if baseline:
             page.wait_for_selector(".tl-baseline .noUi-handle", timeout=30_000)
             handle = page.query_selector(".tl-baseline .noUi-handle")

@@ -53,14 +53,8 @@ def record(notebook: Path, explorer: int, presses: int, trace: Path) -> list[dic
             context = chromium.new_context(viewport={"width": 1440, "height": 900})
             context.add_init_script(bench.WEBSOCKET_JS)
             shutil.copy2(notebook, lab.root / notebook.name)
-            page = context.new_page()
-            page.goto(lab.url(notebook.name))
-            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
-            lab.wait_kernel_idle(notebook.name, page)
-            tb._menu(page, "Edit", "editmenu:clear-all")
-            tb._menu(page, "Run", "runmenu:run-all")
-            page.wait_for_function(tb.ALL_RAN_JS, timeout=tb.RUN_ALL_TIMEOUT_MS)
-            page.wait_for_timeout(1500)
+            page = bench.new_page(lab, context)
+            bench.run_all(tb, lab, page, notebook.name)
             explorers = page.evaluate(tb.CONTROLS_JS)
             if not 0 <= explorer < len(explorers):
                 raise ValueError(f"--explorer must be in 0..{len(explorers) - 1} for {notebook.name}; "
