@@ -96,7 +96,9 @@ def _free_port() -> int:
 class Lab:
     """A JupyterLab server on loopback serving a temporary copy of the notebooks."""
 
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, windowing_mode: str | None = "none"):
+        """``windowing_mode``: JupyterLab's notebook windowing; ``"none"`` (the test's) renders
+        every cell, ``None`` keeps JupyterLab's default, the one a learner gets."""
         self.token = secrets.token_hex(16)
         self.port = _free_port()
         self.base = f"http://127.0.0.1:{self.port}"
@@ -104,8 +106,11 @@ class Lab:
         self.root.mkdir()
         # Render every cell (no virtual scrolling) so every output is in the DOM to be checked;
         # start the notebook's kernel without asking; never ask about or fetch news.
+        tracker = {"autoStartDefaultKernel": True}
+        if windowing_mode is not None:
+            tracker["windowingMode"] = windowing_mode
         for plugin, values in {
-            "notebook-extension/tracker": {"windowingMode": "none", "autoStartDefaultKernel": True},
+            "notebook-extension/tracker": tracker,
             "apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
         }.items():
             folder, name = plugin.split("/")
@@ -262,6 +267,11 @@ ALL_RAN_JS = r"""
   const idle = document.querySelector(".jp-Notebook-ExecutionIndicator[data-status='idle']");
   return ps.length > 0 && !!idle && ps.every(p => /\[\d+\]/.test(p.textContent));
 }
+"""
+
+INDICATOR_PLACES_JS = r"""
+() => [...document.querySelectorAll('.jp-Notebook-ExecutionIndicator')].map(e =>
+  e.closest('#jp-main-statusbar') ? 'status bar' : e.closest('jp-toolbar, .jp-Toolbar') ? 'toolbar' : 'elsewhere')
 """
 
 SETTLED_JS = r"""
@@ -424,6 +434,9 @@ def check_notebook(path: Path, lab: Lab, browser, shot: Path, drive=False) -> st
         lab.wait_kernel_idle(path.name, page)
         page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=30_000)
         assert not page.query_selector(".jp-Dialog"), page.inner_text(".jp-Dialog")
+        # the course's settings (config/jupyterlab-overrides.json) put the kernel's indicator
+        # in the status bar, out of the notebook toolbar (where it slows every widget update)
+        assert page.evaluate(INDICATOR_PLACES_JS) == ["status bar"]
         # Clear the stored outputs first: everything checked below was produced in this page.
         _menu(page, "Edit", "editmenu:clear-all")
         page.wait_for_function(

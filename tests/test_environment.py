@@ -193,6 +193,21 @@ def test_jupyterlab_news_prompt_is_off():
     assert "config/jupyterlab-overrides.json" in (ROOT / "postBuild").read_text()
 
 
+def test_kernel_indicator_is_on_the_status_bar():
+    """The kernel's busy/idle indicator sits in the status bar, not the notebook toolbar: in the
+    toolbar every busy and idle re-renders it inside JupyterLab's toolbar web component, which
+    then re-reads the focus order of the whole toolbar and forces a layout of the page, twice
+    per slider press (about 6 ms of the slider-to-chart time, tools/benchmarks/browser.py).
+    The setting must be one JupyterLab's schema has, with the same default components."""
+    shipped = json.loads((ROOT / "config" / "jupyterlab-overrides.json").read_text())
+    status = shipped["@jupyterlab/notebook-extension:tracker"]["kernelStatus"]
+    schema = Path(sys.prefix) / "share/jupyter/lab/schemas/@jupyterlab/notebook-extension/tracker.json"
+    tracker = json.loads(schema.read_text())
+    default = tracker["properties"]["kernelStatus"]["default"]
+    assert status == {**default, "showOnStatusBar": True}
+    assert set(status) <= set(tracker["definitions"]["kernelStatusConfig"]["properties"])
+
+
 def test_ci_runs_the_readme_test_command():
     readme = (ROOT / "README.md").read_text()
     ci = (ROOT / ".ci" / "run").read_text()

@@ -5,7 +5,8 @@ on screen, per chapter, in JupyterLab in headless Chromium.
     .venv/bin/python tools/benchmarks/browser.py [notebooks/NN_x.ipynb ...] [--presses 8] [--json]
     python3 tools/course.py bench --browser        # the same, after the kernel-side benchmark
 
-For each notebook: open it in JupyterLab (the browser test's server, ``tests/test_browser.py``),
+For each notebook: open it in JupyterLab (the browser test's server, ``tests/test_browser.py``,
+with JupyterLab's default notebook windowing, as a learner has it),
 clear the outputs, run all cells, then in every explorer that draws a chart, press a key on its
 first slider that redraws the chart (ArrowRight to new values, ArrowLeft from its maximum on;
 never back to a value just shown, so no explorer's memory of earlier results is timed; an
@@ -66,6 +67,16 @@ WEBSOCKET_JS = r"""
         if (kind) window.__tlFrames.push([kind, t]);
       });
     }
+    send(data) {
+      const t = performance.now();
+      let text = '';
+      if (typeof data === 'string') text = data.slice(0, 3000);
+      else if (data instanceof ArrayBuffer || ArrayBuffer.isView(data))
+        text = new TextDecoder().decode(new Uint8Array(data.buffer || data, data.byteOffset || 0,
+                                                       Math.min(data.byteLength, 3000)));
+      if (/"comm_msg"/.test(text)) window.__tlFrames.push(['sent', t]);
+      return super.send(data);
+    }
   }
   window.WebSocket = Timed;
 })();
@@ -90,7 +101,7 @@ ARM_JS = r"""
     requestAnimationFrame(() => {
       const end = performance.now();
       const first = (k) => { const f = window.__tlFrames.find(f => f[0] === k && f[1] >= t0); return f ? f[1] - t0 : null; };
-      window.__tlResult = {total: end - t0, busy: first('busy'), chart: first('chart'),
+      window.__tlResult = {total: end - t0, sent: first('sent'), busy: first('busy'), chart: first('chart'),
                            drawn: drawn - t0};
     });
   });
@@ -228,6 +239,9 @@ def _summary(times: list[dict]) -> dict:
     """Median and worst total, and the median of each part (see the module's docstring)."""
     total = [t["total"] for t in times]
     parts = {"to_kernel_ms": [t["busy"] for t in times if t["busy"] is not None],
+             "page_ms": [t["sent"] for t in times if t.get("sent") is not None],
+             "trip_ms": [t["busy"] - t["sent"] for t in times
+                         if t.get("sent") is not None and t["busy"] is not None],
              "kernel_ms": [t["chart"] - t["busy"] for t in times
                            if t["busy"] is not None and t["chart"] is not None],
              "draw_ms": [t["drawn"] - t["chart"] for t in times if t["chart"] is not None],
@@ -241,9 +255,10 @@ def _line(row: dict, baseline: bool) -> str:
     def ms(x):
         return "   —" if x is None else f"{x:4.0f}"
     flag = "" if baseline or row["median_ms"] is None or row["median_ms"] <= TARGET_MS else "  ABOVE TARGET"
-    parts = (f"to kernel {ms(row['to_kernel_ms'])}, kernel {ms(row['kernel_ms'])}, "
+    parts = (f"to kernel {ms(row['to_kernel_ms'])} (page {ms(row['page_ms'])}, trip {ms(row['trip_ms'])}), "
+             f"kernel {ms(row['kernel_ms'])}, "
              f"draw {ms(row['draw_ms'])}, frame {ms(row['frame_ms'])}" if not baseline else
-             f"to kernel {ms(row['to_kernel_ms'])}")
+             f"to kernel {ms(row['to_kernel_ms'])} (page {ms(row['page_ms'])}, trip {ms(row['trip_ms'])})")
     return (f"{row['chapter']:<28} median {ms(row['median_ms'])} ms  best {ms(row['best_ms'])}  "
             f"worst {ms(row['worst_ms'])}  ({row['n']} presses; {parts}; load {row['load_1min']:.1f})"
             f"{flag}")
@@ -268,7 +283,9 @@ def main(argv: list[str]) -> int:
     baseline = Path("baseline_slider_label.ipynb")
     rows = []
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
-        lab = tb.Lab(Path(tmp))
+        # JupyterLab's default windowing, as a learner has it (the browser test renders
+        # every cell at once, which makes each layout of the page slower)
+        lab = tb.Lab(Path(tmp), windowing_mode=None)
         try:
             chromium = pw.chromium.launch(executable_path=str(tb.CHROMIUM), args=tb.CHROMIUM_ARGS)
             context = chromium.new_context(viewport={"width": 1440, "height": 900})

@@ -47,7 +47,7 @@ def record(notebook: Path, explorer: int, presses: int, trace: Path) -> list[dic
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
-        lab = tb.Lab(Path(tmp))
+        lab = tb.Lab(Path(tmp), windowing_mode=None)  # as a learner has it, like browser.py
         try:
             chromium = pw.chromium.launch(executable_path=str(tb.CHROMIUM), args=tb.CHROMIUM_ARGS)
             context = chromium.new_context(viewport={"width": 1440, "height": 900})
