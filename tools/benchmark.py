@@ -7,8 +7,8 @@ For every widget factory registered with ``@benchmarked`` (trainium_lab.widgets.
 widget is built once, then each registered control change is applied in turn and the time
 from setting ``control.value`` to the callback having run the model and replaced the chart
 spec is recorded (median and worst of several rounds). This is the kernel-side part of the
-latency; the browser's redraw of an in-place ``JupyterChart`` update adds ~45-55 ms
-(jupyter_stack_notes.md). Model benchmarks from ``tools/benchmarks/bench_*.py`` follow.
+latency; the page, the Jupyter server and Vega's redraw add the rest, which ``--browser``
+measures. Model benchmarks from ``tools/benchmarks/bench_*.py`` follow.
 Target: widget updates under 50 ms on this machine. ``--browser`` then runs
 ``tools/benchmarks/browser.py``: key press to changed chart in JupyterLab in headless Chromium,
 median per chapter (target: at most 50 ms).
