@@ -104,8 +104,9 @@ class Lab:
         self.base = f"http://127.0.0.1:{self.port}"
         self.root = workdir / "notebooks"
         self.root.mkdir()
-        # Render every cell (no virtual scrolling) so every output is in the DOM to be checked;
-        # start the notebook's kernel without asking; never ask about or fetch news.
+        # Render every cell (no virtual scrolling, unless ``windowing_mode`` says otherwise) so
+        # every output is in the DOM to be checked; start the notebook's kernel without asking;
+        # never ask about or fetch news.
         tracker = {"autoStartDefaultKernel": True}
         if windowing_mode is not None:
             tracker["windowingMode"] = windowing_mode

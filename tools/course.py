@@ -15,8 +15,8 @@ instructor extras, every package at the version in ``requirements/lock.txt`` (th
 lock Binder's postBuild installs from too, so a learner gets tomorrow what passed
 today). It is brought up to date whenever ``pyproject.toml`` or the lock changes.
 JupyterLab's settings overrides (``config/jupyterlab-overrides.json``: no news
-prompt over the first chapter; the kernel's busy indicator in the status bar, where it
-costs a widget update nothing) are copied into the environment.
+prompt over the first chapter; the kernel's busy indicator in the status bar, where
+redrawing it does not slow the controls) are copied into the environment.
 
 ``test`` also needs a browser for tests/test_browser.py: Debian's ``chromium`` package. When it
 is missing and this runs as root on a machine with apt-get (CI), it is installed; otherwise the

@@ -20,7 +20,8 @@ explorers send their whole spec on every update (the old way) for comparison.
 Where the time goes, from the page's websocket (each press, medians reported):
 
 * ``to kernel``: key press to the kernel's first reply (its "busy" status): the page, the
-  Jupyter server and the kernel waking up, none of it the course's code;
+  Jupyter server and the kernel waking up, none of it the course's code; split into ``page``
+  (key press to the page sending its comm message) and ``trip`` (that message to "busy");
 * ``kernel``: from "busy" to the chart's update message (the callback: model, chart, spec);
 * ``draw``: from that message to the chart's SVG changed (Vega swapping the data);
 * ``frame``: from the SVG change to the next animation frame (the paint).
@@ -47,21 +48,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 TARGET_MS = 50.0
 
-# Timestamps of the page's websocket frames (installed before JupyterLab loads): the kernel's
-# "busy" status and the first comm update that carries a chart's data.
+# Timestamps of the page's websocket frames (installed before JupyterLab loads): the first comm
+# message the page sends, the kernel's "busy" status and the first comm update that carries a
+# chart's data.
 WEBSOCKET_JS = r"""
 (() => {
   window.__tlFrames = [];
   const Native = window.WebSocket;
+  const head = (data) => {  // a frame's first 3,000 characters, whether text or binary
+    if (typeof data === 'string') return data.slice(0, 3000);
+    if (data instanceof ArrayBuffer) data = new Uint8Array(data);
+    if (!ArrayBuffer.isView(data)) return '';
+    return new TextDecoder().decode(new Uint8Array(data.buffer, data.byteOffset,
+                                                   Math.min(data.byteLength, 3000)));
+  };
   class Timed extends Native {
     constructor(...args) {
       super(...args);
       this.addEventListener('message', (e) => {
         const t = performance.now();
-        let text = '';
-        if (typeof e.data === 'string') text = e.data.slice(0, 3000);
-        else if (e.data instanceof ArrayBuffer)
-          text = new TextDecoder().decode(new Uint8Array(e.data, 0, Math.min(e.data.byteLength, 3000)));
+        const text = head(e.data);
         const kind = /"execution_state":\s*"busy"/.test(text) ? 'busy'
           : /_py_to_js_updates|"spec"/.test(text) ? 'chart' : '';
         if (kind) window.__tlFrames.push([kind, t]);
@@ -69,12 +75,7 @@ WEBSOCKET_JS = r"""
     }
     send(data) {
       const t = performance.now();
-      let text = '';
-      if (typeof data === 'string') text = data.slice(0, 3000);
-      else if (data instanceof ArrayBuffer || ArrayBuffer.isView(data))
-        text = new TextDecoder().decode(new Uint8Array(data.buffer || data, data.byteOffset || 0,
-                                                       Math.min(data.byteLength, 3000)));
-      if (/"comm_msg"/.test(text)) window.__tlFrames.push(['sent', t]);
+      if (/"comm_msg"/.test(head(data))) window.__tlFrames.push(['sent', t]);
       return super.send(data);
     }
   }
@@ -255,10 +256,9 @@ def _line(row: dict, baseline: bool) -> str:
     def ms(x):
         return "   —" if x is None else f"{x:4.0f}"
     flag = "" if baseline or row["median_ms"] is None or row["median_ms"] <= TARGET_MS else "  ABOVE TARGET"
-    parts = (f"to kernel {ms(row['to_kernel_ms'])} (page {ms(row['page_ms'])}, trip {ms(row['trip_ms'])}), "
-             f"kernel {ms(row['kernel_ms'])}, "
-             f"draw {ms(row['draw_ms'])}, frame {ms(row['frame_ms'])}" if not baseline else
-             f"to kernel {ms(row['to_kernel_ms'])} (page {ms(row['page_ms'])}, trip {ms(row['trip_ms'])})")
+    parts = f"to kernel {ms(row['to_kernel_ms'])} (page {ms(row['page_ms'])}, trip {ms(row['trip_ms'])})"
+    if not baseline:
+        parts += f", kernel {ms(row['kernel_ms'])}, draw {ms(row['draw_ms'])}, frame {ms(row['frame_ms'])}"
     return (f"{row['chapter']:<28} median {ms(row['median_ms'])} ms  best {ms(row['best_ms'])}  "
             f"worst {ms(row['worst_ms'])}  ({row['n']} presses; {parts}; load {row['load_1min']:.1f})"
             f"{flag}")
