@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trainium_lab import sizing, specs
+from trainium_lab import components, sizing, specs
 from trainium_lab._validate import choice, integer, positive
 
 __all__ = ["Framework", "FRAMEWORK_KEYS", "PARALLELISMS", "framework", "frameworks", "frameworks_table",
@@ -54,8 +54,12 @@ class Framework:
 
     Attributes
     ----------
-    key, name, status : str
-        ``status`` is ``"beta"``, ``"current"`` or ``"end-of-support"``.
+    key, name : str
+    component : str
+        Its key in ``data/components.csv`` (``"nxd-training"``).
+    status : str
+        Read from ``data/components.csv``: of :data:`trainium_lab.components.STATUSES`
+        (``"closed-beta"``, ``"beta"``, ``"end-of-support"``, ...).
     status_release : str
         The Neuron release the status dates from (``"2.28"``: NxD's last), or ``""``.
     parallelisms : tuple of str
@@ -84,6 +88,7 @@ class Framework:
 
     key: str
     name: str
+    component: str
     status: str
     status_release: str
     parallelisms: tuple[str, ...]
@@ -97,6 +102,11 @@ class Framework:
     checkpoint_load: str
     sources: dict
     notes: dict
+
+    @property
+    def current(self) -> bool:
+        """Whether it ships in the current Neuron release (:func:`trainium_lab.components.is_current`)."""
+        return components.is_current(self.component)
 
     @property
     def has_pp(self) -> bool:
@@ -133,8 +143,10 @@ def _records() -> dict[str, Framework]:
         pars = _list(f["parallelisms"])
         if unknown or set(pars) - set(PARALLELISMS):
             raise ValueError(f"frameworks.csv: unknown names for {key}: {sorted(unknown | (set(pars) - set(PARALLELISMS)))}")
+        comp = components.component(f["component"])   # the status table is the one home of statuses
         out[key] = Framework(
-            key=key, name=f["name"], status=f["status"], status_release=str(f.get("status_release", "")),
+            key=key, name=f["name"], component=comp.component, status=comp.status,
+            status_release=comp.status_release,
             parallelisms=pars, zero_stages=tuple(int(z) for z in _list(f["zero_stages"])),
             pipeline_schedules=_list(f.get("pipeline_schedules", "")),
             interleaved_rule=f.get("interleaved_rule", ""), recipe=recipe_key,
