@@ -126,7 +126,8 @@ CLAIM = re.compile(
     r"\b(?:current(?:ly)?|recommended|recommends?|today's|state[- ]of[- ]the[- ]art"
     r"|(?:the )?default (?:framework|library|stack|path|tool|compiler|runtime|choice|way|serving \w+)"
     r"|(?:the|a) (?:supported|standard|usual|go-to) (?:path|framework|library|tool|stack|way)"
-    r"|the (?:path|way|stack|tool|library|framework) (?:to use|AWS ships|Neuron ships|for (?:training|serving)))\b",
+    r"|the (?:path|way|stack|tool|library|framework) (?:to use|AWS ships|Neuron ships|for (?:training|serving))"
+    r"|the (?:serving|training|inference|profiling) (?:library|stack|framework|path|tool))\b",
     re.IGNORECASE)
 #: ... unless the same clause gives the status away
 QUALIFIER = re.compile(
@@ -149,8 +150,13 @@ def _clauses(text: str) -> list[str]:
     text = re.sub(r"\]\([^)]*\)", "]", text)                 # markdown link targets
     text = re.sub(r"https?://\S+", " ", text)                  # bare URLs
     text = re.sub(r"<[^>]+>", " ", text)                       # HTML tags
-    parts = re.split(r"(?<=[.!?;:])\s+(?=[A-Z`*(\"“])|[;\n]\s*|\s+—\s+|\|", text)
-    return [p for p in parts if p.strip()]
+    # blocks: paragraphs, list items, table cells, headings; a hard-wrapped line continues its sentence
+    blocks = re.split(r"\n\s*\n|\n(?=\s*(?:[-*+>#|]|\d+\.)\s)|\|", text)
+    out = []
+    for block in blocks:
+        sentence = " ".join(block.split())
+        out += re.split(r"(?<=[.!?:])\s+(?=[A-Z`*(\"“])|;\s*|\s+—\s+", sentence)
+    return [p for p in out if p.strip()]
 
 
 def prose_problems(text: str) -> list[str]:
@@ -190,6 +196,7 @@ def _chapter_prose() -> dict[str, str]:
 
 @pytest.mark.parametrize("bad", [
     "NxD Inference is the current serving library on Trainium.",
+    "On Trainium, NxD Inference is the serving library.",
     "Profile the kernel with neuron-profile, the recommended tool.",
     "We recommend TorchNeuron for every new training job.",
     "Warm the cache with neuron_parallel_compile, the default path for torch jobs.",
