@@ -62,7 +62,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "transformers-neuronx": (r"transformers[-_ ]neuronx",),
     "vllm-neuron": (r"vLLM Neuron", r"vllm[-_]neuron", r"vLLM's Neuron plugin"),
     "nki": (r"NKI(?! Library)", r"Neuron Kernel Interface"),
-    "nki-library": (r"NKI Library", r"nkilib"),
+    "nki-library": (r"NKI Library", r"nkilib", r"nki[-_]library"),
     "neuron-explorer": (r"Neuron Explorer", r"neuron-explorer"),
     "neuron-profile": (r"neuron-profile", r"Neuron Profiler"),
     "neuron-parallel-compile": (r"neuron[-_]parallel[-_]compile",),
