@@ -223,3 +223,60 @@ def test_the_prose_test_passes_a_good_sentence(good):
 def test_no_chapter_or_cheatsheet_misstates_what_ships():
     problems = [f"{where}: {p}" for where, text in _chapter_prose().items() for p in prose_problems(text)]
     assert not problems, "\n".join(problems)
+
+
+# ----------------------------------------------------------------------------- legacy only with its release
+
+#: a clause that states a status gives the release too (issue 40: "no chapter names a tool 2.32 does
+#: not ship except as legacy with the release that ended it")
+RELEASE = re.compile(r"\b2\.\d\d\b")
+
+#: chapters other engineers own that still name a component without its status and release (found
+#: 2026-12-06 by this test; see the h40 report). Delete a pair once its chapter states the status: the
+#: test fails on a stale pair as it does on a new one, so the list only shrinks.
+KNOWN_OUTSTANDING = {
+    ("00_start_here.ipynb", "nxd-training"),
+    ("01_hardware.ipynb", "nxd-inference"),
+    ("04_sizing.ipynb", "nxd-training"),
+    ("05_parallel_layouts.ipynb", "nxd-training"),
+    ("09_serving.ipynb", "nxd-inference"),
+    ("11_capstone.ipynb", "neuron-parallel-compile"),
+    ("11_capstone.ipynb", "nxd-inference"),
+    ("11_capstone.ipynb", "nxd-training"),
+    ("11_capstone.ipynb", "torch-neuronx"),
+    ("docs/cheatsheet.md", "nxd-inference"),
+    ("docs/cheatsheet.md", "nxd-training"),
+}
+
+
+def unstated_statuses(prose: dict[str, str]) -> set[tuple[str, str]]:
+    """``(chapter, component)`` for each component no longer current that a chapter names without
+    stating, in at least one clause that names it, its status and a release number."""
+    named, stated = set(), set()
+    for where, text in prose.items():
+        chapter = where.split("[")[0]
+        for clause in _clauses(text):
+            for key in components.mentions(clause):
+                if components.is_current(key):
+                    continue
+                named.add((chapter, key))
+                if QUALIFIER.search(clause) and RELEASE.search(clause):
+                    stated.add((chapter, key))
+    return named - stated
+
+
+def test_the_release_rule_can_fail():
+    bad = {"x.ipynb[1]": "Pre-compile with neuron_parallel_compile.",
+           "x.ipynb[2]": "NxD Inference serves it; it is legacy."}       # a status but no release
+    assert unstated_statuses(bad) == {("x.ipynb", "neuron-parallel-compile"), ("x.ipynb", "nxd-inference")}
+    good = {"y.ipynb[1]": "neuron_parallel_compile (removed in Neuron 2.32) pre-compiled graphs.",
+            "y.ipynb[2]": "Later, neuron_parallel_compile warmed the cache."}   # stated once is enough
+    assert unstated_statuses(good) == set()
+
+
+def test_every_chapter_states_the_status_of_what_no_longer_ships():
+    found = unstated_statuses(_chapter_prose())
+    new = found - KNOWN_OUTSTANDING
+    stale = KNOWN_OUTSTANDING - found
+    assert not new, f"name these with their status and release (components.status_label): {sorted(new)}"
+    assert not stale, f"fixed: delete these pairs from KNOWN_OUTSTANDING: {sorted(stale)}"

@@ -56,7 +56,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "jax-neuronx": (r"jax[-_]neuronx", r"JAX NeuronX", r"JAX on Neuron", r"JAX Neuron",
                     r"libneuronxla"),   # its PJRT plugin
     "nxd-core": (r"NxD Core", r"neuronx[-_]distributed(?![-_ ]inference|[-_ ]training)"),
-    "nxd-training": (r"NxD Training", r"NxDT", r"NeuronX Distributed Training"),
+    "nxd-training": (r"NxD Training", r"NxDT", r"NeuronX Distributed Training",
+                     r"NxD(?! (?:Inference|Core|Training))"),   # the course's "NxD": the legacy training stack
     "nxd-inference": (r"NxD Inference", r"NxDI", r"neuronx[-_]distributed[-_ ]inference",
                       r"NeuronX Distributed Inference"),
     "transformers-neuronx": (r"transformers[-_ ]neuronx",),
