@@ -168,6 +168,7 @@ OVERRIDES = {
     "components.is_current": {"key": "nki"},
     "components.status_label": {"key": "nki"},
     "components.mentions": {"text": "NKI Library"},
+    "moe.dispatch_exchange": {"component": "nxd-training"},
     "layouts.fully_sharded_table": {"counts": (1, 2)},
     "layouts.candidate_degrees": {"n_ranks": 16},
     "intro.weights_vs_hbm": {"chip": "trn2"},

@@ -500,3 +500,9 @@ def test_dispatch_stacks_name_known_exchanges_and_components():
     assert by["vllm-neuron"] == "all-gather" and by["nki-library"] == "all-to-all-v"
     assert by["torchneuron"] == "none"
     assert set(moe.EP_DISPATCH_METHODS) < set(moe.EXCHANGE_METHODS)
+    # the planner's exchange for each training framework with EP follows the table
+    from trainium_lab import frameworks
+    assert {f.key: moe.dispatch_exchange(f.component) for f in frameworks.frameworks()} == {
+        "torchneuron": "none", "nxd": "all-gather", "jax": "none"}
+    with pytest.raises(ValueError, match="component"):
+        moe.dispatch_exchange("neuron-ls")

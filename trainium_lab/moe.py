@@ -80,7 +80,7 @@ __all__ = [
     "expert_memory", "expert_capacity_tokens", "router_popularity", "expected_dropped_fraction",
     "simulate_routing", "dispatch_bytes", "all_to_all_s", "all_to_all_table",
     "flops_per_token", "step_compute",
-    "EP_DISPATCH_METHODS", "EXCHANGE_METHODS", "dispatch_stacks", "ep_exchange_bytes", "ep_byte_ratio", "ep_exchange_s", "ep_exchange_table",
+    "EP_DISPATCH_METHODS", "EXCHANGE_METHODS", "dispatch_stacks", "dispatch_exchange", "ep_exchange_bytes", "ep_byte_ratio", "ep_exchange_s", "ep_exchange_table",
     "blockwise_blocks", "blockwise_compute_factor",
     "load_balancing_loss", "router_z_loss", "aux_free_bias_update", "fabric_readings_table",
 ]
@@ -1046,6 +1046,22 @@ def dispatch_stacks() -> pd.DataFrame:
         raise ValueError(f"moe_dispatch.csv: unknown exchange {sorted(bad)}")
     df["status"] = [components.status_label(c) for c in df.component]
     return df[["stack", "component", "exchange", "status", "evidence", "source_id"]]
+
+
+def dispatch_exchange(component: str) -> str:
+    """The exchange a Neuron component dispatches MoE tokens with (:func:`dispatch_stacks`):
+    ``"all-gather"``, ``"all-to-all-v"`` or ``"none"`` (no expert parallelism). The planner's
+    ``ep_dispatch`` for a framework is ``dispatch_exchange(framework.component)``; all-to-all-v is
+    costed there as ``"all-to-all"`` at capacity factor 1.
+
+    Examples
+    --------
+    >>> dispatch_exchange("nxd-training"), dispatch_exchange("torchneuron"), dispatch_exchange("nki-library")
+    ('all-gather', 'none', 'all-to-all-v')
+    """
+    t = dispatch_stacks()
+    key = choice("component", component, tuple(dict.fromkeys(t.component)))
+    return str(t[t.component == key].exchange.iloc[0])
 
 
 def ep_exchange_bytes(n_tokens: float, d_model: int, experts_per_token: int, ep: int, *,
