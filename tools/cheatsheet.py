@@ -370,12 +370,13 @@ def rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
     add(("11", ("instance-days are a floor",), "Chapter 04's instance-days are a floor: attention FLOPs and "
          "communication add to them", "plan ÷ 6ND floor",
          f"Llama 3 8B at {m8.seq_len:,} tokens: +{q8.results['instance_hours'] / floor_h - 1:.0%}"))
-    p405 = planning.plan_run("llama3-405b", 1e12, system="trn2-ultraserver", n_systems=40, lnc=2,
-                             global_batch=2048, usd_per_hour=par, mfu=sizing.TEACHING_MFU)
+    # chapter 11's own plan: one definition (planning.CAPSTONE_405B_RUN), the bandwidth printed from it
+    p405 = planning.capstone_405b_plan()
     add(("11", ("at ~2,500 chips",), "At thousands of chips the job MTBF is under a day and failures and checkpoints "
          "take a large share", "lost = checkpoints + rework + restarts",
          f"{p405.n_chips:,} chips: job MTBF {p405.results['job_mtbf_s'] / hour:.1f} h, "
-         f"{p405.results['lost_fraction']:.1%} lost at 10 GB/s"))
+         f"{p405.results['lost_fraction']:.1%} lost at "
+         f"{p405.inputs['checkpoint_write_bytes_per_s'] / GB:,.0f} GB/s"))
     claim = planning.check_price_claim("trn2-price-performance", mfu_subject=0.45, mfu_baseline=0.45)
     add(("11", ("30–40 % better price-performance",), "AWS's 30–40 % better price-performance = a price 1/1.3–1/1.4 "
          "of parity at equal MFU", "parity ÷ 1.3 … parity ÷ 1.4",
@@ -472,8 +473,24 @@ def _reality_rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
          f"{reality.parameter('neuronlink_bus_efficiency'):.0%} of NeuronLink"),
         ("11", COVERS_REALITY["summary"], "How close the course's expectations come to every stored measurement",
          "median and largest abs(expected ÷ measured − 1); bounds never beaten",
-         f"{s.n_rows:.0f} rows: median {s.median_abs_error:.1%}, largest {s.max_abs_error:.1%}"),
+         _summary_figures(s)),
     ]
+
+
+#: columns of ``reality.summary()`` that hold out-of-sample (leave-one-set-out) errors, if it has
+#: them: the cheat sheet then quotes those, labelled as such (STYLE: quote the out-of-sample figure)
+OUT_OF_SAMPLE_COLUMNS = ("loso_median_abs_error", "out_of_sample_median_abs_error")
+
+
+def _summary_figures(s) -> str:
+    """The calibration summary's figures for the cheat sheet: the out-of-sample median when
+    ``reality.summary()`` provides it (the hook for its leave-one-set-out column), else in-sample,
+    each labelled."""
+    found = [c for c in OUT_OF_SAMPLE_COLUMNS if c in s.index]
+    in_sample = f"median {s.median_abs_error:.1%}, largest {s.max_abs_error:.1%} (in sample)"
+    if found:
+        return f"{s.n_rows:.0f} rows: median {s[found[0]]:.1%} out of sample (leave one set out); {in_sample}"
+    return f"{s.n_rows:.0f} rows: {in_sample}"
 
 
 #: which Numbers-to-remember rows issue 24's rows stand for (empty: a row no box lists)
