@@ -1,0 +1,597 @@
+"""Structure diagrams drawn by code from the package's own numbers (``drawsvg``).
+
+Where a structure or a process is the point (a chip inside an instance inside an UltraServer,
+a ring all-reduce's steps, a restart timeline), a chapter draws it with one call here. Each
+diagram is a small pure function that gathers its numbers from the package (``specs``,
+``collectives``, ``reliability``, ``planning`` …) and a drawing function that lays them out;
+no figure in a diagram is typed, so a diagram cannot disagree with the chapter's text.
+
+Every diagram returns a :class:`Diagram`: it displays as inline SVG in a notebook (and as an
+image with alt text on the static site), carries its text description (containing the word
+"diagram") as the SVG's ``aria-label`` and ``<title>``, and shows a visible caption under the
+drawing. Coordinates are rounded to 0.1 px and nothing depends on floating-point noise, so the
+output is the same on every machine; it needs no network.
+
+Examples
+--------
+>>> d = ring_allreduce(4)
+>>> "diagram" in d.description.lower(), d.svg.startswith('<svg role="graphics-document"')
+(True, True)
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from dataclasses import dataclass
+
+from trainium_lab._validate import integer
+
+__all__ = ["Diagram", "DIAGRAMS", "hierarchy", "bit_layouts", "ring_allreduce", "memory_stack",
+           "restart_timeline", "bucket_lifecycle", "double_buffering",
+           "kv_cache_growth", "moe_dispatch", "capstone_days"]
+
+#: drawing width in px (fits JupyterLab's output column, tests/test_charts_scenegraph.py)
+WIDTH = 760
+FONT_PX = 11
+CAPTION_PX = 12
+LINE_PX = 15
+#: Okabe-Ito hues, lightened so black text on them stays readable
+FILLS = {"orange": "#f5c97a", "sky": "#a9d8f5", "green": "#8fd3bd", "yellow": "#f6ee9a",
+         "blue": "#8bb9dd", "red": "#f0a98a", "pink": "#e8b5d3", "grey": "#d9d9d9", "white": "#ffffff"}
+INK = "#222222"
+
+
+@dataclass(frozen=True)
+class Diagram:
+    """A drawn diagram: SVG text, its description (alt text) and its visible caption."""
+
+    name: str
+    description: str
+    caption: str
+    svg: str
+
+    def _repr_svg_(self) -> str:
+        return self.svg
+
+    def __repr__(self) -> str:
+        return f"Diagram {self.name!r}: {self.description}"
+
+
+def _r(v: float) -> float:
+    """A coordinate rounded to 0.1 px (no float noise in stored outputs)."""
+    out = round(float(v), 1)
+    return int(out) if out == int(out) else out
+
+
+def _text_px(text: str, size: float = FONT_PX, bold: bool = False) -> float:
+    from trainium_lab.charts.base import text_width_px
+
+    return text_width_px(text, size, bold)
+
+
+def _wrap(text: str, width_px: float, size: float = FONT_PX) -> list[str]:
+    words, lines, line = text.split(), [], ""
+    for w in words:
+        trial = f"{line} {w}".strip()
+        if line and _text_px(trial, size) > width_px:
+            lines.append(line)
+            line = w
+        else:
+            line = trial
+    return lines + ([line] if line else [])
+
+
+class _Canvas:
+    """A drawsvg drawing with rounded coordinates and the course's font."""
+
+    def __init__(self, height: float, width: float = WIDTH):
+        import drawsvg as dw
+
+        self.dw = dw
+        self.width, self.height = width, height
+        self.items: list = []
+
+    def rect(self, x, y, w, h, fill="white", stroke=INK, dash=None, width=1):
+        kw = {"stroke_dasharray": dash} if dash else {}
+        self.items.append(self.dw.Rectangle(_r(x), _r(y), _r(w), _r(h), fill=FILLS.get(fill, fill),
+                                            stroke=stroke, stroke_width=width, **kw))
+
+    def text(self, s, x, y, size=FONT_PX, anchor="start", bold=False, fill=INK):
+        kw = {"font_weight": "bold"} if bold else {}
+        # placed by a transform, as vl-convert places chart text (the checks read it that way)
+        self.items.append(self.dw.Text(str(s), f"{size}px", 0, 0, transform=f"translate({_r(x)},{_r(y)})",
+                                       text_anchor=anchor, fill=fill, **kw))
+
+    def lines(self, texts, x, y, size=FONT_PX, anchor="start", bold=False):
+        for i, s in enumerate(texts):
+            self.text(s, x, y + i * (size + 3), size, anchor, bold)
+
+    def arrow(self, x1, y1, x2, y2, colour=INK, width=1.5):
+        self.items.append(self.dw.Line(_r(x1), _r(y1), _r(x2), _r(y2), stroke=colour, stroke_width=width))
+        a = math.atan2(y2 - y1, x2 - x1)
+        pts = [x2, y2]
+        for da in (2.6, -2.6):
+            pts += [x2 + 7 * math.cos(a + da), y2 + 7 * math.sin(a + da)]
+        self.items.append(self.dw.Lines(*[_r(p) for p in pts], close=True, fill=colour, stroke="none"))
+
+    def finish(self, name: str, description: str, caption: str) -> Diagram:
+        return _finish(self, name, description, caption)
+
+
+def _finish(c: _Canvas, name: str, description: str, caption: str) -> Diagram:
+    """The one shared helper for every diagram's description and caption.
+
+    ``description`` becomes the SVG's ``aria-label`` and ``<title>`` (the alt text on the site);
+    ``caption`` is drawn under the drawing, starting "Diagram:", and stored as ``<desc>``.
+    """
+    if "diagram" not in description.lower():
+        raise ValueError(f"description must say it is a diagram; got {description!r}")
+    lines = _wrap(f"Diagram: {caption}", c.width - 20, CAPTION_PX)
+    top = c.height + 8
+    for i, line in enumerate(lines):
+        c.text(line, 10, top + CAPTION_PX + i * (CAPTION_PX + 4), CAPTION_PX)
+    height = _r(top + len(lines) * (CAPTION_PX + 4) + 8)
+    d = c.dw.Drawing(c.width, height)
+    for item in c.items:
+        d.append(item)
+    body = d.as_svg()
+    body = body[body.index(">", body.index("<svg")) + 1: body.rindex("</svg>")]
+    body = re.sub(r"<defs>\s*</defs>", "", body).strip()
+    from trainium_lab.charts.base import FONT_FAMILY
+
+    label = html.escape(description, quote=True)
+    svg = (f'<svg role="graphics-document" aria-roledescription="visualization" aria-label="{label}" '
+           f'xmlns="http://www.w3.org/2000/svg" width="{c.width}" height="{height}" '
+           f'viewBox="0 0 {c.width} {height}" font-family="{FONT_FAMILY}" font-size="{FONT_PX}px">'
+           f'<title>{label}</title><desc>{html.escape(caption)}</desc>'
+           f'<rect x="0" y="0" width="{c.width}" height="{height}" fill="#ffffff" stroke="none" />'
+           f"{body}</svg>")
+    return Diagram(name, description, caption, svg)
+
+
+def _fmt_s(seconds: float) -> str:
+    from trainium_lab.units import format_seconds
+
+    return format_seconds(seconds)
+
+
+# --------------------------------------------------------------------------- 00 · the hierarchy
+
+
+def hierarchy_numbers(chip: str = "trn2", instance: str = "trn2.48xlarge",
+                      ultraserver: str = "trn2-ultraserver") -> dict:
+    """Chip → instance → UltraServer counts and sizes, from :mod:`trainium_lab.specs`.
+
+    >>> h = hierarchy_numbers()
+    >>> h["instances_per_ultraserver"] * h["chips_per_instance"] == h["chips_per_ultraserver"]
+    True
+    """
+    from trainium_lab import specs
+
+    c, i, us = specs.chip(chip), specs.system(instance), specs.system(ultraserver)
+    if us.n_chips % i.n_chips:
+        raise ValueError(f"ultraserver must hold whole instances of {instance}; got {ultraserver!r}")
+    return {"chip": c.name, "instance": i.name, "ultraserver": us.name, "cores_per_chip": c.neuron_cores,
+            "hbm_bytes": c.hbm_bytes, "chips_per_instance": i.n_chips, "chips_per_ultraserver": us.n_chips,
+            "instances_per_ultraserver": us.n_chips // i.n_chips}
+
+
+def hierarchy(chip: str = "trn2", instance: str = "trn2.48xlarge",
+              ultraserver: str = "trn2-ultraserver") -> Diagram:
+    """Diagram: NeuronCores in a chip, chips in an instance, instances in an UltraServer."""
+    from trainium_lab.units import GiB
+
+    h = hierarchy_numbers(chip, instance, ultraserver)
+    n_i, n_c = h["instances_per_ultraserver"], h["chips_per_instance"]
+    side = math.ceil(math.sqrt(n_c))
+    c = _Canvas(250)
+    # the chip, enlarged, on the left
+    c.lines([f"one {h['chip']} chip:", f"{h['cores_per_chip']} NeuronCores,", f"{h['hbm_bytes'] / GiB:g} GiB HBM"],
+            10, 20, bold=True)
+    c.rect(10, 60, 170, 150, "orange")
+    cols = min(h["cores_per_chip"], 4)
+    rows = math.ceil(h["cores_per_chip"] / cols)
+    cw, chh = 150 / cols, min(40.0, 110 / rows)
+    for k in range(h["cores_per_chip"]):
+        c.rect(20 + (k % cols) * cw, 70 + (k // cols) * chh, cw - 6, chh - 6, "yellow")
+        c.text(str(k), 20 + (k % cols) * cw + (cw - 6) / 2, 70 + (k // cols) * chh + chh / 2, size=9,
+               anchor="middle")
+    c.text("NeuronCores", 95, 200, anchor="middle")
+    # the UltraServer: instances side by side, each a grid of chips
+    box = 118
+    x0 = 220
+    c.text(f"one {h['ultraserver']}: {n_i} × {h['instance']} = {h['chips_per_ultraserver']} chips", x0, 28)
+    for k in range(n_i):
+        x = x0 + k * (box + 12)
+        c.rect(x, 40, box, box + 22, "sky")
+        c.text(f"instance {k + 1}: {n_c} chips", x + box / 2, 54, size=10, anchor="middle")
+        cell = (box - 12) / side
+        for j in range(n_c):
+            c.rect(x + 6 + (j % side) * cell, 60 + (j // side) * cell, cell - 4, cell - 4, "orange", width=0.6)
+    c.arrow(180, 120, x0 + 6, 72)
+    c.lines(["chips of an instance: NeuronLink torus;", "instances of an UltraServer: NeuronLink ring;",
+             "UltraServers: EFA network"], x0, 205)
+    return c.finish("hierarchy",
+                    f"Diagram of the hierarchy: a {h['chip']} chip holds {h['cores_per_chip']} NeuronCores, a "
+                    f"{h['instance']} instance {n_c} chips, a {h['ultraserver']} {n_i} instances "
+                    f"({h['chips_per_ultraserver']} chips).",
+                    f"{h['cores_per_chip']} NeuronCores per chip, {n_c} chips per {h['instance']}, {n_i} "
+                    f"instances per UltraServer: {h['chips_per_ultraserver']} chips, numbers from data/.")
+
+
+# --------------------------------------------------------------------------- 02 · bit layouts
+
+
+def bit_layouts(dtypes: tuple[str, ...] = ("float32", "bfloat16", "float8_e4m3fn", "float8_e5m2")) -> Diagram:
+    """Diagram: sign, exponent and mantissa bits of each format, and an MX block's shared scale."""
+    from trainium_lab import numerics
+
+    infos = [numerics.format_info(d) for d in dtypes]
+    unit = min(20.0, (WIDTH - 240) / max(i.bits for i in infos))
+    c = _Canvas(60 + 34 * len(infos) + 90)
+    c.text("sign", 170, 20, bold=True)
+    c.rect(205, 11, 12, 12, "red")
+    c.text("exponent", 230, 20, bold=True)
+    c.rect(290, 11, 12, 12, "sky")
+    c.text("mantissa", 315, 20, bold=True)
+    c.rect(375, 11, 12, 12, "green")
+    for row, f in enumerate(infos):
+        y = 40 + 34 * row
+        c.text(f"{f.label} ({f.bits} bits)", 10, y + 16)
+        kinds = ["red"] + ["sky"] * f.exponent_bits + ["green"] * f.mantissa_bits
+        for b, fill in enumerate(kinds):
+            c.rect(170 + b * unit, y, unit - 2, 22, fill, width=0.6)
+        c.text(f"{f.exponent_bits} + {f.mantissa_bits}", 170 + f.bits * unit + 8, y + 16)
+    y = 50 + 34 * len(infos)
+    n = numerics.MX_BLOCK_SIZE
+    e4 = numerics.format_info("float8_e4m3fn")
+    c.text(f"An MX block: {n} {e4.label} values share one 8-bit power-of-two scale "
+           f"({e4.bits + 8 / n:g} bits per value)", 10, y + 10, bold=True)
+    cell = (WIDTH - 120) / n
+    c.rect(10, y + 22, 70, 26, "yellow")
+    c.text("scale 2^e", 45, y + 39, anchor="middle")
+    for k in range(n):
+        c.rect(100 + k * cell, y + 22, cell - 2, 26, "green", width=0.5)
+    c.text(f"{n} values", 100 + n * cell / 2, y + 66, anchor="middle")
+    return c.finish("bit_layouts",
+                    "Diagram of the bit layout of " + ", ".join(f.label for f in infos)
+                    + f" (sign, exponent and mantissa bits), and of an MX block of {n} values sharing one scale.",
+                    "each box is one bit; the exponent sets the range, the mantissa the precision; an MX block "
+                    "shares one exponent-only scale, numbers from trainium_lab.numerics.")
+
+
+# --------------------------------------------------------------------------- 03 · ring all-reduce
+
+
+def ring_allreduce(n: int = 4) -> Diagram:
+    """Diagram: a ring all-reduce over ``n`` ranks, step by step (reduce-scatter, then all-gather).
+
+    Each panel is one step: a row per rank, a cell per chunk holding how many ranks' data it
+    sums (``n`` = done); the outlined cell is what the rank sends to the next rank.
+    """
+    from trainium_lab import collectives
+
+    n = integer("n", n, minimum=2, maximum=6)
+    steps = 2 * (n - 1)
+    panels = steps + 1
+    pw = (WIDTH - 20) / panels
+    cell = min(22.0, (pw - 14) / n)
+    c = _Canvas(70 + n * (cell + 4) + 30)
+    for k in range(panels):
+        df = collectives.ring_allreduce_steps(n, k)
+        x0 = 10 + k * pw
+        phase = "start" if k == 0 else ("reduce-scatter" if k <= n - 1 else "all-gather")
+        c.text(f"after {k}" if k else "start", x0 + pw / 2 - 6, 22, size=10, anchor="middle", bold=True)
+        c.text(phase if k else "", x0 + pw / 2 - 6, 36, size=9, anchor="middle")
+        for row in df.itertuples():
+            x, y = x0 + row.chunk * cell, 48 + row.rank * (cell + 4)
+            done = row.contributions == n
+            c.rect(x, y, cell - 2, cell, "green" if done else ("sky" if row.contributions > 1 else "white"),
+                   stroke="#d55e00" if row.sending and k < panels - 1 else INK,
+                   width=2.2 if row.sending and k < panels - 1 else 0.6)
+            c.text(str(int(row.contributions)), x + (cell - 2) / 2, y + cell / 2 + 4, size=9, anchor="middle")
+    y = 56 + n * (cell + 4)
+    factor = collectives.bus_factor("all_reduce", n)
+    c.text(f"{n} ranks, {steps} steps; each rank sends {factor:.2f} × the buffer (2(n−1)/n); rows: ranks, "
+           "cells: chunks; a number = ranks summed; outlined = sent next", 10, y + 8, size=10)
+    return c.finish("ring_allreduce",
+                    f"Diagram of a ring all-reduce over {n} ranks, step by step: {n - 1} reduce-scatter steps "
+                    f"then {n - 1} all-gather steps, each rank sending one chunk to its neighbour per step.",
+                    f"the state after each step, from collectives.ring_allreduce_steps; green chunks are fully "
+                    f"reduced (all {n} ranks' data).")
+
+
+# --------------------------------------------------------------------------- 04 · memory stack
+
+
+def memory_stack(model: str = "llama3-70b", chip: str = "trn2", recipe: str = "bf16-adam") -> Diagram:
+    """Diagram: a model's training state by part, against chips of HBM (whole HBM, and with the
+    share :func:`sizing.min_chips_for_state` keeps free for activations)."""
+    from trainium_lab import sizing, specs
+    from trainium_lab.units import GB, GiB
+
+    p, r, ch = sizing.preset(model), sizing.recipe(recipe), specs.chip(chip)
+    parts = [("weights", r.weights, "orange"), ("gradients", r.gradients, "red"),
+             ("FP32 master", r.master, "sky"), ("Adam m", r.adam_m, "green"), ("Adam v", r.adam_v, "blue")]
+    per_param = sum(b for _, b, _ in parts)
+    state = sizing.training_state_bytes(p.n_params, per_param)
+    whole = math.ceil(state / ch.hbm_bytes)
+    kept = sizing.min_chips_for_state(state, chip)
+    c = _Canvas(190)
+    scale = (WIDTH - 40) / (max(whole, kept) * ch.hbm_bytes)
+    x = 20
+    c.text(f"{p.name}: {per_param:g} B per parameter × {p.n_params / 1e9:,.0f}B = {state / GB:,.0f} GB of "
+           "training state", 20, 22, bold=True)
+    for name, b, fill in parts:
+        w = b * p.n_params * scale
+        c.rect(x, 34, w, 40, fill)
+        c.text(name, x + w / 2, 52, anchor="middle", size=10)
+        c.text(f"{b:g} B", x + w / 2, 66, anchor="middle", size=10)
+        x += w
+    for row, (n, what) in enumerate(((whole, "filling the whole HBM"),
+                                     (kept, "keeping room for activations (sizing.min_chips_for_state)"))):
+        y = 96 + row * 44
+        for k in range(n):
+            c.rect(20 + k * ch.hbm_bytes * scale, y, ch.hbm_bytes * scale - 2, 20, "grey", width=0.6)
+        c.text(f"{n} chips {what}", 20, y + 34)
+    return c.finish("memory_stack",
+                    f"Diagram of {p.name}'s training state: {per_param:g} bytes per parameter in five parts, "
+                    f"{state / GB:,.0f} GB, against {chip} chips of HBM: {whole} chips whole, {kept} with room "
+                    "for activations.",
+                    f"the state's parts to scale against chips of {ch.hbm_bytes / GiB:g} GiB ({ch.hbm_bytes / GB:,.0f} GB); {whole} chips is "
+                    f"the whole-HBM count, {kept} the count that keeps activation room, both computed by "
+                    "trainium_lab.sizing.")
+
+
+# --------------------------------------------------------------------------- 06 · restart timeline
+
+
+def restart_timeline(recoveries) -> Diagram:
+    """Diagram: detect → replace → load → compile, one bar per recovery policy (a list of
+    :class:`reliability.Recovery`, as chapter 06 computes them), to scale."""
+    from trainium_lab import reliability
+
+    recs = list(recoveries) if not isinstance(recoveries, reliability.Recovery) else [recoveries]
+    if not recs or not all(isinstance(r, reliability.Recovery) for r in recs):
+        raise ValueError("recoveries must be reliability.Recovery objects (reliability.resume_recovery)")
+    longest = max(r.total_s for r in recs)
+    if longest <= 0:
+        raise ValueError("recoveries must take some time; every part is 0 s")
+    fills = {"detect": "red", "replace": "orange", "load": "sky", "compile": "green"}
+    c = _Canvas(40 + 46 * len(recs) + 10)
+    x0 = 170
+    scale = (WIDTH - x0 - 90) / longest
+    for k, (part, fill) in enumerate(fills.items()):
+        c.rect(x0 + k * 110, 12, 12, 12, fill)
+        c.text(part, x0 + k * 110 + 18, 22)
+    for row, r in enumerate(recs):
+        y = 40 + row * 46
+        c.text(r.policy, 10, y + 16)
+        x = x0
+        for part, secs in r.parts().items():
+            w = secs * scale
+            if w > 0:
+                c.rect(x, y, w, 22, fills[part], width=0.6)
+            x += w
+        c.text(f"R = {_fmt_s(r.total_s)}", x + 6, y + 16)
+        big = max(r.parts().items(), key=lambda kv: kv[1])
+        c.text(f"mostly {big[0]}: {_fmt_s(big[1])}", x0, y + 36, size=10)
+    return c.finish("restart_timeline",
+                    "Diagram of the restart timeline after a failure: detect, replace, load the checkpoint, "
+                    "compile, one bar per recovery policy, to scale.",
+                    "each bar is reliability.resume_recovery's expected restart time R by part, for the "
+                    "chapter's assumed inputs.")
+
+
+# --------------------------------------------------------------------------- 07 · buckets
+
+
+def bucket_lifecycle(lengths: tuple[int, ...] = (37, 100, 130, 300, 90, 500),
+                     buckets: tuple[int, ...] | None = None) -> Diagram:
+    """Diagram: requests padded to buckets, one graph (cache key, NEFF) per bucket: the first
+    request of a bucket compiles, later ones hit the cache."""
+    from trainium_lab import compilation
+
+    buckets = tuple(buckets or compilation.power_of_two_buckets(512, 4))
+    lengths = tuple(integer("lengths", v, minimum=1, maximum=max(buckets)) for v in lengths)
+    if not 1 <= len(lengths) <= 8:
+        raise ValueError(f"lengths must hold 1 to 8 lengths for the drawing; got {len(lengths)}")
+    picked = [compilation.pick_bucket(n, buckets) for n in lengths]
+    c = _Canvas(40 + 30 * len(lengths) + 20)
+    c.text("request (tokens)", 10, 20, bold=True)
+    c.text("padded to bucket", 250, 20, bold=True)
+    c.text("graph → cache", 510, 20, bold=True)
+    seen: set[int] = set()
+    for k, (n, b) in enumerate(zip(lengths, picked)):
+        y = 32 + 30 * k
+        full = 165 * n / max(buckets)
+        c.rect(10, y, full, 20, "sky", width=0.6)
+        c.text(f"{n}", 14 + full, y + 14)
+        c.arrow(212, y + 10, 245, y + 10)
+        c.rect(250, y, 165 * b / max(buckets), 20, "grey", width=0.6)
+        c.rect(250, y, 165 * n / max(buckets), 20, "sky", width=0.6)
+        c.text(f"{b} (pad {1 - n / b:.0%})", 254 + 165 * b / max(buckets), y + 14, size=10)
+        hit = b in seen
+        seen.add(b)
+        c.text(f"bucket {b}: " + ("cache hit, load NEFF" if hit else "miss: compile a NEFF, cache it"),
+               510, y + 14, size=10)
+    c.text(f"buckets {', '.join(map(str, buckets))}: {len(set(picked))} NEFFs for {len(lengths)} requests; "
+           f"padding {compilation.padding_fraction(list(lengths), list(buckets)):.0%} of the padded tokens",
+           10, 40 + 30 * len(lengths) + 12, size=10)
+    return c.finish("bucket_lifecycle",
+                    "Diagram of the compile and bucket life cycle: each request is padded to the smallest bucket "
+                    "that holds it; the first request of a bucket compiles a NEFF, later ones load it from the "
+                    "cache.",
+                    "buckets from compilation.power_of_two_buckets, the pick and the padding from "
+                    "compilation.pick_bucket and compilation.padding_fraction.")
+
+
+# --------------------------------------------------------------------------- 08 · double buffering
+
+
+def double_buffering(n_tiles: int = 4, buffers: tuple[int, ...] = (1, 3), chip: str = "trn2") -> Diagram:
+    """Diagram: HBM → SBUF → HBM tiles of an element-wise exp on the DMA and scalar engines,
+    one timeline per buffer count, from the kernel emulator (:func:`kernels.elementwise`)."""
+    import numpy as np
+
+    from trainium_lab import kernels
+
+    n_tiles = integer("n_tiles", n_tiles, minimum=1, maximum=8)
+    core = kernels.core_model(chip)
+    x = np.zeros((n_tiles * core.partitions, 2048))
+    runs = {b: kernels.elementwise(x, "exp", buffers=integer("buffers", b, minimum=1, maximum=4), chip=chip)
+            for b in buffers}
+    longest = max(r.time_s for r in runs.values())
+    lanes = [("dma_load", "HBM → SBUF (DMA)", "sky"), ("scalar", "exp (scalar engine)", "orange"),
+             ("dma_store", "SBUF → HBM (DMA)", "green")]
+    x0 = 150
+    scale = (WIDTH - x0 - 20) / longest
+    c = _Canvas(30 + len(runs) * (len(lanes) * 24 + 40))
+    y = 20
+    for b, run in runs.items():
+        c.text(f"{b} buffer{'s' if b > 1 else ''}: {_fmt_s(run.time_s)}", 10, y + 4, bold=True)
+        y += 14
+        t = run.timeline
+        for engine, label, fill in lanes:
+            c.text(label, 10, y + 15, size=10)
+            rows = t[t.engine == engine].reset_index(drop=True)
+            for k, r in rows.iterrows():
+                w = max((r.end_s - r.start_s) * scale, 1.5)
+                c.rect(x0 + r.start_s * scale, y, w, 20, fill, width=0.5)
+                if w > 16:
+                    c.text(str(k), x0 + r.start_s * scale + w / 2, y + 14, size=9, anchor="middle")
+            y += 24
+        y += 20
+    return c.finish("double_buffering",
+                    f"Diagram of {n_tiles} tiles moving HBM to SBUF, through the scalar engine and back, on a "
+                    f"timeline: with one buffer each stage waits for the last; with more buffers the loads, "
+                    "exps and stores overlap.",
+                    "each box is one tile's transfer or exp, times from the kernel emulator "
+                    "(kernels.elementwise); numbers in boxes are tile indices.")
+
+
+# --------------------------------------------------------------------------- 09 · decode and KV
+
+
+def kv_cache_growth(model: str = "llama3-70b", chip: str = "trn2", tp: int = 8, batch: int = 1,
+                    context_lens: tuple[int, ...] = (512, 2048, 8192, 32768)) -> Diagram:
+    """Diagram: a decode step's time split (weights, KV cache, TP collectives) as the context
+    grows, and the KV cache's bytes, from :func:`serving.decode_step`."""
+    from trainium_lab import serving
+    from trainium_lab.units import GB
+
+    r = serving.replica(model, chip, tp=tp)
+    steps = [serving.decode_step(r, batch, integer("context_lens", n, minimum=1, maximum=1_000_000))
+             for n in context_lens]
+    longest = max(s.expected_s for s in steps)
+    x0 = 120
+    scale = (WIDTH - x0 - 130) / longest
+    c = _Canvas(44 + 40 * len(steps))
+    legend = [("weights", "orange"), ("KV cache", "sky"), ("TP collectives", "red")]
+    for k, (name, fill) in enumerate(legend):
+        c.rect(x0 + k * 130, 10, 12, 12, fill)
+        c.text(name, x0 + k * 130 + 18, 20)
+    for row, (n, s) in enumerate(zip(context_lens, steps)):
+        y = 34 + 40 * row
+        c.text(f"{n:,} tokens", 10, y + 15)
+        x = x0
+        for secs, fill in ((s.weight_s, "orange"), (s.attention_s, "sky"), (s.comm_s, "red")):
+            c.rect(x, y, secs * scale, 22, fill, width=0.5)
+            x += secs * scale
+        c.text(f"{_fmt_s(s.expected_s)}; KV {s.kv_bytes / GB:,.2f} GB", x + 6, y + 15, size=10)
+    return c.finish("kv_cache_growth",
+                    f"Diagram of a decode step's time for {r.model.name if hasattr(r.model, 'name') else model} "
+                    f"on {chip} at TP {tp}: reading the weights, reading the KV cache, and the TP collectives, "
+                    "as the context grows.",
+                    "bars to scale from serving.decode_step: weight reads, KV-cache reads (attention) and the TP "
+                    "all-reduces of the expected step time; the KV cache grows with every token in context.")
+
+
+# --------------------------------------------------------------------------- 10 · MoE dispatch
+
+
+def moe_dispatch(n: int = 4, tokens_per_chip: int = 8192, d_model: int = 4096, experts_per_token: int = 2) -> Diagram:
+    """Diagram: all-gather dispatch (every chip receives every token) against all-to-all(-v)
+    dispatch (each token goes only to its experts' chips), bytes per chip from :mod:`moe`."""
+    from trainium_lab import moe
+    from trainium_lab.units import MiB
+
+    n = integer("n", n, minimum=2, maximum=8)
+    a2a = moe.dispatch_bytes(tokens_per_chip, d_model, experts_per_token=experts_per_token)
+    gather = (n - 1) * moe.dispatch_bytes(tokens_per_chip, d_model, experts_per_token=1)
+    c = _Canvas(262)
+    for panel, (title, sub, all_pairs) in enumerate((
+            ("all-gather, then local experts", f"each chip receives {gather / MiB:,.0f} MiB", True),
+            ("all-to-all-v dispatch", f"each chip sends {a2a / MiB:,.0f} MiB", False))):
+        cx, cy, rad = 190 + panel * 380, 142, 80
+        c.text(title, cx, 20, anchor="middle", bold=True)
+        c.text(sub, cx, 36, anchor="middle")
+        pts = [(cx + rad * math.cos(2 * math.pi * k / n - math.pi / 2),
+                cy + rad * math.sin(2 * math.pi * k / n - math.pi / 2)) for k in range(n)]
+        for i, (xi, yi) in enumerate(pts):
+            targets = [j for j in range(n) if j != i] if all_pairs else [(i + 1 + k) % n for k in
+                                                                          range(min(experts_per_token, n - 1))]
+            for j in targets:
+                xj, yj = pts[j]
+                d = math.hypot(xj - xi, yj - yi)
+                ux, uy = (xj - xi) / d, (yj - yi) / d
+                off = 4 if all_pairs else 0
+                c.arrow(xi + ux * 22 - uy * off, yi + uy * 22 + ux * off, xj - ux * 22 - uy * off,
+                        yj - uy * 22 + ux * off, colour="#0072b2" if all_pairs else "#d55e00", width=1)
+        for i, (xi, yi) in enumerate(pts):
+            c.rect(xi - 18, yi - 12, 36, 24, "yellow")
+            c.text(f"chip {i}", xi, yi + 4, size=9, anchor="middle")
+    c.text(f"{tokens_per_chip:,} tokens per chip, d_model {d_model:,}, top-{experts_per_token}, BF16", 10, 256,
+           size=10)
+    return c.finish("moe_dispatch",
+                    f"Diagram of MoE dispatch over {n} chips: an all-gather sends every token to every chip, "
+                    f"an all-to-all sends each token only to the chips of its {experts_per_token} experts.",
+                    "bytes from moe.dispatch_bytes (T · k · h · 2 B per chip for the all-to-all; the all-gather "
+                    "receives the other chips' T · h · 2 B each).")
+
+
+# --------------------------------------------------------------------------- 11 · capstone
+
+
+def capstone_days(plan=None) -> Diagram:
+    """Diagram: where the days of chapter 11's 405B plan go (training steps, checkpoint writes,
+    rework after failures, restarts, compiles), from the plan's ``wall_time_table()``."""
+    from trainium_lab import planning
+
+    plan = planning.capstone_405b_plan() if plan is None else plan
+    t = plan.wall_time_table()
+    t = t[t.days > 0].reset_index(drop=True)
+    total = float(t.days.sum())
+    fills = ["sky", "orange", "red", "pink", "green", "yellow"]
+    c = _Canvas(120)
+    c.text(f"{plan.model.name}: {plan.n_chips:,} chips, {total:.1f} days; "
+           f"{plan.results['lost_fraction']:.1%} lost to checkpoints, rework and restarts", 10, 20, bold=True)
+    scale = (WIDTH - 20) / total
+    x, lx, ly = 10, 10, 92
+    for k, r in t.iterrows():
+        w = r.days * scale
+        fill = fills[k % len(fills)]
+        c.rect(x, 34, w, 34, fill, width=0.6)
+        x += w
+        label = f"{r.part}: {r.days:.1f} d ({r.share:.1%})"
+        if lx + 18 + _text_px(label) > WIDTH - 10:
+            lx, ly = 10, ly + 20
+        c.rect(lx, ly - 10, 12, 12, fill, width=0.6)
+        c.text(label, lx + 18, ly)
+        lx += 18 + _text_px(label) + 24
+    c.height = ly + 10
+    return c.finish("capstone_days",
+                    f"Diagram of where the {total:.1f} days of the capstone's {plan.model.name} plan go: "
+                    "training steps, checkpoint writes, rework after failures and restarts, to scale.",
+                    "one bar to scale, from planning.capstone_405b_plan().wall_time_table(): the plan chapter "
+                    "11 prints, with checkpoints written at 10 GB/s.")
+
+
+#: chapter -> the diagrams drawn for it (01 and 05 already draw a NeuronCore, a tensor-parallel block
+#: and a pipeline schedule with Altair)
+DIAGRAMS = {"00": ("hierarchy",), "02": ("bit_layouts",), "03": ("hierarchy", "ring_allreduce"),
+            "04": ("memory_stack",), "06": ("restart_timeline",), "07": ("bucket_lifecycle",),
+            "08": ("double_buffering",), "09": ("kv_cache_growth",), "10": ("moe_dispatch",),
+            "11": ("capstone_days",)}
