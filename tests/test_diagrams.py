@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from trainium_lab import collectives, diagrams, planning, reliability, sizing, specs
+from trainium_lab import collectives, diagrams, planning, reliability, sizing, specs, topology
 from trainium_lab.units import minute
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,6 +30,7 @@ def _recoveries():
 
 CALLS = {
     "hierarchy": lambda: diagrams.hierarchy(),
+    "torus_placement": lambda: diagrams.torus_placement(),
     "bit_layouts": lambda: diagrams.bit_layouts(),
     "ring_allreduce": lambda: diagrams.ring_allreduce(4),
     "memory_stack": lambda: diagrams.memory_stack(),
@@ -46,6 +47,10 @@ def test_every_diagram_is_tested_and_every_chapter_listed_draws_one():
     names = {n for names in diagrams.DIAGRAMS.values() for n in names}
     assert names == set(CALLS)
     assert set(diagrams.DIAGRAMS) >= {"00", "02", "03", "04", "06", "07", "08", "09", "10", "11"}
+    mapped = {call.split("(")[0].split(".")[-1] for spec in insert_diagrams.MAPPING.values() for _, call in spec}
+    assert mapped == names  # every diagram is placed in a chapter
+    assert {ch: tuple(call.split("(")[0].split(".")[-1] for _, call in spec)
+            for ch, spec in insert_diagrams.MAPPING.items()} == diagrams.DIAGRAMS
 
 
 @pytest.fixture(scope="module")
@@ -94,6 +99,8 @@ def test_the_checks_can_fail():
 def test_numbers_come_from_the_package(drawn):
     us, inst = specs.system("trn2-ultraserver"), specs.system("trn2.48xlarge")
     assert f"{us.n_chips // inst.n_chips} × trn2.48xlarge = {us.n_chips} chips" in drawn["hierarchy"].svg
+    groups = topology.place(tp=64, pp=4, dp=2, system="trn2-ultraserver", lnc=2).chip_groups("tp", 0)
+    assert f"({groups[groups.system == 0].group.nunique()} groups in" in drawn["torus_placement"].svg
     assert f"{collectives.bus_factor('all_reduce', 4):.2f} × the buffer" in drawn["ring_allreduce"].svg
     state = sizing.training_state_bytes(sizing.preset("llama3-70b").n_params, 16)
     assert f"{sizing.min_chips_for_state(state, 'trn2')} chips keeping room" in drawn["memory_stack"].svg
@@ -109,6 +116,8 @@ def test_bad_input_names_the_parameter():
         diagrams.restart_timeline([1])
     with pytest.raises(ValueError, match="lengths"):
         diagrams.bucket_lifecycle((10_000,))
+    with pytest.raises(ValueError, match="kind"):
+        diagrams.torus_placement(kind="xp")
     with pytest.raises(ValueError, match="n_tiles"):
         diagrams.double_buffering(0)
 

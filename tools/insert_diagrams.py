@@ -26,11 +26,11 @@ ROOT = Path(__file__).resolve().parent.parent
 MAPPING: dict[str, list[tuple[str, str]]] = {
     "00": [("## Where every number comes from", "diagrams.hierarchy()")],
     "02": [("## 1. Anatomy of a float", "diagrams.bit_layouts()")],
-    "03": [("## The levels of a Trainium system", "diagrams.hierarchy()"),
+    "03": [("## Mapping parallelism onto the UltraServer", "diagrams.torus_placement(tp=64, pp=4, dp=2)"),
            ("## Ring all-reduce, step by step", "diagrams.ring_allreduce(4)")],
     "04": [("## 4. How many chips, how many systems", 'diagrams.memory_stack("llama3-70b", "trn2")')],
     "06": [("rel.resume_recovery(", "diagrams.restart_timeline(recs)")],
-    "07": [("## Bucketing: padding against NEFFs", "diagrams.bucket_lifecycle()")],
+    "07": [("uniform = np.arange(1, 129)", "diagrams.bucket_lifecycle()")],   # the bucketing code (07 is being restructured)
     "08": [("## Double buffering: the engine timeline", "diagrams.double_buffering()")],
     "09": [("## The KV cache", 'diagrams.kv_cache_growth("llama3-70b", "trn2", tp=8)')],
     "10": [("## How Neuron's libraries dispatch: all-gather, then reduce-scatter", "diagrams.moe_dispatch()")],

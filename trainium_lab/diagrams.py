@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from trainium_lab._validate import integer
 
-__all__ = ["Diagram", "DIAGRAMS", "hierarchy", "bit_layouts", "ring_allreduce", "memory_stack",
+__all__ = ["Diagram", "DIAGRAMS", "hierarchy", "torus_placement", "bit_layouts", "ring_allreduce", "memory_stack",
            "restart_timeline", "bucket_lifecycle", "double_buffering",
            "kv_cache_growth", "moe_dispatch", "capstone_days"]
 
@@ -219,6 +219,74 @@ def hierarchy(chip: str = "trn2", instance: str = "trn2.48xlarge",
                     f"({h['chips_per_ultraserver']} chips).",
                     f"{h['cores_per_chip']} NeuronCores per chip, {n_c} chips per {h['instance']}, {n_i} "
                     f"instances per UltraServer: {h['chips_per_ultraserver']} chips, numbers from data/.")
+
+
+# --------------------------------------------------------------------------- 03 · torus and rings
+
+#: group colours (the first eight lightened Okabe-Ito hues)
+_GROUP_FILLS = ("orange", "sky", "green", "yellow", "blue", "red", "pink", "grey")
+
+
+def torus_placement(tp: int = 64, pp: int = 4, dp: int = 2, *, system: str = "trn2-ultraserver",
+                    lnc: int = 2, kind: str = "tp", ordering: str = "tp-pp-dp") -> Diagram:
+    """Diagram: one system's instances, each a 2D torus of chips, joined by the UltraServer ring,
+    with the chips coloured by the ``kind`` group their ranks belong to (``topology.place``)."""
+    from trainium_lab import topology
+
+    p = topology.place(tp=tp, pp=pp, dp=dp, system=system, lnc=lnc, ordering=ordering)
+    if kind not in p.degrees:
+        raise ValueError(f"kind must be one of {sorted(p.degrees)}; got {kind!r}")
+    cl = p.cluster
+    g = p.chip_groups(kind, 0)
+    g = g[g.system == 0]
+    side, n_inst = cl.grid_side, cl.instances_per_system
+    if n_inst > 4 or side > 4:
+        raise ValueError(f"system must have at most 4 instances of at most 4 × 4 chips to draw; got {system!r}")
+    box, cell = 168, 34
+    gap = (WIDTH - 20 - n_inst * box) / max(n_inst - 1, 1)
+    c = _Canvas(0)
+    c.text(f"TP{tp} × PP{pp} × DP{dp} ranks at LNC={lnc} on one {system}: colour = {kind.upper()} group",
+           10, 18, bold=True)
+    origin = {}
+    for k in range(n_inst):
+        x0 = 10 + k * (box + gap)
+        c.rect(x0, 30, box, side * cell + 36, "white", stroke="#777777")
+        c.text(f"instance {k}", x0 + box / 2, 46, anchor="middle")
+        origin[k] = (x0 + (box - side * cell) / 2 + 4, 56)
+        ox, oy = origin[k]
+        for r in range(side):   # torus links, wrap-around drawn as arcs past the edge
+            y = oy + r * cell + cell / 2 - 4
+            c.items.append(c.dw.Line(_r(ox - 6), _r(y), _r(ox + side * cell - 2), _r(y), stroke="#999999"))
+        for q in range(side):
+            x = ox + q * cell + cell / 2 - 4
+            c.items.append(c.dw.Line(_r(x), _r(oy - 6), _r(x), _r(oy + side * cell - 2), stroke="#999999"))
+    for row in g.itertuples():
+        ox, oy = origin[int(row.instance)]
+        x, y = ox + row.col * cell, oy + row.row * cell
+        fill = _GROUP_FILLS[int(row.group) % len(_GROUP_FILLS)]
+        c.rect(x, y, cell - 8, cell - 8, fill, width=1.6 if row.highlighted else 0.6)
+        c.text(str(int(row.group)), x + (cell - 8) / 2, y + (cell - 8) / 2 + 4, size=9, anchor="middle")
+    # the UltraServer ring joins chip i of every instance; drawn for chip 0, below the boxes
+    ys = 30 + side * cell + 36 + 16
+    if n_inst > 1:
+        xs = [origin[k][0] + (cell - 8) / 2 for k in range(n_inst)]
+        c.items.append(c.dw.Line(_r(xs[0]), _r(ys), _r(xs[-1]), _r(ys), stroke="#d55e00",
+                                 stroke_width=2, stroke_dasharray="5,3"))
+        for x in xs:
+            c.items.append(c.dw.Line(_r(x), _r(ys - 16), _r(x), _r(ys), stroke="#d55e00",
+                                     stroke_width=1, stroke_dasharray="5,3"))
+    notes = [f"grey lines: the {side} × {side} torus of each instance (wrap-around at the edges)",
+             "dashed: the UltraServer ring joining chip 0 of every instance (each chip position has its own)",
+             f"numbers: the {kind.upper()} group of each chip's ranks ({g.group.nunique()} groups in "
+             f"this system; {cl.ranks_per_chip} ranks per chip at LNC={lnc})"]
+    c.lines(notes, 10, ys + 20, size=10)
+    c.height = ys + 20 + 3 * 13
+    return c.finish("torus_placement",
+                    f"Diagram of a {system}: {n_inst} instances, each a {side} by {side} torus of chips, joined "
+                    f"by rings, with each chip coloured by the {kind.upper()} group of the TP{tp} × PP{pp} × "
+                    f"DP{dp} job placed on it.",
+                    f"rank placement from topology.place(tp={tp}, pp={pp}, dp={dp}, ordering={ordering!r}) at "
+                    f"LNC={lnc}: which chips each {kind.upper()} group spans, and which links it crosses.")
 
 
 # --------------------------------------------------------------------------- 02 · bit layouts
@@ -591,7 +659,7 @@ def capstone_days(plan=None) -> Diagram:
 
 #: chapter -> the diagrams drawn for it (01 and 05 already draw a NeuronCore, a tensor-parallel block
 #: and a pipeline schedule with Altair)
-DIAGRAMS = {"00": ("hierarchy",), "02": ("bit_layouts",), "03": ("hierarchy", "ring_allreduce"),
+DIAGRAMS = {"00": ("hierarchy",), "02": ("bit_layouts",), "03": ("torus_placement", "ring_allreduce"),
             "04": ("memory_stack",), "06": ("restart_timeline",), "07": ("bucket_lifecycle",),
             "08": ("double_buffering",), "09": ("kv_cache_growth",), "10": ("moe_dispatch",),
             "11": ("capstone_days",)}
