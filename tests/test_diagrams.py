@@ -32,6 +32,8 @@ CALLS = {
     "hierarchy": lambda: diagrams.hierarchy(),
     "torus_placement": lambda: diagrams.torus_placement(),
     "bit_layouts": lambda: diagrams.bit_layouts(),
+    "hierarchical_allreduce": lambda: diagrams.hierarchical_allreduce(1e9, n_systems=4, outer="trn2-neuronlink-inter"),
+    "tile_path": lambda: diagrams.tile_path("trn2"),
     "ring_allreduce": lambda: diagrams.ring_allreduce(4),
     "memory_stack": lambda: diagrams.memory_stack(),
     "restart_timeline": lambda: diagrams.restart_timeline(_recoveries()),
@@ -82,6 +84,8 @@ def test_diagram_is_deterministic_and_free_of_float_noise(drawn, name):
     assert CALLS[name]().svg == svg
     geometry = re.compile(r'\b(?:x|y|x1|y1|x2|y2|width|height|points|d|transform)="[^"]*\d\.\d{2,}')
     assert not geometry.search(svg), geometry.search(svg)[0]
+    # tests/test_notebooks_any_cpu.py's rule for stored charts, on every tag
+    assert not re.search(r"\d+\.\d{3,}", "".join(re.findall(r"<[^>]*>", svg)))
 
 
 def test_the_checks_can_fail():
@@ -104,6 +108,10 @@ def test_numbers_come_from_the_package(drawn):
     assert f"{collectives.bus_factor('all_reduce', 4):.2f} × the buffer" in drawn["ring_allreduce"].svg
     state = sizing.training_state_bytes(sizing.preset("llama3-70b").n_params, 16)
     assert f"{sizing.min_chips_for_state(state, 'trn2')} chips keeping room" in drawn["memory_stack"].svg
+    torus, ring = (specs.link(k).bytes_per_s for k in ("trn2-neuronlink-intra", "trn2-neuronlink-inter"))
+    hier = collectives.hierarchical_allreduce_s(1e9, [(16, torus), (4, ring)])
+    from trainium_lab.units import format_seconds
+    assert f"{format_seconds(hier)} hierarchical" in drawn["hierarchical_allreduce"].svg
     plan = planning.capstone_405b_plan()
     assert f"{plan.results['lost_fraction']:.1%} lost" in drawn["capstone_days"].svg
     assert f"{plan.days:.1f} days" in drawn["capstone_days"].svg

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from trainium_lab._validate import integer
 
-__all__ = ["Diagram", "DIAGRAMS", "hierarchy", "torus_placement", "bit_layouts", "ring_allreduce", "memory_stack",
+__all__ = ["Diagram", "DIAGRAMS", "hierarchy", "torus_placement", "bit_layouts", "hierarchical_allreduce", "tile_path", "ring_allreduce", "memory_stack",
            "restart_timeline", "bucket_lifecycle", "double_buffering",
            "kv_cache_growth", "moe_dispatch", "capstone_days"]
 
@@ -371,6 +371,87 @@ def ring_allreduce(n: int = 4) -> Diagram:
                     f"reduced (all {n} ranks' data).")
 
 
+def hierarchical_phases(size_bytes: float, levels) -> list[dict]:
+    """The phases of a hierarchical all-reduce (:func:`collectives.hierarchical_allreduce_s`):
+    reduce-scatter inward, all-reduce at the outermost level, all-gather back out; each with its
+    level index, participants, bytes per participant and seconds. ``levels`` as there:
+    ``(n, bandwidth_bytes_per_s[, latency_s])``, innermost first.
+
+    >>> ph = hierarchical_phases(1e9, [(4, 4e9), (2, 1e9)])
+    >>> [p["phase"] for p in ph], round(sum(p["seconds"] for p in ph), 4)
+    (['reduce-scatter', 'all-reduce', 'all-gather'], 0.625)
+    """
+    from trainium_lab import collectives
+
+    levels = list(levels)
+    total = collectives.hierarchical_allreduce_s(size_bytes, levels)  # validates the input
+    down, up, size = [], [], float(size_bytes)
+    for i, lv in enumerate(levels):
+        n, b, a = lv[0], lv[1], (lv[2] if len(lv) == 3 else 0.0)
+        if i == len(levels) - 1:
+            down.append({"phase": "all-reduce", "level": i, "n": n, "size_bytes": size,
+                         "seconds": collectives.ring_allreduce_s(size, n, b, a)})
+        else:
+            down.append({"phase": "reduce-scatter", "level": i, "n": n, "size_bytes": size,
+                         "seconds": collectives.ring_reduce_scatter_s(size, n, b, a)})
+            up.insert(0, {"phase": "all-gather", "level": i, "n": n, "size_bytes": size,
+                          "seconds": collectives.ring_allgather_s(size, n, b, a)})
+            size /= n
+    phases = down + up
+    assert math.isclose(sum(p["seconds"] for p in phases), total, rel_tol=1e-9)
+    return phases
+
+
+def hierarchical_allreduce(size_bytes: float = 1e9, *, system: str = "trn2.48xlarge", n_systems: int = 4,
+                           inner: str = "trn2-neuronlink-intra", outer: str = "trn2-efa") -> Diagram:
+    """Diagram: a hierarchical all-reduce over ``n_systems`` instances, phase by phase and to
+    scale: reduce-scatter on the fast inner links, an all-reduce of the shard over the slow
+    outer ones, all-gather back."""
+    from trainium_lab import specs
+    from trainium_lab.units import GB, format_bytes
+
+    n_in = specs.system(system).n_chips
+    n_systems = integer("n_systems", n_systems, minimum=2, maximum=1024)
+    li, lo = specs.link(inner), specs.link(outer)
+    levels = [(n_in, li.bytes_per_s) + ((li.latency_s,) if li.latency_s else ()),
+              (n_systems, lo.bytes_per_s) + ((lo.latency_s,) if lo.latency_s else ())]
+    phases = hierarchical_phases(size_bytes, levels)
+    total = sum(p["seconds"] for p in phases)
+    from trainium_lab import collectives
+
+    flat = collectives.ring_allreduce_s(size_bytes, n_in * n_systems, lo.bytes_per_s,
+                                        lo.latency_s or 0.0)
+    short = {k: link.description.split(" ")[0] for k, link in (("in", li), ("out", lo))}  # "NeuronLink-v3"
+    names = {0: f"inside each {system} over {short['in']} ({n_in} chips, {li.bytes_per_s / GB:,.0f} GB/s per chip)",
+             1: f"across {n_systems} instances over {short['out']} ({lo.bytes_per_s / GB:,.0f} GB/s per chip)"}
+    fills = {"reduce-scatter": "sky", "all-reduce": "red", "all-gather": "green"}
+    c = _Canvas(0)
+    c.text(f"All-reduce of {size_bytes / GB:g} GB per chip over {n_in * n_systems} chips: "
+           f"{_fmt_s(total)} hierarchical, {_fmt_s(flat)} as one flat ring at the outer level's speed", 10, 18,
+           bold=True)
+    x0, scale = 10, (WIDTH - 20) / total
+    x = x0
+    for k, ph in enumerate(phases):
+        w = ph["seconds"] * scale
+        c.rect(x, 30, max(w, 1.5), 28, fills[ph["phase"]], width=0.6)
+        x += w
+    y = 80
+    for k, ph in enumerate(phases):
+        c.rect(10, y - 10, 12, 12, fills[ph["phase"]], width=0.6)
+        c.text(f"{k + 1}. {ph['phase']} {names[ph['level']]}: {format_bytes(ph['size_bytes'], binary=False)} "
+               "per chip, "
+               f"{_fmt_s(ph['seconds'])}", 28, y)
+        y += 18
+    c.height = y
+    return c.finish("hierarchical_allreduce",
+                    f"Diagram of a hierarchical all-reduce over {n_systems} instances, to scale: reduce-scatter "
+                    "inside each instance, an all-reduce of one shard per chip across instances, then all-gather "
+                    "inside again.",
+                    "phase times from collectives.ring_reduce_scatter_s, ring_allreduce_s and ring_allgather_s; "
+                    "their sum is collectives.hierarchical_allreduce_s. The slow level carries 1/"
+                    f"{n_in} of the bytes.")
+
+
 # --------------------------------------------------------------------------- 04 · memory stack
 
 
@@ -496,6 +577,57 @@ def bucket_lifecycle(lengths: tuple[int, ...] = (37, 100, 130, 300, 90, 500),
                     "compilation.pick_bucket and compilation.padding_fraction.")
 
 
+def tile_path(chip: str = "trn2") -> Diagram:
+    """Diagram: a tile's path through one NeuronCore's memories, HBM → SBUF → tensor engine →
+    PSUM → SBUF → HBM, labelled with the capacities and rates of :func:`kernels.memory_hierarchy`."""
+    from trainium_lab import kernels
+    from trainium_lab.units import GB, GiB, KiB, MiB
+
+    core = kernels.core_model(chip)
+    m = kernels.memory_hierarchy(chip).set_index("space")
+    hbm, sbuf, psum = m.loc["hbm"], m.loc["sbuf"], m.loc["psum"]
+    banks = psum.capacity_bytes / (core.partitions * core.psum_tile_fmax * 4)
+    c = _Canvas(0)
+    w, step = 150, 196
+    boxes = [
+        ("HBM", [f"{hbm.capacity_bytes / GiB:g} GiB per chip", f"{hbm.fill_bytes_per_s / GB:,.0f} GB/s",
+                 f"shared by {int(hbm.cores_sharing)} cores"], "blue"),
+        ("SBUF", [f"{sbuf.capacity_bytes / MiB:g} MiB, {int(sbuf.partitions)} partitions",
+                  f"{sbuf.bytes_per_partition / KiB:g} KiB per partition", "software-managed"], "sky"),
+        ("tensor engine", [f"{core.tensor_rows} × {core.tensor_rows} systolic array",
+                           f"stationary ≤ {core.stationary_fmax} columns", f"moving ≤ {core.psum_tile_fmax}"],
+         "orange"),
+        ("PSUM", [f"{psum.capacity_bytes / MiB:g} MiB, {banks:.0f} banks", f"{core.partitions} × "
+                  f"{core.psum_tile_fmax} FP32 each", "matmul accumulators"], "green"),
+    ]
+    for k, (name, lines, fill) in enumerate(boxes):
+        x = 10 + k * step
+        c.rect(x, 20, w, 80, fill)
+        c.text(name, x + w / 2, 38, anchor="middle", bold=True)
+        c.lines(lines, x + w / 2, 56, size=10, anchor="middle")
+    for k, words in enumerate((["DMA", "in"], ["operands"], ["partial", "sums"])):
+        x = 10 + k * step + w
+        c.lines(words, x + (step - w) / 2, 50 - 12 * len(words) + 4, size=9, anchor="middle")
+        c.arrow(x + 2, 56, x + step - w - 2, 56)
+    # the result leaves PSUM through the vector or scalar engine into SBUF, then DMA out to HBM
+    px, sx, hx = 10 + 3 * step + w / 2, 10 + step + w / 2 + 30, 10 + w / 2
+    c.items.append(c.dw.Line(_r(px), 100, _r(px), 150, stroke=INK, stroke_width=1.5))
+    c.items.append(c.dw.Line(_r(px), 150, _r(sx), 150, stroke=INK, stroke_width=1.5))
+    c.arrow(sx, 150, sx, 102)
+    c.text("copy out through the vector or scalar engine", (px + sx) / 2, 166, size=10, anchor="middle")
+    c.items.append(c.dw.Line(_r(sx - 60), 100, _r(sx - 60), 185, stroke=INK, stroke_width=1.5))
+    c.items.append(c.dw.Line(_r(sx - 60), 185, _r(hx), 185, stroke=INK, stroke_width=1.5))
+    c.arrow(hx, 185, hx, 102)
+    c.text("DMA out", (hx + sx - 60) / 2, 200, size=10, anchor="middle")
+    c.height = 208
+    return c.finish("tile_path",
+                    f"Diagram of a tile's path through one {core.core}: HBM to SBUF by DMA, SBUF to the tensor "
+                    "engine, partial sums into PSUM, out through the vector or scalar engine to SBUF and back "
+                    "to HBM.",
+                    f"capacities and rates from kernels.memory_hierarchy({chip!r}) and kernels.core_model; "
+                    "PSUM banks = PSUM ÷ (partitions × 512 × 4 B).")
+
+
 # --------------------------------------------------------------------------- 08 · double buffering
 
 
@@ -591,7 +723,7 @@ def moe_dispatch(n: int = 4, tokens_per_chip: int = 8192, d_model: int = 4096, e
     gather = (n - 1) * moe.dispatch_bytes(tokens_per_chip, d_model, experts_per_token=1)
     c = _Canvas(262)
     for panel, (title, sub, all_pairs) in enumerate((
-            ("all-gather, then local experts", f"each chip receives {gather / MiB:,.0f} MiB", True),
+            ("all-gather dispatch (reduce-scatter to combine)", f"each chip receives {gather / MiB:,.0f} MiB", True),
             ("all-to-all-v dispatch", f"each chip sends {a2a / MiB:,.0f} MiB", False))):
         cx, cy, rad = 190 + panel * 380, 142, 80
         c.text(title, cx, 20, anchor="middle", bold=True)
@@ -659,7 +791,7 @@ def capstone_days(plan=None) -> Diagram:
 
 #: chapter -> the diagrams drawn for it (01 and 05 already draw a NeuronCore, a tensor-parallel block
 #: and a pipeline schedule with Altair)
-DIAGRAMS = {"00": ("hierarchy",), "02": ("bit_layouts",), "03": ("torus_placement", "ring_allreduce"),
+DIAGRAMS = {"00": ("hierarchy",), "02": ("bit_layouts",), "03": ("torus_placement", "ring_allreduce", "hierarchical_allreduce"),
             "04": ("memory_stack",), "06": ("restart_timeline",), "07": ("bucket_lifecycle",),
-            "08": ("double_buffering",), "09": ("kv_cache_growth",), "10": ("moe_dispatch",),
+            "08": ("tile_path", "double_buffering"), "09": ("kv_cache_growth",), "10": ("moe_dispatch",),
             "11": ("capstone_days",)}
