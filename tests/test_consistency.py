@@ -190,6 +190,19 @@ def _mtbf_16384_h() -> float:
     return reliability.job_mtbf_s(reliability.llama3_summary().per_gpu_mtbf_s, 16_384) / 3600
 
 
+def _efa_latency_us() -> float:
+    from trainium_lab import specs
+
+    return specs.link("trn2-efa").latency_s * 1e6
+
+
+def _efa_crossover_mb() -> float:
+    from trainium_lab import collectives, specs
+
+    efa = specs.link("trn2-efa")
+    return collectives.latency_crossover_bytes(16, efa.bytes_per_s, efa.latency_s) / 1e6
+
+
 N = NUMBER
 QUANTITIES = [
     Quantity("checkpoint, rework and restart loss of chapter 11's 405B plan (10 GB/s)", "%", (
@@ -250,6 +263,14 @@ QUANTITIES = [
         rf"70e9 × 14 B = \*\*{N} GB\*\*",
         rf"Llama 3 70B writes 70 × 10⁹ × 14 B = {N} GB",
     ), _checkpoint_70b_gb, min_places=3),
+    Quantity("Trn2 EFA latency (one hop)", "µs", (
+        rf"EFA latency {N} µs",
+        rf"about {N} µs per EFA hop",
+    ), _efa_latency_us),
+    Quantity("latency crossover of 16 ranks over Trn2 EFA", "MB", (
+        rf"EFA latency [\d.]+ µs; crossover for n = 16: {N} MB",
+        rf"16 ranks over Trn2 EFA: {N} MB",
+    ), _efa_crossover_mb),
     Quantity("job MTBF of 16,384 chips, Llama 3 proxy", "h", (
         rf"16,384 chips {N} h\b",
     ), _mtbf_16384_h),
@@ -275,6 +296,47 @@ def test_the_cheatsheet_states_the_quantities_it_shares_with_the_chapters(places
     sheet = [p for p in places if p.where == "cheatsheet"]
     shared = [q for q in QUANTITIES if statements(q, sheet)]
     assert len(shared) >= 7, [q.name for q in shared]
+
+
+# --------------------------------------------------------------------------- contradicting claims
+
+
+@dataclass(frozen=True)
+class Contradiction:
+    """Two statements the course must not make together (a claim and the sourced fact it denies)."""
+
+    name: str
+    claim: str
+    fact: str
+
+
+CONTRADICTIONS = [
+    Contradiction("NeuronLink's latency", r"NeuronLink (?:has|with) no published latency",
+                  r"per-hop latency of Ring/KangaRing is about 1-2 us|1–2 µs per NeuronLink hop"),
+    Contradiction("chips for the 70B state without its basis",
+                  r"\b11 (?:Trainium2 |Trn2 )?chips\b(?![^.\n]{0,40}whole HBM)[^.\n]{0,60}70B|70B[^.\n]{0,60}\b11 "
+                  r"(?:Trainium2 |Trn2 )?chips\b(?![^.\n]{0,40}whole HBM)",
+                  r"\b17 (?:Trainium2 |Trn2 )?chips\b"),
+]
+
+
+def contradictions(c: Contradiction, places: list[Place]) -> list[str]:
+    claims = [p.where for p in places if re.search(c.claim, p.text)]
+    facts = [p.where for p in places if re.search(c.fact, p.text)]
+    return [f"{c.name}: {claims} say what {facts} deny"] if claims and facts else []
+
+
+@pytest.mark.parametrize("c", CONTRADICTIONS, ids=lambda c: c.name)
+def test_no_claim_contradicts_a_stated_fact(c, places):
+    assert not contradictions(c, places)
+    assert any(re.search(c.fact, p.text) for p in places), f"{c.name}: the fact is no longer stated"
+
+
+def test_a_contradiction_is_found():
+    c = CONTRADICTIONS[0]
+    text = [Place("03 cell 17", 'AWS: "the per-hop latency of Ring/KangaRing is about 1-2 us"'),
+            Place("03 cell 20", "NeuronLink has no published latency, so we assume one.")]
+    assert contradictions(c, text) and not contradictions(c, text[:1])
 
 
 # --------------------------------------------------------------------------- it can fail
@@ -305,6 +367,10 @@ def test_it_would_have_failed_on_11_against_17_chips():
     assert disagreements(q, found)
     labelled = [Place("02 cell 31", "so 11 chips for the 70B model's Adam state counting the whole HBM.")]
     assert statements(q, labelled) == []  # saying its basis takes it out of this quantity
+    # and the claim check finds an unlabelled 11 beside the chapters' 17, in a table's words too
+    c = CONTRADICTIONS[1]
+    assert contradictions(c, [Place("02 cell 31", "master weights: 11 chips for the 70B state"), *text[1:]])
+    assert not contradictions(c, labelled + text[1:])
 
 
 def test_printed_digits_set_the_tolerance():
