@@ -308,20 +308,25 @@ class Contradiction:
     name: str
     claim: str
     fact: str
+    unless: str = r"(?!)"   # a sentence that also matches this makes no claim
 
 
 CONTRADICTIONS = [
     Contradiction("NeuronLink's latency", r"NeuronLink (?:has|with) no published latency",
                   r"per-hop latency of Ring/KangaRing is about 1-2 us|1–2 µs per NeuronLink hop"),
     Contradiction("chips for the 70B state without its basis",
-                  r"\b11 (?:Trainium2 |Trn2 )?chips\b(?![^.\n]{0,40}whole HBM)[^.\n]{0,60}70B|70B[^.\n]{0,60}\b11 "
-                  r"(?:Trainium2 |Trn2 )?chips\b(?![^.\n]{0,40}whole HBM)",
-                  r"\b17 (?:Trainium2 |Trn2 )?chips\b"),
+                  r"\b11 (?:Trainium2 |Trn2 )?chips\b.*70B|70B.*\b11 (?:Trainium2 |Trn2 )?chips\b",
+                  r"\b17 (?:Trainium2 |Trn2 )?chips\b", unless=r"whole HBM"),
 ]
 
 
+def _sentences(text: str) -> list[str]:
+    return re.split(r"(?<=[.;])\s|\n|\|", text)
+
+
 def contradictions(c: Contradiction, places: list[Place]) -> list[str]:
-    claims = [p.where for p in places if re.search(c.claim, p.text)]
+    claims = [p.where for p in places
+              if any(re.search(c.claim, x) and not re.search(c.unless, x) for x in _sentences(p.text))]
     facts = [p.where for p in places if re.search(c.fact, p.text)]
     return [f"{c.name}: {claims} say what {facts} deny"] if claims and facts else []
 
