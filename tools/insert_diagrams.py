@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: chapter -> [(anchor text in exactly one cell, the call)]
 MAPPING: dict[str, list[tuple[str, str]]] = {
     "00": [("## Where every number comes from", "diagrams.hierarchy()")],
+    "01": [("## Chips, physical cores and logical cores", 'diagrams.logical_cores("trn2.48xlarge", 2)')],
     "02": [("## 1. Anatomy of a float", "diagrams.bit_layouts()")],
     "03": [("## Mapping parallelism onto the UltraServer", "diagrams.torus_placement(tp=64, pp=4, dp=2)"),
            ("## Ring all-reduce, step by step", "diagrams.ring_allreduce(4)"),

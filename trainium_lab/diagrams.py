@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from trainium_lab._validate import integer
 
-__all__ = ["Diagram", "DIAGRAMS", "hierarchy", "torus_placement", "bit_layouts", "hierarchical_allreduce", "tile_path", "ring_allreduce", "memory_stack",
+__all__ = ["Diagram", "DIAGRAMS", "hierarchy", "logical_cores", "torus_placement", "bit_layouts", "hierarchical_allreduce", "tile_path", "ring_allreduce", "memory_stack",
            "restart_timeline", "bucket_lifecycle", "double_buffering",
            "kv_cache_growth", "moe_dispatch", "capstone_days"]
 
@@ -219,6 +219,45 @@ def hierarchy(chip: str = "trn2", instance: str = "trn2.48xlarge",
                     f"({h['chips_per_ultraserver']} chips).",
                     f"{h['cores_per_chip']} NeuronCores per chip, {n_c} chips per {h['instance']}, {n_i} "
                     f"instances per UltraServer: {h['chips_per_ultraserver']} chips, numbers from data/.")
+
+
+# --------------------------------------------------------------------------- 01 · logical cores
+
+
+def logical_cores(system: str = "trn2.48xlarge", lnc: int | None = None) -> Diagram:
+    """Diagram: one chip of ``system``, its physical NeuronCores grouped ``lnc`` at a time into
+    logical cores (ranks), each with its share of the chip's HBM (:func:`cores.core_counts`)."""
+    from trainium_lab import cores, specs
+    from trainium_lab.units import GiB
+
+    cc = cores.core_counts(system, lnc)
+    chip = specs.chip(specs.system(system).chip_key)
+    n_phys = cc.physical_cores // cc.n_chips
+    n_log = n_phys // cc.lnc
+    c = _Canvas(0)
+    c.text(f"One {chip.name} chip of a {system} at LNC={cc.lnc}: {n_phys} physical NeuronCores = {n_log} "
+           f"logical cores (ranks)", 10, 18, bold=True)
+    w = (WIDTH - 20) / n_log
+    for k in range(n_log):
+        x = 10 + k * w
+        c.rect(x + 2, 30, w - 4, 84, _GROUP_FILLS[k % len(_GROUP_FILLS)])
+        c.text(f"rank {k}", x + w / 2, 46, anchor="middle", bold=True)
+        pw = (w - 16) / cc.lnc
+        for j in range(cc.lnc):
+            c.rect(x + 8 + j * pw, 54, pw - 4, 26, "white", width=0.6)
+            c.text(f"core {k * cc.lnc + j}", x + 8 + j * pw + (pw - 4) / 2, 71, size=9, anchor="middle")
+        c.text(f"{cc.hbm_bytes_per_logical_core / GiB:g} GiB HBM", x + w / 2, 102, size=10, anchor="middle")
+    c.rect(10, 122, WIDTH - 20, 24, "blue", width=0.6)
+    c.text(f"HBM {chip.hbm_bytes / GiB:g} GiB, shared by the chip's {n_log} ranks", WIDTH / 2, 138,
+           anchor="middle")
+    c.text(f"{system}: {cc.n_chips} chips × {n_log} = {cc.ranks} ranks", 10, 166)
+    c.height = 172
+    return c.finish("logical_cores",
+                    f"Diagram of one {chip.name} chip at LNC={cc.lnc}: {n_phys} physical NeuronCores grouped "
+                    f"{cc.lnc} at a time into {n_log} logical cores, each a rank with "
+                    f"{cc.hbm_bytes_per_logical_core / GiB:g} GiB of HBM.",
+                    f"counts from cores.core_counts({system!r}, lnc={cc.lnc}); a rank is one logical core, so "
+                    "TP and DP degrees count these, not chips.")
 
 
 # --------------------------------------------------------------------------- 03 · torus and rings
@@ -789,9 +828,9 @@ def capstone_days(plan=None) -> Diagram:
                     "11 prints, with checkpoints written at 10 GB/s.")
 
 
-#: chapter -> the diagrams drawn for it (01 and 05 already draw a NeuronCore, a tensor-parallel block
-#: and a pipeline schedule with Altair)
-DIAGRAMS = {"00": ("hierarchy",), "02": ("bit_layouts",), "03": ("torus_placement", "ring_allreduce", "hierarchical_allreduce"),
+#: chapter -> the diagrams drawn for it (05 already draws a tensor-parallel block and a pipeline
+#: schedule with Altair; 01 a NeuronCore, to which logical_cores adds the rank)
+DIAGRAMS = {"00": ("hierarchy",), "01": ("logical_cores",), "02": ("bit_layouts",), "03": ("torus_placement", "ring_allreduce", "hierarchical_allreduce"),
             "04": ("memory_stack",), "06": ("restart_timeline",), "07": ("bucket_lifecycle",),
             "08": ("tile_path", "double_buffering"), "09": ("kv_cache_growth",), "10": ("moe_dispatch",),
             "11": ("capstone_days",)}
