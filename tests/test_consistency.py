@@ -190,6 +190,17 @@ def _mtbf_16384_h() -> float:
     return reliability.job_mtbf_s(reliability.llama3_summary().per_gpu_mtbf_s, 16_384) / 3600
 
 
+def _trn1_mfu(model: str) -> Callable[[], float]:
+    def value() -> float:
+        from trainium_lab import reality, sizing
+
+        m = reality.measurements()
+        r = m[(m["set"] == "trn1_training") & (m["model"] == model)].iloc[0]
+        return 100 * sizing.mfu_from_throughput(r.value * r.seq_len, sizing.preset(r.model).exact_params(),
+                                                int(r.chips), "trn1")
+    return value
+
+
 def _efa_latency_us() -> float:
     from trainium_lab import specs
 
@@ -263,6 +274,20 @@ QUANTITIES = [
         rf"70e9 × 14 B = \*\*{N} GB\*\*",
         rf"Llama 3 70B writes 70 × 10⁹ × 14 B = {N} GB",
     ), _checkpoint_70b_gb, min_places=3),
+    Quantity("MFU of AWS's Trn1 Llama 3 8B run, counting 6N", "%", (
+        rf"llama3-8b on 32 × trn1\.32xlarge[^\n]*?MFU {N}% counting 6N",
+        rf"Trn1 runs reach {N} % and [\d.]+ % counting 6N",
+        rf"published Trn1 runs \(6N\): {N}%, [\d.]+%",
+        rf"Trn1 runs: \**{N}\s?%\** \(8B",
+        rf"6N-MFU \*\*{N}–[\d.]+ %\*\*",
+    ), _trn1_mfu("llama3-8b"), min_places=5),
+    Quantity("MFU of AWS's Trn1 Llama 3 70B run, counting 6N", "%", (
+        rf"llama3-70b on 32 × trn1\.32xlarge[^\n]*?MFU {N}% counting 6N",
+        rf"Trn1 runs reach [\d.]+ % and {N} % counting 6N",
+        rf"published Trn1 runs \(6N\): [\d.]+%, {N}%",
+        rf"\(8B[^)]*\) and \**{N}\s?%\** \(70B",
+        rf"6N-MFU \*\*[\d.]+–{N} %\*\*",
+    ), _trn1_mfu("llama3-70b"), min_places=5),
     Quantity("Trn2 EFA latency (one hop)", "µs", (
         rf"EFA latency {N} µs",
         rf"about {N} µs per EFA hop",
@@ -295,7 +320,7 @@ def test_every_statement_of_a_quantity_agrees(q, places):
 def test_the_cheatsheet_states_the_quantities_it_shares_with_the_chapters(places):
     sheet = [p for p in places if p.where == "cheatsheet"]
     shared = [q for q in QUANTITIES if statements(q, sheet)]
-    assert len(shared) >= 7, [q.name for q in shared]
+    assert len(shared) >= 12, [q.name for q in shared]
 
 
 # --------------------------------------------------------------------------- contradicting claims
