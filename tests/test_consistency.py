@@ -15,6 +15,12 @@ a statement out of the registry's sight fails too, instead of silently checking 
 ``chNN.qK.check(...)`` cell; every exercise with such a cell has its key (``q.expected``)
 compared with the numbers the reveal printed.
 
+**Adding a quantity.** Append a ``Quantity`` to ``QUANTITIES``: a name, the unit, one pattern per
+phrasing (a space matches any white space; put the value in ``{N}``; give enough words around it
+that the phrase means this quantity and no other), the package's value if it computes one, and
+``min_places`` = the number of places that state it today. ``CONTRADICTIONS`` holds claim/fact
+pairs that must not appear together (a sentence matching ``unless`` makes no claim).
+
 ``test_it_would_have_failed_on_*`` show, on synthetic text, the two contradictions issue 41 found:
 the cheat sheet's "3.1 % lost at 10 GB/s" against chapter 11's 13.5 %, and 11 against 17 chips
 for the 70B state.
