@@ -118,6 +118,25 @@ def test_numbers_come_from_the_package(drawn):
     assert f"{plan.days:.1f} days" in drawn["capstone_days"].svg
 
 
+BAD_INPUT = [("hierarchy", dict(chip="nope"), "chip"), ("logical_cores", dict(lnc=3), "lnc"),
+             ("torus_placement", dict(tp=3), "tp"), ("bit_layouts", dict(dtypes=("int4",)), "dtype"),
+             ("ring_allreduce", dict(n=9), "n"), ("hierarchical_allreduce", dict(size_bytes=-1), "size_bytes"),
+             ("memory_stack", dict(recipe="nope"), "recipe"), ("restart_timeline", dict(recoveries=[]), "recoveries"),
+             ("bucket_lifecycle", dict(buckets=(0,)), "buckets"), ("tile_path", dict(chip="nope"), "chip"),
+             ("double_buffering", dict(buffers=(9,)), "buffers"),
+             ("kv_cache_growth", dict(context_lens=(0,)), "context_lens"),
+             ("moe_dispatch", dict(tokens_per_chip=-5), "tokens_per_chip"),
+             ("moe_dispatch", dict(experts_per_token=4), "experts_per_token"),
+             ("capstone_days", dict(plan=3), "plan")]
+
+
+@pytest.mark.parametrize("name, kwargs, param", BAD_INPUT, ids=[f"{n}-{p}" for n, _, p in BAD_INPUT])
+def test_every_diagram_refuses_bad_input_with_a_value_error(name, kwargs, param):
+    with pytest.raises(ValueError, match=param):
+        getattr(diagrams, name)(**kwargs)
+    assert {n for n, _, _ in BAD_INPUT} == set(CALLS)
+
+
 def test_bad_input_names_the_parameter():
     with pytest.raises(ValueError, match="n must"):
         diagrams.ring_allreduce(1)

@@ -582,7 +582,8 @@ def bucket_lifecycle(lengths: tuple[int, ...] = (37, 100, 130, 300, 90, 500),
     request of a bucket compiles, later ones hit the cache."""
     from trainium_lab import compilation
 
-    buckets = tuple(buckets or compilation.power_of_two_buckets(512, 4))
+    buckets = tuple(integer("buckets", b, minimum=1, maximum=1_000_000)
+                    for b in (buckets or compilation.power_of_two_buckets(512, 4)))
     lengths = tuple(integer("lengths", v, minimum=1, maximum=max(buckets)) for v in lengths)
     if not 1 <= len(lengths) <= 8:
         raise ValueError(f"lengths must hold 1 to 8 lengths for the drawing; got {len(lengths)}")
@@ -758,6 +759,9 @@ def moe_dispatch(n: int = 4, tokens_per_chip: int = 8192, d_model: int = 4096, e
     from trainium_lab.units import MiB
 
     n = integer("n", n, minimum=2, maximum=8)
+    tokens_per_chip = integer("tokens_per_chip", tokens_per_chip, minimum=1, maximum=10_000_000)
+    d_model = integer("d_model", d_model, minimum=1, maximum=1_000_000)
+    experts_per_token = integer("experts_per_token", experts_per_token, minimum=1, maximum=n - 1)
     a2a = moe.dispatch_bytes(tokens_per_chip, d_model, experts_per_token=experts_per_token)
     gather = (n - 1) * moe.dispatch_bytes(tokens_per_chip, d_model, experts_per_token=1)
     c = _Canvas(262)
@@ -800,6 +804,8 @@ def capstone_days(plan=None) -> Diagram:
     from trainium_lab import planning
 
     plan = planning.capstone_405b_plan() if plan is None else plan
+    if not isinstance(plan, planning.RunPlan):
+        raise ValueError(f"plan must be a planning.RunPlan (planning.plan_run); got {type(plan).__name__}")
     t = plan.wall_time_table()
     t = t[t.days > 0].reset_index(drop=True)
     total = float(t.days.sum())
