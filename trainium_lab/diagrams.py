@@ -183,6 +183,8 @@ def hierarchy(chip: str = "trn2", instance: str = "trn2.48xlarge",
     """Diagram: NeuronCores in a chip, chips in an instance, instances in an UltraServer."""
     from trainium_lab.units import GiB
 
+    from trainium_lab import specs
+
     h = hierarchy_numbers(chip, instance, ultraserver)
     n_i, n_c = h["instances_per_ultraserver"], h["chips_per_instance"]
     side = math.ceil(math.sqrt(n_c))
@@ -211,8 +213,15 @@ def hierarchy(chip: str = "trn2", instance: str = "trn2.48xlarge",
         for j in range(n_c):
             c.rect(x + 6 + (j % side) * cell, 60 + (j // side) * cell, cell - 4, cell - 4, "orange", width=0.6)
     c.arrow(180, 120, x0 + 6, 72)
-    c.lines(["chips of an instance: NeuronLink torus;", "instances of an UltraServer: NeuronLink ring;",
-             "UltraServers: EFA network"], x0, 205)
+    from trainium_lab import topology
+    from trainium_lab.units import format_bandwidth
+
+    where = {"instance": "inside an instance", "ultraserver": "between its instances",
+             "efa": "between UltraServers"}
+    links = [f"{where[lv.name]}: {specs.link(lv.link_key).description.split(' ')[0]}, "
+             f"{format_bandwidth(lv.bytes_per_s)} per chip"
+             for lv in topology.cluster(ultraserver).levels if lv.name in where and lv.link_key]
+    c.lines(links, x0, 205)
     return c.finish("hierarchy",
                     f"Diagram of the hierarchy: a {h['chip']} chip holds {h['cores_per_chip']} NeuronCores, a "
                     f"{h['instance']} instance {n_c} chips, a {h['ultraserver']} {n_i} instances "
