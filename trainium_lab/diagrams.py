@@ -347,12 +347,12 @@ def bit_layouts(dtypes: tuple[str, ...] = ("float32", "bfloat16", "float8_e4m3fn
     infos = [numerics.format_info(d) for d in dtypes]
     unit = min(20.0, (WIDTH - 240) / max(i.bits for i in infos))
     c = _Canvas(60 + 34 * len(infos) + 90)
-    c.text("sign", 170, 20, bold=True)
-    c.rect(205, 11, 12, 12, "red")
-    c.text("exponent", 230, 20, bold=True)
-    c.rect(290, 11, 12, 12, "sky")
-    c.text("mantissa", 315, 20, bold=True)
-    c.rect(375, 11, 12, 12, "green")
+    x = 170.0
+    for word, fill in (("sign", "red"), ("exponent", "sky"), ("mantissa", "green")):
+        c.rect(x, 11, 12, 12, fill)
+        c.text(word, x + 18, 21)
+        x += 18 + _text_px(word) + 22
+    c.text("(right: exponent + mantissa bits)", x, 21, size=10)
     for row, f in enumerate(infos):
         y = 40 + 34 * row
         c.text(f"{f.label} ({f.bits} bits)", 10, y + 16)
@@ -370,12 +370,13 @@ def bit_layouts(dtypes: tuple[str, ...] = ("float32", "bfloat16", "float8_e4m3fn
     c.text("scale 2^e", 45, y + 39, anchor="middle")
     for k in range(n):
         c.rect(100 + k * cell, y + 22, cell - 2, 26, "green", width=0.5)
-    c.text(f"{n} values", 100 + n * cell / 2, y + 66, anchor="middle")
+    c.text(f"{n} values of {e4.bits} bits each", 100 + n * cell / 2, y + 66, anchor="middle")
     return c.finish("bit_layouts",
                     "Diagram of the bit layout of " + ", ".join(f.label for f in infos)
                     + f" (sign, exponent and mantissa bits), and of an MX block of {n} values sharing one scale.",
-                    "each box is one bit; the exponent sets the range, the mantissa the precision; an MX block "
-                    "shares one exponent-only scale, numbers from trainium_lab.numerics.")
+                    "in the format rows each box is one bit: the exponent sets the range, the mantissa the "
+                    "precision; in the MX block each box is one value, and the block shares one exponent-only "
+                    "scale. Numbers from trainium_lab.numerics.")
 
 
 # --------------------------------------------------------------------------- 03 · ring all-reduce
