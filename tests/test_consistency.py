@@ -207,6 +207,12 @@ def _trn1_mfu(model: str) -> Callable[[], float]:
     return value
 
 
+def _restart_minute_percent() -> float:
+    from trainium_lab import reliability
+
+    return 100 * 60 / reliability.llama3_summary().mean_time_between_interruptions_s
+
+
 def _efa_latency_us() -> float:
     from trainium_lab import specs
 
@@ -302,6 +308,10 @@ QUANTITIES = [
         rf"EFA latency [\d.]+ µs; crossover for n = 16: {N} MB",
         rf"16 ranks over Trn2 EFA: {N} MB",
     ), _efa_crossover_mb),
+    Quantity("share of wall time one minute of restart costs at the Llama 3 MTBF", "%", (
+        rf"{N}\s?% per minute at [\d.]+ h",
+        rf"at M = [\d.]+ h: {N}% per minute",
+    ), _restart_minute_percent),
     Quantity("job MTBF of 16,384 chips, Llama 3 proxy", "h", (
         rf"16,384 chips {N} h\b",
     ), _mtbf_16384_h),
