@@ -8,8 +8,9 @@ every statement of every quantity, and fails when two disagree beyond the digits
 when one disagrees with the package. A phrase is registered with enough context to mean one
 thing: "N chips" for a 70B model's training state is the count that keeps room for activations;
 a count of the whole HBM must say so ("counting the whole HBM") or it is read as the other and
-fails. Each quantity must be found in at least ``min_places`` places, so a rewording that drops
-a statement out of the registry's sight fails too, instead of silently checking nothing.
+fails. Each quantity must be found in every source it names (``sources``: chapter numbers,
+"cheatsheet"), so a rewording that drops a statement out of the registry's sight fails too,
+instead of silently checking nothing.
 
 **Exercise keys.** A chapter reveals an exercise's figure in the ``# reveal`` cell after its
 ``chNN.qK.check(...)`` cell; every exercise with such a cell has its key (``q.expected``)
@@ -18,7 +19,7 @@ compared with the numbers the reveal printed.
 **Adding a quantity.** Append a ``Quantity`` to ``QUANTITIES``: a name, the unit, one pattern per
 phrasing (a space matches any white space; put the value in ``{N}``; give enough words around it
 that the phrase means this quantity and no other), the package's value if it computes one, and
-``min_places`` = the number of places that state it today. ``CONTRADICTIONS`` holds claim/fact
+``sources`` = the chapters (and "cheatsheet") that must state it. ``CONTRADICTIONS`` holds claim/fact
 pairs that must not appear together (a sentence matching ``unless`` makes no claim).
 
 ``test_it_would_have_failed_on_*`` show, on synthetic text, the two contradictions issue 41 found:
@@ -97,7 +98,7 @@ class Quantity:
     unit: str
     patterns: tuple[str, ...]
     truth: Callable[[], float] | None = None
-    min_places: int = 2
+    sources: tuple[str, ...] = ()   # each must state it: "04" (a chapter), "cheatsheet"
 
 
 @dataclass(frozen=True)
@@ -236,7 +237,7 @@ QUANTITIES = [
         rf"take \*\*~?{N}\s?%\*\* of the run at 10 GB/s",
         rf"lost share [\d.]+% instead of {N}%",
         rf"checkpoints, rework and restarts take {N} % of the training time",
-    ), _lost_405b, min_places=8),
+    ), _lost_405b, ("11", "cheatsheet")),
     Quantity("chips for a 70B model's Adam training state on Trainium2 (35 % kept free)", "chips", (
         rf"70B: state [\d,]+ GiB -> at least {N} chips",
         rf"{N} for a 70B model\.",
@@ -249,72 +250,72 @@ QUANTITIES = [
         rf"state(?! counting the whole HBM)(?!,? counting the whole HBM)",
         rf"70B(?: model)?(?:'s)? (?:Adam |training )?state (?:needs|takes|fills) {N} (?:Trainium2 |Trn2 )?chips"
         rf"(?! counting the whole HBM)",
-    ), _chips_70b_state, min_places=5),
+    ), _chips_70b_state, ("00", "04")),
     Quantity("Trn2 torus bandwidth per chip", "GB/s", (
         rf"torus / UltraServer ring / EFA \|\s*\**{N} / ",
         rf"Trn2 per-chip bandwidth: torus {N} GB/s",
-    ), _link_gb_per_s("trn2-neuronlink-intra")),
+    ), _link_gb_per_s("trn2-neuronlink-intra"), ("03", "cheatsheet")),
     Quantity("Trn2 UltraServer ring bandwidth per chip", "GB/s", (
         rf"torus / UltraServer ring / EFA \|\s*\**[\d,]+ / {N} / ",
         rf"Trn2 per-chip bandwidth: torus [\d,]+ GB/s, ring {N} GB/s",
-    ), _link_gb_per_s("trn2-neuronlink-inter")),
+    ), _link_gb_per_s("trn2-neuronlink-inter"), ("03", "cheatsheet")),
     Quantity("Trn2 EFA bandwidth per chip", "GB/s", (
         rf"torus / UltraServer ring / EFA \|\s*\**[\d,]+ / [\d,]+ / {N} GB/s",
         rf"Trn2 per-chip bandwidth: torus [\d,]+ GB/s, ring [\d,]+ GB/s, EFA {N} GB/s",
         rf"EFA's {N} GB/s per chip",
-    ), _link_gb_per_s("trn2-efa")),
+    ), _link_gb_per_s("trn2-efa"), ("03", "cheatsheet")),
     Quantity("the planner's calibrated MFU", "%", (
         rf"calibrated planner MFU is {N}%",
         rf"planner default {N}\s?%",
         rf"at the calibrated MFU \({N}%, the planner's default\)",
-    ), _planner_mfu, min_places=3),
+    ), _planner_mfu, ("04", "11", "cheatsheet")),
     Quantity("KV cache per token, Llama 3 8B, BF16", "KiB", (
         rf"llama3-8b\s+bfloat16:\s+{N} KiB per token",
         rf"BF16: {N} KiB \(Llama 3 8B\)",
         rf"= \*\*{N} KiB per token\*\* in BF16",
-    ), _kv_kib("llama3-8b")),
+    ), _kv_kib("llama3-8b"), ("09", "cheatsheet")),
     Quantity("KV cache per token, Llama 3 70B, BF16", "KiB", (
         rf"llama3-70b\s+bfloat16:\s+{N} KiB per token",
         rf"KiB \(Llama 3 8B\), {N} KiB \(70B\)",
-    ), _kv_kib("llama3-70b")),
+    ), _kv_kib("llama3-70b"), ("09", "cheatsheet")),
     Quantity("decode step bound, Llama 3 70B on 2 Trn2 chips (TP 8), batch 1", "ms", (
         rf"Llama 3 70B on 2 Trn2 chips \(TP 8\): {N} ms \(a bound",
         rf"≈ {N} ms for 70B on 2 Trainium2 chips",
-    ), _decode_70b_bound_ms),
+    ), _decode_70b_bound_ms, ("09", "cheatsheet")),
     Quantity("Llama 3 70B checkpoint (weights, master copy, Adam moments)", "GB", (
         rf"Llama 3 70B ≈ {N} GB",
         rf"70e9 × 14 B = \*\*{N} GB\*\*",
         rf"Llama 3 70B writes 70 × 10⁹ × 14 B = {N} GB",
-    ), _checkpoint_70b_gb, min_places=3),
+    ), _checkpoint_70b_gb, ("06", "cheatsheet")),
     Quantity("MFU of AWS's Trn1 Llama 3 8B run, counting 6N", "%", (
         rf"llama3-8b on 32 × trn1\.32xlarge[^\n]*?MFU {N}% counting 6N",
         rf"Trn1 runs reach {N} % and [\d.]+ % counting 6N",
         rf"published Trn1 runs \(6N\): {N}%, [\d.]+%",
         rf"Trn1 runs: \**{N}\s?%\** \(8B",
         rf"6N-MFU \*\*{N}–[\d.]+ %\*\*",
-    ), _trn1_mfu("llama3-8b"), min_places=5),
+    ), _trn1_mfu("llama3-8b"), ("04", "11", "cheatsheet")),
     Quantity("MFU of AWS's Trn1 Llama 3 70B run, counting 6N", "%", (
         rf"llama3-70b on 32 × trn1\.32xlarge[^\n]*?MFU {N}% counting 6N",
         rf"Trn1 runs reach [\d.]+ % and {N} % counting 6N",
         rf"published Trn1 runs \(6N\): [\d.]+%, {N}%",
         rf"\(8B[^)]*\) and \**{N}\s?%\** \(70B",
         rf"6N-MFU \*\*[\d.]+–{N} %\*\*",
-    ), _trn1_mfu("llama3-70b"), min_places=5),
+    ), _trn1_mfu("llama3-70b"), ("04", "11", "cheatsheet")),
     Quantity("Trn2 EFA latency (one hop)", "µs", (
         rf"EFA latency {N} µs",
         rf"about {N} µs per EFA hop",
-    ), _efa_latency_us),
+    ), _efa_latency_us, ("03",)),
     Quantity("latency crossover of 16 ranks over Trn2 EFA", "MB", (
         rf"EFA latency [\d.]+ µs; crossover for n = 16: {N} MB",
         rf"16 ranks over Trn2 EFA: {N} MB",
-    ), _efa_crossover_mb),
+    ), _efa_crossover_mb, ("03", "cheatsheet")),
     Quantity("share of wall time one minute of restart costs at the Llama 3 MTBF", "%", (
         rf"{N}\s?% per minute at [\d.]+ h",
         rf"at M = [\d.]+ h: {N}% per minute",
-    ), _restart_minute_percent),
+    ), _restart_minute_percent, ("06", "cheatsheet")),
     Quantity("job MTBF of 16,384 chips, Llama 3 proxy", "h", (
         rf"16,384 chips {N} h\b",
-    ), _mtbf_16384_h),
+    ), _mtbf_16384_h, ("06", "cheatsheet")),
 ]
 
 
@@ -326,9 +327,12 @@ def places() -> list[Place]:
 @pytest.mark.parametrize("q", QUANTITIES, ids=lambda q: q.name[:60])
 def test_every_statement_of_a_quantity_agrees(q, places):
     found = statements(q, places)
-    assert len({s.where for s in found}) >= q.min_places, (
-        f"{q.name}: found in {len({s.where for s in found})} places, expected at least {q.min_places}: "
-        f"a rewording moved a statement out of the registry's sight ({[s.where for s in found]})")
+    assert q.sources, f"{q.name}: name the sources that must state it"
+    stated = {s.where.split(" ")[0] for s in found}
+    missing = [src for src in q.sources if src not in stated]
+    assert not missing and len({s.where for s in found}) >= 2, (
+        f"{q.name}: not found in {missing} (found in {sorted({s.where for s in found})}): a rewording moved "
+        "a statement out of the registry's sight; add its phrasing to the patterns")
     problems = disagreements(q, found, q.truth() if q.truth else None)
     assert not problems, "\n".join(problems)
 
