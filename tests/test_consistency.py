@@ -42,6 +42,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 NUMBER = r"(?P<v>\d[\d,]*(?:\.\d+)?)"
+PCT = r"(?P<pct>\d[\d,]*(?:\.\d+)?)\s?%"   # a fraction printed as a percentage
 
 
 # --------------------------------------------------------------------------- the places
@@ -116,8 +117,11 @@ def statements(q: Quantity, places: list[Place]) -> list[Statement]:
     for place in places:
         for pattern in compiled:
             for m in pattern.finditer(place.text):
-                raw = m.group("v").replace(",", "")
+                percent = "pct" in pattern.groupindex and m.group("pct") is not None
+                raw = m.group("pct" if percent else "v").replace(",", "")
                 decimals = len(raw.split(".")[1]) if "." in raw else 0
+                if percent:   # a fraction printed as a percentage: compare as the fraction
+                    raw, decimals = repr(float(raw) / 100), decimals + 2
                 lo, hi = max(0, m.start() - 40), min(len(place.text), m.end() + 20)
                 out.append(Statement(place.where, float(raw), decimals,
                                      place.text[lo:hi].replace("\n", " ")))
@@ -214,6 +218,27 @@ def _restart_minute_percent() -> float:
     return 100 * 60 / reliability.llama3_summary().mean_time_between_interruptions_s
 
 
+def _bubble(p: int, m: int, v: int = 1) -> Callable[[], float]:
+    def value() -> float:
+        from trainium_lab import layouts
+
+        return layouts.pipeline_bubble_fraction(p, m, virtual_stages=v)
+    return value
+
+
+def _nccom_first_algbw_gb_per_s() -> float:
+    from trainium_lab import collectives
+
+    r = collectives.nccom_test_cases().iloc[0]
+    return collectives.algbw_bytes_per_s(r.size_bytes, r.time_us * 1e-6) / 1e9
+
+
+def _matmul_traffic_gib() -> float:
+    from trainium_lab import kernels
+
+    return kernels.matmul_hbm_bytes(4096, 4096, 4096, 128, 512, "bfloat16") / 2**30
+
+
 def _efa_latency_us() -> float:
     from trainium_lab import specs
 
@@ -301,6 +326,21 @@ QUANTITIES = [
         rf"\(8B[^)]*\) and \**{N}\s?%\** \(70B",
         rf"6N-MFU \*\*[\d.]+–{N} %\*\*",
     ), _trn1_mfu("llama3-70b"), ("04", "11", "cheatsheet")),
+    Quantity("1F1B bubble at p = 4, m = 16 (fraction of the busy time)", "", (
+        rf"bubble, p = 4 and m = 16: {N} = \(p - 1\)/m",
+        rf"p = 4, m = 16: {PCT}",
+    ), _bubble(4, 16), ("05", "cheatsheet")),
+    Quantity("interleaved bubble at p = 8, m = 16, v = 2 (fraction of the busy time)", "", (
+        rf"with \$v\$ = 2, {PCT} for",
+        rf"p = 8, m = 16, v = 2: {PCT}",
+    ), _bubble(8, 16, 2), ("10", "cheatsheet")),
+    Quantity("algorithm bandwidth of chapter 03's first nccom-test row", "GB/s", (
+        rf"ranks in [\d.]+ µs: {N} GB/s",
+    ), _nccom_first_algbw_gb_per_s, ("03", "cheatsheet")),
+    Quantity("HBM traffic of a 4096³ BF16 matmul in 128 × 512 output tiles", "GiB", (
+        rf"by hand [\d.]+ GiB, formula {N} GiB",
+        rf"4096³ BF16, 128 × 512 tiles: {N} GiB",
+    ), _matmul_traffic_gib, ("08", "cheatsheet")),
     Quantity("Trn2 EFA latency (one hop)", "µs", (
         rf"EFA latency {N} µs",
         rf"about {N} µs per EFA hop",
@@ -429,6 +469,10 @@ def test_printed_digits_set_the_tolerance():
     assert disagreements(q, near) == []
     far = statements(q, [Place("a", "x = 13.5"), Place("b", "x = 13.7")])
     assert disagreements(q, far)
+    # a fraction and the same fraction printed as a percentage compare as fractions
+    b = Quantity("bubble", "", (rf"bubble {N} of", rf"bubble {PCT} of"))
+    assert disagreements(b, statements(b, [Place("05", "bubble 0.1875 of"), Place("cs", "bubble 18.8% of")])) == []
+    assert disagreements(b, statements(b, [Place("05", "bubble 0.1875 of"), Place("cs", "bubble 9.4% of")]))
 
 
 # --------------------------------------------------------------------------- exercise keys
