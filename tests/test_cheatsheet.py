@@ -71,3 +71,26 @@ def test_the_parser_reads_quoted_and_plain_tables(tmp_path, monkeypatch):
     (tmp_path / "notebooks" / "99_test.ipynb").write_text(json.dumps(nb), encoding="utf-8")
     monkeypatch.setattr(cs, "ROOT", tmp_path)
     assert cs.numbers_to_remember("99_test") == ["plain row", "quoted row"]
+
+
+def test_the_405b_row_is_chapter_11s_plan_at_the_bandwidth_it_prints():
+    """Issue 41: the sheet said 3.1 % lost 'at 10 GB/s' from a plan made at the default bandwidth;
+    it now takes chapter 11's arguments from planning.CAPSTONE_405B_RUN."""
+    from trainium_lab import planning
+    from trainium_lab.units import GB
+
+    p = planning.capstone_405b_plan()
+    row = next(r for r in _cheatsheet().rows() if "at ~2,500 chips" in r[1])
+    assert f"{p.results['lost_fraction']:.1%} lost at {p.inputs['checkpoint_write_bytes_per_s'] / GB:,.0f} GB/s" in row[4]
+    assert planning.CAPSTONE_405B_RUN["checkpoint_write_bytes_per_s"] == 10 * GB
+
+
+def test_calibration_summary_is_labelled_and_quotes_out_of_sample_when_available():
+    import pandas as pd
+
+    cs = _cheatsheet()
+    in_sample = pd.Series({"n_rows": 53, "median_abs_error": 0.112, "max_abs_error": 0.433})
+    assert cs._summary_figures(in_sample) == "53 rows: median 11.2%, largest 43.3% (in sample)"
+    both = pd.concat([in_sample, pd.Series({cs.OUT_OF_SAMPLE_COLUMNS[0]: 0.15})])
+    text = cs._summary_figures(both)
+    assert text.startswith("53 rows: median 15.0% out of sample (leave one set out)") and "(in sample)" in text

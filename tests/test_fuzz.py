@@ -19,7 +19,7 @@ import pytest
 
 import trainium_lab
 
-NOT_MODELS = {"charts", "widgets", "exercises", "notebook", "cli", "views", "__main__",
+NOT_MODELS = {"charts", "widgets", "exercises", "notebook", "cli", "views", "diagrams", "__main__",
               "jaxdemo", "compile_demo"}
 
 #: a valid value for each parameter name of the course's vocabulary

@@ -18,7 +18,7 @@ from trainium_lab import cores, layouts, topology, views
 ALLOWED_TOP = {"numpy", "pandas", "ml_dtypes", "trainium_lab"}
 PRESENTATION = {"altair", "ipywidgets", "IPython", "textwrap", "trainium_lab.views",
                 "trainium_lab.charts", "trainium_lab.widgets", "vl_convert"}
-NOT_MODELS = {"charts", "widgets", "exercises", "notebook", "cli", "views", "__main__", "jaxdemo"}
+NOT_MODELS = {"charts", "widgets", "exercises", "notebook", "cli", "views", "diagrams", "__main__", "jaxdemo"}
 
 
 def model_files():

@@ -13,7 +13,7 @@ import trainium_lab
 from trainium_lab import cores, kernels, layouts, roofline, serving, sizing
 
 ROOT = Path(trainium_lab.__file__).parent
-NOT_MODELS = {"charts", "widgets", "exercises", "notebook", "cli", "views", "__main__", "jaxdemo",
+NOT_MODELS = {"charts", "widgets", "exercises", "notebook", "cli", "views", "diagrams", "__main__", "jaxdemo",
               "units"}
 
 

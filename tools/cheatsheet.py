@@ -204,7 +204,7 @@ def rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
          f"Llama 3 405B on Trn2: {lim['instance']:,.0f} (instance), {lim['ultraserver']:,.0f} (ring), {lim['efa']:,.0f} (EFA)"))
     add(("05", ("pipeline bubble",), "The 1F1B pipeline idles for p − 1 slots at each end of a step",
          "bubble = (p − 1) / m of the busy time (Narayanan et al. 2021)",
-         f"p = 4, m = 32: {layouts.pipeline_bubble_fraction(4, 32):.1%}"))
+         f"p = 4, m = 16: {layouts.pipeline_bubble_fraction(4, 16):.1%}"))   # chapter 05's box
     L405 = sizing.preset("llama3-405b").n_layers
     add(("05", ("uneven stages",), "Uneven stages: the busiest stage sets the pace", "⌈L/p⌉ ÷ (L/p)",
          f"Llama 3 405B on 4 stages: {-(-L405 // 4)} layers, +{-(-L405 // 4) / (L405 / 4) - 1:.1%}"))
@@ -348,7 +348,7 @@ def rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
          f"at c = 1, {moe.expected_dropped_fraction(4096, 128, 8, 1.25):.1e} (a fraction) at 1.25"))
     add(("10", ("interleaving:",), "Interleaving v virtual stages per rank divides the bubble by v",
          "bubble = (p − 1) / (v · m) (Narayanan et al. 2021)",
-         f"p = 4, m = 32, v = 2: {layouts.pipeline_bubble_fraction(4, 32, virtual_stages=2):.1%}"))
+         f"p = 8, m = 16, v = 2: {layouts.pipeline_bubble_fraction(8, 16, virtual_stages=2):.1%}"))  # chapter 10's case
     add(("10", ("job mtbf ∝ 1/chips",), "Job MTBF falls as 1/chips: at Rainier scale it is under an hour",
          "MTBF_part / N", f"65,536 chips, Llama 3 proxy: {reliability.job_mtbf_s(s.per_gpu_mtbf_s, 65_536) / minute:.0f} min"))
 
@@ -370,12 +370,13 @@ def rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
     add(("11", ("instance-days are a floor",), "Chapter 04's instance-days are a floor: attention FLOPs and "
          "communication add to them", "plan ÷ 6ND floor",
          f"Llama 3 8B at {m8.seq_len:,} tokens: +{q8.results['instance_hours'] / floor_h - 1:.0%}"))
-    p405 = planning.plan_run("llama3-405b", 1e12, system="trn2-ultraserver", n_systems=40, lnc=2,
-                             global_batch=2048, usd_per_hour=par, mfu=sizing.TEACHING_MFU)
+    # chapter 11's own plan: one definition (planning.CAPSTONE_405B_RUN), the bandwidth printed from it
+    p405 = planning.capstone_405b_plan()
     add(("11", ("at ~2,500 chips",), "At thousands of chips the job MTBF is under a day and failures and checkpoints "
          "take a large share", "lost = checkpoints + rework + restarts",
          f"{p405.n_chips:,} chips: job MTBF {p405.results['job_mtbf_s'] / hour:.1f} h, "
-         f"{p405.results['lost_fraction']:.1%} lost at 10 GB/s"))
+         f"{p405.results['lost_fraction']:.1%} lost at "
+         f"{p405.inputs['checkpoint_write_bytes_per_s'] / GB:,.0f} GB/s"))
     claim = planning.check_price_claim("trn2-price-performance", mfu_subject=0.45, mfu_baseline=0.45)
     add(("11", ("30–40 % better price-performance",), "AWS's 30–40 % better price-performance = a price 1/1.3–1/1.4 "
          "of parity at equal MFU", "parity ÷ 1.3 … parity ÷ 1.4",
@@ -405,9 +406,14 @@ def _rows_added_this_round() -> list[tuple[str, tuple[str, ...], str, str, str]]
     size = moe.dispatch_bytes(8192, 4096, experts_per_token=2)
     t2, t3 = moe.all_to_all_s(size, 32, "trn2-ultraserver"), moe.all_to_all_s(size, 32, "trn3-gen1-ultraserver")
     rule = "(a rule: no number)"
+    first_run = collectives.nccom_test_cases().iloc[0]   # chapter 03's example
     return [
         ("03", ('a nccom-test "gb/s"',), "Check a nccom-test 'GB/s' as size ÷ time: older runs print GiB/s, newer "
-         "decimal GB/s", "algbw = size ÷ time", f"4 GiB in 40 ms: {collectives.algbw_bytes_per_s(4 * GiB, 0.040) / GB:.1f} GB/s"),
+         "decimal GB/s", "algbw = size ÷ time",
+         f"{first_run.size_bytes:,} B on {first_run.n_ranks} ranks in {first_run.time_us} µs: "
+         f"{collectives.algbw_bytes_per_s(first_run.size_bytes, first_run.time_us * 1e-6) / GB:.2f} GB/s = "
+         f"{collectives.algbw_bytes_per_s(first_run.size_bytes, first_run.time_us * 1e-6) / GiB:.2f} GiB/s, "
+         f"printed as {first_run.printed_algbw} \"GB/s\""),
         ("04", ("mfu real runs reach",), "The MFU published Trainium runs reach, counting 6N", "tokens/s × 6N ÷ (chips × peak)",
          f"AWS's Trn1 runs: {mfus[0]:.1%} (8B) and {mfus[1]:.1%} (70B)"),
         ("07", ("on neuron: `jnp.where`",), "On Neuron keep control flow static: select instead of branch, static loop "
@@ -472,8 +478,24 @@ def _reality_rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
          f"{reality.parameter('neuronlink_bus_efficiency'):.0%} of NeuronLink"),
         ("11", COVERS_REALITY["summary"], "How close the course's expectations come to every stored measurement",
          "median and largest abs(expected ÷ measured − 1); bounds never beaten",
-         f"{s.n_rows:.0f} rows: median {s.median_abs_error:.1%}, largest {s.max_abs_error:.1%}"),
+         _summary_figures(s)),
     ]
+
+
+#: columns of ``reality.summary()`` that hold out-of-sample (leave-one-set-out) errors, if it has
+#: them: the cheat sheet then quotes those, labelled as such (STYLE: quote the out-of-sample figure)
+OUT_OF_SAMPLE_COLUMNS = ("loso_median_abs_error", "out_of_sample_median_abs_error")
+
+
+def _summary_figures(s) -> str:
+    """The calibration summary's figures for the cheat sheet: the out-of-sample median when
+    ``reality.summary()`` provides it (the hook for its leave-one-set-out column), else in-sample,
+    each labelled."""
+    found = [c for c in OUT_OF_SAMPLE_COLUMNS if c in s.index]
+    in_sample = f"median {s.median_abs_error:.1%}, largest {s.max_abs_error:.1%} (in sample)"
+    if found:
+        return f"{s.n_rows:.0f} rows: median {s[found[0]]:.1%} out of sample (leave one set out); {in_sample}"
+    return f"{s.n_rows:.0f} rows: {in_sample}"
 
 
 #: which Numbers-to-remember rows issue 24's rows stand for (empty: a row no box lists)

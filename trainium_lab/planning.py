@@ -64,6 +64,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
@@ -78,6 +79,7 @@ from trainium_lab.sizing import ModelPreset
 from trainium_lab.units import GB, GiB, day, format_seconds, hour, minute
 
 __all__ = [
+    "CAPSTONE_405B_RUN", "capstone_405b_plan",
     "PURCHASE_OPTIONS", "CACHE_MODES", "CHECKPOINT_STORAGES", "MAX_CHIPS", "DEFAULTS", "SENSITIVITY", "IGNORED", "BILLED_INSTANCE",
     "Price", "prices", "price", "billed_instance", "purchase_terms", "Billing", "bill", "OTHER_COSTS",
     "billing_unit", "default_checkpoint_bytes_per_s_per_chip", "checkpoint_write_bytes_per_s",
@@ -2456,3 +2458,29 @@ def trainium_checklist(plan: RunPlan, *, gpu_cost_per_million_tokens_usd: float 
          else r["cost_per_million_tokens_usd"] < gpu_cost_per_million_tokens_usd),
     ]
     return pd.DataFrame(rows, columns=["item", "chapter", "measured", "threshold", "passes"])
+
+
+#: Chapter 11's Llama 3 405B deadline plan (1T tokens in 60 days on Trn2 UltraServers, checkpoints
+#: written at 10 GB/s for the whole job): the one set of arguments the chapter, the cheat sheet
+#: (``tools/cheatsheet.py``) and the capstone diagram (``diagrams.capstone_days``) share, so that
+#: none of them can quote the plan at other settings. The price is the trn2.48xlarge parity
+#: placeholder (:func:`parity_usd_per_hour`), passed by the caller.
+CAPSTONE_405B_RUN: Mapping[str, object] = MappingProxyType({
+    "model": "llama3-405b", "n_tokens": 1e12, "system": "trn2-ultraserver", "deadline_s": 60 * day,
+    "lnc": 2, "global_batch": 2048, "mfu": sizing.TEACHING_MFU, "checkpoint_write_bytes_per_s": 10 * GB})
+
+
+def capstone_405b_plan(**overrides) -> "RunPlan":
+    """Chapter 11's 405B deadline plan (``CAPSTONE_405B_RUN`` at the parity price), with
+    ``overrides`` passed on to :func:`plan_run` (``n_systems=38`` for a neighbour count).
+
+    Examples
+    --------
+    >>> p = capstone_405b_plan()
+    >>> p.inputs["checkpoint_write_bytes_per_s"] == 10 * GB
+    True
+    """
+    kwargs = {"usd_per_hour": parity_usd_per_hour("trn2.48xlarge"), **CAPSTONE_405B_RUN, **overrides}
+    if "n_systems" in overrides:
+        kwargs.pop("deadline_s", None)
+    return plan_run(kwargs.pop("model"), kwargs.pop("n_tokens"), **kwargs)

@@ -42,7 +42,7 @@ NOT_ATTEMPTED = (Ellipsis, None)
 _SOLUTIONS = {"shown": True}
 _ANSWER_NAME = re.compile(r"^answer(_\w+)?$")
 #: package modules that are not models, so a solution has no use for them
-_NOT_MODELS = {"charts", "widgets", "exercises", "notebook", "cli", "views"}
+_NOT_MODELS = {"charts", "widgets", "exercises", "notebook", "cli", "views", "diagrams"}
 
 
 @functools.cache
