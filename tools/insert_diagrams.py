@@ -37,7 +37,7 @@ MAPPING: dict[str, list[tuple[str, str]]] = {
     "08": [("## The memory hierarchy, as numbers", 'diagrams.tile_path("trn2")'),
            ("## Double buffering: the engine timeline", "diagrams.double_buffering()")],
     "09": [("## The KV cache", 'diagrams.kv_cache_growth("llama3-70b", "trn2", tp=8)')],
-    "10": [("## How Neuron's libraries dispatch: all-gather, then reduce-scatter", "diagrams.moe_dispatch()")],
+    "10": [("## How Neuron's stacks dispatch: all-gather, or all-to-all-v", "diagrams.moe_dispatch()")],
     "11": [("## A deadline: Llama 3 405B on Trn2 UltraServers", "diagrams.capstone_days()")],
 }
 
