@@ -800,13 +800,14 @@ def preset_params(name: str) -> float:
 def _search(model: ModelPreset, system: str, n_systems: int, lnc: int | None, global_batch: int,
             mfu: float, dp_overlap: float, min_headroom_fraction: float, recipe_name: str, dtype: str,
             micro_batches: tuple[int, ...], zero_stages: tuple[int, ...], recompute: tuple[str, ...],
-            sequence_parallel: bool, framework: str | None = None) -> layouts.Plan:
+            sequence_parallel: bool, framework: str | None = None,
+            overlap_setting: str | None = None) -> layouts.Plan:
     """Chapter 05's planner, cached: the same arguments give the same search."""
     return layouts.plan(model, system=system, n_systems=n_systems, lnc=lnc, global_batch=global_batch,
                         micro_batches=micro_batches, zero_stages=zero_stages, recompute=recompute,
                         sequence_parallel=sequence_parallel, mfu=mfu, dp_overlap=dp_overlap,
                         min_headroom_fraction=min_headroom_fraction, recipe_name=recipe_name,
-                        dtype=dtype, framework=framework)
+                        dtype=dtype, framework=framework, overlap_setting=overlap_setting)
 
 
 def _active_params(m: ModelPreset) -> float:
@@ -1040,6 +1041,31 @@ class RunPlan:
         return self.inputs["usd_per_hour"]
 
     @property
+    def framework(self) -> str | None:
+        """The framework that runs the plan (a key of ``data/frameworks.csv``), or ``None`` for the
+        teaching search, which checks none."""
+        return self.inputs.get("framework")
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        """Environment variables the plan's overlap schedule needs (``NAME=value``); ``()`` if none."""
+        return tuple(self.inputs.get("overlap_flags") or ())
+
+    @property
+    def flags_text(self) -> str:
+        """:attr:`flags` as one shell line, or ``"none"``."""
+        return " ".join(self.flags) or "none"
+
+    @property
+    def framework_text(self) -> str:
+        """The framework, its status and the flags, in one phrase (what a plan shows a reader)."""
+        if self.framework is None:
+            return "teaching search: no framework checked"
+        f = frameworks.framework(self.framework)
+        return (f"{f.name}, {self.inputs.get('framework_status')}; overlap {self.inputs.get('overlap_setting')}"
+                f" (flags: {self.flags_text})")
+
+    @property
     def meets_deadline(self) -> bool | None:
         """Whether the expected wall time is within the deadline (None without one)."""
         return None if self.deadline_s is None else self.results["wall_s"] <= self.deadline_s
@@ -1145,7 +1171,15 @@ class RunPlan:
                          if x["dp_overlap"] == d.default else "chosen"))
         if x.get("framework"):
             f = frameworks.framework(x["framework"])
-            rows.append(("training framework", f.name, "", f"chosen ({f.status})"))
+            rows.append(("training framework", f.name, "",
+                         f"{x.get('framework_basis', 'chosen')} ({x.get('framework_status') or f.status})"))
+            rows.append(("overlap schedule", x.get("overlap_setting"), "",
+                         f"sourced: AWS compute-communication overlap page; flags {self.flags_text}"
+                         + (" (experimental)" if x.get("overlap_experimental") else "")))
+        else:
+            rows.append(("training framework", "none checked", "",
+                         "teaching search: every layout, every data-parallel collective behind compute; "
+                         "no Neuron framework is known to run it"))
         for k in OTHER_COSTS:
             rows.append((f"{k} (cost outside instance-hours)", float((x.get("other_costs_usd") or {}).get(k, 0.0)),
                          "USD", "input (zero unless given)"))
@@ -1164,7 +1198,7 @@ class RunPlan:
             deadline = (f" Deadline {format_seconds(self.deadline_s)}: "
                         f"{'met' if self.meets_deadline else '**missed**'}.")
         return (f"**{self.model.name}**, {self.n_tokens:.3g} tokens on **{self.n_systems} × {self.system}** "
-                f"({self.n_chips} chips, LNC={self.lnc}): {self.layout.label()}. "
+                f"({self.n_chips} chips, LNC={self.lnc}): {self.layout.label()}; framework: {self.framework_text}. "
                 f"{self.estimate.total_bytes / GiB:.1f} of {self.estimate.hbm_bytes / GiB:.0f} GiB per chip; "
                 f"step {format_seconds(self.step_s)}, {self.tokens_per_s:,.0f} tokens/s. "
                 f"**{self.days:,.1f} days** wall clock ({r['lost_fraction']:.1%} of training time lost to "
@@ -1242,7 +1276,7 @@ def _first(pred: Callable[[int], bool], counts: Sequence[int] | range) -> tuple[
     return None, tried
 
 
-def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.48xlarge",
+def _plan_framework(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.48xlarge",
              n_systems: int | None = None, deadline_s: float | None = None, lnc: int | None = None,
              mfu: float | None = None, usd_per_hour: float | None = None,
              usd_per_chip_hour: float | None = None, purchase_option: str = "on-demand",
@@ -1263,7 +1297,7 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
              micro_batches: Sequence[int] = (1, 2, 4), zero_stages: Sequence[int] = (0, 1, 2, 3),
              recompute: Sequence[str] = sizing.RECOMPUTE_MODES, sequence_parallel: bool = True,
              max_systems: int | None = None, layout: layouts.Layout | None = None,
-             framework: str | None = None) -> RunPlan:
+             framework: str | None = None, overlap_setting: str | None = None) -> RunPlan:
     """Plan a training run: layout, memory, step time, days with losses, instance-hours, cost.
 
     1. **Layout** (chapter 05): :func:`trainium_lab.layouts.plan` on ``n_systems`` systems with
@@ -1462,6 +1496,7 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
     global_batch = integer("global_batch", global_batch, minimum=1, maximum=10**7)
     fw = frameworks.resolve_framework(framework)
     fw_key = None if fw is None else fw.key
+    sched = frameworks.overlap_schedule(fw, overlap_setting if fw is not None else None)
     if recipe_name is None:
         recipe_name = fw.recipe if (fw is not None and fw.recipe) else "bf16-adam"
     sizing.recipe(recipe_name)
@@ -1505,7 +1540,7 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
         base = topology.cluster(system, 1, lnc)
         system_key, lnc_used = base.system, base.lnc
         args = (system_key, lnc_used, global_batch, mfu, dp_overlap, min_headroom_fraction,
-                recipe_name, dtype, mbs, zs, modes, bool(sequence_parallel), fw_key)
+                recipe_name, dtype, mbs, zs, modes, bool(sequence_parallel), fw_key, sched.setting)
 
         def search_at(n: int) -> layouts.Plan | None:
             return _try_search(m, args[0], n, *args[1:])
@@ -1592,6 +1627,9 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
                 if found is None:
                     why = ("; even at perfect scaling every count either computes too long or loses too much to "
                            "failures, checkpoints and restarts")
+                    if tried_dl and not closest:
+                        why = (f"; no layout {'of ' + fw.name + ' ' if fw is not None else ''}fits with global batch "
+                               f"{global_batch} at any count the bound left ({len(tried_dl)} planned)")
                     if closest:
                         compute_s, n_best = min(closest)
                         try:
@@ -1613,7 +1651,109 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
                      inst_mtbf, restart_s, compile_s, n_graphs, cache, precompile_workers, global_batch,
                      recipe_name, dtype, deadline, tuple(tried), bounded=bounded,
                      usd_per_chip_hour=usd_per_chip_hour, ranges=ranges, others=others, given_ckpt=given_ckpt,
-                     framework=fw_key, batch_basis=batch_basis, mfu_basis=mfu_basis)
+                     framework=fw_key, batch_basis=batch_basis, mfu_basis=mfu_basis, schedule=sched)
+
+
+#: ``framework`` of :func:`plan_run` for the teaching search (every layout, no framework checked)
+TEACHING_SEARCH = "any"
+
+
+def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.48xlarge",
+             n_systems: int | None = None, deadline_s: float | None = None, lnc: int | None = None,
+             mfu: float | None = None, usd_per_hour: float | None = None,
+             usd_per_chip_hour: float | None = None, purchase_option: str = "on-demand",
+             mfu_range: tuple[float, float] | None = None,
+             chip_mtbf_range_s: tuple[float, float] | None = None,
+             usd_per_hour_range: tuple[float, float] | None = None,
+             other_costs_usd: Mapping[str, float] | None = None,
+             checkpoint_write_bytes_per_s: float | None = None,
+             checkpoint_read_bytes_per_s: float | None = None,
+             checkpoint_bytes_per_s_per_chip: float | None = None, storage_bytes_per_s: float | None = None,
+             checkpoint_mode: str = "sync", checkpoint_storage: str = "fsx",
+             snapshot_s: float | None = None, chip_mtbf_s: float | None = None,
+             instance_mtbf_s: float | None = None, restart_s: float = DEFAULTS["restart_s"],
+             compile_s: float = DEFAULTS["compile_s"], n_graphs: int = DEFAULTS["n_graphs"],
+             cache: str = "precompiled", precompile_workers: int = DEFAULTS["precompile_workers"],
+             global_batch: int | None = None, recipe_name: str | None = None,
+             dtype: str = "bfloat16", min_headroom_fraction: float = 0.10, dp_overlap: float | None = None,
+             micro_batches: Sequence[int] = (1, 2, 4), zero_stages: Sequence[int] = (0, 1, 2, 3),
+             recompute: Sequence[str] = sizing.RECOMPUTE_MODES, sequence_parallel: bool = True,
+             max_systems: int | None = None, layout: layouts.Layout | None = None,
+             framework: str | None = None, overlap_setting: str | None = None) -> RunPlan:
+    """Plan a training run that a framework of the cited Neuron SDK can run (see :func:`_plan_framework`
+    for the steps and every other parameter).
+
+    ``framework`` ``None`` (the default) plans with each framework a team can train with today
+    (:func:`trainium_lab.frameworks.current_frameworks` on the system's chip: status GA, beta or
+    closed beta) under each overlap schedule it documents (``data/overlap_schedules.csv``), and
+    keeps the plan with the fewest systems, then the least wall time; a key (``"jax"``...) plans
+    with that framework only; ``"any"`` (:data:`TEACHING_SEARCH`) is the teaching search: every
+    layout the model allows, every data-parallel collective behind compute, no framework checked.
+    ``overlap_setting`` fixes the schedule (``"compiler-default"``, ``"token-threading"``).
+    The plan names its framework, status and flags (:attr:`RunPlan.framework_text`).
+
+    Examples
+    --------
+    Chapter 05's 405B case, two Trn2 UltraServers, one trillion tokens, priced at an assumed
+    40 USD per trn2u.48xlarge instance-hour — far too few chips for that budget:
+
+    >>> p = plan_run("llama3-405b", 1e12, system="trn2-ultraserver", n_systems=2, lnc=2,
+    ...              usd_per_hour=40.0)
+    >>> p.framework, p.flags_text
+    ('jax', 'NEURON_FSDP=1 NEURON_FSDP_CC_MULTISTREAM=1')
+    """
+    kw = {k: v for k, v in locals().items() if k not in ("model", "n_tokens", "framework", "overlap_setting")}
+    if framework == TEACHING_SEARCH:
+        return _plan_framework(model, n_tokens, framework=None, **kw)
+    if framework is not None:
+        fw = frameworks.framework(framework)
+        settings = ((overlap_setting,) if overlap_setting is not None
+                    else tuple(x.setting for x in frameworks.overlap_schedules(fw)))
+        cands = [(fw.key, st) for st in settings]
+    else:
+        sys_key = layout.cluster.system if isinstance(layout, layouts.Layout) else system
+        try:
+            chip_key = specs.system(sys_key).chip_key
+        except (KeyError, ValueError, TypeError):
+            chip_key = None  # _plan_framework names the bad system
+        fws = frameworks.current_frameworks(chip_key)
+        if isinstance(layout, layouts.Layout):
+            runs = set(frameworks.layout_runnable_by(layout))
+            fws = tuple(f for f in fws if f.key in runs)
+        cands = [(f.key, st) for f in fws for st in
+                 ((overlap_setting,) if overlap_setting is not None
+                  else tuple(x.setting for x in frameworks.overlap_schedules(f)))]
+        if not cands:
+            if isinstance(layout, layouts.Layout):
+                raise ValueError(f"layout: no framework current on the cited SDK runs {layout.label()} "
+                                 f"(frameworks.layout_runnable_by: {frameworks.layout_runnable_by(layout)}); "
+                                 f"pass framework={TEACHING_SEARCH!r} for the teaching search")
+            raise ValueError(f"system: no framework current on the cited SDK trains on {sys_key}; pass "
+                             f"framework={TEACHING_SEARCH!r} for the teaching search")
+    if overlap_setting is None:
+        # a setting placing no more behind compute than another of the same framework cannot plan
+        # fewer systems or less time: skip it (same layouts, same recipe, no less exposed traffic)
+        def dominated(key: str, st: str) -> bool:
+            a = frameworks.overlap_schedule(key, st)
+            return any(b.setting != st and b.gather_overlap >= a.gather_overlap and b.reduce_overlap >= a.reduce_overlap
+                       for b in frameworks.overlap_schedules(key))
+        cands = [c for c in cands if not dominated(*c)]
+    best, first_error = None, None
+    for key, st in sorted(cands, key=lambda c: -frameworks.overlap_schedule(*c).reduce_overlap):
+        if best is not None and n_systems is None and layout is None:
+            # a later candidate must need no more systems than the plan in hand
+            kw["max_systems"] = best.n_systems
+        try:
+            p = _plan_framework(model, n_tokens, framework=key, overlap_setting=st, **kw)
+        except ValueError as e:
+            if first_error is None:
+                first_error = e
+            continue
+        if best is None or (p.n_systems, p.wall_s) < (best.n_systems, best.wall_s):
+            best = p
+    if best is None:
+        raise first_error
+    return best
 
 
 def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, usd_per_hour,
@@ -1623,7 +1763,8 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
               usd_per_chip_hour: float | None = None, ranges: dict | None = None,
               others: dict | None = None, given_ckpt: dict | None = None,
               framework: str | None = None, batch_basis: str = "chosen",
-              mfu_basis: str = "assumption") -> RunPlan:
+              mfu_basis: str = "assumption", schedule: frameworks.OverlapSchedule | None = None) -> RunPlan:
+    schedule = frameworks.overlap_schedule(None) if schedule is None else schedule
     c = lay.cluster
     s = specs.system(c.system)
     inst_type, per_system = billed_instance(c.system)
@@ -1647,7 +1788,8 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
     x = _run_inputs(m, c.system, n_tokens, recipe_name, usd, ckpt,
                     chip_mtbf, inst_mtbf, restart_s, compile_s, n_graphs, cache, precompile_workers,
                     c.n_systems, framework=framework).replace(seq_len=lay.seq_len)
-    est = layouts.evaluate(lay, mfu=mfu, dp_overlap=dp_overlap, min_headroom_fraction=min_headroom_fraction)
+    est = layouts.evaluate(lay, mfu=mfu, dp_overlap=dp_overlap, min_headroom_fraction=min_headroom_fraction,
+                           overlap_schedule=schedule)
     results = _economics(est.tokens_per_s, x)
     others = {k: 0.0 for k in OTHER_COSTS} if others is None else dict(others)
     other_usd = float(sum(others.values()))
@@ -1672,7 +1814,8 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
     ends = []
     for m_v, t_v, p_v in ((span["mfu"][1], span["chip_mtbf_s"][1], span["usd_per_hour"][0]),
                           (span["mfu"][0], span["chip_mtbf_s"][0], span["usd_per_hour"][1])):
-        e = layouts.evaluate(lay, mfu=m_v, dp_overlap=dp_overlap, min_headroom_fraction=min_headroom_fraction)
+        e = layouts.evaluate(lay, mfu=m_v, dp_overlap=dp_overlap, min_headroom_fraction=min_headroom_fraction,
+                             overlap_schedule=schedule)
         try:
             r = _economics(e.tokens_per_s, x.replace(chip_mtbf_s=t_v), detail=False)
             ends.append((r["wall_s"] / day, billed(r, p_v)[2] + other_usd))
@@ -1684,7 +1827,7 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
     size = sizing.size_job(m.n_params, n_tokens, system=s.key, recipe_name=recipe_name, mfu=mfu, dtype=dtype,
                            n_active_params=_active_params(m))
     table = _sensitivity(lay, est, x, mfu, dp_overlap, min_headroom_fraction, results,
-                         lambda r, p: billed(r, p)[2]) if sensitivity \
+                         lambda r, p: billed(r, p)[2], schedule) if sensitivity \
         else pd.DataFrame()
     inputs = {"mfu": mfu, "usd_per_hour": usd, "purchase_option": purchase_option,
               "checkpoint_write_bytes_per_s": x.checkpoint_write_bytes_per_s,
@@ -1705,7 +1848,11 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
               "chips_per_instance": chips_per_instance, "billing_unit": unit_name,
               "mfu_range": span["mfu"], "chip_mtbf_range_s": span["chip_mtbf_s"],
               "usd_per_hour_range": span["usd_per_hour"], "other_costs_usd": others,
-              "framework": framework}
+              "framework": framework, "overlap_setting": schedule.setting,
+              "overlap_flags": schedule.flags, "gather_overlap": schedule.gather_overlap,
+              "reduce_overlap": schedule.reduce_overlap, "overlap_experimental": schedule.experimental,
+              "framework_status": None if framework is None else frameworks.status_text(framework),
+              "framework_current": None if framework is None else frameworks.is_current(framework)}
     given = given_ckpt or {"checkpoint_write_bytes_per_s": ckpt[0]}
     assumptions = ("mfu",) + tuple(k for k, v in given.items() if v is not None) \
         + ("restart_s", "compile_s", "n_graphs") \
@@ -1719,7 +1866,7 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
 
 
 def _sensitivity(lay, est, x: _Inputs, mfu: float, dp_overlap: float, headroom: float,
-                 base: dict, price_of: Callable[[dict, float], float]) -> pd.DataFrame:
+                 base: dict, price_of: Callable[[dict, float], float], schedule=None) -> pd.DataFrame:
     """Cost and days with each uncertain input moved by :data:`SENSITIVITY` (layout kept).
 
     ``price_of(results, usd_per_hour)`` prices a run the way the plan does (the purchase option's
@@ -1734,7 +1881,8 @@ def _sensitivity(lay, est, x: _Inputs, mfu: float, dp_overlap: float, headroom: 
             v = values[name] * f
             if name == "mfu":
                 v = min(v, 1.0)
-                e = layouts.evaluate(lay, mfu=v, dp_overlap=dp_overlap, min_headroom_fraction=headroom)
+                e = layouts.evaluate(lay, mfu=v, dp_overlap=dp_overlap, min_headroom_fraction=headroom,
+                                     overlap_schedule=schedule)
                 r = _economics(e.tokens_per_s, x, detail=False)
             elif name == "checkpoint_write_bytes_per_s":
                 read = x.checkpoint_read_bytes_per_s * f  # a reload reads the same storage
