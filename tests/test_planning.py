@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trainium_lab import compilation, layouts, planning, reliability, serving, sizing, specs
+from trainium_lab import compilation, frameworks, layouts, planning, reliability, serving, sizing, specs
 from trainium_lab.units import GB, GiB, day, hour, minute
 from trainium_lab.views import planning as views
 
@@ -128,7 +128,8 @@ def test_launch_names_and_claims_are_sourced():
 ])
 def test_plan_reproduces_chapter_04_sizing(n_params, n_tokens, gib, chips, systems, inst_days):
     model = "llama3-8b" if n_params == 8e9 else "llama3-70b"
-    p = planning.plan_run(model, n_tokens, system="trn2.48xlarge", mfu=0.40, usd_per_hour=40.0)
+    # the teaching search (framework="any"): chapter 04's bf16-adam recipe, no framework's own
+    p = planning.plan_run(model, n_tokens, system="trn2.48xlarge", mfu=0.40, usd_per_hour=40.0, framework="any")
     ref = sizing.size_job(n_params, n_tokens, system="trn2.48xlarge", mfu=0.40)
     assert p.sizing == ref                                   # exactly chapter 04's call
     assert round(p.sizing.state_bytes / GiB) == gib
@@ -156,7 +157,11 @@ def test_plan_of_a_given_layout_reproduces_the_405b_worked_example():
                                 ffn_dim=53248, n_params=405e9)
     lay = layouts.layout(m405, tp=64, pp=4, dp=2, zero_stage=1, micro_batch=1, n_micro_batches=16,
                          recompute="selective", system="trn2-ultraserver", lnc=2)
-    p = planning.plan_run(m405, 1e11, layout=lay, usd_per_hour=40.0, min_headroom_fraction=0.0)
+    # PP with ZeRO-1 is NxD's layout (end of support): the teaching search evaluates it, labelled
+    with pytest.raises(ValueError, match="layout: no framework current"):
+        planning.plan_run(m405, 1e11, layout=lay, usd_per_hour=40.0, min_headroom_fraction=0.0)
+    p = planning.plan_run(m405, 1e11, layout=lay, usd_per_hour=40.0, min_headroom_fraction=0.0, framework="any")
+    assert p.framework is None and "teaching search" in p.framework_text
     assert round(p.estimate.state_bytes / GiB, 1) == 58.9
     assert round((p.estimate.hbm_bytes - p.estimate.state_bytes) / GiB, 1) == 37.1
     assert p.search is None and p.n_systems == 2
@@ -272,8 +277,10 @@ def _brute_force_fewest(model, n_tokens, deadline_s, upto, **kw):
 BRUTE_FORCE_CASES = [
     # the issue's setting: checkpoints at the old default of 10 GB/s for the whole job
     # (and its MFU: 40 %, the value before the calibrated default of issue 24)
+    # (the teaching search: without PP no layout of 144-chip systems divides batch 2048)
     ("llama3-405b", 1e12, 60 * day, dict(system="trn3-gen2-ultraserver", lnc=2, global_batch=2048, mfu=0.40,
-                                         usd_per_hour=74.24, checkpoint_write_bytes_per_s=10 * GB), 16),
+                                         usd_per_hour=74.24, checkpoint_write_bytes_per_s=10 * GB,
+                                         framework="any"), 16),
     ("llama3-405b", 15e12, 90 * day, dict(system="trn2-ultraserver", usd_per_hour=40.0, mfu=0.40,
                                           checkpoint_write_bytes_per_s=1e12), None),
     ("llama3-8b", 1e12, 10 * day, dict(system="trn2.48xlarge", usd_per_hour=40.0), None),
@@ -299,7 +306,8 @@ def test_deadline_search_is_the_exact_minimum_by_brute_force(model, n_tokens, de
 def test_the_issues_two_cases():
     # issue 25: 405B/1T on Trn3 Gen2 UltraServers, LNC 2, batch 2048, 60 d -> 16 (59.7 d), not 32
     # (at the issue's 10 GB/s checkpoints; the scaling default writes faster and meets it sooner)
-    kw = dict(system="trn3-gen2-ultraserver", lnc=2, global_batch=2048, usd_per_hour=74.24, mfu=0.40)
+    kw = dict(system="trn3-gen2-ultraserver", lnc=2, global_batch=2048, usd_per_hour=74.24, mfu=0.40,
+              framework="any")  # the teaching search: no current framework has PP (issue 39)
     p = planning.plan_run("llama3-405b", 1e12, deadline_s=60 * day, checkpoint_write_bytes_per_s=10 * GB, **kw)
     assert p.n_systems == 16 and 59 < p.days <= 60
     assert planning.plan_run("llama3-405b", 1e12, deadline_s=60 * day, **kw).n_systems <= 16
@@ -311,7 +319,7 @@ def test_the_issues_two_cases():
 
 def test_the_deadline_floor_never_exceeds_a_plan():
     # the search rules counts out by the wall time at perfect scaling: it must be below every plan's
-    kw = dict(system="trn2-ultraserver", lnc=2, usd_per_hour=40.0, global_batch=2048)
+    kw = dict(system="trn2-ultraserver", lnc=2, usd_per_hour=40.0, global_batch=2048, framework="any")
     for n in (2, 3, 8, 12, 16):
         p = planning.plan_run("llama3-405b", 1e12, n_systems=n, **kw)
         ideal_s = sizing.instance_days(sizing.training_flops(sizing.preset("llama3-405b").n_params, 1e12), 0.4, "trn2-ultraserver") * day / 4
@@ -785,7 +793,7 @@ def test_one_billing_unit_and_a_price_per_chip():
     assert planning.billing_unit("trn2-ultraserver") == ("trn2u.48xlarge", 16, True)
     assert planning.billing_unit("trn3-gen1-ultraserver")[1:] == (16, False)
     assert planning.billing_unit("trn3-gen2-ultraserver")[1:] == (4, False)
-    kw = dict(n_systems=16, lnc=2, global_batch=2048)
+    kw = dict(n_systems=16, lnc=2, global_batch=2048, framework="any")  # teaching: 144-chip systems need PP here
     g1 = planning.plan_run("llama3-405b", 1e11, system="trn3-gen1-ultraserver", usd_per_chip_hour=4.0, **kw)
     g2 = planning.plan_run("llama3-405b", 1e11, system="trn3-gen2-ultraserver", usd_per_chip_hour=4.0, **kw)
     assert g1.usd_per_hour == 64.0 and g2.usd_per_hour == 16.0         # the same price per chip-hour
@@ -862,3 +870,50 @@ def test_xla_use_bf16_is_marked_legacy_with_the_release_that_ended_it():
     assert src["status"] == "archived" and "readthedocs" not in src["reference"]   # no link to the removed page
     p = planning.plan_run("llama3-8b", 1e11, n_systems=1, usd_per_hour=40.0, recipe_name="bf16-sr-adam")
     assert "XLA_USE_BF16" not in set(planning.launch_environment(p).name)
+
+
+# ------------------------------------------------------------------ issue 39: frameworks and overlap
+
+
+def test_the_default_405b_plan_runs_on_a_current_framework_with_its_own_overlap():
+    # issue 39's done-when: every default but a price (none is sourced for Trn2)
+    p = planning.plan_run("llama3-405b", 15e12, deadline_s=90 * day, usd_per_hour=40.0)
+    assert p.framework is not None and frameworks.is_current(p.framework)
+    assert p.framework in frameworks.layout_runnable_by(p.layout)           # it runs the layout
+    own = frameworks.overlap_schedule(p.framework, p.inputs["overlap_setting"])
+    assert (p.inputs["gather_overlap"], p.inputs["reduce_overlap"]) == (own.gather_overlap, own.reduce_overlap)
+    assert p.flags == own.flags and (own.reduce_overlap == 0.0 or p.flags)  # overlap of reductions needs flags
+    assert p.layout.pp == 1 and p.meets_deadline
+    assert p.framework_text in p._repr_markdown_()
+    table = p.inputs_table().set_index("input")
+    assert "training framework" in table.index and "overlap schedule" in table.index
+
+
+def test_the_teaching_search_is_labelled_and_reproduces_the_old_default():
+    t = planning.plan_run("llama3-405b", 1e12, system="trn2-ultraserver", n_systems=2, lnc=2, usd_per_hour=40.0,
+                          framework="any")
+    assert t.framework is None and t.inputs["overlap_setting"] == "ideal"
+    assert "teaching search" in t.inputs_table().set_index("input").loc["training framework", "basis"]
+    # the ideal schedule is the old model: exposed = max(0, total − o·window)
+    e = t.estimate
+    assert e.time_s["dp_exposed"] == pytest.approx(max(0.0, e.dp_comm_s - e.overlap_window_s), rel=1e-12)
+
+
+def test_the_compiler_default_leaves_gradient_reductions_exposed():
+    # AWS's overlap page: FSDP reduce-scatters at the end of the backward pass unless token threading
+    lay = layouts.layout("llama3-8b", tp=8, dp=16, zero_stage=3, micro_batch=1, n_micro_batches=4,
+                         system="trn2.48xlarge", n_systems=2, lnc=2)
+    default = layouts.evaluate(lay, overlap_schedule=frameworks.overlap_schedule("jax"))
+    threaded = layouts.evaluate(lay, overlap_schedule=frameworks.overlap_schedule("jax", "token-threading"))
+    ideal = layouts.evaluate(lay)
+    assert threaded.time_s["dp_exposed"] == ideal.time_s["dp_exposed"]
+    assert default.time_s["dp_exposed"] > threaded.time_s["dp_exposed"]
+    assert default.step_s > threaded.step_s
+    with pytest.raises(ValueError, match="overlap_schedule"):
+        layouts.evaluate(lay, overlap_schedule="jax")
+
+
+def test_plan_run_refuses_a_framework_that_cannot_train_on_the_chip():
+    with pytest.raises(ValueError):
+        planning.plan_run("llama3-8b", 1e11, system="trn1.32xlarge", n_systems=4, framework="torchneuron",
+                          usd_per_hour=21.5, max_systems=4)

@@ -1505,6 +1505,9 @@ def _plan_framework(model: str | ModelPreset, n_tokens: float, *, system: str = 
     if layout is not None:
         instance("layout", layout, layouts.Layout, "a Layout from layouts.layout(...) or None")
     _chip = specs.chip(specs.system(system if layout is None else layout.cluster.system).chip_key)
+    if fw is not None and fw.train_chips and _chip.key not in fw.train_chips:
+        raise ValueError(f"framework: {fw.name} trains on {', '.join(fw.train_chips)} only "
+                         f"({fw.notes.get('train_chips', '')}); the system's chip is {_chip.key}")
     if dtype not in _chip.dense_flops_per_s:
         raise ValueError(f"dtype must be one of {sorted(_chip.dense_flops_per_s)} (the number formats with "
                          f"a published peak on {_chip.name}); got {dtype!r}")
@@ -2373,9 +2376,10 @@ def launch_environment(plan: RunPlan) -> pd.DataFrame:
         --auto-cast-type=fp8_e4m3`` for FP8 matmuls: the compiler casts only FP32 operations, so
         the note says the model must leave its matmuls in FP32 for them to act); ``NEURON_COMPILE_CACHE_URL`` (shared or
         per-instance, as the plan's cache); ``NEURON_RT_STOCHASTIC_ROUNDING_EN`` (on when the
-        recipe keeps no FP32 master copy); processes per instance (one per logical NeuronCore);
+        recipe keeps its weights in 16 bits with no FP32 master copy); processes per instance (one per logical NeuronCore);
         ``NEURON_RT_NUM_CORES`` / ``NEURON_RT_VISIBLE_CORES`` (left to the framework);
-        ``NEURON_RT_ROOT_COMM_ID`` for jobs of several instances.
+        ``NEURON_RT_ROOT_COMM_ID`` for jobs of several instances; the flags of the plan's overlap
+        schedule (``NEURON_FSDP=1``... from ``data/overlap_schedules.csv``).
 
     References
     ----------
@@ -2387,9 +2391,15 @@ def launch_environment(plan: RunPlan) -> pd.DataFrame:
     Examples
     --------
     >>> p = plan_run("llama3-8b", 1e12, n_systems=1, usd_per_hour=40.0)
+    >>> p.framework, p.inputs["recipe_name"]
+    ('torchneuron', 'fp32-params-amp-adam')
     >>> env = launch_environment(p).set_index("name").value
     >>> env["NEURON_LOGICAL_NC_CONFIG"], env["NEURON_CC_FLAGS"], env["NEURON_RT_STOCHASTIC_ROUNDING_EN"]
     ('2', '--logical-nc-config=2', '0')
+    >>> j = plan_run("llama3-8b", 1e12, n_systems=1, usd_per_hour=40.0, framework="jax")
+    >>> env = launch_environment(j).set_index("name").value
+    >>> env["NEURON_FSDP"], env["NEURON_FSDP_CC_MULTISTREAM"], env["NEURON_RT_STOCHASTIC_ROUNDING_EN"]
+    ('1', '1', '0')
     """
     p = _plan(plan)
     names = _launch_names()
@@ -2410,14 +2420,18 @@ def launch_environment(plan: RunPlan) -> pd.DataFrame:
         ("NEURON_CC_FLAGS", " ".join(flags) if flags else "(none needed)"),
         ("NEURON_COMPILE_CACHE_URL", "s3://<bucket>/neuron-compile-cache/" if shared
          else f"{facts['default cache directory']} (default, on each instance)"),
-        ("NEURON_RT_STOCHASTIC_ROUNDING_EN", "1" if r.master == 0 else "0"),
-        ("NEURON_RT_STOCHASTIC_ROUNDING_SEED", "(unset: 0)" if r.master == 0 else "(not used: rounding is off)"),
+        # rounding matters only where low-precision weights are updated with no FP32 copy
+        ("NEURON_RT_STOCHASTIC_ROUNDING_EN", "1" if (r.master == 0 and r.weights < 4) else "0"),
+        ("NEURON_RT_STOCHASTIC_ROUNDING_SEED", "(unset: 0)" if (r.master == 0 and r.weights < 4)
+         else "(not used: rounding is off)"),
         ("processes per instance", str(per_instance)),
         ("NEURON_RT_NUM_CORES", "(unset: one logical core per process, set by the framework)"),
         ("NEURON_RT_VISIBLE_CORES", "(unset: set by the framework per process)"),
     ]
     if p.n_instances > 1:
         rows.append(("NEURON_RT_ROOT_COMM_ID", "<first host IP>:<free port>"))
+    # the overlap schedule's flags (data/overlap_schedules.csv): what the plan's step time assumes
+    rows += [tuple(f.split("=", 1)) for f in p.flags]
     out = []
     for name, value in rows:
         key = "NEURON_LOGICAL_NC_CONFIG" if name == "processes per instance" else name
