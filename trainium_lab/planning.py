@@ -1066,6 +1066,31 @@ class RunPlan:
                 f" (flags: {self.flags_text})")
 
     @property
+    def deadline_verdict(self) -> str | None:
+        """``"met"`` (even at the range's slow end), ``"at risk"`` (met at the planned value, missed
+        at the slow end), ``"missed"`` (missed at the planned value; ``"missed at both ends"`` when
+        even the fast end misses); ``None`` without a deadline. The range is :attr:`results`'
+        ``days_low``/``days_high`` (MFU, failure rate and price ranges together)."""
+        if self.deadline_s is None:
+            return None
+        d = self.deadline_s / day
+        if self.results["days_high"] <= d:
+            return "met"
+        if self.days <= d:
+            return "at risk"
+        return "missed at both ends" if self.results["days_low"] > d else "missed"
+
+    @property
+    def deadline_text(self) -> str | None:
+        """:attr:`deadline_verdict` with the range it comes from, for a reader."""
+        v = self.deadline_verdict
+        if v is None:
+            return None
+        r = self.results
+        return (f"{format_seconds(self.deadline_s)}: {v} (planned {self.days:,.1f} days; range "
+                f"{r['days_low']:,.1f}–{r['days_high']:,.1f} days)")
+
+    @property
     def meets_deadline(self) -> bool | None:
         """Whether the expected wall time is within the deadline (None without one)."""
         return None if self.deadline_s is None else self.results["wall_s"] <= self.deadline_s
@@ -1195,8 +1220,7 @@ class RunPlan:
         r = self.results
         deadline = ""
         if self.deadline_s is not None:
-            deadline = (f" Deadline {format_seconds(self.deadline_s)}: "
-                        f"{'met' if self.meets_deadline else '**missed**'}.")
+            deadline = f" Deadline {self.deadline_text}."
         return (f"**{self.model.name}**, {self.n_tokens:.3g} tokens on **{self.n_systems} × {self.system}** "
                 f"({self.n_chips} chips, LNC={self.lnc}): {self.layout.label()}; framework: {self.framework_text}. "
                 f"{self.estimate.total_bytes / GiB:.1f} of {self.estimate.hbm_bytes / GiB:.0f} GiB per chip; "
