@@ -917,3 +917,43 @@ def test_plan_run_refuses_a_framework_that_cannot_train_on_the_chip():
     with pytest.raises(ValueError):
         planning.plan_run("llama3-8b", 1e11, system="trn1.32xlarge", n_systems=4, framework="torchneuron",
                           usd_per_hour=21.5, max_systems=4)
+
+
+GRID_BEFORE = json.loads((ROOT / "tests" / "plan_run_grid_before_issue39.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("case", GRID_BEFORE, ids=[f"{g['model']}-{i}" for i, g in enumerate(GRID_BEFORE)])
+def test_the_specs_pipeline_reproduces_plan_run_before_issue_39(case):
+    # tests/plan_run_grid_before_issue39.json: plan_run's results at commit 62b347d (before the
+    # specs, the frameworks and the overlap schedules) on a grid of systems, modes, MFUs,
+    # checkpoints, caches and purchase options. The teaching search (framework="any") is that
+    # model unchanged; the default now plans with a current framework, which changes them.
+    kw = dict(case["kwargs"])
+    old = case["results"]
+    if "error" in old:
+        with pytest.raises(ValueError, match=old["error"]):
+            planning.plan_run(case["model"], case["n_tokens"], framework="any", **kw)
+        return
+    p = planning.plan_run(case["model"], case["n_tokens"], framework="any", **kw)
+    assert (p.n_systems, p.layout.label()) == (old["n_systems"], old["layout"])
+    for k in ("step_s", "wall_s", "cost_usd", "days_low", "days_high", "lost_fraction"):
+        got = p.step_s if k == "step_s" else (p.results[k] if k in p.results else getattr(p, k))
+        assert got == pytest.approx(old[k], rel=1e-12), k
+    assert [float(x) for x in p.sensitivity.swing_usd] == pytest.approx(old["swing_usd"], rel=1e-12)
+
+
+def test_plan_from_specs_equals_plan_run_with_keywords():
+    kw = dict(system="trn2.48xlarge", n_systems=2, usd_per_hour=40.0, mfu=0.35, checkpoint_mode="async",
+              snapshot_s=5.0, cache="local", compile_s=600.0)
+    a = planning.plan_run("llama3-70b", 1e12, **kw)
+    b = planning.plan(planning.Job("llama3-70b", 1e12),
+                      planning.ClusterSpec("trn2.48xlarge", n_systems=2),
+                      planning.Execution(mfu=0.35),
+                      planning.ReliabilitySpec(checkpoint_mode="async", snapshot_s=5.0),
+                      planning.CompilationSpec(compile_s=600.0, cache="local"),
+                      planning.CostSpec(usd_per_hour=40.0))
+    assert (a.framework, a.layout, a.wall_s, a.cost_usd) == (b.framework, b.layout, b.wall_s, b.cost_usd)
+    with pytest.raises(ValueError, match="cluster"):
+        planning.plan(planning.Job("llama3-8b", 1e11), "trn2.48xlarge")
+    with pytest.raises(ValueError, match="n_tokens"):
+        planning.plan(planning.Job("llama3-8b", -1.0), cost=planning.CostSpec(usd_per_hour=40.0))

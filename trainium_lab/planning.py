@@ -82,7 +82,8 @@ __all__ = [
     "Price", "prices", "price", "billed_instance", "purchase_terms", "Billing", "bill", "OTHER_COSTS",
     "billing_unit", "default_checkpoint_bytes_per_s_per_chip", "checkpoint_write_bytes_per_s",
     "Calibration", "llama3_calibration", "platforms", "parity_usd_per_hour",
-    "RunPlan", "plan_run", "checkpoint_bytes", "default_global_batch", "batch_schedule",
+    "RunPlan", "plan_run", "plan", "Job", "ClusterSpec", "Execution", "ReliabilitySpec", "CompilationSpec",
+    "CostSpec", "TEACHING_SEARCH", "checkpoint_bytes", "default_global_batch", "batch_schedule",
     "ServingPlan", "plan_serving",
     "compare_platforms", "ClaimCheck", "price_claims", "check_price_claim",
     "launch_environment", "preflight_checks", "trainium_checklist",
@@ -1300,7 +1301,487 @@ def _first(pred: Callable[[int], bool], counts: Sequence[int] | range) -> tuple[
     return None, tried
 
 
-def _plan_framework(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.48xlarge",
+#: ``framework`` of :func:`plan_run` for the teaching search (every layout, no framework checked)
+TEACHING_SEARCH = "any"
+
+
+# ----------------------------------------------------------------- the specs a plan is built from
+
+
+@dataclass(frozen=True)
+class Job:
+    """What is trained: the model, the tokens, and when it must be done.
+
+    Attributes
+    ----------
+    model : str or ModelPreset
+    n_tokens : float
+        Training tokens (> 0).
+    deadline_s : float, optional
+        Wall-clock deadline, s; chooses the count of systems when the cluster does not fix it.
+    global_batch : int, optional
+        Sequences per step; default the model's published schedule (:func:`default_global_batch`).
+    recipe_name : str, optional
+        Precision recipe (:data:`trainium_lab.sizing.RECIPES`); default the framework's.
+    dtype : str
+        Number format of the matmuls.
+    """
+
+    model: object
+    n_tokens: float
+    deadline_s: float | None = None
+    global_batch: int | None = None
+    recipe_name: str | None = None
+    dtype: str = "bfloat16"
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """Where and with what it runs: the system, how many, the framework and its schedule.
+
+    ``n_systems`` fixes the count (else the fewest that fit, or that meet the job's deadline, up
+    to ``max_systems``); ``layout`` fixes the layout; ``framework`` as in :func:`plan_run`.
+    """
+
+    system: str = "trn2.48xlarge"
+    n_systems: int | None = None
+    lnc: int | None = None
+    max_systems: int | None = None
+    framework: str | None = None
+    overlap_setting: str | None = None
+    layout: object = None
+
+
+@dataclass(frozen=True)
+class Execution:
+    """How the layout search runs: the MFU while computing and the options it searches
+    (as in :func:`trainium_lab.layouts.plan`). ``mfu`` ``None`` is the calibrated default."""
+
+    mfu: float | None = None
+    mfu_range: tuple[float, float] | None = None
+    dp_overlap: float | None = None
+    min_headroom_fraction: float = 0.10
+    micro_batches: tuple[int, ...] = (1, 2, 4)
+    zero_stages: tuple[int, ...] = (0, 1, 2, 3)
+    recompute: tuple[str, ...] = sizing.RECOMPUTE_MODES
+    sequence_parallel: bool = True
+
+
+@dataclass(frozen=True)
+class ReliabilitySpec:
+    """Failures and checkpoints (chapter 06): bandwidths in bytes/s, times in s."""
+
+    checkpoint_write_bytes_per_s: float | None = None
+    checkpoint_read_bytes_per_s: float | None = None
+    checkpoint_bytes_per_s_per_chip: float | None = None
+    storage_bytes_per_s: float | None = None
+    checkpoint_mode: str = "sync"
+    checkpoint_storage: str = "fsx"
+    snapshot_s: float | None = None
+    chip_mtbf_s: float | None = None
+    chip_mtbf_range_s: tuple[float, float] | None = None
+    instance_mtbf_s: float | None = None
+    restart_s: float = DEFAULTS["restart_s"]
+
+
+@dataclass(frozen=True)
+class CompilationSpec:
+    """Compiles (chapter 07): seconds per graph, graphs, the cache and the pre-compilation workers."""
+
+    compile_s: float = DEFAULTS["compile_s"]
+    n_graphs: int = DEFAULTS["n_graphs"]
+    cache: str = "precompiled"
+    precompile_workers: int = DEFAULTS["precompile_workers"]
+
+
+@dataclass(frozen=True)
+class CostSpec:
+    """Dollars: the price (per instance-hour, or per chip-hour), how it is bought, its range, and
+    line items outside the instance-hours (USD)."""
+
+    usd_per_hour: float | None = None
+    usd_per_chip_hour: float | None = None
+    purchase_option: str = "on-demand"
+    usd_per_hour_range: tuple[float, float] | None = None
+    other_costs_usd: Mapping[str, float] | None = None
+
+
+@dataclass(frozen=True)
+class _Resolved:
+    """Every input of a plan checked once, defaults filled and names resolved (base units)."""
+
+    m: ModelPreset
+    n_tokens: float
+    deadline: float | None
+    global_batch: int
+    batch_basis: str
+    recipe_name: str | None  # None: the framework's
+    dtype: str
+    chip: object             # specs.Chip of the system
+    system: str
+    n_systems: int | None
+    lnc: int | None
+    max_systems: int
+    layout: object
+    mfu: float
+    mfu_basis: str
+    ranges: dict
+    dp_overlap: float
+    min_headroom_fraction: float
+    mbs: tuple
+    zs: tuple
+    modes: tuple
+    sequence_parallel: bool
+    ckpt: tuple
+    given_ckpt: dict
+    chip_mtbf: float
+    proxy: bool
+    inst_mtbf: float | None
+    restart_s: float
+    compile_s: float
+    n_graphs: int
+    cache: str
+    precompile_workers: int
+    usd_per_hour: float | None
+    usd_per_chip_hour: float | None
+    purchase_option: str
+    others: dict
+
+
+def _resolve(job: Job, cluster: ClusterSpec, ex: Execution, rel: ReliabilitySpec, comp: CompilationSpec,
+             cost: CostSpec) -> _Resolved:
+    """Step 1: check every input once (``ValueError`` naming it), fill the defaults, resolve the
+    model and the system to their records."""
+    x_tokens = positive("n_tokens", job.n_tokens)
+    mfu, mfu_range = ex.mfu, ex.mfu_range
+    if mfu is None and mfu_range is None:
+        # the calibrated default and its fitted range (issue 24: data/calibration.csv, planner_mfu)
+        cal = specs.calibration("planner_mfu")
+        mfu_range = (cal.low, cal.high) if cal.low == cal.low else None
+    mfu_basis = ("calibrated: planner_mfu of data/calibration.csv (fitted on AWS's Trn1 runs; an "
+                 "assumption on Trn2 and Trn3)") if mfu is None else "assumption"
+    mfu = sizing.default_mfu() if mfu is None else in_range("mfu", mfu, 0.0, 1.0, low_open=True)
+    purchase_option = choice("purchase_option", cost.purchase_option, PURCHASE_OPTIONS)
+    usd_per_chip_hour = cost.usd_per_chip_hour
+    if usd_per_chip_hour is not None:
+        if cost.usd_per_hour is not None:
+            raise ValueError("usd_per_chip_hour: give usd_per_hour or usd_per_chip_hour, not both")
+        usd_per_chip_hour = in_range("usd_per_chip_hour", usd_per_chip_hour, 0.0, 1e6, low_open=True)
+    ranges = {"mfu": _range("mfu_range", mfu_range, mfu, 1.0),
+              "chip_mtbf_s": None if rel.chip_mtbf_range_s is None else _range(
+                  "chip_mtbf_range_s", rel.chip_mtbf_range_s, None, 1e15),
+              "usd_per_hour": None if cost.usd_per_hour_range is None else _range(
+                  "usd_per_hour_range", cost.usd_per_hour_range, None, 1e7)}
+    others = {k: 0.0 for k in OTHER_COSTS}
+    if cost.other_costs_usd is not None:
+        if not isinstance(cost.other_costs_usd, Mapping):
+            raise ValueError(f"other_costs_usd must be a mapping of {', '.join(OTHER_COSTS)} to USD, "
+                             f"got {cost.other_costs_usd!r}"[:200])
+        for k, v in cost.other_costs_usd.items():
+            others[choice("other_costs_usd", k, OTHER_COSTS)] = in_range(f"other_costs_usd[{k!r}]", v, 0.0, 1e13)
+    ckpt_w = None if rel.checkpoint_write_bytes_per_s is None else in_range(
+        "checkpoint_write_bytes_per_s", rel.checkpoint_write_bytes_per_s, 0.0, 1e18, low_open=True)
+    ckpt_r = None if rel.checkpoint_read_bytes_per_s is None else in_range(
+        "checkpoint_read_bytes_per_s", rel.checkpoint_read_bytes_per_s, 0.0, 1e18, low_open=True)
+    ckpt_chip = None if rel.checkpoint_bytes_per_s_per_chip is None else in_range(
+        "checkpoint_bytes_per_s_per_chip", rel.checkpoint_bytes_per_s_per_chip, 0.0, 1e15, low_open=True)
+    ckpt_storage = None if rel.storage_bytes_per_s is None else in_range(
+        "storage_bytes_per_s", rel.storage_bytes_per_s, 0.0, 1e18, low_open=True)
+    checkpoint_mode = choice("checkpoint_mode", rel.checkpoint_mode, ("sync", "async"))
+    checkpoint_storage = choice("checkpoint_storage", rel.checkpoint_storage, CHECKPOINT_STORAGES)
+    snapshot_s = rel.snapshot_s
+    if checkpoint_mode == "async":
+        if snapshot_s is None:
+            raise ValueError("snapshot_s must be given (a finite number > 0) when checkpoint_mode='async'")
+        snapshot_s = positive("snapshot_s", snapshot_s)
+    elif snapshot_s is not None:
+        snapshot_s = positive("snapshot_s", snapshot_s)
+    # the scaling model's inputs, resolved once (sourced defaults read from data/ here, not per count)
+    ckpt = (ckpt_w, ckpt_r,
+            default_checkpoint_bytes_per_s_per_chip() if ckpt_chip is None else ckpt_chip,
+            ckpt_storage if ckpt_storage is not None else
+            ("s3" if checkpoint_storage == "s3" else reliability.fsx_demonstrated_bytes_per_s()),
+            checkpoint_mode, snapshot_s)
+    given_ckpt = {"checkpoint_write_bytes_per_s": ckpt_w, "checkpoint_bytes_per_s_per_chip": ckpt_chip,
+                  "storage_bytes_per_s": ckpt_storage}
+    proxy = rel.chip_mtbf_s is None
+    chip_mtbf = _proxy_chip_mtbf_s() if proxy else positive("chip_mtbf_s", rel.chip_mtbf_s)
+    inst_mtbf = None if rel.instance_mtbf_s is None else positive("instance_mtbf_s", rel.instance_mtbf_s)
+    restart_s = positive("restart_s", rel.restart_s, allow_zero=True)
+    compile_s = positive("compile_s", comp.compile_s, allow_zero=True)
+    if compile_s > 1e9:
+        raise ValueError(f"compile_s must be at most 1e9 s, got {compile_s:g}")
+    n_graphs = integer("n_graphs", comp.n_graphs, minimum=1, maximum=1000)
+    cache = choice("cache", comp.cache, CACHE_MODES)
+    precompile_workers = integer("precompile_workers", comp.precompile_workers, minimum=1, maximum=10_000)
+    layout = cluster.layout
+    if layout is not None:
+        instance("layout", layout, layouts.Layout, "a Layout from layouts.layout(...) or None")
+    global_batch = job.global_batch
+    if global_batch is None and layout is None:
+        global_batch, batch_basis = default_global_batch(job.model, x_tokens)
+    elif global_batch is None:
+        global_batch, batch_basis = layout.global_batch, "chosen: the layout's"
+    else:
+        batch_basis = "chosen"
+    global_batch = integer("global_batch", global_batch, minimum=1, maximum=10**7)
+    if job.recipe_name is not None:
+        sizing.recipe(job.recipe_name)
+    dtype = job.dtype
+    if not isinstance(dtype, str):
+        raise ValueError(f"dtype must be a number format such as 'bf16', got {dtype!r}")
+    # the system, resolved once: every later step takes its key and chip from here
+    system = specs.system(cluster.system if layout is None else layout.cluster.system)
+    chip = specs.chip(system.chip_key)
+    if dtype not in chip.dense_flops_per_s:
+        raise ValueError(f"dtype must be one of {sorted(chip.dense_flops_per_s)} (the number formats with "
+                         f"a published peak on {chip.name}); got {dtype!r}")
+    min_headroom_fraction = in_range("min_headroom_fraction", ex.min_headroom_fraction, 0.0, 1.0,
+                                     high_open=True)
+    dp_overlap = layouts.resolve_dp_overlap(ex.dp_overlap)
+    mbs = tuple(sorted(set(_as_tuple("micro_batches", ex.micro_batches, integer))))
+    zs = tuple(sorted(set(_as_tuple("zero_stages", ex.zero_stages,
+                                    lambda n, v: integer(n, v, minimum=0, maximum=3)))))
+    modes = _as_tuple("recompute", ex.recompute, lambda n, v: choice(n, v, sizing.RECOMPUTE_MODES))
+    if ex.sequence_parallel not in (True, False):
+        raise ValueError(f"sequence_parallel must be True or False, got {ex.sequence_parallel!r}")
+    max_systems = cluster.max_systems
+    if max_systems is None:
+        max_systems = 100_000 if layout is not None else math.ceil(MAX_CHIPS / system.n_chips)
+    max_systems = integer("max_systems", max_systems, minimum=1, maximum=100_000)
+    deadline = None if job.deadline_s is None else positive("deadline_s", job.deadline_s)
+    m = layouts.resolve_model(job.model)
+    n_systems = cluster.n_systems
+    if layout is not None:
+        if m != layout.model:
+            raise ValueError(f"model must be the layout's model ({layout.model.name}) when a layout is "
+                             f"given; got {m.name}")
+        if n_systems is not None and integer("n_systems", n_systems, minimum=1) != layout.cluster.n_systems:
+            raise ValueError(f"n_systems must match the layout's cluster ({layout.cluster.n_systems}); "
+                             f"got {n_systems}")
+    elif n_systems is not None:
+        n_systems = integer("n_systems", n_systems, minimum=1, maximum=max_systems)
+    return _Resolved(m=m, n_tokens=x_tokens, deadline=deadline, global_batch=global_batch,
+                     batch_basis=batch_basis, recipe_name=job.recipe_name, dtype=dtype, chip=chip,
+                     system=system.key, n_systems=n_systems, lnc=cluster.lnc, max_systems=max_systems,
+                     layout=layout, mfu=mfu, mfu_basis=mfu_basis, ranges=ranges, dp_overlap=dp_overlap,
+                     min_headroom_fraction=min_headroom_fraction, mbs=mbs, zs=zs, modes=modes,
+                     sequence_parallel=bool(ex.sequence_parallel), ckpt=ckpt, given_ckpt=given_ckpt,
+                     chip_mtbf=chip_mtbf, proxy=proxy, inst_mtbf=inst_mtbf, restart_s=restart_s,
+                     compile_s=compile_s, n_graphs=n_graphs, cache=cache, precompile_workers=precompile_workers,
+                     usd_per_hour=cost.usd_per_hour, usd_per_chip_hour=usd_per_chip_hour,
+                     purchase_option=purchase_option, others=others)
+
+
+def _candidates(r: _Resolved, framework: str | None,
+                overlap_setting: str | None) -> list[tuple[frameworks.Framework | None, frameworks.OverlapSchedule]]:
+    """Step 2: the (framework, overlap schedule) pairs to plan with (see :func:`plan_run`)."""
+    if framework == TEACHING_SEARCH:
+        return [(None, frameworks.overlap_schedule(None))]
+    if framework is not None:
+        fws: tuple = (frameworks.framework(framework),)
+    else:
+        fws = frameworks.current_frameworks(r.chip.key)
+        if r.layout is not None:
+            runs = set(frameworks.layout_runnable_by(r.layout))
+            fws = tuple(f for f in fws if f.key in runs)
+        if not fws:
+            if r.layout is not None:
+                raise ValueError(f"layout: no framework current on the cited SDK runs {r.layout.label()} "
+                                 f"(frameworks.layout_runnable_by: {frameworks.layout_runnable_by(r.layout)}); "
+                                 f"pass framework={TEACHING_SEARCH!r} for the teaching search")
+            raise ValueError(f"system: no framework current on the cited SDK trains on {r.system}; pass "
+                             f"framework={TEACHING_SEARCH!r} for the teaching search")
+    out = []
+    for f in fws:
+        if overlap_setting is not None:
+            out.append((f, frameworks.overlap_schedule(f, overlap_setting)))
+            continue
+        rows = frameworks.overlap_schedules(f)
+        # a schedule that places no more behind compute than another of the same framework cannot
+        # plan fewer systems or less time (same layouts, same recipe): skip it
+        out += [(f, a) for a in rows
+                if not any(b.setting != a.setting and b.gather_overlap >= a.gather_overlap
+                           and b.reduce_overlap >= a.reduce_overlap for b in rows)]
+    # the most overlapping first: its count bounds the others' search
+    return sorted(out, key=lambda c: -c[1].reduce_overlap)
+
+
+def _choose_count(r: _Resolved, fw, sched, recipe_name: str, max_systems: int):
+    """Step 3: the count of systems and the search on it: ``(search, tried, bounded)``.
+
+    Fixed by the cluster, else the fewest that fit, else (with a deadline) the fewest whose
+    expected wall time meets it: every count from the state's and the perfect-scaling floor up."""
+    m, system_key, x_tokens, deadline = r.m, r.system, r.n_tokens, r.deadline
+    fw_key = None if fw is None else fw.key
+    lnc_used = topology.cluster(system_key, 1, r.lnc).lnc
+    args = (system_key, lnc_used, r.global_batch, r.mfu, r.dp_overlap, r.min_headroom_fraction,
+            recipe_name, r.dtype, r.mbs, r.zs, r.modes, r.sequence_parallel, fw_key, sched.setting)
+
+    def search_at(n: int) -> layouts.Plan | None:
+        return _try_search(m, args[0], n, *args[1:])
+
+    if r.n_systems is not None:
+        if r.n_systems > max_systems:
+            raise ValueError(f"n_systems must be at most max_systems ({max_systems}); got {r.n_systems}")
+        search = _search(m, system_key, r.n_systems, *args[1:])
+        if search.table.empty:
+            raise ValueError(f"n_systems: no layout of {m.name} fits on {r.n_systems} × {system_key} with "
+                             f"{r.min_headroom_fraction:.0%} of HBM kept free; add systems or shard more")
+        return search, (), 0
+    state = sizing.training_state_bytes(m.n_params, sizing.recipe(recipe_name).bytes_per_param)
+    system = specs.system(system_key)
+    low = max(1, math.ceil(state / system.hbm_bytes_total - 1e-9))
+    if low > max_systems:
+        raise ValueError(f"max_systems ({max_systems}) is below the {low} systems the state needs")
+    if deadline is None:
+        # the fewest that fit: every count from the state's lower bound up, in turn
+        found, tried_fit = _first(lambda n: search_at(n) is not None, range(low, max_systems + 1))
+        if found is None:
+            raise ValueError(f"max_systems: no layout of {m.name} fits on up to {max_systems} × {system_key}")
+        return search_at(found), tuple(tried_fit), 0
+    # 6·N_active·D plus the causal attention scores (the smaller of the two counts the layout model
+    # can use): no layout of n systems computes these FLOPs faster than all its chips at the MFU
+    n_compute = min(_active_params(m), float(moe._split(m)[2]))
+    flops = sizing.training_flops(n_compute, x_tokens, include_attention=True,
+                                  n_layers=m.n_layers, seq_len=m.seq_len, d_model=m.d_model)
+    ideal_s = sizing.instance_days(flops, r.mfu, system_key, r.dtype) * day / system.n_instances
+    low_t = max(low, math.ceil(ideal_s / deadline - 1e-9))
+    if low_t > max_systems:
+        raise ValueError(f"deadline_s: even perfect scaling needs {low_t} × {system_key}, more than "
+                         f"max_systems ({max_systems})")
+    common = (m, system_key, x_tokens, recipe_name, 1.0, r.ckpt, r.chip_mtbf, r.inst_mtbf, r.restart_s)
+    floor_inputs = functools.partial(_run_inputs, *common, 0.0, r.n_graphs, r.cache, r.precompile_workers,
+                                     framework=fw_key)
+    full_inputs = functools.partial(_run_inputs, *common, r.compile_s, r.n_graphs, r.cache,
+                                    r.precompile_workers, framework=fw_key)
+
+    def floor_meets(n: int) -> bool:
+        # the wall time at perfect scaling (tokens/s of n systems at the MFU) with the same failures
+        # and checkpoints but no compiles: a lower bound on the wall time of every layout of n
+        # systems, so a count it rules out cannot meet
+        try:
+            return _economics(x_tokens * n / ideal_s, floor_inputs(n), detail=False)["wall_s"] <= deadline
+        except _NeverFinishes:
+            return False
+
+    ruled_out: list[int] = []
+    closest: list[tuple[float, int]] = []  # (training time without losses, count) planned
+
+    def meets(n: int) -> bool:
+        p = search_at(n)
+        if p is None:
+            return False
+        tokens_per_s = float(p.best.tokens_per_s)  # the fastest layout: the least wall time
+        closest.append((x_tokens / tokens_per_s, n))
+        # compiles only add time: a count that misses without them misses with them
+        if _economics(tokens_per_s, floor_inputs(n), detail=False)["wall_s"] > deadline:
+            return False
+        try:
+            return _economics(tokens_per_s, full_inputs(n), detail=False)["wall_s"] <= deadline
+        except _NeverFinishes:
+            return False
+
+    def candidates():
+        for n in range(low_t, max_systems + 1):
+            if floor_meets(n):
+                yield n
+            else:
+                ruled_out.append(n)
+
+    found, tried_dl = _first(meets, candidates())
+    if found is None:
+        why = ("; even at perfect scaling every count either computes too long or loses too much to "
+               "failures, checkpoints and restarts")
+        if tried_dl and not closest:
+            why = (f"; no layout {'of ' + fw.name + ' ' if fw is not None else ''}fits with global batch "
+                   f"{r.global_batch} at any count the bound left ({len(tried_dl)} planned)")
+        if closest:
+            compute_s, n_best = min(closest)
+            try:
+                e = _economics(x_tokens / compute_s, full_inputs(n_best), detail=False)
+                why = (f"; the fastest planned, {n_best} systems, computes for {format_seconds(compute_s)} "
+                       f"and loses {e['lost_fraction']:.0%} to failures, checkpoints and restarts "
+                       f"({format_seconds(e['wall_s'])} in all)")
+            except _NeverFinishes:
+                why = f"; at {n_best} systems failures come faster than a checkpoint cycle"
+        raise ValueError(f"deadline_s: no count of {system_key} up to max_systems ({max_systems}) "
+                         f"finishes {m.name} on {x_tokens:.3g} tokens within {format_seconds(deadline)}{why}")
+    return search_at(found), tuple(tried_dl), len(ruled_out) + (low_t - low)
+
+
+def _plan_one(r: _Resolved, fw, sched, max_systems: int | None = None) -> RunPlan:
+    """Steps 3 and 4 for one (framework, schedule): its recipe, what it can run, the layout, the plan."""
+    recipe_name = r.recipe_name or (fw.recipe if (fw is not None and fw.recipe) else "bf16-adam")
+    if fw is not None and fw.train_chips and r.chip.key not in fw.train_chips:
+        raise ValueError(f"framework: {fw.name} trains on {', '.join(fw.train_chips)} only "
+                         f"({fw.notes.get('train_chips', '')}); the system's chip is {r.chip.key}")
+    if r.layout is not None:
+        lay = r.layout
+        if fw is not None and fw.key not in frameworks.layout_runnable_by(lay):
+            raise ValueError(f"layout: {fw.name} cannot run {lay.label()} (ZeRO stages "
+                             f"{list(fw.zero_stages)}, pipeline schedules {list(fw.pipeline_schedules) or 'none'})")
+        search, tried, bounded = None, (), 0
+    else:
+        search, tried, bounded = _choose_count(r, fw, sched, recipe_name,
+                                               r.max_systems if max_systems is None else max_systems)
+        lay = search.layout(0)
+    return _assemble(r.m, lay, search, r.n_tokens, r.mfu, r.dp_overlap, r.min_headroom_fraction,
+                     r.usd_per_hour, r.purchase_option, r.ckpt, r.chip_mtbf, r.proxy, r.inst_mtbf, r.restart_s,
+                     r.compile_s, r.n_graphs, r.cache, r.precompile_workers, r.global_batch, recipe_name,
+                     r.dtype, r.deadline, tuple(tried), bounded=bounded, usd_per_chip_hour=r.usd_per_chip_hour,
+                     ranges=r.ranges, others=r.others, given_ckpt=r.given_ckpt,
+                     framework=None if fw is None else fw.key, batch_basis=r.batch_basis,
+                     mfu_basis=r.mfu_basis, schedule=sched)
+
+
+def plan(job: Job, cluster: ClusterSpec | None = None, execution: Execution | None = None,
+         reliability_spec: ReliabilitySpec | None = None, compilation_spec: CompilationSpec | None = None,
+         cost: CostSpec | None = None) -> RunPlan:
+    """Plan a training run from its specs: a pipeline of small steps.
+
+    1. :func:`_resolve` checks every input once and resolves the model and the system;
+    2. :func:`_candidates` lists the (framework, overlap schedule) pairs to plan with;
+    3. :func:`_choose_count` finds the count of systems (and the layout search on it) for each;
+    4. :func:`_assemble` evaluates the layout and prices failures, compiles and dollars;
+    and the plan with the fewest systems, then the least wall time, is kept. :func:`plan_run`
+    is the same with keyword arguments (its docstring describes every input).
+
+    Examples
+    --------
+    >>> p = plan(Job("llama3-8b", 1e11), ClusterSpec(n_systems=1), cost=CostSpec(usd_per_hour=40.0))
+    >>> p.framework, p.n_systems
+    ('torchneuron', 1)
+    """
+    if not isinstance(job, Job):
+        raise ValueError(f"job must be a planning.Job(model, n_tokens, ...); got {type(job).__name__}")
+    cluster = ClusterSpec() if cluster is None else cluster
+    for name, value, cls in (("job", job, Job), ("cluster", cluster, ClusterSpec),
+                             ("execution", execution, Execution),
+                             ("reliability_spec", reliability_spec, ReliabilitySpec),
+                             ("compilation_spec", compilation_spec, CompilationSpec), ("cost", cost, CostSpec)):
+        if value is not None and not isinstance(value, cls):
+            raise ValueError(f"{name} must be a planning.{cls.__name__} (or None); got {type(value).__name__}")
+    r = _resolve(job, cluster, execution or Execution(), reliability_spec or ReliabilitySpec(),
+                 compilation_spec or CompilationSpec(), cost or CostSpec())
+    best, first_error = None, None
+    for fw, sched in _candidates(r, cluster.framework, cluster.overlap_setting):
+        # a later candidate must need no more systems than the plan in hand
+        bound = best.n_systems if (best is not None and r.n_systems is None and r.layout is None) else None
+        try:
+            p = _plan_one(r, fw, sched, bound)
+        except ValueError as e:
+            if first_error is None:
+                first_error = e
+            continue
+        if best is None or (p.n_systems, p.wall_s) < (best.n_systems, best.wall_s):
+            best = p
+    if best is None:
+        raise first_error
+    return best
+
+
+def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.48xlarge",
              n_systems: int | None = None, deadline_s: float | None = None, lnc: int | None = None,
              mfu: float | None = None, usd_per_hour: float | None = None,
              usd_per_chip_hour: float | None = None, purchase_option: str = "on-demand",
@@ -1322,7 +1803,7 @@ def _plan_framework(model: str | ModelPreset, n_tokens: float, *, system: str = 
              recompute: Sequence[str] = sizing.RECOMPUTE_MODES, sequence_parallel: bool = True,
              max_systems: int | None = None, layout: layouts.Layout | None = None,
              framework: str | None = None, overlap_setting: str | None = None) -> RunPlan:
-    """Plan a training run: layout, memory, step time, days with losses, instance-hours, cost.
+    """Plan a training run that a framework of the cited Neuron SDK can run: layout, memory, step time, days with losses, instance-hours, cost.
 
     1. **Layout** (chapter 05): :func:`trainium_lab.layouts.plan` on ``n_systems`` systems with
        these options; its fastest layout that fits is evaluated at ``mfu``. Without
@@ -1417,10 +1898,20 @@ def _plan_framework(model: str | ModelPreset, n_tokens: float, *, system: str = 
     max_systems : int, optional
         Largest count the search for ``n_systems`` considers (every count up to it is accounted
         for). Default: enough systems for :data:`MAX_CHIPS` (100,000) chips.
-    framework : {"torchneuron", "nxd", "jax"}, optional
-        Plan only what that framework can run (:func:`trainium_lab.layouts.plan`), with its
-        precision recipe (unless ``recipe_name`` is given) and its checkpoint contents
-        (:func:`checkpoint_bytes`); recorded in ``inputs`` and named in the export.
+    framework : {"torchneuron", "nxd", "jax", "any"}, optional
+        Default ``None``: plan with each framework a team can train with today
+        (:func:`trainium_lab.frameworks.current_frameworks` on the system's chip: status GA, beta
+        or closed beta) under each overlap schedule it documents (``data/overlap_schedules.csv``;
+        a schedule that places less behind compute than another of the same framework is
+        skipped), and keep the plan with the fewest systems, then the least wall time. A key
+        plans with that framework only: what it can run (:func:`trainium_lab.layouts.plan`), with
+        its precision recipe (unless ``recipe_name`` is given), its checkpoint contents
+        (:func:`checkpoint_bytes`) and its overlap schedule. ``"any"`` (:data:`TEACHING_SEARCH`)
+        is the teaching search: every layout the model allows, every data-parallel collective
+        behind compute, no framework checked, labelled so in the plan. The plan names its
+        framework, status and flags (:attr:`RunPlan.framework_text`, :func:`launch_environment`).
+    overlap_setting : str, optional
+        Fix the framework's schedule (``"compiler-default"``, ``"token-threading"``).
     layout : trainium_lab.layouts.Layout, optional
         Evaluate this layout instead of searching (its model and cluster are used).
 
@@ -1445,342 +1936,37 @@ def _plan_framework(model: str | ModelPreset, n_tokens: float, *, system: str = 
 
     >>> p = plan_run("llama3-405b", 1e12, system="trn2-ultraserver", n_systems=2, lnc=2,
     ...              usd_per_hour=40.0)
+    >>> p.framework_text
+    'JAX on Neuron (jax-neuronx), beta; overlap token-threading (flags: NEURON_FSDP=1 NEURON_FSDP_CC_MULTISTREAM=1)'
     >>> p.layout.label()
     'TP64 ranks = 16 chips × PP1×DP8 ZeRO-3 mb1×128 selective'
     >>> round(p.days), p.n_instances, f"{p.cost_usd:.3g}"
     (1281, 8, '9.84e+06')
+
+    The same plan built from the specs (:func:`plan`):
+
+    >>> q = plan(Job("llama3-405b", 1e12), ClusterSpec("trn2-ultraserver", n_systems=2, lnc=2),
+    ...          cost=CostSpec(usd_per_hour=40.0))
+    >>> q.cost_usd == p.cost_usd
+    True
     """
-    x_tokens = positive("n_tokens", n_tokens)
-    if mfu is None and mfu_range is None:
-        # the calibrated default and its fitted range (issue 24: data/calibration.csv, planner_mfu)
-        cal = specs.calibration("planner_mfu")
-        mfu_range = (cal.low, cal.high) if cal.low == cal.low else None
-    mfu_basis = ("calibrated: planner_mfu of data/calibration.csv (fitted on AWS's Trn1 runs; an "
-                 "assumption on Trn2 and Trn3)") if mfu is None else "assumption"
-    mfu = sizing.default_mfu() if mfu is None else in_range("mfu", mfu, 0.0, 1.0, low_open=True)
-    purchase_option = choice("purchase_option", purchase_option, PURCHASE_OPTIONS)
-    if usd_per_chip_hour is not None:
-        if usd_per_hour is not None:
-            raise ValueError("usd_per_chip_hour: give usd_per_hour or usd_per_chip_hour, not both")
-        usd_per_chip_hour = in_range("usd_per_chip_hour", usd_per_chip_hour, 0.0, 1e6, low_open=True)
-    ranges = {"mfu": _range("mfu_range", mfu_range, mfu, 1.0),
-              "chip_mtbf_s": None if chip_mtbf_range_s is None else _range("chip_mtbf_range_s", chip_mtbf_range_s,
-                                                                          None, 1e15),
-              "usd_per_hour": None if usd_per_hour_range is None else _range("usd_per_hour_range",
-                                                                             usd_per_hour_range, None, 1e7)}
-    others = {k: 0.0 for k in OTHER_COSTS}
-    if other_costs_usd is not None:
-        if not isinstance(other_costs_usd, Mapping):
-            raise ValueError(f"other_costs_usd must be a mapping of {', '.join(OTHER_COSTS)} to USD, "
-                             f"got {other_costs_usd!r}"[:200])
-        for k, v in other_costs_usd.items():
-            others[choice("other_costs_usd", k, OTHER_COSTS)] = in_range(f"other_costs_usd[{k!r}]", v, 0.0, 1e13)
-    ckpt_w = None if checkpoint_write_bytes_per_s is None else in_range(
-        "checkpoint_write_bytes_per_s", checkpoint_write_bytes_per_s, 0.0, 1e18, low_open=True)
-    ckpt_r = None if checkpoint_read_bytes_per_s is None else in_range(
-        "checkpoint_read_bytes_per_s", checkpoint_read_bytes_per_s, 0.0, 1e18, low_open=True)
-    ckpt_chip = None if checkpoint_bytes_per_s_per_chip is None else in_range(
-        "checkpoint_bytes_per_s_per_chip", checkpoint_bytes_per_s_per_chip, 0.0, 1e15, low_open=True)
-    ckpt_storage = None if storage_bytes_per_s is None else in_range(
-        "storage_bytes_per_s", storage_bytes_per_s, 0.0, 1e18, low_open=True)
-    checkpoint_mode = choice("checkpoint_mode", checkpoint_mode, ("sync", "async"))
-    checkpoint_storage = choice("checkpoint_storage", checkpoint_storage, CHECKPOINT_STORAGES)
-    if checkpoint_mode == "async":
-        if snapshot_s is None:
-            raise ValueError("snapshot_s must be given (a finite number > 0) when checkpoint_mode='async'")
-        snapshot_s = positive("snapshot_s", snapshot_s)
-    elif snapshot_s is not None:
-        snapshot_s = positive("snapshot_s", snapshot_s)
-    # the scaling model's inputs, resolved once (sourced defaults read from data/ here, not per count)
-    ckpt = (ckpt_w, ckpt_r,
-            default_checkpoint_bytes_per_s_per_chip() if ckpt_chip is None else ckpt_chip,
-            ckpt_storage if ckpt_storage is not None else
-            ("s3" if checkpoint_storage == "s3" else reliability.fsx_demonstrated_bytes_per_s()),
-            checkpoint_mode, snapshot_s)
-    given_ckpt = {"checkpoint_write_bytes_per_s": ckpt_w, "checkpoint_bytes_per_s_per_chip": ckpt_chip,
-                  "storage_bytes_per_s": ckpt_storage}
-    proxy = chip_mtbf_s is None
-    chip_mtbf = (_proxy_chip_mtbf_s() if proxy
-                 else positive("chip_mtbf_s", chip_mtbf_s))
-    inst_mtbf = None if instance_mtbf_s is None else positive("instance_mtbf_s", instance_mtbf_s)
-    restart_s = positive("restart_s", restart_s, allow_zero=True)
-    compile_s = positive("compile_s", compile_s, allow_zero=True)
-    if compile_s > 1e9:
-        raise ValueError(f"compile_s must be at most 1e9 s, got {compile_s:g}")
-    n_graphs = integer("n_graphs", n_graphs, minimum=1, maximum=1000)
-    cache = choice("cache", cache, CACHE_MODES)
-    precompile_workers = integer("precompile_workers", precompile_workers, minimum=1, maximum=10_000)
-    if global_batch is None and layout is None:
-        global_batch, batch_basis = default_global_batch(model, x_tokens)
-    elif global_batch is None:
-        instance("layout", layout, layouts.Layout, "a Layout from layouts.layout(...) or None")
-        global_batch, batch_basis = layout.global_batch, "chosen: the layout's"
-    else:
-        batch_basis = "chosen"
-    global_batch = integer("global_batch", global_batch, minimum=1, maximum=10**7)
-    fw = frameworks.resolve_framework(framework)
-    fw_key = None if fw is None else fw.key
-    sched = frameworks.overlap_schedule(fw, overlap_setting if fw is not None else None)
-    if recipe_name is None:
-        recipe_name = fw.recipe if (fw is not None and fw.recipe) else "bf16-adam"
-    sizing.recipe(recipe_name)
-    if not isinstance(dtype, str):
-        raise ValueError(f"dtype must be a number format such as 'bf16', got {dtype!r}")
-    if layout is not None:
-        instance("layout", layout, layouts.Layout, "a Layout from layouts.layout(...) or None")
-    _chip = specs.chip(specs.system(system if layout is None else layout.cluster.system).chip_key)
-    if fw is not None and fw.train_chips and _chip.key not in fw.train_chips:
-        raise ValueError(f"framework: {fw.name} trains on {', '.join(fw.train_chips)} only "
-                         f"({fw.notes.get('train_chips', '')}); the system's chip is {_chip.key}")
-    if dtype not in _chip.dense_flops_per_s:
-        raise ValueError(f"dtype must be one of {sorted(_chip.dense_flops_per_s)} (the number formats with "
-                         f"a published peak on {_chip.name}); got {dtype!r}")
-    min_headroom_fraction = in_range("min_headroom_fraction", min_headroom_fraction, 0.0, 1.0,
-                                     high_open=True)
-    dp_overlap = layouts.resolve_dp_overlap(dp_overlap)
-    mbs = tuple(sorted(set(_as_tuple("micro_batches", micro_batches, integer))))
-    zs = tuple(sorted(set(_as_tuple("zero_stages", zero_stages,
-                                    lambda n, v: integer(n, v, minimum=0, maximum=3)))))
-    modes = _as_tuple("recompute", recompute, lambda n, v: choice(n, v, sizing.RECOMPUTE_MODES))
-    if sequence_parallel not in (True, False):
-        raise ValueError(f"sequence_parallel must be True or False, got {sequence_parallel!r}")
-    if max_systems is None:
-        max_systems = 100_000 if layout is not None else math.ceil(MAX_CHIPS / specs.system(system).n_chips)
-    max_systems = integer("max_systems", max_systems, minimum=1, maximum=100_000)
-    deadline = None if deadline_s is None else positive("deadline_s", deadline_s)
-
-    if layout is not None:
-        lay = instance("layout", layout, layouts.Layout, "a Layout from layouts.layout(...) or None")
-        m = layouts.resolve_model(model)
-        if m != lay.model:
-            raise ValueError(f"model must be the layout's model ({lay.model.name}) when a layout is "
-                             f"given; got {m.name}")
-        c = lay.cluster
-        if n_systems is not None and integer("n_systems", n_systems, minimum=1) != c.n_systems:
-            raise ValueError(f"n_systems must match the layout's cluster ({c.n_systems}); got {n_systems}")
-        system_key, n_sys, lnc_used, search, tried, bounded = c.system, c.n_systems, c.lnc, None, (), 0
-        if fw is not None and fw.key not in frameworks.layout_runnable_by(lay):
-            raise ValueError(f"layout: {fw.name} cannot run {lay.label()} (ZeRO stages "
-                             f"{list(fw.zero_stages)}, pipeline schedules {list(fw.pipeline_schedules) or 'none'})")
-    else:
-        m = layouts.resolve_model(model)
-        base = topology.cluster(system, 1, lnc)
-        system_key, lnc_used = base.system, base.lnc
-        args = (system_key, lnc_used, global_batch, mfu, dp_overlap, min_headroom_fraction,
-                recipe_name, dtype, mbs, zs, modes, bool(sequence_parallel), fw_key, sched.setting)
-
-        def search_at(n: int) -> layouts.Plan | None:
-            return _try_search(m, args[0], n, *args[1:])
-
-        tried: tuple[int, ...] = ()
-        bounded = 0
-        if n_systems is not None:
-            n_sys = integer("n_systems", n_systems, minimum=1, maximum=max_systems)
-            search = _search(m, system_key, n_sys, *args[1:])
-            if search.table.empty:
-                raise ValueError(f"n_systems: no layout of {m.name} fits on {n_sys} × {system_key} with "
-                                 f"{min_headroom_fraction:.0%} of HBM kept free; add systems or shard more")
-        else:
-            state = sizing.training_state_bytes(m.n_params, sizing.recipe(recipe_name).bytes_per_param)
-            low = max(1, math.ceil(state / specs.system(system_key).hbm_bytes_total - 1e-9))
-            if low > max_systems:
-                raise ValueError(f"max_systems ({max_systems}) is below the {low} systems the state needs")
-            if deadline is None:
-                # the fewest that fit: every count from the state's lower bound up, in turn
-                found, tried_fit = _first(lambda n: search_at(n) is not None, range(low, max_systems + 1))
-                if found is None:
-                    raise ValueError(f"max_systems: no layout of {m.name} fits on up to {max_systems} × "
-                                     f"{system_key}")
-                tried, n_sys = tuple(tried_fit), found
-            else:
-                sys_insts = specs.system(system_key).n_instances
-                # 6·N_active·D plus the causal attention scores (the smaller of the two counts the
-                # layout model can use): no layout of n systems computes these FLOPs faster than all
-                # its chips at the MFU
-                # (the active count the layout model itself computes with, where it is the smaller)
-                n_compute = min(_active_params(m), float(moe._split(m)[2]))
-                flops = sizing.training_flops(n_compute, x_tokens, include_attention=True,
-                                              n_layers=m.n_layers, seq_len=m.seq_len, d_model=m.d_model)
-                ideal_s = sizing.instance_days(flops, mfu, system_key, dtype) * day / sys_insts
-                low_t = max(low, math.ceil(ideal_s / deadline - 1e-9))
-                if low_t > max_systems:
-                    raise ValueError(f"deadline_s: even perfect scaling needs {low_t} × {system_key}, more than "
-                                     f"max_systems ({max_systems})")
-                floor_inputs = functools.partial(
-                    _run_inputs, m, system_key, x_tokens, recipe_name, 1.0, ckpt, chip_mtbf, inst_mtbf,
-                    restart_s, 0.0, n_graphs, cache, precompile_workers, framework=fw_key)
-                full_inputs = functools.partial(
-                    _run_inputs, m, system_key, x_tokens, recipe_name, 1.0, ckpt, chip_mtbf, inst_mtbf,
-                    restart_s, compile_s, n_graphs, cache, precompile_workers, framework=fw_key)
-
-                def floor_meets(n: int) -> bool:
-                    try:
-                        return _floor_meets(n)
-                    except _NeverFinishes:
-                        return False
-
-                def _floor_meets(n: int) -> bool:
-                    # the wall time at perfect scaling (tokens/s of n systems at the MFU, 6·N_active per
-                    # token) with the same failures and checkpoints but no compiles: a lower bound on the
-                    # wall time of every layout of n systems, so a count it rules out cannot meet
-                    return _economics(x_tokens * n / ideal_s, floor_inputs(n), detail=False)["wall_s"] <= deadline
-
-                def meets(n: int) -> bool:
-                    p = search_at(n)
-                    if p is None:
-                        return False
-                    tokens_per_s = float(p.best.tokens_per_s)  # the fastest layout: the least wall time
-                    closest.append((x_tokens / tokens_per_s, n))
-                    # compiles only add time: a count that misses without them misses with them
-                    if _economics(tokens_per_s, floor_inputs(n), detail=False)["wall_s"] > deadline:
-                        return False
-                    try:
-                        return _economics(tokens_per_s, full_inputs(n), detail=False)["wall_s"] <= deadline
-                    except _NeverFinishes:
-                        return False
-
-                ruled_out: list[int] = []
-                closest: list[tuple[float, int]] = []  # (training time without losses, count) planned
-
-                def candidates():
-                    for n in range(low_t, max_systems + 1):
-                        if floor_meets(n):
-                            yield n
-                        else:
-                            ruled_out.append(n)
-
-                found, tried_dl = _first(meets, candidates())
-                tried, bounded = tuple(tried_dl), len(ruled_out) + (low_t - low)
-                if found is None:
-                    why = ("; even at perfect scaling every count either computes too long or loses too much to "
-                           "failures, checkpoints and restarts")
-                    if tried_dl and not closest:
-                        why = (f"; no layout {'of ' + fw.name + ' ' if fw is not None else ''}fits with global batch "
-                               f"{global_batch} at any count the bound left ({len(tried_dl)} planned)")
-                    if closest:
-                        compute_s, n_best = min(closest)
-                        try:
-                            r = _economics(x_tokens / compute_s, full_inputs(n_best), detail=False)
-                            why = (f"; the fastest planned, {n_best} systems, computes for {format_seconds(compute_s)} "
-                                   f"and loses {r['lost_fraction']:.0%} to failures, checkpoints and restarts "
-                                   f"({format_seconds(r['wall_s'])} in all)")
-                        except _NeverFinishes:
-                            why = f"; at {n_best} systems failures come faster than a checkpoint cycle"
-                    raise ValueError(f"deadline_s: no count of {system_key} up to max_systems ({max_systems}) "
-                                     f"finishes {m.name} on {x_tokens:.3g} tokens within "
-                                     f"{format_seconds(deadline)}{why}")
-                n_sys = found
-        search = search_at(n_sys) if n_systems is None else search
-        lay = search.layout(0)
-    return _assemble(m, lay, search, x_tokens, mfu, dp_overlap, min_headroom_fraction, usd_per_hour,
-                     purchase_option, ckpt,
-                     chip_mtbf, proxy,
-                     inst_mtbf, restart_s, compile_s, n_graphs, cache, precompile_workers, global_batch,
-                     recipe_name, dtype, deadline, tuple(tried), bounded=bounded,
-                     usd_per_chip_hour=usd_per_chip_hour, ranges=ranges, others=others, given_ckpt=given_ckpt,
-                     framework=fw_key, batch_basis=batch_basis, mfu_basis=mfu_basis, schedule=sched)
-
-
-#: ``framework`` of :func:`plan_run` for the teaching search (every layout, no framework checked)
-TEACHING_SEARCH = "any"
-
-
-def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.48xlarge",
-             n_systems: int | None = None, deadline_s: float | None = None, lnc: int | None = None,
-             mfu: float | None = None, usd_per_hour: float | None = None,
-             usd_per_chip_hour: float | None = None, purchase_option: str = "on-demand",
-             mfu_range: tuple[float, float] | None = None,
-             chip_mtbf_range_s: tuple[float, float] | None = None,
-             usd_per_hour_range: tuple[float, float] | None = None,
-             other_costs_usd: Mapping[str, float] | None = None,
-             checkpoint_write_bytes_per_s: float | None = None,
-             checkpoint_read_bytes_per_s: float | None = None,
-             checkpoint_bytes_per_s_per_chip: float | None = None, storage_bytes_per_s: float | None = None,
-             checkpoint_mode: str = "sync", checkpoint_storage: str = "fsx",
-             snapshot_s: float | None = None, chip_mtbf_s: float | None = None,
-             instance_mtbf_s: float | None = None, restart_s: float = DEFAULTS["restart_s"],
-             compile_s: float = DEFAULTS["compile_s"], n_graphs: int = DEFAULTS["n_graphs"],
-             cache: str = "precompiled", precompile_workers: int = DEFAULTS["precompile_workers"],
-             global_batch: int | None = None, recipe_name: str | None = None,
-             dtype: str = "bfloat16", min_headroom_fraction: float = 0.10, dp_overlap: float | None = None,
-             micro_batches: Sequence[int] = (1, 2, 4), zero_stages: Sequence[int] = (0, 1, 2, 3),
-             recompute: Sequence[str] = sizing.RECOMPUTE_MODES, sequence_parallel: bool = True,
-             max_systems: int | None = None, layout: layouts.Layout | None = None,
-             framework: str | None = None, overlap_setting: str | None = None) -> RunPlan:
-    """Plan a training run that a framework of the cited Neuron SDK can run (see :func:`_plan_framework`
-    for the steps and every other parameter).
-
-    ``framework`` ``None`` (the default) plans with each framework a team can train with today
-    (:func:`trainium_lab.frameworks.current_frameworks` on the system's chip: status GA, beta or
-    closed beta) under each overlap schedule it documents (``data/overlap_schedules.csv``), and
-    keeps the plan with the fewest systems, then the least wall time; a key (``"jax"``...) plans
-    with that framework only; ``"any"`` (:data:`TEACHING_SEARCH`) is the teaching search: every
-    layout the model allows, every data-parallel collective behind compute, no framework checked.
-    ``overlap_setting`` fixes the schedule (``"compiler-default"``, ``"token-threading"``).
-    The plan names its framework, status and flags (:attr:`RunPlan.framework_text`).
-
-    Examples
-    --------
-    Chapter 05's 405B case, two Trn2 UltraServers, one trillion tokens, priced at an assumed
-    40 USD per trn2u.48xlarge instance-hour — far too few chips for that budget:
-
-    >>> p = plan_run("llama3-405b", 1e12, system="trn2-ultraserver", n_systems=2, lnc=2,
-    ...              usd_per_hour=40.0)
-    >>> p.framework, p.flags_text
-    ('jax', 'NEURON_FSDP=1 NEURON_FSDP_CC_MULTISTREAM=1')
-    """
-    kw = {k: v for k, v in locals().items() if k not in ("model", "n_tokens", "framework", "overlap_setting")}
-    if framework == TEACHING_SEARCH:
-        return _plan_framework(model, n_tokens, framework=None, **kw)
-    if framework is not None:
-        fw = frameworks.framework(framework)
-        settings = ((overlap_setting,) if overlap_setting is not None
-                    else tuple(x.setting for x in frameworks.overlap_schedules(fw)))
-        cands = [(fw.key, st) for st in settings]
-    else:
-        sys_key = layout.cluster.system if isinstance(layout, layouts.Layout) else system
-        try:
-            chip_key = specs.system(sys_key).chip_key
-        except (KeyError, ValueError, TypeError):
-            chip_key = None  # _plan_framework names the bad system
-        fws = frameworks.current_frameworks(chip_key)
-        if isinstance(layout, layouts.Layout):
-            runs = set(frameworks.layout_runnable_by(layout))
-            fws = tuple(f for f in fws if f.key in runs)
-        cands = [(f.key, st) for f in fws for st in
-                 ((overlap_setting,) if overlap_setting is not None
-                  else tuple(x.setting for x in frameworks.overlap_schedules(f)))]
-        if not cands:
-            if isinstance(layout, layouts.Layout):
-                raise ValueError(f"layout: no framework current on the cited SDK runs {layout.label()} "
-                                 f"(frameworks.layout_runnable_by: {frameworks.layout_runnable_by(layout)}); "
-                                 f"pass framework={TEACHING_SEARCH!r} for the teaching search")
-            raise ValueError(f"system: no framework current on the cited SDK trains on {sys_key}; pass "
-                             f"framework={TEACHING_SEARCH!r} for the teaching search")
-    if overlap_setting is None:
-        # a setting placing no more behind compute than another of the same framework cannot plan
-        # fewer systems or less time: skip it (same layouts, same recipe, no less exposed traffic)
-        def dominated(key: str, st: str) -> bool:
-            a = frameworks.overlap_schedule(key, st)
-            return any(b.setting != st and b.gather_overlap >= a.gather_overlap and b.reduce_overlap >= a.reduce_overlap
-                       for b in frameworks.overlap_schedules(key))
-        cands = [c for c in cands if not dominated(*c)]
-    best, first_error = None, None
-    for key, st in sorted(cands, key=lambda c: -frameworks.overlap_schedule(*c).reduce_overlap):
-        if best is not None and n_systems is None and layout is None:
-            # a later candidate must need no more systems than the plan in hand
-            kw["max_systems"] = best.n_systems
-        try:
-            p = _plan_framework(model, n_tokens, framework=key, overlap_setting=st, **kw)
-        except ValueError as e:
-            if first_error is None:
-                first_error = e
-            continue
-        if best is None or (p.n_systems, p.wall_s) < (best.n_systems, best.wall_s):
-            best = p
-    if best is None:
-        raise first_error
-    return best
+    return plan(
+        Job(model, n_tokens, deadline_s=deadline_s, global_batch=global_batch, recipe_name=recipe_name,
+            dtype=dtype),
+        ClusterSpec(system, n_systems=n_systems, lnc=lnc, max_systems=max_systems, framework=framework,
+                    overlap_setting=overlap_setting, layout=layout),
+        Execution(mfu=mfu, mfu_range=mfu_range, dp_overlap=dp_overlap, min_headroom_fraction=min_headroom_fraction,
+                  micro_batches=micro_batches, zero_stages=zero_stages, recompute=recompute,
+                  sequence_parallel=sequence_parallel),
+        ReliabilitySpec(checkpoint_write_bytes_per_s=checkpoint_write_bytes_per_s,
+                        checkpoint_read_bytes_per_s=checkpoint_read_bytes_per_s,
+                        checkpoint_bytes_per_s_per_chip=checkpoint_bytes_per_s_per_chip,
+                        storage_bytes_per_s=storage_bytes_per_s, checkpoint_mode=checkpoint_mode,
+                        checkpoint_storage=checkpoint_storage, snapshot_s=snapshot_s, chip_mtbf_s=chip_mtbf_s,
+                        chip_mtbf_range_s=chip_mtbf_range_s, instance_mtbf_s=instance_mtbf_s, restart_s=restart_s),
+        CompilationSpec(compile_s=compile_s, n_graphs=n_graphs, cache=cache, precompile_workers=precompile_workers),
+        CostSpec(usd_per_hour=usd_per_hour, usd_per_chip_hour=usd_per_chip_hour, purchase_option=purchase_option,
+                 usd_per_hour_range=usd_per_hour_range, other_costs_usd=other_costs_usd))
 
 
 def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, usd_per_hour,
