@@ -384,11 +384,12 @@ def rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
     add(("11", ("instance-days are a floor",), "Chapter 04's instance-days are a floor: attention FLOPs and "
          "communication add to them", "plan ÷ 6ND floor",
          f"Llama 3 8B at {m8.seq_len:,} tokens: +{q8.results['instance_hours'] / floor_h - 1:.0%}"))
-    p405 = planning.plan_run("llama3-405b", 1e12, system="trn2-ultraserver", n_systems=40, lnc=2,
-                             global_batch=2048, usd_per_hour=par, mfu=sizing.TEACHING_MFU,
-                             framework=planning.TEACHING_SEARCH)  # 40 UltraServers need PP: teaching search
-    add(("11", ("at ~2,500 chips",), "At thousands of chips the job MTBF is under a day and failures and checkpoints "
-         "take a large share", "lost = checkpoints + rework + restarts",
+    # chapter 11's capstone plan (issue 39): a current framework, the calibrated MFU, checkpoints at 10 GB/s
+    p405 = planning.plan_run("llama3-405b", 1e12, system="trn2-ultraserver", deadline_s=60 * day, lnc=2,
+                             global_batch=2048, usd_per_hour=par, purchase_option="capacity-block",
+                             checkpoint_write_bytes_per_s=10e9)
+    add(("11", ("at thousands of chips",), "At thousands of chips the job MTBF is under a day and failures and "
+         "checkpoints take a large share", "lost = checkpoints + rework + restarts",
          f"{p405.n_chips:,} chips: job MTBF {p405.results['job_mtbf_s'] / hour:.1f} h, "
          f"{p405.results['lost_fraction']:.1%} lost at 10 GB/s"))
     claim = planning.check_price_claim("trn2-price-performance", mfu_subject=0.45, mfu_baseline=0.45)

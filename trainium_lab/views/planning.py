@@ -128,8 +128,10 @@ def launch_script(plan: planning.RunPlan) -> str:
     for row in env.itertuples():
         if row.name == "processes per instance":
             lines.append(f"# torchrun --nproc_per_node={row.value}   (one process per logical NeuronCore)")
-        elif row.value.startswith("(") or " " in row.name:  # a program setting, not a variable
+        elif row.value.startswith("("):
             lines.append(f"# {row.name}: {row.value.strip('()')}")
+        elif " " in row.name:  # a program setting, not an environment variable
+            lines.append(f"# {row.name}: {row.value}")
         elif row.name.startswith(("NEURON", "TORCH_NEURONX")):
             value = row.value.split(" (")[0]
             quoted = f'"{value}"' if " " in value else value
