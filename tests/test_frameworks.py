@@ -33,7 +33,7 @@ def test_status_and_release_that_ended_nxd():
     # include the NeuronX Distributed Training (NxDT) library"
     nxd = frameworks.framework("nxd")
     assert (nxd.status, nxd.status_release) == ("end-of-support", "2.28")
-    assert frameworks.framework("torchneuron").status == "beta"
+    assert frameworks.framework("torchneuron").status == "closed-beta"   # overview l.22: "closed Beta program"
     assert frameworks.framework("jax").status == "beta"   # "JAX Neuron (beta)"
 
 

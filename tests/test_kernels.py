@@ -639,7 +639,8 @@ def test_public_functions_raise_only_value_error(bad):
         kernels.elementwise: dict(x=[[1.0, 2.0]]), kernels.softmax: dict(x=[[1.0, 2.0]]),
         kernels.rmsnorm: dict(x=[[1.0, 2.0]], weight=[1.0, 1.0]),
         kernels.attention_softmax: dict(queries=[[1.0, 2.0]], keys=[[1.0, 2.0]]),
-        kernels.nki_mapping: dict(), kernels.matmul_ladder: dict(m=2048, n=1024, k=1024),
+        kernels.nki_mapping: dict(), kernels.nki_library: dict(),
+        kernels.matmul_ladder: dict(m=2048, n=1024, k=1024),
         kernels.systolic_matmul_cycles: dict(moving_n=64),
         kernels.decode_matmul_orientations: dict(tokens=8, d_in=256, d_out=256),
     }

@@ -383,8 +383,8 @@ def test_all_gather_pair_is_two_ring_all_gathers_inside_an_instance():
 
 def test_ep_exchange_table_and_bad_method():
     t = moe.ep_exchange_table("qwen3-235b-a22b", ep_chips=(16,), systems=("trn2-ultraserver",))
-    assert t.method.tolist() == ["all-gather", "all-to-all"]
-    assert t.byte_ratio.tolist() == [2.0, 1.0]
+    assert t.method.tolist() == ["all-gather", "all-to-all", "all-to-all-v"]
+    assert t.byte_ratio.tolist() == [2.0, 1.0, 1.0]   # all-to-all-v: the same bytes at capacity 1
     assert t.time_ratio.iloc[0] == pytest.approx(2 / 8)
     with pytest.raises(ValueError, match="method"):
         moe.ep_exchange_bytes(1, 1, 1, 2, method="alltoall")
@@ -474,3 +474,35 @@ def test_hierarchical_all_gather_grows_the_buffer_phase_by_phase():
     assert moe.ep_exchange_s(t, h, 8, 64, "trn2-ultraserver") == pytest.approx(expected, rel=1e-12)
     ratio = moe.ep_exchange_table("qwen3-235b-a22b", ep_chips=(64,), systems=("trn2-ultraserver",)).time_ratio.iloc[0]
     assert ratio > 1
+
+
+def test_all_to_all_v_moves_the_routed_bytes_without_padding():
+    """Neuron 2.32's AllToAllV (runtime release notes; nki.collectives.all_to_all_v): each rank sends
+    each peer only the copies routed to it, so a capacity-padded all-to-all moves c times its bytes,
+    and its time is the unpadded all-to-all's plus one exchange of the counts."""
+    t, h, k, ep = 8192, 4096, 2, 16
+    v = moe.ep_exchange_bytes(t, h, k, ep, method="all-to-all-v", capacity_factor=1.25)
+    padded = moe.ep_exchange_bytes(t, h, k, ep, method="all-to-all", capacity_factor=1.25)
+    assert v == (ep - 1) / ep * t * k * h * 2 and padded == pytest.approx(1.25 * v)
+    for system in ("trn2-ultraserver", "trn3-gen1-ultraserver"):
+        a2a1 = moe.ep_exchange_s(t, h, k, ep, system, method="all-to-all")
+        counts = moe.all_to_all_s(moe.A2AV_COUNT_BYTES * ep, ep, system)
+        got = moe.ep_exchange_s(t, h, k, ep, system, method="all-to-all-v", capacity_factor=1.25)
+        assert got == pytest.approx(a2a1 + counts, rel=1e-12)
+        assert got < moe.ep_exchange_s(t, h, k, ep, system, method="all-to-all", capacity_factor=1.25)
+    assert moe.ep_exchange_s(t, h, k, 1, method="all-to-all-v") == 0.0
+
+
+def test_dispatch_stacks_name_known_exchanges_and_components():
+    t = moe.dispatch_stacks()
+    assert set(t.exchange) <= set(moe.EXCHANGE_METHODS) | {"none"}
+    by = dict(zip(t.component, t.exchange))
+    assert by["vllm-neuron"] == "all-gather" and by["nki-library"] == "all-to-all-v"
+    assert by["torchneuron"] == "none"
+    assert set(moe.EP_DISPATCH_METHODS) < set(moe.EXCHANGE_METHODS)
+    # the planner's exchange for each training framework with EP follows the table
+    from trainium_lab import frameworks
+    assert {f.key: moe.dispatch_exchange(f.component) for f in frameworks.frameworks()} == {
+        "torchneuron": "none", "nxd": "all-gather", "jax": "none"}
+    with pytest.raises(ValueError, match="component"):
+        moe.dispatch_exchange("neuron-ls")

@@ -36,7 +36,7 @@ the compiler and the cache are in ``data/compiler_facts.csv`` (:func:`compiler_f
 References
 ----------
 .. [1] AWS Neuron documentation, "Neuron Persistent Cache",
-   https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/arch/neuron-features/neuron-caching.html
+   https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/arch/neuron-features/neuron-caching.html
 .. [2] AWS Neuron documentation, "PyTorch NeuronX neuron_parallel_compile CLI" (a torch-neuronx
    tool: legacy, as PyTorch/XLA training is unsupported from Neuron 2.30 and torch-neuronx is not
    shipped from 2.32; the cache page [1] describes the same path),

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trainium_lab import sizing, specs
+from trainium_lab import components, sizing, specs
 from trainium_lab._validate import choice, integer, positive
 
 __all__ = ["Framework", "FRAMEWORK_KEYS", "PARALLELISMS", "framework", "frameworks", "frameworks_table",
@@ -56,8 +56,12 @@ class Framework:
 
     Attributes
     ----------
-    key, name, status : str
-        ``status`` is ``"beta"``, ``"current"`` or ``"end-of-support"``.
+    key, name : str
+    component : str
+        Its key in ``data/components.csv`` (``"nxd-training"``).
+    status : str
+        Read from ``data/components.csv``: of :data:`trainium_lab.components.STATUSES`
+        (``"closed-beta"``, ``"beta"``, ``"end-of-support"``, ...).
     status_release : str
         The Neuron release the status dates from (``"2.28"``: NxD's last), or ``""``.
     parallelisms : tuple of str
@@ -86,6 +90,7 @@ class Framework:
 
     key: str
     name: str
+    component: str
     status: str
     status_release: str
     parallelisms: tuple[str, ...]
@@ -100,6 +105,11 @@ class Framework:
     sources: dict
     notes: dict
     train_chips: tuple[str, ...] = ()
+
+    @property
+    def current(self) -> bool:
+        """Whether it ships in the current Neuron release (:func:`trainium_lab.components.is_current`)."""
+        return components.is_current(self.component)
 
     @property
     def has_pp(self) -> bool:
@@ -136,8 +146,10 @@ def _records() -> dict[str, Framework]:
         pars = _list(f["parallelisms"])
         if unknown or set(pars) - set(PARALLELISMS):
             raise ValueError(f"frameworks.csv: unknown names for {key}: {sorted(unknown | (set(pars) - set(PARALLELISMS)))}")
+        comp = components.component(f["component"])   # the status table is the one home of statuses
         out[key] = Framework(
-            key=key, name=f["name"], status=f["status"], status_release=str(f.get("status_release", "")),
+            key=key, name=f["name"], component=comp.component, status=comp.status,
+            status_release=comp.status_release,
             parallelisms=pars, zero_stages=tuple(int(z) for z in _list(f["zero_stages"])),
             pipeline_schedules=_list(f.get("pipeline_schedules", "")),
             interleaved_rule=f.get("interleaved_rule", ""), recipe=recipe_key,
@@ -403,33 +415,24 @@ def checkpoint_load_s(fw: str | Framework, checkpoint_bytes: float, read_bytes_p
 
 # ------------------------------------------------------------------ status and overlap (issue 39)
 
-#: statuses under which a team can train with a framework today (the shared status table's set)
-CURRENT_STATUSES: tuple[str, ...] = ("ga", "beta", "closed-beta")
+#: statuses under which a team can train with a framework today (the status table's, one home)
+CURRENT_STATUSES: tuple[str, ...] = components.CURRENT_STATUSES
 
 
 def is_current(fw: str | Framework) -> bool:
-    """Whether a team can train with ``fw`` on the SDK the course cites (GA, beta or closed beta).
+    """Whether a team can train with ``fw`` on the SDK the course cites (:attr:`Framework.current`).
 
     Examples
     --------
     >>> is_current("nxd"), is_current("jax")
     (False, True)
     """
-    f = framework(fw)
-    cur = getattr(f, "current", None)  # the status table's property, where it exists
-    return bool(cur) if cur is not None else f.status in CURRENT_STATUSES
+    return framework(fw).current
 
 
 def status_text(fw: str | Framework) -> str:
-    """``"beta since 2.29"``-style status of ``fw`` (the status table's label where it exists)."""
-    f = framework(fw)
-    try:
-        from trainium_lab import components  # the shared status table (issue 40), once merged
-
-        return components.status_label(getattr(f, "component", f.key))
-    except (ImportError, AttributeError, KeyError, ValueError):
-        since = f" since {f.status_release}" if f.status_release else ""
-        return f"{f.status.replace('-', ' ')}{since}"
+    """``"closed beta since 2.29"``-style status of ``fw`` (:func:`trainium_lab.components.status_label`)."""
+    return components.status_label(framework(fw).component)
 
 
 def current_frameworks(chip: str | None = None) -> tuple[Framework, ...]:

@@ -90,7 +90,7 @@ from trainium_lab._validate import UnknownNameError, choice, in_range, integer, 
 
 __all__ = [
     "ENGINES", "SPACES", "ACTIVATIONS", "DMA_FIGURES", "DMA_QUEUES", "CoreModel", "core_model",
-    "max_contraction", "nki_mapping", "matmul_ladder", "SystolicTiming", "systolic_matmul_cycles",
+    "max_contraction", "nki_mapping", "nki_library", "matmul_ladder", "SystolicTiming", "systolic_matmul_cycles",
     "decode_matmul_orientations",
     "memory_hierarchy", "core_roofline", "core_bound_s", "Tensor", "View", "Pool", "Kernel",
     "KernelRun", "pipeline_time_s", "matmul_hbm_bytes", "TilePlan", "tile_plan", "largest_tiles",
@@ -2331,6 +2331,27 @@ def rmsnorm(x: Any, weight: Any = None, *, eps: float = 1e-6, scale_engine: str 
 @functools.cache
 def _nki_table() -> pd.DataFrame:
     return specs.read_data_csv("nki_api.csv")
+
+
+def nki_library() -> pd.DataFrame:
+    """Kernels of the NKI Library (``nkilib``) that stand beside the course's own kernels.
+
+    From ``data/nki_library.csv``: ``kernel``, ``module`` (``nkilib.core...`` or
+    ``nkilib.experimental...``), ``tier`` (``core`` or ``experimental``), ``does``,
+    ``course_counterpart`` (the emulator kernel of chapter 08 it replaces, or empty),
+    ``source_id``, ``note``. Before writing a kernel, look for one here: a bundled ``nkilib``
+    ships inside ``neuronx-cc``.
+
+    References
+    ----------
+    AWS Neuron docs, NKI Library Supported Kernel Reference and quickstart (Neuron 2.32).
+
+    Examples
+    --------
+    >>> sorted(nki_library().query("course_counterpart == 'rmsnorm'").kernel)
+    ['mlp', 'qkv', 'rmsnorm_quant_kernel']
+    """
+    return specs.read_data_csv("nki_library.csv")
 
 
 def nki_mapping() -> pd.DataFrame:

@@ -80,7 +80,7 @@ __all__ = [
     "expert_memory", "expert_capacity_tokens", "router_popularity", "expected_dropped_fraction",
     "simulate_routing", "dispatch_bytes", "all_to_all_s", "all_to_all_table",
     "flops_per_token", "step_compute",
-    "EP_DISPATCH_METHODS", "ep_exchange_bytes", "ep_byte_ratio", "ep_exchange_s", "ep_exchange_table",
+    "EP_DISPATCH_METHODS", "EXCHANGE_METHODS", "dispatch_stacks", "dispatch_exchange", "ep_exchange_bytes", "ep_byte_ratio", "ep_exchange_s", "ep_exchange_table",
     "blockwise_blocks", "blockwise_compute_factor",
     "load_balancing_loss", "router_z_loss", "aux_free_bias_update", "fabric_readings_table",
 ]
@@ -1009,11 +1009,59 @@ def step_compute(model, *, n_tokens: float, n_chips: int, chip: str = "trn2", dt
 # --------------------------------------------------------------------- expert parallelism as Neuron runs it
 
 
-#: how the expert-parallel group exchanges tokens: "all-gather" is what AWS's libraries run today
-#: (NxD Inference's MoE deep dive: "Expert Parallelism uses All-Gather to gather all tokens at all
-#: ranks"; neuronx-distributed's MoE layer gathers the hidden states, then reduce-scatters the
-#: output), "all-to-all" the GShard / Megatron-Core exchange (AWS: All-to-All-v is future work)
+#: the exchanges the layout planner costs: "all-gather" (then a reduce-scatter) is what NxD and
+#: vLLM Neuron run (NxD Inference's MoE deep dive: "Expert Parallelism uses All-Gather to gather all
+#: tokens at all ranks"; vLLM Neuron's expert-parallelism design: all-gather, then reduce-scatter),
+#: "all-to-all" the GShard / Megatron-Core exchange of capacity-padded buffers. All-to-all-v
+#: (:data:`EXCHANGE_METHODS`) is an all-to-all at capacity factor 1 to the planner.
 EP_DISPATCH_METHODS: tuple[str, ...] = ("all-gather", "all-to-all")
+#: every exchange chapter 10 derives: the planner's two and "all-to-all-v", the variable-size
+#: all-to-all that Neuron 2.32 ships (the runtime's AllToAllV on Trn2 and Trn3,
+#: ``nki.collectives.all_to_all_v``, the NKI Library's Permute/Unpermute A2AV kernels): each
+#: rank sends each peer exactly the tokens routed to it, after a small exchange of the counts
+EXCHANGE_METHODS: tuple[str, ...] = ("all-gather", "all-to-all", "all-to-all-v")
+#: bytes of one send count in all-to-all-v's metadata (an int32 per peer: an assumption; the
+#: NKI Library builds a metadata tensor from the routing, its layout is not costed here)
+A2AV_COUNT_BYTES = 4.0
+
+
+def dispatch_stacks() -> pd.DataFrame:
+    """Which Neuron stack dispatches MoE tokens with which exchange, from ``data/moe_dispatch.csv``.
+
+    Columns ``stack``, ``component`` (a key of ``data/components.csv``), ``exchange`` (of
+    :data:`EXCHANGE_METHODS`, or ``"none"``), ``status`` (the component's, from the status
+    table), ``evidence``, ``source_id``.
+
+    Examples
+    --------
+    >>> t = dispatch_stacks().set_index("stack")
+    >>> t.loc["vLLM Neuron (expert parallelism)", "exchange"]
+    'all-gather'
+    """
+    from trainium_lab import components
+
+    df = specs.read_data_csv("moe_dispatch.csv")
+    bad = set(df.exchange) - set(EXCHANGE_METHODS) - {"none"}
+    if bad:
+        raise ValueError(f"moe_dispatch.csv: unknown exchange {sorted(bad)}")
+    df["status"] = [components.status_label(c) for c in df.component]
+    return df[["stack", "component", "exchange", "status", "evidence", "source_id"]]
+
+
+def dispatch_exchange(component: str) -> str:
+    """The exchange a Neuron component dispatches MoE tokens with (:func:`dispatch_stacks`):
+    ``"all-gather"``, ``"all-to-all-v"`` or ``"none"`` (no expert parallelism). The planner's
+    ``ep_dispatch`` for a framework is ``dispatch_exchange(framework.component)``; all-to-all-v is
+    costed there as ``"all-to-all"`` at capacity factor 1.
+
+    Examples
+    --------
+    >>> dispatch_exchange("nxd-training"), dispatch_exchange("torchneuron"), dispatch_exchange("nki-library")
+    ('all-gather', 'none', 'all-to-all-v')
+    """
+    t = dispatch_stacks()
+    key = choice("component", component, tuple(dict.fromkeys(t.component)))
+    return str(t[t.component == key].exchange.iloc[0])
 
 
 def ep_exchange_bytes(n_tokens: float, d_model: int, experts_per_token: int, ep: int, *,
@@ -1026,12 +1074,16 @@ def ep_exchange_bytes(n_tokens: float, d_model: int, experts_per_token: int, ep:
     * ``"all-to-all"`` (GShard §2.2): every token goes to each of its ``k`` experts; a
       share ``1/ep`` of the copies stays on the rank, so ``(ep−1)/ep · c·T·k·h·b`` crosses
       the links (``c`` the capacity factor, 1 for dropless);
-    * ``"all-gather"`` (NxD): every rank gathers every other rank's ``T`` tokens whatever
-      their experts, ``(ep−1) · T·h·b``, and the outputs return by a reduce-scatter of the
-      same size.
+    * ``"all-gather"`` (NxD, vLLM Neuron): every rank gathers every other rank's ``T`` tokens
+      whatever their experts, ``(ep−1) · T·h·b``, and the outputs return by a reduce-scatter of
+      the same size;
+    * ``"all-to-all-v"`` (Neuron 2.32's variable-size all-to-all): each copy goes only where it
+      is routed, unpadded: ``(ep−1)/ep · T·k·h·b`` with a balanced router, whatever ``c``; the
+      counts travel first (``ep`` integers, :data:`A2AV_COUNT_BYTES` each), which this
+      function leaves out. With a skewed router the busiest receiver gets more than this mean.
 
     The ratio, all-gather over all-to-all, is ``ep / (c·k)``: 4 for Mixtral (top-2) at EP 8,
-    2 for Qwen3 (top-8) at EP 16 (:func:`ep_byte_ratio`).
+    2 for Qwen3 (top-8) at EP 16 (:func:`ep_byte_ratio`); all-to-all over all-to-all-v is ``c``.
 
     References
     ----------
@@ -1045,16 +1097,21 @@ def ep_exchange_bytes(n_tokens: float, d_model: int, experts_per_token: int, ep:
     >>> a2a = ep_exchange_bytes(8192, 4096, 2, 8, method="all-to-all")
     >>> ag / 2**20, a2a / 2**20, ag / a2a   # MiB, MiB, ratio ep/k
     (448.0, 112.0, 4.0)
+    >>> padded = ep_exchange_bytes(8192, 4096, 2, 8, method="all-to-all", capacity_factor=1.25)
+    >>> padded / ep_exchange_bytes(8192, 4096, 2, 8, method="all-to-all-v", capacity_factor=1.25)
+    1.25
     """
     t = positive("n_tokens", n_tokens)
     h = integer("d_model", d_model, minimum=1, maximum=10**7)
     k = integer("experts_per_token", experts_per_token, minimum=1, maximum=10**5)
     ep = integer("ep", ep, minimum=1, maximum=10**6)
-    method = choice("method", method, EP_DISPATCH_METHODS)
+    method = choice("method", method, EXCHANGE_METHODS)
     c = in_range("capacity_factor", capacity_factor, 0.0, 1e3, low_open=True)
     b = in_range("bytes_per_element", bytes_per_element, 0.0, 16.0, low_open=True)
     if method == "all-gather":
         return (ep - 1) * t * h * b
+    if method == "all-to-all-v":
+        c = 1.0   # no capacity padding on the wire
     return (ep - 1) / ep * c * t * k * h * b
 
 
@@ -1098,8 +1155,9 @@ def ep_exchange_s(n_tokens: float, d_model: int, experts_per_token: int, n_chips
                   capacity_factor: float = 1.0, bytes_per_element: float = 2.0) -> float:
     """Seconds for one MoE layer's dispatch **and** combine (forward) over ``n_chips`` packed chips.
 
-    ``"all-to-all"``: two :func:`all_to_all_s` of :func:`dispatch_bytes` per chip.
-    ``"all-gather"``: an all-gather of every chip's ``T·h·b`` bytes, then a reduce-scatter of
+    ``"all-to-all"``: two :func:`all_to_all_s` of :func:`dispatch_bytes` per chip (padded to
+    the capacity factor). ``"all-to-all-v"``: an all-to-all of the send counts (``n`` integers,
+    reused by the combine), then two all-to-alls of the unpadded bytes. ``"all-gather"``: an all-gather of every chip's ``T·h·b`` bytes, then a reduce-scatter of
     the gathered outputs (the same size), level by level (:func:`_ag_group`). On one ring of
     ``n`` chips the all-gather pair costs ``2/(c·k)`` of the ring all-to-all pair (the ring's
     ``n/2`` hop penalty cancels the all-gather's ``ep/k`` extra bytes); through a switch
@@ -1123,9 +1181,13 @@ def ep_exchange_s(n_tokens: float, d_model: int, experts_per_token: int, n_chips
     h = integer("d_model", d_model, minimum=1, maximum=10**7)
     k = integer("experts_per_token", experts_per_token, minimum=1, maximum=10**5)
     n = integer("n_chips", n_chips, minimum=1, maximum=10**7)
-    method = choice("method", method, EP_DISPATCH_METHODS)
+    method = choice("method", method, EXCHANGE_METHODS)
     if method == "all-to-all":
         return 2.0 * all_to_all_s(dispatch_bytes(t, h, k, capacity_factor, bytes_per_element), n, system)
+    if method == "all-to-all-v":
+        in_range("capacity_factor", capacity_factor, 0.0, 1e3, low_open=True)   # unpadded: c unused
+        counts = all_to_all_s(A2AV_COUNT_BYTES * n, n, system) if n > 1 else 0.0
+        return counts + 2.0 * all_to_all_s(dispatch_bytes(t, h, k, 1.0, bytes_per_element), n, system)
     c0 = in_range("capacity_factor", capacity_factor, 0.0, 1e3, low_open=True)
     del c0  # gathering raw tokens: no capacity padding on the wire
     b = in_range("bytes_per_element", bytes_per_element, 0.0, 16.0, low_open=True)
@@ -1137,8 +1199,12 @@ def ep_exchange_s(n_tokens: float, d_model: int, experts_per_token: int, n_chips
 
 def ep_exchange_table(model, *, tokens_per_chip: int = 8192, ep_chips: tuple[int, ...] = (4, 16, 64),
                       systems: tuple[str, ...] = ("trn2-ultraserver", "trn3-gen1-ultraserver"),
-                      bytes_per_element: float = 2.0) -> pd.DataFrame:
-    """Both dispatch methods side by side for one model: bytes and seconds per MoE layer (forward).
+                      bytes_per_element: float = 2.0, capacity_factor: float = 1.0) -> pd.DataFrame:
+    """The three exchanges side by side for one model: bytes and seconds per MoE layer (forward).
+
+    The all-to-all's buffers are padded to ``capacity_factor``; all-to-all-v sends only what is
+    routed, so at ``capacity_factor = 1`` the two move the same bytes (all-to-all-v adds the
+    counts' exchange).
 
     Returns
     -------
@@ -1152,7 +1218,7 @@ def ep_exchange_table(model, *, tokens_per_chip: int = 8192, ep_chips: tuple[int
     --------
     >>> t = ep_exchange_table("mixtral-8x7b", ep_chips=(8,), systems=("trn2-ultraserver",))
     >>> t[["method", "byte_ratio"]].values.tolist()
-    [['all-gather', 4.0], ['all-to-all', 1.0]]
+    [['all-gather', 4.0], ['all-to-all', 1.0], ['all-to-all-v', 1.0]]
     """
     m = _moe(model)
     tokens = integer("tokens_per_chip", tokens_per_chip, minimum=1, maximum=MAX_TOKENS)
@@ -1162,10 +1228,10 @@ def ep_exchange_table(model, *, tokens_per_chip: int = 8192, ep_chips: tuple[int
     for name in names:
         for n in sizes:
             got = {meth: (ep_exchange_bytes(tokens, m.d_model, m.experts_per_token, n, method=meth,
-                                            bytes_per_element=bytes_per_element),
+                                            bytes_per_element=bytes_per_element, capacity_factor=capacity_factor),
                           ep_exchange_s(tokens, m.d_model, m.experts_per_token, n, name, method=meth,
-                                        bytes_per_element=bytes_per_element))
-                   for meth in EP_DISPATCH_METHODS}
+                                        bytes_per_element=bytes_per_element, capacity_factor=capacity_factor))
+                   for meth in EXCHANGE_METHODS}
             a2a_bytes, a2a_s = got["all-to-all"]
             for meth, (nbytes, secs) in got.items():
                 rows.append(dict(system=name, ep_chips=n, method=meth, bytes_received_per_chip=nbytes,

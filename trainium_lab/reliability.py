@@ -973,13 +973,13 @@ def recovery_facts(topic: str | None = None) -> pd.DataFrame:
 
     Parameters
     ----------
-    topic : {"checkpoint", "fsx lustre", "hyperpod", "llama3 storage", "s3"}, optional
+    topic : {"checkpoint", "fsx lustre", "hyperpod", "hyperpod tiered checkpointing", "llama3 storage", "s3"}, optional
         Keep one topic.
 
     Examples
     --------
     >>> sorted(recovery_facts().topic.unique())
-    ['checkpoint', 'fsx lustre', 'hyperpod', 'llama3 storage', 's3']
+    ['checkpoint', 'fsx lustre', 'hyperpod', 'hyperpod tiered checkpointing', 'llama3 storage', 's3']
     """
     df = _recovery_facts_table().copy()
     if topic is not None:

@@ -46,8 +46,10 @@ q3 = Exercise(
     hint=("The cut comes from asking the host for a value mid-step. Which rewrite keeps the decision on "
           "the device, so the whole step stays one graph?"),
     solution=("# (a) moves `loss.item()` after the optimizer step: still a host read, still a cut and a sync.\n"
-              "# (b) computes the skip on the device (scale the update by torch.where(loss > 10, 0, 1)),\n"
-              "#     so nothing is read back: one graph per step, cut only where MpDeviceLoader marks the step.\n"
+              "# (b) decides the skip on the device: torch.where(loss > 10, old, new) on the parameters and the\n"
+              "#     optimizer state keeps the step a true skip, and nothing is read back: one graph per step,\n"
+              "#     cut only where MpDeviceLoader marks the step. (Scaling the update by 0 would not skip an\n"
+              "#     Adam step: the moments decay, parameters move by m/sqrt(v), weight decay applies.)\n"
               "# (c) an extra xm.mark_step() before the check makes the cut explicit; it stays every step.\n"
               "answer_3 = 'b'"),
     mistakes=[("a", "`loss.item()` after the optimizer step still reads a value back mid-step: the cut moves, "
