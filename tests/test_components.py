@@ -236,14 +236,9 @@ RELEASE = re.compile(r"\b2\.\d\d\b")
 #: test fails on a stale pair as it does on a new one, so the list only shrinks.
 KNOWN_OUTSTANDING = {
     ("00_start_here.ipynb", "nxd-training"),
-    ("01_hardware.ipynb", "nxd-inference"),
     ("04_sizing.ipynb", "nxd-training"),
-    ("05_parallel_layouts.ipynb", "nxd-training"),
     ("09_serving.ipynb", "nxd-inference"),
-    ("11_capstone.ipynb", "neuron-parallel-compile"),
     ("11_capstone.ipynb", "nxd-inference"),
-    ("11_capstone.ipynb", "nxd-training"),
-    ("11_capstone.ipynb", "torch-neuronx"),
     ("docs/cheatsheet.md", "nxd-inference"),
     ("docs/cheatsheet.md", "nxd-training"),
 }

@@ -226,6 +226,10 @@ OVERRIDES = {
     "moe.aux_free_bias_update": {"bias": (0.0, 0.0), "expert_loads": (3, 1)},
     "planning.price": {"instance": "p5.48xlarge"},
     "planning.plan_run": {"usd_per_hour": 40.0, "n_systems": 1},
+    "planning.plan": {"job": __import__("trainium_lab.planning", fromlist=["Job"]).Job("llama3-8b", 1e11),
+                      "cluster": __import__("trainium_lab.planning", fromlist=["ClusterSpec"]).ClusterSpec(
+                          n_systems=1),
+                      "cost": __import__("trainium_lab.planning", fromlist=["CostSpec"]).CostSpec(usd_per_hour=40.0)},
     "planning.plan_serving": {"usd_per_hour": 40.0},
     "planning.compare_platforms": {"mfu": {"trn2.48xlarge": 0.4, "p5.48xlarge": 0.4}},
     "planning.check_price_claim": {"claim_id": "trn2-price-performance"},

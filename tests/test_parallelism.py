@@ -270,3 +270,33 @@ def test_tp_split_chart_texts_do_not_overlap(block, tp):
         for b in plot[i + 1:]:
             apart = a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
             assert apart, (a, b)
+
+
+# ------------------------------------------------------------------ issue 39: the ZeRO rules
+
+parallelism = P
+
+
+def test_fsdp_threshold_equals_the_dp_threshold_when_weights_and_gradients_match():
+    # the FSDP/ZeRO-3 condition per micro-batch is the DP condition when w = g (derived in chapter 05)
+    for n in (2, 8, 64):
+        for g in (2.0, 4.0):
+            assert parallelism.fsdp_compute_bound_tokens(667e12, 25e9, n=n, mfu=0.3, weight_bytes_per_param=g,
+                                                         grad_bytes_per_param=g) == pytest.approx(
+                parallelism.dp_compute_bound_tokens(667e12, 25e9, n=n, mfu=0.3, grad_bytes_per_param=g), rel=1e-12)
+    # FP32 parameters (TorchNeuron's autocast recipe) double it
+    a = parallelism.fsdp_compute_bound_tokens(667e12, 25e9, n=8)
+    assert parallelism.fsdp_compute_bound_tokens(667e12, 25e9, n=8, weight_bytes_per_param=4,
+                                                 grad_bytes_per_param=4) == pytest.approx(2 * a, rel=1e-12)
+    with pytest.raises(ValueError, match="mfu"):
+        parallelism.fsdp_compute_bound_tokens(667e12, 25e9, mfu=0.0)
+
+
+def test_zero2_with_accumulation_sends_m_plus_one_over_two_times_zero1():
+    for m in (1, 4, 64):
+        t = parallelism.zero_traffic_table(8, m).set_index("zero_stage")
+        assert t.loc[2, "vs_stage_1"] == pytest.approx((m + 1) / 2, rel=1e-12)
+        assert t.loc[0, "total_bytes_per_param"] == t.loc[1, "total_bytes_per_param"]
+        assert t.loc[3, "total_bytes_per_param"] > t.loc[2, "total_bytes_per_param"]
+    with pytest.raises(ValueError, match="n_micro_batches"):
+        parallelism.zero_traffic_table(8, 0)

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trainium_lab import compilation, layouts, planning, reliability, serving, sizing, specs
+from trainium_lab import compilation, frameworks, layouts, planning, reliability, serving, sizing, specs
 from trainium_lab.units import GB, GiB, day, hour, minute
 from trainium_lab.views import planning as views
 
@@ -128,7 +128,8 @@ def test_launch_names_and_claims_are_sourced():
 ])
 def test_plan_reproduces_chapter_04_sizing(n_params, n_tokens, gib, chips, systems, inst_days):
     model = "llama3-8b" if n_params == 8e9 else "llama3-70b"
-    p = planning.plan_run(model, n_tokens, system="trn2.48xlarge", mfu=0.40, usd_per_hour=40.0)
+    # the teaching search (framework="any"): chapter 04's bf16-adam recipe, no framework's own
+    p = planning.plan_run(model, n_tokens, system="trn2.48xlarge", mfu=0.40, usd_per_hour=40.0, framework="any")
     ref = sizing.size_job(n_params, n_tokens, system="trn2.48xlarge", mfu=0.40)
     assert p.sizing == ref                                   # exactly chapter 04's call
     assert round(p.sizing.state_bytes / GiB) == gib
@@ -156,7 +157,11 @@ def test_plan_of_a_given_layout_reproduces_the_405b_worked_example():
                                 ffn_dim=53248, n_params=405e9)
     lay = layouts.layout(m405, tp=64, pp=4, dp=2, zero_stage=1, micro_batch=1, n_micro_batches=16,
                          recompute="selective", system="trn2-ultraserver", lnc=2)
-    p = planning.plan_run(m405, 1e11, layout=lay, usd_per_hour=40.0, min_headroom_fraction=0.0)
+    # PP with ZeRO-1 is NxD's layout (end of support): the teaching search evaluates it, labelled
+    with pytest.raises(ValueError, match="layout: no framework current"):
+        planning.plan_run(m405, 1e11, layout=lay, usd_per_hour=40.0, min_headroom_fraction=0.0)
+    p = planning.plan_run(m405, 1e11, layout=lay, usd_per_hour=40.0, min_headroom_fraction=0.0, framework="any")
+    assert p.framework is None and "teaching search" in p.framework_text
     assert round(p.estimate.state_bytes / GiB, 1) == 58.9
     assert round((p.estimate.hbm_bytes - p.estimate.state_bytes) / GiB, 1) == 37.1
     assert p.search is None and p.n_systems == 2
@@ -272,8 +277,10 @@ def _brute_force_fewest(model, n_tokens, deadline_s, upto, **kw):
 BRUTE_FORCE_CASES = [
     # the issue's setting: checkpoints at the old default of 10 GB/s for the whole job
     # (and its MFU: 40 %, the value before the calibrated default of issue 24)
+    # (the teaching search: without PP no layout of 144-chip systems divides batch 2048)
     ("llama3-405b", 1e12, 60 * day, dict(system="trn3-gen2-ultraserver", lnc=2, global_batch=2048, mfu=0.40,
-                                         usd_per_hour=74.24, checkpoint_write_bytes_per_s=10 * GB), 16),
+                                         usd_per_hour=74.24, checkpoint_write_bytes_per_s=10 * GB,
+                                         framework="any"), 16),
     ("llama3-405b", 15e12, 90 * day, dict(system="trn2-ultraserver", usd_per_hour=40.0, mfu=0.40,
                                           checkpoint_write_bytes_per_s=1e12), None),
     ("llama3-8b", 1e12, 10 * day, dict(system="trn2.48xlarge", usd_per_hour=40.0), None),
@@ -299,7 +306,8 @@ def test_deadline_search_is_the_exact_minimum_by_brute_force(model, n_tokens, de
 def test_the_issues_two_cases():
     # issue 25: 405B/1T on Trn3 Gen2 UltraServers, LNC 2, batch 2048, 60 d -> 16 (59.7 d), not 32
     # (at the issue's 10 GB/s checkpoints; the scaling default writes faster and meets it sooner)
-    kw = dict(system="trn3-gen2-ultraserver", lnc=2, global_batch=2048, usd_per_hour=74.24, mfu=0.40)
+    kw = dict(system="trn3-gen2-ultraserver", lnc=2, global_batch=2048, usd_per_hour=74.24, mfu=0.40,
+              framework="any")  # the teaching search: no current framework has PP (issue 39)
     p = planning.plan_run("llama3-405b", 1e12, deadline_s=60 * day, checkpoint_write_bytes_per_s=10 * GB, **kw)
     assert p.n_systems == 16 and 59 < p.days <= 60
     assert planning.plan_run("llama3-405b", 1e12, deadline_s=60 * day, **kw).n_systems <= 16
@@ -311,7 +319,7 @@ def test_the_issues_two_cases():
 
 def test_the_deadline_floor_never_exceeds_a_plan():
     # the search rules counts out by the wall time at perfect scaling: it must be below every plan's
-    kw = dict(system="trn2-ultraserver", lnc=2, usd_per_hour=40.0, global_batch=2048)
+    kw = dict(system="trn2-ultraserver", lnc=2, usd_per_hour=40.0, global_batch=2048, framework="any")
     for n in (2, 3, 8, 12, 16):
         p = planning.plan_run("llama3-405b", 1e12, n_systems=n, **kw)
         ideal_s = sizing.instance_days(sizing.training_flops(sizing.preset("llama3-405b").n_params, 1e12), 0.4, "trn2-ultraserver") * day / 4
@@ -450,7 +458,13 @@ def test_launch_environment_follows_the_plan(p405):
     src = planning.launch_environment(sr).set_index("name").source
     assert "JAX NeuronX Environment Variables" in src["NEURON_RT_STOCHASTIC_ROUNDING_EN"]
     assert "XLA_USE_BF16" not in src["NEURON_RT_STOCHASTIC_ROUNDING_EN"]
-    assert env_sr["NEURON_COMPILE_CACHE_URL"].startswith("/var/tmp/neuron-compile-cache")
+    # issue 39 (audit 11-7): each current framework's own compile cache; NEURON_COMPILE_CACHE_URL is
+    # torch-neuronx's (legacy), kept for NxD and the teaching search
+    cache_name = {"torchneuron": "TORCH_NEURONX_NEFF_CACHE_DIR", "jax": "jax compilation cache"}[sr.framework]
+    assert env_sr[cache_name].startswith("(unset") and "NEURON_COMPILE_CACHE_URL" not in env_sr.index
+    teach = planning.plan_run("llama3-8b", 1e11, n_systems=1, usd_per_hour=40.0, cache="local", framework="any")
+    env_t = planning.launch_environment(teach).set_index("name").value
+    assert env_t["NEURON_COMPILE_CACHE_URL"].startswith("/var/tmp/neuron-compile-cache")
     assert "NEURON_RT_ROOT_COMM_ID" not in env_sr.index
 
 
@@ -473,9 +487,19 @@ def test_fp8_flags_carry_the_compilers_fp32_only_caveat():
 def test_preflight_expects_chapter_03s_bus_bandwidth(p405):
     c = planning.preflight_checks(p405).set_index("step")
     tp = c.loc["collective benchmark: tp (instance level)"]
-    # a bandwidth-bound ring's bus bandwidth is the per-chip link speed (chapter 03): 1,024 GB/s
-    assert tp.value == pytest.approx(specs.link("trn2-neuronlink-intra").bytes_per_s, rel=1e-12)
+    # issue 39 (audit 11-9): the row expects the calibrated bus bandwidth of chapter 03's one collective
+    # model and names the bound beside it, so that a healthy measurement does not read as a failure
+    from trainium_lab import collectives
+
+    cost = collectives.neuron_collective("all_reduce", GiB, n_ranks=64, system="trn2-ultraserver", n_systems=1,
+                                         chips_per_system=16, lnc=2)
+    assert tp.value == pytest.approx(collectives.bus_factor("all_reduce", 64) * GiB / cost.expected_s, rel=1e-12)
+    assert tp.value < specs.link("trn2-neuronlink-intra").bytes_per_s
+    assert "expected" in tp.expect and "bound" in tp.expect
     assert "nccom-test -r 64" in tp.command
+    # today's tools (Neuron 2.32): no neuron_parallel_compile; neuron-explorer capture for a profile
+    assert not any("neuron_parallel_compile " in cmd for cmd in c.command if not cmd.startswith("run "))
+    assert "neuron-explorer capture" in c.loc["profile one step"].command
     dp = c.loc["collective benchmark: dp (efa level)"]
     # spanning UltraServers, the group is hierarchical (issue 24): only each rank's 1/4 shard crosses
     # EFA, so its bus bandwidth can pass EFA's per-chip 25 GB/s, but never the model's bound
@@ -785,7 +809,7 @@ def test_one_billing_unit_and_a_price_per_chip():
     assert planning.billing_unit("trn2-ultraserver") == ("trn2u.48xlarge", 16, True)
     assert planning.billing_unit("trn3-gen1-ultraserver")[1:] == (16, False)
     assert planning.billing_unit("trn3-gen2-ultraserver")[1:] == (4, False)
-    kw = dict(n_systems=16, lnc=2, global_batch=2048)
+    kw = dict(n_systems=16, lnc=2, global_batch=2048, framework="any")  # teaching: 144-chip systems need PP here
     g1 = planning.plan_run("llama3-405b", 1e11, system="trn3-gen1-ultraserver", usd_per_chip_hour=4.0, **kw)
     g2 = planning.plan_run("llama3-405b", 1e11, system="trn3-gen2-ultraserver", usd_per_chip_hour=4.0, **kw)
     assert g1.usd_per_hour == 64.0 and g2.usd_per_hour == 16.0         # the same price per chip-hour
@@ -862,3 +886,90 @@ def test_xla_use_bf16_is_marked_legacy_with_the_release_that_ended_it():
     assert src["status"] == "archived" and "readthedocs" not in src["reference"]   # no link to the removed page
     p = planning.plan_run("llama3-8b", 1e11, n_systems=1, usd_per_hour=40.0, recipe_name="bf16-sr-adam")
     assert "XLA_USE_BF16" not in set(planning.launch_environment(p).name)
+
+
+# ------------------------------------------------------------------ issue 39: frameworks and overlap
+
+
+def test_the_default_405b_plan_runs_on_a_current_framework_with_its_own_overlap():
+    # issue 39's done-when: every default but a price (none is sourced for Trn2)
+    p = planning.plan_run("llama3-405b", 15e12, deadline_s=90 * day, usd_per_hour=40.0)
+    assert p.framework is not None and frameworks.is_current(p.framework)
+    assert p.framework in frameworks.layout_runnable_by(p.layout)           # it runs the layout
+    own = frameworks.overlap_schedule(p.framework, p.inputs["overlap_setting"])
+    assert (p.inputs["gather_overlap"], p.inputs["reduce_overlap"]) == (own.gather_overlap, own.reduce_overlap)
+    assert p.flags == own.flags and (own.reduce_overlap == 0.0 or p.flags)  # overlap of reductions needs flags
+    assert p.layout.pp == 1 and p.meets_deadline
+    assert p.framework_text in p._repr_markdown_()
+    table = p.inputs_table().set_index("input")
+    assert "training framework" in table.index and "overlap schedule" in table.index
+
+
+def test_the_teaching_search_is_labelled_and_reproduces_the_old_default():
+    t = planning.plan_run("llama3-405b", 1e12, system="trn2-ultraserver", n_systems=2, lnc=2, usd_per_hour=40.0,
+                          framework="any")
+    assert t.framework is None and t.inputs["overlap_setting"] == "ideal"
+    assert "teaching search" in t.inputs_table().set_index("input").loc["training framework", "basis"]
+    # the ideal schedule is the old model: exposed = max(0, total − o·window)
+    e = t.estimate
+    assert e.time_s["dp_exposed"] == pytest.approx(max(0.0, e.dp_comm_s - e.overlap_window_s), rel=1e-12)
+
+
+def test_the_compiler_default_leaves_gradient_reductions_exposed():
+    # AWS's overlap page: FSDP reduce-scatters at the end of the backward pass unless token threading
+    lay = layouts.layout("llama3-8b", tp=8, dp=16, zero_stage=3, micro_batch=1, n_micro_batches=4,
+                         system="trn2.48xlarge", n_systems=2, lnc=2)
+    default = layouts.evaluate(lay, overlap_schedule=frameworks.overlap_schedule("jax"))
+    threaded = layouts.evaluate(lay, overlap_schedule=frameworks.overlap_schedule("jax", "token-threading"))
+    ideal = layouts.evaluate(lay)
+    assert threaded.time_s["dp_exposed"] == ideal.time_s["dp_exposed"]
+    assert default.time_s["dp_exposed"] > threaded.time_s["dp_exposed"]
+    assert default.step_s > threaded.step_s
+    with pytest.raises(ValueError, match="overlap_schedule"):
+        layouts.evaluate(lay, overlap_schedule="jax")
+
+
+def test_plan_run_refuses_a_framework_that_cannot_train_on_the_chip():
+    with pytest.raises(ValueError):
+        planning.plan_run("llama3-8b", 1e11, system="trn1.32xlarge", n_systems=4, framework="torchneuron",
+                          usd_per_hour=21.5, max_systems=4)
+
+
+GRID_BEFORE = json.loads((ROOT / "tests" / "plan_run_grid_before_issue39.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("case", GRID_BEFORE, ids=[f"{g['model']}-{i}" for i, g in enumerate(GRID_BEFORE)])
+def test_the_specs_pipeline_reproduces_plan_run_before_issue_39(case):
+    # tests/plan_run_grid_before_issue39.json: plan_run's results at commit 62b347d (before the
+    # specs, the frameworks and the overlap schedules) on a grid of systems, modes, MFUs,
+    # checkpoints, caches and purchase options. The teaching search (framework="any") is that
+    # model unchanged; the default now plans with a current framework, which changes them.
+    kw = dict(case["kwargs"])
+    old = case["results"]
+    if "error" in old:
+        with pytest.raises(ValueError, match=old["error"]):
+            planning.plan_run(case["model"], case["n_tokens"], framework="any", **kw)
+        return
+    p = planning.plan_run(case["model"], case["n_tokens"], framework="any", **kw)
+    assert (p.n_systems, p.layout.label()) == (old["n_systems"], old["layout"])
+    for k in ("step_s", "wall_s", "cost_usd", "days_low", "days_high", "lost_fraction"):
+        got = p.step_s if k == "step_s" else (p.results[k] if k in p.results else getattr(p, k))
+        assert got == pytest.approx(old[k], rel=1e-12), k
+    assert [float(x) for x in p.sensitivity.swing_usd] == pytest.approx(old["swing_usd"], rel=1e-12)
+
+
+def test_plan_from_specs_equals_plan_run_with_keywords():
+    kw = dict(system="trn2.48xlarge", n_systems=2, usd_per_hour=40.0, mfu=0.35, checkpoint_mode="async",
+              snapshot_s=5.0, cache="local", compile_s=600.0)
+    a = planning.plan_run("llama3-70b", 1e12, **kw)
+    b = planning.plan(planning.Job("llama3-70b", 1e12),
+                      planning.ClusterSpec("trn2.48xlarge", n_systems=2),
+                      planning.Execution(mfu=0.35),
+                      planning.ReliabilitySpec(checkpoint_mode="async", snapshot_s=5.0),
+                      planning.CompilationSpec(compile_s=600.0, cache="local"),
+                      planning.CostSpec(usd_per_hour=40.0))
+    assert (a.framework, a.layout, a.wall_s, a.cost_usd) == (b.framework, b.layout, b.wall_s, b.cost_usd)
+    with pytest.raises(ValueError, match="cluster"):
+        planning.plan(planning.Job("llama3-8b", 1e11), "trn2.48xlarge")
+    with pytest.raises(ValueError, match="n_tokens"):
+        planning.plan(planning.Job("llama3-8b", -1.0), cost=planning.CostSpec(usd_per_hour=40.0))

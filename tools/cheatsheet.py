@@ -117,6 +117,11 @@ def rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
          "ranks = chips × cores per chip ÷ LNC",
          f"trn2.48xlarge at LNC=2: {cc.ranks} ranks of {cc.hbm_bytes_per_logical_core / GiB:.0f} GiB"))
 
+    d2 = roofline.engine_element_rates("trn2")
+    add(("01", ("vector/scalar engine rate = data-path",), "Rate the vector and scalar engines by their data "
+         "paths, not the pages' TFLOPS: fused attention is bound by them", "elements per cycle × clock × cores",
+         f"Trn2: vector {d2['vector'] / 1e12:.2f}, scalar {d2['scalar'] / 1e12:.2f} T element ops/s"))
+
     # 02 · numerics
     bf16, e4, e5 = (numerics.format_info(d) for d in ("bfloat16", "float8_e4m3fn", "float8_e5m2"))
     add(("02", ("mantissa bits resolve",), "m mantissa bits resolve one part in 2^m; smaller updates vanish under "
@@ -210,7 +215,16 @@ def rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
          f"Llama 3 405B on 4 stages: {-(-L405 // 4)} layers, +{-(-L405 // 4) / (L405 / 4) - 1:.1%}"))
     add(("05", ("tp degree",), "Say a TP degree in ranks and in chips", "chips = ranks ÷ ranks per chip",
          f"TP64 ranks = {64 // topology.ranks_per_chip('trn2', 2)} chips (Trn2, LNC=2), "
-         f"{64 // topology.ranks_per_chip('trn3', 1)} chips (Trn3, LNC=1)"))
+         f"{64 // topology.ranks_per_chip('trn3', 2)} chips (Trn3, LNC=2; both defaults)"))
+    b_fsdp = parallelism.fsdp_compute_bound_tokens(t2.dense_flops_per_s["bf16"], efa, mfu=sizing.default_mfu())
+    add(("05", ("zero-3 (fsdp) hides, per micro-batch",), "ZeRO-3 (FSDP) hides when every micro-batch carries "
+         "enough tokens and the schedule overlaps it (JAX: NEURON_FSDP=1)",
+         "b*_FSDP = (n−1)/n · MFU · C/W · max(w/2, (w+g)/4)",
+         f"Trn2 EFA, calibrated MFU, BF16: {b_fsdp:,.0f} tokens"))
+    zt = parallelism.zero_traffic_table(8, 32).set_index("zero_stage")
+    add(("05", ("zero-2 against zero-1 with",), "With gradient accumulation ZeRO-2 sends (m + 1)/2 times ZeRO-1's "
+         "bytes: shard gradients only when memory needs it", "ZeRO-2 ÷ ZeRO-1 = (m + 1)/2",
+         f"m = 32: ×{zt.loc[2, 'vs_stage_1']:.1f}"))
 
     # 06 · failure modes
     s = reliability.llama3_summary()
@@ -372,7 +386,7 @@ def rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
          f"Llama 3 8B at {m8.seq_len:,} tokens: +{q8.results['instance_hours'] / floor_h - 1:.0%}"))
     # chapter 11's own plan: one definition (planning.CAPSTONE_405B_RUN), the bandwidth printed from it
     p405 = planning.capstone_405b_plan()
-    add(("11", ("at ~2,500 chips",), "At thousands of chips the job MTBF is under a day and failures and checkpoints "
+    add(("11", ("at thousands of chips",), "At thousands of chips the job MTBF is under a day and failures and checkpoints "
          "take a large share", "lost = checkpoints + rework + restarts",
          f"{p405.n_chips:,} chips: job MTBF {p405.results['job_mtbf_s'] / hour:.1f} h, "
          f"{p405.results['lost_fraction']:.1%} lost at "

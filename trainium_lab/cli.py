@@ -343,10 +343,10 @@ def _framework_row(plan) -> str:
 
     key = plan.inputs.get("framework")
     if key:
-        f = frameworks.framework(key)
-        return f"{f.name} ({f.status})"
+        return plan.framework_text  # name, status since release, overlap schedule and its flags
     who = frameworks.layout_runnable_by(plan.layout)
-    return ("none named; runnable by " + ", ".join(who)) if who else "none named; no Neuron framework runs it"
+    return ("teaching search (--framework any): " + (("runnable by " + ", ".join(who)) if who
+                                                       else "no Neuron framework runs it"))
 
 
 _SHAPE_FLAGS = {"layers": "n_layers", "d_model": "d_model", "heads": "n_heads", "kv_heads": "n_kv_heads",
@@ -512,8 +512,7 @@ def _cmd_plan(args: argparse.Namespace) -> None:
         rows.append(("count search", f"exact: {len(plan.systems_tried)} counts planned, {plan.systems_bounded} "
                                      "ruled out by the state and perfect-scaling floors"))
     if plan.deadline_s is not None:
-        rows.append(("deadline", f"{units.format_seconds(plan.deadline_s)}: "
-                                 f"{'met' if plan.meets_deadline else 'missed'}"))
+        rows.append(("deadline", plan.deadline_text))
     data = {
         "inputs": {"model": plan.model.key, "n_params": plan.model.n_params, "n_tokens": plan.n_tokens,
                    "system": plan.system, "n_systems": plan.n_systems, "lnc": plan.lnc,
@@ -781,9 +780,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--global-batch", default=None, help="sequences per step (default: the model's published "
                    "batch for the phase that trains most of --tokens, data/batch_schedules.csv; else 1024)")
     p.add_argument("--recipe", help="precision recipe (default: the --framework's, else bf16-adam)")
-    p.add_argument("--framework", choices=["torchneuron", "nxd", "jax"],
-                   help="plan only what this training framework can run, with its recipe and checkpoints "
-                        "(default: any layout; the plan says which frameworks can run it)")
+    p.add_argument("--framework", choices=["torchneuron", "nxd", "jax", "any"],
+                   help="plan only what this training framework can run, with its recipe, checkpoints and "
+                        "overlap schedule (default: the best of the frameworks current on the cited SDK; "
+                        "'any': the teaching search, every layout, no framework checked)")
     p.add_argument("--dtype", help="number format of the matmuls, bf16 or fp8 (default: fp8 for an "
                                    "fp8-... recipe, else bf16)")
     out = p.add_mutually_exclusive_group()

@@ -40,7 +40,9 @@ from trainium_lab._validate import choice, integer, positive
 
 __all__ = ["Framework", "FRAMEWORK_KEYS", "PARALLELISMS", "framework", "frameworks", "frameworks_table",
            "runnable_mask", "runnable_by", "checkpoint_bytes_per_param", "resolve_framework",
-           "CONVENTIONS", "recipes_side_by_side", "checkpoint_load_s", "layout_runnable_by"]
+           "CONVENTIONS", "recipes_side_by_side", "checkpoint_load_s", "layout_runnable_by",
+           "OverlapSchedule", "overlap_schedules", "overlap_schedule", "IDEAL_SCHEDULE", "is_current",
+           "current_frameworks", "status_text", "CURRENT_STATUSES"]
 
 #: the frameworks of ``data/frameworks.csv``, in table order
 FRAMEWORK_KEYS: tuple[str, ...] = ("torchneuron", "nxd", "jax")
@@ -102,6 +104,7 @@ class Framework:
     checkpoint_load: str
     sources: dict
     notes: dict
+    train_chips: tuple[str, ...] = ()
 
     @property
     def current(self) -> bool:
@@ -152,7 +155,7 @@ def _records() -> dict[str, Framework]:
             interleaved_rule=f.get("interleaved_rule", ""), recipe=recipe_key,
             stochastic_rounding=f.get("stochastic_rounding", ""),
             precision_control=f.get("precision_control", ""), checkpoint_components=comps,
-            checkpoint_load=f.get("checkpoint_load", ""),
+            checkpoint_load=f.get("checkpoint_load", ""), train_chips=_list(f.get("train_chips", "")),
             sources=dict(zip(rows.field, rows.source_id)), notes=dict(zip(rows.field, rows.note)))
     return out
 
@@ -408,3 +411,124 @@ def checkpoint_load_s(fw: str | Framework, checkpoint_bytes: float, read_bytes_p
         t += size / chips / bw
     return t
 
+
+
+# ------------------------------------------------------------------ status and overlap (issue 39)
+
+#: statuses under which a team can train with a framework today (the status table's, one home)
+CURRENT_STATUSES: tuple[str, ...] = components.CURRENT_STATUSES
+
+
+def is_current(fw: str | Framework) -> bool:
+    """Whether a team can train with ``fw`` on the SDK the course cites (:attr:`Framework.current`).
+
+    Examples
+    --------
+    >>> is_current("nxd"), is_current("jax")
+    (False, True)
+    """
+    return framework(fw).current
+
+
+def status_text(fw: str | Framework) -> str:
+    """``"closed beta since 2.29"``-style status of ``fw`` (:func:`trainium_lab.components.status_label`)."""
+    return components.status_label(framework(fw).component)
+
+
+def current_frameworks(chip: str | None = None) -> tuple[Framework, ...]:
+    """The frameworks a team can train with today (:func:`is_current`), in table order; with
+    ``chip`` (``"trn2"``...), only those that run on it (``train_chips``; empty = any chip).
+
+    Examples
+    --------
+    >>> [f.key for f in current_frameworks()], [f.key for f in current_frameworks("trn1")]
+    (['torchneuron', 'jax'], ['jax'])
+    """
+    return tuple(f for f in frameworks() if is_current(f)
+                 and (chip is None or not f.train_chips or chip in f.train_chips))
+
+
+@dataclass(frozen=True)
+class OverlapSchedule:
+    """Where a framework's schedule places the data-parallel collectives (``data/overlap_schedules.csv``).
+
+    Attributes
+    ----------
+    framework, setting : str
+        A key of ``data/frameworks.csv`` (or ``"any"``, the teaching search) and
+        ``"compiler-default"``, ``"token-threading"`` or ``"ideal"``.
+    flags : tuple of str
+        Environment variables the setting needs (``"NEURON_FSDP=1"``...).
+    gather_overlap, reduce_overlap : float
+        Shares of the weight all-gathers and of the gradient reductions placed behind compute.
+    experimental : bool
+        Whether AWS's page calls the mechanism experimental.
+    source_id, note : str
+    """
+
+    framework: str
+    setting: str
+    flags: tuple[str, ...]
+    gather_overlap: float
+    reduce_overlap: float
+    experimental: bool
+    source_id: str
+    note: str
+
+    def __repr__(self) -> str:
+        return (f"OverlapSchedule({self.framework}/{self.setting}: gathers {self.gather_overlap:g}, "
+                f"reductions {self.reduce_overlap:g} behind compute; flags {' '.join(self.flags) or 'none'})")
+
+    def flags_text(self) -> str:
+        """The flags as a shell line (``"none"`` when the setting needs none)."""
+        return " ".join(self.flags) or "none"
+
+
+@functools.cache
+def _schedules() -> tuple[OverlapSchedule, ...]:
+    df = specs.read_data_csv("overlap_schedules.csv")
+    out = []
+    for _, r in df.iterrows():
+        flags = "" if r["flags"] != r["flags"] else str(r["flags"])
+        out.append(OverlapSchedule(str(r.framework), str(r.setting), _list(flags), float(r.gather_overlap),
+                                   float(r.reduce_overlap), str(r.experimental).lower() == "true",
+                                   str(r.source_id), str(r.note)))
+    return tuple(out)
+
+
+def overlap_schedules(fw: str | Framework | None = None) -> tuple[OverlapSchedule, ...]:
+    """Every documented schedule of ``fw`` (compiler default first); ``None``: the teaching one.
+
+    Examples
+    --------
+    >>> [s.setting for s in overlap_schedules("jax")]
+    ['compiler-default', 'token-threading']
+    """
+    key = "any" if fw is None else framework(fw).key
+    return tuple(s for s in _schedules() if s.framework == key)
+
+
+def overlap_schedule(fw: str | Framework | None = None, setting: str | None = None) -> OverlapSchedule:
+    """One schedule of ``fw``: ``setting`` (default the compiler's default; ``None`` framework:
+    the teaching ``"ideal"``, every collective behind compute).
+
+    References
+    ----------
+    AWS, "Compute-Communication Overlap in Neuron" (Neuron 2.32, neuron-runtime/explore/compute-comm-overlap.rst).
+
+    Examples
+    --------
+    >>> s = overlap_schedule("jax", "token-threading")
+    >>> s.flags, s.reduce_overlap
+    (('NEURON_FSDP=1', 'NEURON_FSDP_CC_MULTISTREAM=1'), 1.0)
+    >>> overlap_schedule("torchneuron").reduce_overlap
+    0.0
+    """
+    rows = overlap_schedules(fw)
+    if setting is None:
+        return rows[0]
+    return {s.setting: s for s in rows}[choice("setting", setting, tuple(s.setting for s in rows))]
+
+
+#: the teaching search's schedule: every data-parallel collective placed behind compute
+IDEAL_SCHEDULE = "ideal"

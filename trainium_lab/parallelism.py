@@ -61,7 +61,7 @@ from trainium_lab._validate import choice, in_range, integer, positive, sequence
 from trainium_lab.sizing import MLP_KINDS, activation_options, preset
 
 __all__ = [
-    "MLP_MATMULS", "dp_compute_bound_tokens", "TPBlockTimes", "tp_mlp_times", "tp_limit_chips",
+    "MLP_MATMULS", "dp_compute_bound_tokens", "fsdp_compute_bound_tokens", "zero_traffic_table", "TPBlockTimes", "tp_mlp_times", "tp_limit_chips",
     "level_ratios_table", "tp_limit_table",
     "PIPELINE_SCHEDULES", "PipelineSchedule", "pipeline_schedule", "one_f_one_b_schedule",
     "gpipe_schedule",
@@ -133,6 +133,108 @@ def dp_compute_bound_tokens(peak_flops_per_s: float, bandwidth_bytes_per_s: floa
     # chapter 03's rule (one home): the compute rate is the peak times the MFU
     return collectives.dp_comm_bound_tokens_per_chip(mfu * c, bandwidth_bytes_per_s, n,
                                                      grad_bytes_per_param=grad_bytes_per_param)
+
+
+def fsdp_compute_bound_tokens(peak_flops_per_s: float, bandwidth_bytes_per_s: float, *,
+                              n: int | None = None, weight_bytes_per_param: float = 2.0,
+                              grad_bytes_per_param: float = 2.0, mfu: float = 1.0) -> float:
+    """Tokens per micro-batch and replica above which FSDP (ZeRO-3) traffic hides behind each layer.
+
+    ZeRO-3 keeps ``1/n`` of a layer's ``N_l`` parameters per replica. Before the layer runs
+    forward it all-gathers them (``(n−1)/n · w·N_l / W``) beside ``2·N_l·b`` FLOPs; before it
+    runs backward it gathers them again and afterwards reduce-scatters the gradients
+    (``(n−1)/n · (w + g)·N_l / W``) beside ``4·N_l·b`` FLOPs. At ``mfu·C`` FLOP/s both hide when
+
+    ``b ≥ (n−1)/n · mfu · C/W · max(w/2, (w + g)/4)``
+
+    ``= (n−1)/n · (g/2) · mfu · C/W`` when ``w = g``: the data-parallel threshold
+    (:func:`dp_compute_bound_tokens`), but for **every micro-batch** rather than the last one,
+    and only if the framework's schedule puts each layer's collectives beside a neighbouring
+    layer's compute (``frameworks.overlap_schedule``: token threading on Neuron).
+
+    Parameters
+    ----------
+    peak_flops_per_s, bandwidth_bytes_per_s : float
+        ``C`` (FLOP/s) and ``W`` (bytes/s per chip of the level the DP group crosses).
+    n : int, optional
+        Data-parallel degree (default: the many-replica limit).
+    weight_bytes_per_param, grad_bytes_per_param : float
+        ``w`` and ``g``: bytes per gathered weight and per reduced gradient (2 for BF16; 4 for
+        FP32 parameters, as TorchNeuron's autocast recipe keeps them).
+    mfu : float
+        Share of peak the compute runs at, in (0, 1].
+
+    Returns
+    -------
+    float
+        Tokens per micro-batch per replica (0 when ``n = 1``).
+
+    References
+    ----------
+    Rajbhandari et al. 2020, "ZeRO" §5 and §7 (stage 3 gathers parameters forward and backward,
+    reduce-scatters gradients); Austin et al. 2025, "How to Scale Your Model", part 5 (the
+    FSDP compute-bound condition); AWS, "Compute-Communication Overlap in Neuron" (which
+    collectives the schedule overlaps).
+
+    Examples
+    --------
+    >>> round(fsdp_compute_bound_tokens(667e12, 25e9, n=8, mfu=0.3))
+    7004
+    >>> round(fsdp_compute_bound_tokens(667e12, 25e9, n=8, mfu=0.3, weight_bytes_per_param=4,
+    ...                                 grad_bytes_per_param=4))
+    14007
+    """
+    c = positive("peak_flops_per_s", peak_flops_per_s)
+    w_bw = positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    mfu = in_range("mfu", mfu, 0.0, 1.0, low_open=True)
+    w = in_range("weight_bytes_per_param", weight_bytes_per_param, 0.0, 64.0, low_open=True)
+    g = in_range("grad_bytes_per_param", grad_bytes_per_param, 0.0, 64.0, low_open=True)
+    share = 1.0 if n is None else (integer("n", n, minimum=1) - 1) / n
+    return share * mfu * c / w_bw * max(w / 2.0, (w + g) / 4.0)
+
+
+def zero_traffic_table(n: int, n_micro_batches: int, *, weight_bytes_per_param: float = 2.0,
+                       grad_bytes_per_param: float = 2.0):
+    """Bytes each replica sends per step and parameter it holds, per ZeRO stage, with gradient
+    accumulation over ``n_micro_batches`` micro-batches (ring collectives over ``n`` replicas).
+
+    Stage 0 (DDP) and 1 accumulate full gradients and reduce them once, after the last
+    micro-batch (an all-reduce: ``2(n−1)/n·g``; ZeRO-1 does it as a reduce-scatter and an
+    all-gather of the updated weights, the same bytes). Stage 2 keeps only a gradient shard, so
+    every micro-batch's backward ends in a reduce-scatter (``m·(n−1)/n·g``), plus one all-gather
+    of the weights. Stage 3 also gathers the weights forward and backward in every micro-batch
+    (``2m·(n−1)/n·w``). ``window`` is what each reduction can hide behind: the last micro-batch
+    (stages 0–1) or every micro-batch (2–3).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``zero_stage, reduce_bytes_per_param, gather_bytes_per_param, total_bytes_per_param,
+        vs_stage_1, window``.
+
+    References
+    ----------
+    Rajbhandari et al. 2020, "ZeRO" §5.2 (communication of stages 1–3); chapter 03 (ring costs).
+
+    Examples
+    --------
+    >>> t = zero_traffic_table(8, 32).set_index("zero_stage")
+    >>> float(t.loc[2, "vs_stage_1"])      # (m + 1)/2 with w = g
+    16.5
+    """
+    n = integer("n", n, minimum=1)
+    m = integer("n_micro_batches", n_micro_batches, minimum=1)
+    w = in_range("weight_bytes_per_param", weight_bytes_per_param, 0.0, 64.0, low_open=True)
+    g = in_range("grad_bytes_per_param", grad_bytes_per_param, 0.0, 64.0, low_open=True)
+    f = (n - 1) / n
+    rows = [(0, 2 * f * g, 0.0, "last micro-batch"), (1, 2 * f * g, 0.0, "last micro-batch"),
+            (2, m * f * g, f * w, "every micro-batch"), (3, m * f * g, 2 * m * f * w, "every micro-batch")]
+    df = pd.DataFrame(rows, columns=["zero_stage", "reduce_bytes_per_param", "gather_bytes_per_param", "window"])
+    df["total_bytes_per_param"] = df.reduce_bytes_per_param + df.gather_bytes_per_param
+    base = float(df.total_bytes_per_param[1])
+    df["vs_stage_1"] = df.total_bytes_per_param / base if base > 0 else float("nan")
+    return df[["zero_stage", "reduce_bytes_per_param", "gather_bytes_per_param", "total_bytes_per_param",
+               "vs_stage_1", "window"]]
 
 
 # --------------------------------------------------------------------- tensor parallelism

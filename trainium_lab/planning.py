@@ -84,7 +84,8 @@ __all__ = [
     "Price", "prices", "price", "billed_instance", "purchase_terms", "Billing", "bill", "OTHER_COSTS",
     "billing_unit", "default_checkpoint_bytes_per_s_per_chip", "checkpoint_write_bytes_per_s",
     "Calibration", "llama3_calibration", "platforms", "parity_usd_per_hour",
-    "RunPlan", "plan_run", "checkpoint_bytes", "default_global_batch", "batch_schedule",
+    "RunPlan", "plan_run", "plan", "Job", "ClusterSpec", "Execution", "ReliabilitySpec", "CompilationSpec",
+    "CostSpec", "TEACHING_SEARCH", "checkpoint_bytes", "default_global_batch", "batch_schedule",
     "ServingPlan", "plan_serving",
     "compare_platforms", "ClaimCheck", "price_claims", "check_price_claim",
     "launch_environment", "preflight_checks", "trainium_checklist",
@@ -802,13 +803,14 @@ def preset_params(name: str) -> float:
 def _search(model: ModelPreset, system: str, n_systems: int, lnc: int | None, global_batch: int,
             mfu: float, dp_overlap: float, min_headroom_fraction: float, recipe_name: str, dtype: str,
             micro_batches: tuple[int, ...], zero_stages: tuple[int, ...], recompute: tuple[str, ...],
-            sequence_parallel: bool, framework: str | None = None) -> layouts.Plan:
+            sequence_parallel: bool, framework: str | None = None,
+            overlap_setting: str | None = None) -> layouts.Plan:
     """Chapter 05's planner, cached: the same arguments give the same search."""
     return layouts.plan(model, system=system, n_systems=n_systems, lnc=lnc, global_batch=global_batch,
                         micro_batches=micro_batches, zero_stages=zero_stages, recompute=recompute,
                         sequence_parallel=sequence_parallel, mfu=mfu, dp_overlap=dp_overlap,
                         min_headroom_fraction=min_headroom_fraction, recipe_name=recipe_name,
-                        dtype=dtype, framework=framework)
+                        dtype=dtype, framework=framework, overlap_setting=overlap_setting)
 
 
 def _active_params(m: ModelPreset) -> float:
@@ -1042,6 +1044,56 @@ class RunPlan:
         return self.inputs["usd_per_hour"]
 
     @property
+    def framework(self) -> str | None:
+        """The framework that runs the plan (a key of ``data/frameworks.csv``), or ``None`` for the
+        teaching search, which checks none."""
+        return self.inputs.get("framework")
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        """Environment variables the plan's overlap schedule needs (``NAME=value``); ``()`` if none."""
+        return tuple(self.inputs.get("overlap_flags") or ())
+
+    @property
+    def flags_text(self) -> str:
+        """:attr:`flags` as one shell line, or ``"none"``."""
+        return " ".join(self.flags) or "none"
+
+    @property
+    def framework_text(self) -> str:
+        """The framework, its status and the flags, in one phrase (what a plan shows a reader)."""
+        if self.framework is None:
+            return "teaching search: no framework checked"
+        f = frameworks.framework(self.framework)
+        return (f"{f.name}, {self.inputs.get('framework_status')}; overlap {self.inputs.get('overlap_setting')}"
+                f" (flags: {self.flags_text})")
+
+    @property
+    def deadline_verdict(self) -> str | None:
+        """``"met"`` (even at the range's slow end), ``"at risk"`` (met at the planned value, missed
+        at the slow end), ``"missed"`` (missed at the planned value; ``"missed at both ends"`` when
+        even the fast end misses); ``None`` without a deadline. The range is :attr:`results`'
+        ``days_low``/``days_high`` (MFU, failure rate and price ranges together)."""
+        if self.deadline_s is None:
+            return None
+        d = self.deadline_s / day
+        if self.results["days_high"] <= d:
+            return "met"
+        if self.days <= d:
+            return "at risk"
+        return "missed at both ends" if self.results["days_low"] > d else "missed"
+
+    @property
+    def deadline_text(self) -> str | None:
+        """:attr:`deadline_verdict` with the range it comes from, for a reader."""
+        v = self.deadline_verdict
+        if v is None:
+            return None
+        r = self.results
+        return (f"{format_seconds(self.deadline_s)}: {v} (planned {self.days:,.1f} days; range "
+                f"{r['days_low']:,.1f}–{r['days_high']:,.1f} days)")
+
+    @property
     def meets_deadline(self) -> bool | None:
         """Whether the expected wall time is within the deadline (None without one)."""
         return None if self.deadline_s is None else self.results["wall_s"] <= self.deadline_s
@@ -1147,7 +1199,15 @@ class RunPlan:
                          if x["dp_overlap"] == d.default else "chosen"))
         if x.get("framework"):
             f = frameworks.framework(x["framework"])
-            rows.append(("training framework", f.name, "", f"chosen ({f.status})"))
+            rows.append(("training framework", f.name, "",
+                         f"{x.get('framework_basis', 'chosen')} ({x.get('framework_status') or f.status})"))
+            rows.append(("overlap schedule", x.get("overlap_setting"), "",
+                         f"sourced: AWS compute-communication overlap page; flags {self.flags_text}"
+                         + (" (experimental)" if x.get("overlap_experimental") else "")))
+        else:
+            rows.append(("training framework", "none checked", "",
+                         "teaching search: every layout, every data-parallel collective behind compute; "
+                         "no Neuron framework is known to run it"))
         for k in OTHER_COSTS:
             rows.append((f"{k} (cost outside instance-hours)", float((x.get("other_costs_usd") or {}).get(k, 0.0)),
                          "USD", "input (zero unless given)"))
@@ -1163,10 +1223,9 @@ class RunPlan:
         r = self.results
         deadline = ""
         if self.deadline_s is not None:
-            deadline = (f" Deadline {format_seconds(self.deadline_s)}: "
-                        f"{'met' if self.meets_deadline else '**missed**'}.")
+            deadline = f" Deadline {self.deadline_text}."
         return (f"**{self.model.name}**, {self.n_tokens:.3g} tokens on **{self.n_systems} × {self.system}** "
-                f"({self.n_chips} chips, LNC={self.lnc}): {self.layout.label()}. "
+                f"({self.n_chips} chips, LNC={self.lnc}): {self.layout.label()}; framework: {self.framework_text}. "
                 f"{self.estimate.total_bytes / GiB:.1f} of {self.estimate.hbm_bytes / GiB:.0f} GiB per chip; "
                 f"step {format_seconds(self.step_s)}, {self.tokens_per_s:,.0f} tokens/s. "
                 f"**{self.days:,.1f} days** wall clock ({r['lost_fraction']:.1%} of training time lost to "
@@ -1244,6 +1303,486 @@ def _first(pred: Callable[[int], bool], counts: Sequence[int] | range) -> tuple[
     return None, tried
 
 
+#: ``framework`` of :func:`plan_run` for the teaching search (every layout, no framework checked)
+TEACHING_SEARCH = "any"
+
+
+# ----------------------------------------------------------------- the specs a plan is built from
+
+
+@dataclass(frozen=True)
+class Job:
+    """What is trained: the model, the tokens, and when it must be done.
+
+    Attributes
+    ----------
+    model : str or ModelPreset
+    n_tokens : float
+        Training tokens (> 0).
+    deadline_s : float, optional
+        Wall-clock deadline, s; chooses the count of systems when the cluster does not fix it.
+    global_batch : int, optional
+        Sequences per step; default the model's published schedule (:func:`default_global_batch`).
+    recipe_name : str, optional
+        Precision recipe (:data:`trainium_lab.sizing.RECIPES`); default the framework's.
+    dtype : str
+        Number format of the matmuls.
+    """
+
+    model: object
+    n_tokens: float
+    deadline_s: float | None = None
+    global_batch: int | None = None
+    recipe_name: str | None = None
+    dtype: str = "bfloat16"
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """Where and with what it runs: the system, how many, the framework and its schedule.
+
+    ``n_systems`` fixes the count (else the fewest that fit, or that meet the job's deadline, up
+    to ``max_systems``); ``layout`` fixes the layout; ``framework`` as in :func:`plan_run`.
+    """
+
+    system: str = "trn2.48xlarge"
+    n_systems: int | None = None
+    lnc: int | None = None
+    max_systems: int | None = None
+    framework: str | None = None
+    overlap_setting: str | None = None
+    layout: object = None
+
+
+@dataclass(frozen=True)
+class Execution:
+    """How the layout search runs: the MFU while computing and the options it searches
+    (as in :func:`trainium_lab.layouts.plan`). ``mfu`` ``None`` is the calibrated default."""
+
+    mfu: float | None = None
+    mfu_range: tuple[float, float] | None = None
+    dp_overlap: float | None = None
+    min_headroom_fraction: float = 0.10
+    micro_batches: tuple[int, ...] = (1, 2, 4)
+    zero_stages: tuple[int, ...] = (0, 1, 2, 3)
+    recompute: tuple[str, ...] = sizing.RECOMPUTE_MODES
+    sequence_parallel: bool = True
+
+
+@dataclass(frozen=True)
+class ReliabilitySpec:
+    """Failures and checkpoints (chapter 06): bandwidths in bytes/s, times in s."""
+
+    checkpoint_write_bytes_per_s: float | None = None
+    checkpoint_read_bytes_per_s: float | None = None
+    checkpoint_bytes_per_s_per_chip: float | None = None
+    storage_bytes_per_s: float | None = None
+    checkpoint_mode: str = "sync"
+    checkpoint_storage: str = "fsx"
+    snapshot_s: float | None = None
+    chip_mtbf_s: float | None = None
+    chip_mtbf_range_s: tuple[float, float] | None = None
+    instance_mtbf_s: float | None = None
+    restart_s: float = DEFAULTS["restart_s"]
+
+
+@dataclass(frozen=True)
+class CompilationSpec:
+    """Compiles (chapter 07): seconds per graph, graphs, the cache and the pre-compilation workers."""
+
+    compile_s: float = DEFAULTS["compile_s"]
+    n_graphs: int = DEFAULTS["n_graphs"]
+    cache: str = "precompiled"
+    precompile_workers: int = DEFAULTS["precompile_workers"]
+
+
+@dataclass(frozen=True)
+class CostSpec:
+    """Dollars: the price (per instance-hour, or per chip-hour), how it is bought, its range, and
+    line items outside the instance-hours (USD)."""
+
+    usd_per_hour: float | None = None
+    usd_per_chip_hour: float | None = None
+    purchase_option: str = "on-demand"
+    usd_per_hour_range: tuple[float, float] | None = None
+    other_costs_usd: Mapping[str, float] | None = None
+
+
+@dataclass(frozen=True)
+class _Resolved:
+    """Every input of a plan checked once, defaults filled and names resolved (base units)."""
+
+    m: ModelPreset
+    n_tokens: float
+    deadline: float | None
+    global_batch: int
+    batch_basis: str
+    recipe_name: str | None  # None: the framework's
+    dtype: str
+    chip: object             # specs.Chip of the system
+    system: str
+    n_systems: int | None
+    lnc: int | None
+    max_systems: int
+    layout: object
+    mfu: float
+    mfu_basis: str
+    ranges: dict
+    dp_overlap: float
+    min_headroom_fraction: float
+    mbs: tuple
+    zs: tuple
+    modes: tuple
+    sequence_parallel: bool
+    ckpt: tuple
+    given_ckpt: dict
+    chip_mtbf: float
+    proxy: bool
+    inst_mtbf: float | None
+    restart_s: float
+    compile_s: float
+    n_graphs: int
+    cache: str
+    precompile_workers: int
+    usd_per_hour: float | None
+    usd_per_chip_hour: float | None
+    purchase_option: str
+    others: dict
+
+
+def _resolve(job: Job, cluster: ClusterSpec, ex: Execution, rel: ReliabilitySpec, comp: CompilationSpec,
+             cost: CostSpec) -> _Resolved:
+    """Step 1: check every input once (``ValueError`` naming it), fill the defaults, resolve the
+    model and the system to their records."""
+    x_tokens = positive("n_tokens", job.n_tokens)
+    mfu, mfu_range = ex.mfu, ex.mfu_range
+    if mfu is None and mfu_range is None:
+        # the calibrated default and its fitted range (issue 24: data/calibration.csv, planner_mfu)
+        cal = specs.calibration("planner_mfu")
+        mfu_range = (cal.low, cal.high) if cal.low == cal.low else None
+    mfu_basis = ("calibrated: planner_mfu of data/calibration.csv (fitted on AWS's Trn1 runs; an "
+                 "assumption on Trn2 and Trn3)") if mfu is None else "assumption"
+    mfu = sizing.default_mfu() if mfu is None else in_range("mfu", mfu, 0.0, 1.0, low_open=True)
+    purchase_option = choice("purchase_option", cost.purchase_option, PURCHASE_OPTIONS)
+    usd_per_chip_hour = cost.usd_per_chip_hour
+    if usd_per_chip_hour is not None:
+        if cost.usd_per_hour is not None:
+            raise ValueError("usd_per_chip_hour: give usd_per_hour or usd_per_chip_hour, not both")
+        usd_per_chip_hour = in_range("usd_per_chip_hour", usd_per_chip_hour, 0.0, 1e6, low_open=True)
+    ranges = {"mfu": _range("mfu_range", mfu_range, mfu, 1.0),
+              "chip_mtbf_s": None if rel.chip_mtbf_range_s is None else _range(
+                  "chip_mtbf_range_s", rel.chip_mtbf_range_s, None, 1e15),
+              "usd_per_hour": None if cost.usd_per_hour_range is None else _range(
+                  "usd_per_hour_range", cost.usd_per_hour_range, None, 1e7)}
+    others = {k: 0.0 for k in OTHER_COSTS}
+    if cost.other_costs_usd is not None:
+        if not isinstance(cost.other_costs_usd, Mapping):
+            raise ValueError(f"other_costs_usd must be a mapping of {', '.join(OTHER_COSTS)} to USD, "
+                             f"got {cost.other_costs_usd!r}"[:200])
+        for k, v in cost.other_costs_usd.items():
+            others[choice("other_costs_usd", k, OTHER_COSTS)] = in_range(f"other_costs_usd[{k!r}]", v, 0.0, 1e13)
+    ckpt_w = None if rel.checkpoint_write_bytes_per_s is None else in_range(
+        "checkpoint_write_bytes_per_s", rel.checkpoint_write_bytes_per_s, 0.0, 1e18, low_open=True)
+    ckpt_r = None if rel.checkpoint_read_bytes_per_s is None else in_range(
+        "checkpoint_read_bytes_per_s", rel.checkpoint_read_bytes_per_s, 0.0, 1e18, low_open=True)
+    ckpt_chip = None if rel.checkpoint_bytes_per_s_per_chip is None else in_range(
+        "checkpoint_bytes_per_s_per_chip", rel.checkpoint_bytes_per_s_per_chip, 0.0, 1e15, low_open=True)
+    ckpt_storage = None if rel.storage_bytes_per_s is None else in_range(
+        "storage_bytes_per_s", rel.storage_bytes_per_s, 0.0, 1e18, low_open=True)
+    checkpoint_mode = choice("checkpoint_mode", rel.checkpoint_mode, ("sync", "async"))
+    checkpoint_storage = choice("checkpoint_storage", rel.checkpoint_storage, CHECKPOINT_STORAGES)
+    snapshot_s = rel.snapshot_s
+    if checkpoint_mode == "async":
+        if snapshot_s is None:
+            raise ValueError("snapshot_s must be given (a finite number > 0) when checkpoint_mode='async'")
+        snapshot_s = positive("snapshot_s", snapshot_s)
+    elif snapshot_s is not None:
+        snapshot_s = positive("snapshot_s", snapshot_s)
+    # the scaling model's inputs, resolved once (sourced defaults read from data/ here, not per count)
+    ckpt = (ckpt_w, ckpt_r,
+            default_checkpoint_bytes_per_s_per_chip() if ckpt_chip is None else ckpt_chip,
+            ckpt_storage if ckpt_storage is not None else
+            ("s3" if checkpoint_storage == "s3" else reliability.fsx_demonstrated_bytes_per_s()),
+            checkpoint_mode, snapshot_s)
+    given_ckpt = {"checkpoint_write_bytes_per_s": ckpt_w, "checkpoint_bytes_per_s_per_chip": ckpt_chip,
+                  "storage_bytes_per_s": ckpt_storage}
+    proxy = rel.chip_mtbf_s is None
+    chip_mtbf = _proxy_chip_mtbf_s() if proxy else positive("chip_mtbf_s", rel.chip_mtbf_s)
+    inst_mtbf = None if rel.instance_mtbf_s is None else positive("instance_mtbf_s", rel.instance_mtbf_s)
+    restart_s = positive("restart_s", rel.restart_s, allow_zero=True)
+    compile_s = positive("compile_s", comp.compile_s, allow_zero=True)
+    if compile_s > 1e9:
+        raise ValueError(f"compile_s must be at most 1e9 s, got {compile_s:g}")
+    n_graphs = integer("n_graphs", comp.n_graphs, minimum=1, maximum=1000)
+    cache = choice("cache", comp.cache, CACHE_MODES)
+    precompile_workers = integer("precompile_workers", comp.precompile_workers, minimum=1, maximum=10_000)
+    layout = cluster.layout
+    if layout is not None:
+        instance("layout", layout, layouts.Layout, "a Layout from layouts.layout(...) or None")
+    global_batch = job.global_batch
+    if global_batch is None and layout is None:
+        global_batch, batch_basis = default_global_batch(job.model, x_tokens)
+    elif global_batch is None:
+        global_batch, batch_basis = layout.global_batch, "chosen: the layout's"
+    else:
+        batch_basis = "chosen"
+    global_batch = integer("global_batch", global_batch, minimum=1, maximum=10**7)
+    if job.recipe_name is not None:
+        sizing.recipe(job.recipe_name)
+    dtype = job.dtype
+    if not isinstance(dtype, str):
+        raise ValueError(f"dtype must be a number format such as 'bf16', got {dtype!r}")
+    # the system, resolved once: every later step takes its key and chip from here
+    system = specs.system(cluster.system if layout is None else layout.cluster.system)
+    chip = specs.chip(system.chip_key)
+    if dtype not in chip.dense_flops_per_s:
+        raise ValueError(f"dtype must be one of {sorted(chip.dense_flops_per_s)} (the number formats with "
+                         f"a published peak on {chip.name}); got {dtype!r}")
+    min_headroom_fraction = in_range("min_headroom_fraction", ex.min_headroom_fraction, 0.0, 1.0,
+                                     high_open=True)
+    dp_overlap = layouts.resolve_dp_overlap(ex.dp_overlap)
+    mbs = tuple(sorted(set(_as_tuple("micro_batches", ex.micro_batches, integer))))
+    zs = tuple(sorted(set(_as_tuple("zero_stages", ex.zero_stages,
+                                    lambda n, v: integer(n, v, minimum=0, maximum=3)))))
+    modes = _as_tuple("recompute", ex.recompute, lambda n, v: choice(n, v, sizing.RECOMPUTE_MODES))
+    if ex.sequence_parallel not in (True, False):
+        raise ValueError(f"sequence_parallel must be True or False, got {ex.sequence_parallel!r}")
+    max_systems = cluster.max_systems
+    if max_systems is None:
+        max_systems = 100_000 if layout is not None else math.ceil(MAX_CHIPS / system.n_chips)
+    max_systems = integer("max_systems", max_systems, minimum=1, maximum=100_000)
+    deadline = None if job.deadline_s is None else positive("deadline_s", job.deadline_s)
+    m = layouts.resolve_model(job.model)
+    n_systems = cluster.n_systems
+    if layout is not None:
+        if m != layout.model:
+            raise ValueError(f"model must be the layout's model ({layout.model.name}) when a layout is "
+                             f"given; got {m.name}")
+        if n_systems is not None and integer("n_systems", n_systems, minimum=1) != layout.cluster.n_systems:
+            raise ValueError(f"n_systems must match the layout's cluster ({layout.cluster.n_systems}); "
+                             f"got {n_systems}")
+    elif n_systems is not None:
+        n_systems = integer("n_systems", n_systems, minimum=1, maximum=max_systems)
+    return _Resolved(m=m, n_tokens=x_tokens, deadline=deadline, global_batch=global_batch,
+                     batch_basis=batch_basis, recipe_name=job.recipe_name, dtype=dtype, chip=chip,
+                     system=system.key, n_systems=n_systems, lnc=cluster.lnc, max_systems=max_systems,
+                     layout=layout, mfu=mfu, mfu_basis=mfu_basis, ranges=ranges, dp_overlap=dp_overlap,
+                     min_headroom_fraction=min_headroom_fraction, mbs=mbs, zs=zs, modes=modes,
+                     sequence_parallel=bool(ex.sequence_parallel), ckpt=ckpt, given_ckpt=given_ckpt,
+                     chip_mtbf=chip_mtbf, proxy=proxy, inst_mtbf=inst_mtbf, restart_s=restart_s,
+                     compile_s=compile_s, n_graphs=n_graphs, cache=cache, precompile_workers=precompile_workers,
+                     usd_per_hour=cost.usd_per_hour, usd_per_chip_hour=usd_per_chip_hour,
+                     purchase_option=purchase_option, others=others)
+
+
+def _candidates(r: _Resolved, framework: str | None,
+                overlap_setting: str | None) -> list[tuple[frameworks.Framework | None, frameworks.OverlapSchedule]]:
+    """Step 2: the (framework, overlap schedule) pairs to plan with (see :func:`plan_run`)."""
+    if framework == TEACHING_SEARCH:
+        return [(None, frameworks.overlap_schedule(None))]
+    if framework is not None:
+        fws: tuple = (frameworks.framework(framework),)
+    else:
+        fws = frameworks.current_frameworks(r.chip.key)
+        if r.layout is not None:
+            runs = set(frameworks.layout_runnable_by(r.layout))
+            fws = tuple(f for f in fws if f.key in runs)
+        if not fws:
+            if r.layout is not None:
+                raise ValueError(f"layout: no framework current on the cited SDK runs {r.layout.label()} "
+                                 f"(frameworks.layout_runnable_by: {frameworks.layout_runnable_by(r.layout)}); "
+                                 f"pass framework={TEACHING_SEARCH!r} for the teaching search")
+            raise ValueError(f"system: no framework current on the cited SDK trains on {r.system}; pass "
+                             f"framework={TEACHING_SEARCH!r} for the teaching search")
+    out = []
+    for f in fws:
+        if overlap_setting is not None:
+            out.append((f, frameworks.overlap_schedule(f, overlap_setting)))
+            continue
+        rows = frameworks.overlap_schedules(f)
+        # a schedule that places no more behind compute than another of the same framework cannot
+        # plan fewer systems or less time (same layouts, same recipe): skip it
+        out += [(f, a) for a in rows
+                if not any(b.setting != a.setting and b.gather_overlap >= a.gather_overlap
+                           and b.reduce_overlap >= a.reduce_overlap for b in rows)]
+    # the most overlapping first: its count bounds the others' search
+    return sorted(out, key=lambda c: -c[1].reduce_overlap)
+
+
+def _choose_count(r: _Resolved, fw, sched, recipe_name: str, max_systems: int):
+    """Step 3: the count of systems and the search on it: ``(search, tried, bounded)``.
+
+    Fixed by the cluster, else the fewest that fit, else (with a deadline) the fewest whose
+    expected wall time meets it: every count from the state's and the perfect-scaling floor up."""
+    m, system_key, x_tokens, deadline = r.m, r.system, r.n_tokens, r.deadline
+    fw_key = None if fw is None else fw.key
+    lnc_used = topology.cluster(system_key, 1, r.lnc).lnc
+    args = (system_key, lnc_used, r.global_batch, r.mfu, r.dp_overlap, r.min_headroom_fraction,
+            recipe_name, r.dtype, r.mbs, r.zs, r.modes, r.sequence_parallel, fw_key, sched.setting)
+
+    def search_at(n: int) -> layouts.Plan | None:
+        return _try_search(m, args[0], n, *args[1:])
+
+    if r.n_systems is not None:
+        if r.n_systems > max_systems:
+            raise ValueError(f"n_systems must be at most max_systems ({max_systems}); got {r.n_systems}")
+        search = _search(m, system_key, r.n_systems, *args[1:])
+        if search.table.empty:
+            raise ValueError(f"n_systems: no layout of {m.name} fits on {r.n_systems} × {system_key} with "
+                             f"{r.min_headroom_fraction:.0%} of HBM kept free; add systems or shard more")
+        return search, (), 0
+    state = sizing.training_state_bytes(m.n_params, sizing.recipe(recipe_name).bytes_per_param)
+    system = specs.system(system_key)
+    low = max(1, math.ceil(state / system.hbm_bytes_total - 1e-9))
+    if low > max_systems:
+        raise ValueError(f"max_systems ({max_systems}) is below the {low} systems the state needs")
+    if deadline is None:
+        # the fewest that fit: every count from the state's lower bound up, in turn
+        found, tried_fit = _first(lambda n: search_at(n) is not None, range(low, max_systems + 1))
+        if found is None:
+            raise ValueError(f"max_systems: no layout of {m.name} fits on up to {max_systems} × {system_key}")
+        return search_at(found), tuple(tried_fit), 0
+    # 6·N_active·D plus the causal attention scores (the smaller of the two counts the layout model
+    # can use): no layout of n systems computes these FLOPs faster than all its chips at the MFU
+    n_compute = min(_active_params(m), float(moe._split(m)[2]))
+    flops = sizing.training_flops(n_compute, x_tokens, include_attention=True,
+                                  n_layers=m.n_layers, seq_len=m.seq_len, d_model=m.d_model)
+    ideal_s = sizing.instance_days(flops, r.mfu, system_key, r.dtype) * day / system.n_instances
+    low_t = max(low, math.ceil(ideal_s / deadline - 1e-9))
+    if low_t > max_systems:
+        raise ValueError(f"deadline_s: even perfect scaling needs {low_t} × {system_key}, more than "
+                         f"max_systems ({max_systems})")
+    common = (m, system_key, x_tokens, recipe_name, 1.0, r.ckpt, r.chip_mtbf, r.inst_mtbf, r.restart_s)
+    floor_inputs = functools.partial(_run_inputs, *common, 0.0, r.n_graphs, r.cache, r.precompile_workers,
+                                     framework=fw_key)
+    full_inputs = functools.partial(_run_inputs, *common, r.compile_s, r.n_graphs, r.cache,
+                                    r.precompile_workers, framework=fw_key)
+
+    def floor_meets(n: int) -> bool:
+        # the wall time at perfect scaling (tokens/s of n systems at the MFU) with the same failures
+        # and checkpoints but no compiles: a lower bound on the wall time of every layout of n
+        # systems, so a count it rules out cannot meet
+        try:
+            return _economics(x_tokens * n / ideal_s, floor_inputs(n), detail=False)["wall_s"] <= deadline
+        except _NeverFinishes:
+            return False
+
+    ruled_out: list[int] = []
+    closest: list[tuple[float, int]] = []  # (training time without losses, count) planned
+
+    def meets(n: int) -> bool:
+        p = search_at(n)
+        if p is None:
+            return False
+        tokens_per_s = float(p.best.tokens_per_s)  # the fastest layout: the least wall time
+        closest.append((x_tokens / tokens_per_s, n))
+        # compiles only add time: a count that misses without them misses with them
+        if _economics(tokens_per_s, floor_inputs(n), detail=False)["wall_s"] > deadline:
+            return False
+        try:
+            return _economics(tokens_per_s, full_inputs(n), detail=False)["wall_s"] <= deadline
+        except _NeverFinishes:
+            return False
+
+    def candidates():
+        for n in range(low_t, max_systems + 1):
+            if floor_meets(n):
+                yield n
+            else:
+                ruled_out.append(n)
+
+    found, tried_dl = _first(meets, candidates())
+    if found is None:
+        why = ("; even at perfect scaling every count either computes too long or loses too much to "
+               "failures, checkpoints and restarts")
+        if tried_dl and not closest:
+            why = (f"; no layout {'of ' + fw.name + ' ' if fw is not None else ''}fits with global batch "
+                   f"{r.global_batch} at any count the bound left ({len(tried_dl)} planned)")
+        if closest:
+            compute_s, n_best = min(closest)
+            try:
+                e = _economics(x_tokens / compute_s, full_inputs(n_best), detail=False)
+                why = (f"; the fastest planned, {n_best} systems, computes for {format_seconds(compute_s)} "
+                       f"and loses {e['lost_fraction']:.0%} to failures, checkpoints and restarts "
+                       f"({format_seconds(e['wall_s'])} in all)")
+            except _NeverFinishes:
+                why = f"; at {n_best} systems failures come faster than a checkpoint cycle"
+        raise ValueError(f"deadline_s: no count of {system_key} up to max_systems ({max_systems}) "
+                         f"finishes {m.name} on {x_tokens:.3g} tokens within {format_seconds(deadline)}{why}")
+    return search_at(found), tuple(tried_dl), len(ruled_out) + (low_t - low)
+
+
+def _plan_one(r: _Resolved, fw, sched, max_systems: int | None = None) -> RunPlan:
+    """Steps 3 and 4 for one (framework, schedule): its recipe, what it can run, the layout, the plan."""
+    recipe_name = r.recipe_name or (fw.recipe if (fw is not None and fw.recipe) else "bf16-adam")
+    if fw is not None and fw.train_chips and r.chip.key not in fw.train_chips:
+        raise ValueError(f"framework: {fw.name} trains on {', '.join(fw.train_chips)} only "
+                         f"({fw.notes.get('train_chips', '')}); the system's chip is {r.chip.key}")
+    if r.layout is not None:
+        lay = r.layout
+        if fw is not None and fw.key not in frameworks.layout_runnable_by(lay):
+            raise ValueError(f"layout: {fw.name} cannot run {lay.label()} (ZeRO stages "
+                             f"{list(fw.zero_stages)}, pipeline schedules {list(fw.pipeline_schedules) or 'none'})")
+        search, tried, bounded = None, (), 0
+    else:
+        search, tried, bounded = _choose_count(r, fw, sched, recipe_name,
+                                               r.max_systems if max_systems is None else max_systems)
+        lay = search.layout(0)
+    return _assemble(r.m, lay, search, r.n_tokens, r.mfu, r.dp_overlap, r.min_headroom_fraction,
+                     r.usd_per_hour, r.purchase_option, r.ckpt, r.chip_mtbf, r.proxy, r.inst_mtbf, r.restart_s,
+                     r.compile_s, r.n_graphs, r.cache, r.precompile_workers, r.global_batch, recipe_name,
+                     r.dtype, r.deadline, tuple(tried), bounded=bounded, usd_per_chip_hour=r.usd_per_chip_hour,
+                     ranges=r.ranges, others=r.others, given_ckpt=r.given_ckpt,
+                     framework=None if fw is None else fw.key, batch_basis=r.batch_basis,
+                     mfu_basis=r.mfu_basis, schedule=sched)
+
+
+def plan(job: Job, cluster: ClusterSpec | None = None, execution: Execution | None = None,
+         reliability_spec: ReliabilitySpec | None = None, compilation_spec: CompilationSpec | None = None,
+         cost: CostSpec | None = None) -> RunPlan:
+    """Plan a training run from its specs: a pipeline of small steps.
+
+    1. :func:`_resolve` checks every input once and resolves the model and the system;
+    2. :func:`_candidates` lists the (framework, overlap schedule) pairs to plan with;
+    3. :func:`_choose_count` finds the count of systems (and the layout search on it) for each;
+    4. :func:`_assemble` evaluates the layout and prices failures, compiles and dollars;
+    and the plan with the fewest systems, then the least wall time, is kept. :func:`plan_run`
+    is the same with keyword arguments (its docstring describes every input).
+
+    Examples
+    --------
+    >>> p = plan(Job("llama3-8b", 1e11), ClusterSpec(n_systems=1), cost=CostSpec(usd_per_hour=40.0))
+    >>> p.framework, p.n_systems
+    ('torchneuron', 1)
+    """
+    if not isinstance(job, Job):
+        raise ValueError(f"job must be a planning.Job(model, n_tokens, ...); got {type(job).__name__}")
+    cluster = ClusterSpec() if cluster is None else cluster
+    for name, value, cls in (("job", job, Job), ("cluster", cluster, ClusterSpec),
+                             ("execution", execution, Execution),
+                             ("reliability_spec", reliability_spec, ReliabilitySpec),
+                             ("compilation_spec", compilation_spec, CompilationSpec), ("cost", cost, CostSpec)):
+        if value is not None and not isinstance(value, cls):
+            raise ValueError(f"{name} must be a planning.{cls.__name__} (or None); got {type(value).__name__}")
+    r = _resolve(job, cluster, execution or Execution(), reliability_spec or ReliabilitySpec(),
+                 compilation_spec or CompilationSpec(), cost or CostSpec())
+    best, first_error = None, None
+    for fw, sched in _candidates(r, cluster.framework, cluster.overlap_setting):
+        # a later candidate must need no more systems than the plan in hand
+        bound = best.n_systems if (best is not None and r.n_systems is None and r.layout is None) else None
+        try:
+            p = _plan_one(r, fw, sched, bound)
+        except ValueError as e:
+            if first_error is None:
+                first_error = e
+            continue
+        if best is None or (p.n_systems, p.wall_s) < (best.n_systems, best.wall_s):
+            best = p
+    if best is None:
+        raise first_error
+    return best
+
+
 def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.48xlarge",
              n_systems: int | None = None, deadline_s: float | None = None, lnc: int | None = None,
              mfu: float | None = None, usd_per_hour: float | None = None,
@@ -1265,8 +1804,8 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
              micro_batches: Sequence[int] = (1, 2, 4), zero_stages: Sequence[int] = (0, 1, 2, 3),
              recompute: Sequence[str] = sizing.RECOMPUTE_MODES, sequence_parallel: bool = True,
              max_systems: int | None = None, layout: layouts.Layout | None = None,
-             framework: str | None = None) -> RunPlan:
-    """Plan a training run: layout, memory, step time, days with losses, instance-hours, cost.
+             framework: str | None = None, overlap_setting: str | None = None) -> RunPlan:
+    """Plan a training run that a framework of the cited Neuron SDK can run: layout, memory, step time, days with losses, instance-hours, cost.
 
     1. **Layout** (chapter 05): :func:`trainium_lab.layouts.plan` on ``n_systems`` systems with
        these options; its fastest layout that fits is evaluated at ``mfu``. Without
@@ -1361,10 +1900,20 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
     max_systems : int, optional
         Largest count the search for ``n_systems`` considers (every count up to it is accounted
         for). Default: enough systems for :data:`MAX_CHIPS` (100,000) chips.
-    framework : {"torchneuron", "nxd", "jax"}, optional
-        Plan only what that framework can run (:func:`trainium_lab.layouts.plan`), with its
-        precision recipe (unless ``recipe_name`` is given) and its checkpoint contents
-        (:func:`checkpoint_bytes`); recorded in ``inputs`` and named in the export.
+    framework : {"torchneuron", "nxd", "jax", "any"}, optional
+        Default ``None``: plan with each framework a team can train with today
+        (:func:`trainium_lab.frameworks.current_frameworks` on the system's chip: status GA, beta
+        or closed beta) under each overlap schedule it documents (``data/overlap_schedules.csv``;
+        a schedule that places less behind compute than another of the same framework is
+        skipped), and keep the plan with the fewest systems, then the least wall time. A key
+        plans with that framework only: what it can run (:func:`trainium_lab.layouts.plan`), with
+        its precision recipe (unless ``recipe_name`` is given), its checkpoint contents
+        (:func:`checkpoint_bytes`) and its overlap schedule. ``"any"`` (:data:`TEACHING_SEARCH`)
+        is the teaching search: every layout the model allows, every data-parallel collective
+        behind compute, no framework checked, labelled so in the plan. The plan names its
+        framework, status and flags (:attr:`RunPlan.framework_text`, :func:`launch_environment`).
+    overlap_setting : str, optional
+        Fix the framework's schedule (``"compiler-default"``, ``"token-threading"``).
     layout : trainium_lab.layouts.Layout, optional
         Evaluate this layout instead of searching (its model and cluster are used).
 
@@ -1389,233 +1938,37 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
 
     >>> p = plan_run("llama3-405b", 1e12, system="trn2-ultraserver", n_systems=2, lnc=2,
     ...              usd_per_hour=40.0)
+    >>> p.framework_text
+    'JAX on Neuron (jax-neuronx), beta; overlap token-threading (flags: NEURON_FSDP=1 NEURON_FSDP_CC_MULTISTREAM=1)'
     >>> p.layout.label()
     'TP64 ranks = 16 chips × PP1×DP8 ZeRO-3 mb1×128 selective'
     >>> round(p.days), p.n_instances, f"{p.cost_usd:.3g}"
     (1281, 8, '9.84e+06')
+
+    The same plan built from the specs (:func:`plan`):
+
+    >>> q = plan(Job("llama3-405b", 1e12), ClusterSpec("trn2-ultraserver", n_systems=2, lnc=2),
+    ...          cost=CostSpec(usd_per_hour=40.0))
+    >>> q.cost_usd == p.cost_usd
+    True
     """
-    x_tokens = positive("n_tokens", n_tokens)
-    if mfu is None and mfu_range is None:
-        # the calibrated default and its fitted range (issue 24: data/calibration.csv, planner_mfu)
-        cal = specs.calibration("planner_mfu")
-        mfu_range = (cal.low, cal.high) if cal.low == cal.low else None
-    mfu_basis = ("calibrated: planner_mfu of data/calibration.csv (fitted on AWS's Trn1 runs; an "
-                 "assumption on Trn2 and Trn3)") if mfu is None else "assumption"
-    mfu = sizing.default_mfu() if mfu is None else in_range("mfu", mfu, 0.0, 1.0, low_open=True)
-    purchase_option = choice("purchase_option", purchase_option, PURCHASE_OPTIONS)
-    if usd_per_chip_hour is not None:
-        if usd_per_hour is not None:
-            raise ValueError("usd_per_chip_hour: give usd_per_hour or usd_per_chip_hour, not both")
-        usd_per_chip_hour = in_range("usd_per_chip_hour", usd_per_chip_hour, 0.0, 1e6, low_open=True)
-    ranges = {"mfu": _range("mfu_range", mfu_range, mfu, 1.0),
-              "chip_mtbf_s": None if chip_mtbf_range_s is None else _range("chip_mtbf_range_s", chip_mtbf_range_s,
-                                                                          None, 1e15),
-              "usd_per_hour": None if usd_per_hour_range is None else _range("usd_per_hour_range",
-                                                                             usd_per_hour_range, None, 1e7)}
-    others = {k: 0.0 for k in OTHER_COSTS}
-    if other_costs_usd is not None:
-        if not isinstance(other_costs_usd, Mapping):
-            raise ValueError(f"other_costs_usd must be a mapping of {', '.join(OTHER_COSTS)} to USD, "
-                             f"got {other_costs_usd!r}"[:200])
-        for k, v in other_costs_usd.items():
-            others[choice("other_costs_usd", k, OTHER_COSTS)] = in_range(f"other_costs_usd[{k!r}]", v, 0.0, 1e13)
-    ckpt_w = None if checkpoint_write_bytes_per_s is None else in_range(
-        "checkpoint_write_bytes_per_s", checkpoint_write_bytes_per_s, 0.0, 1e18, low_open=True)
-    ckpt_r = None if checkpoint_read_bytes_per_s is None else in_range(
-        "checkpoint_read_bytes_per_s", checkpoint_read_bytes_per_s, 0.0, 1e18, low_open=True)
-    ckpt_chip = None if checkpoint_bytes_per_s_per_chip is None else in_range(
-        "checkpoint_bytes_per_s_per_chip", checkpoint_bytes_per_s_per_chip, 0.0, 1e15, low_open=True)
-    ckpt_storage = None if storage_bytes_per_s is None else in_range(
-        "storage_bytes_per_s", storage_bytes_per_s, 0.0, 1e18, low_open=True)
-    checkpoint_mode = choice("checkpoint_mode", checkpoint_mode, ("sync", "async"))
-    checkpoint_storage = choice("checkpoint_storage", checkpoint_storage, CHECKPOINT_STORAGES)
-    if checkpoint_mode == "async":
-        if snapshot_s is None:
-            raise ValueError("snapshot_s must be given (a finite number > 0) when checkpoint_mode='async'")
-        snapshot_s = positive("snapshot_s", snapshot_s)
-    elif snapshot_s is not None:
-        snapshot_s = positive("snapshot_s", snapshot_s)
-    # the scaling model's inputs, resolved once (sourced defaults read from data/ here, not per count)
-    ckpt = (ckpt_w, ckpt_r,
-            default_checkpoint_bytes_per_s_per_chip() if ckpt_chip is None else ckpt_chip,
-            ckpt_storage if ckpt_storage is not None else
-            ("s3" if checkpoint_storage == "s3" else reliability.fsx_demonstrated_bytes_per_s()),
-            checkpoint_mode, snapshot_s)
-    given_ckpt = {"checkpoint_write_bytes_per_s": ckpt_w, "checkpoint_bytes_per_s_per_chip": ckpt_chip,
-                  "storage_bytes_per_s": ckpt_storage}
-    proxy = chip_mtbf_s is None
-    chip_mtbf = (_proxy_chip_mtbf_s() if proxy
-                 else positive("chip_mtbf_s", chip_mtbf_s))
-    inst_mtbf = None if instance_mtbf_s is None else positive("instance_mtbf_s", instance_mtbf_s)
-    restart_s = positive("restart_s", restart_s, allow_zero=True)
-    compile_s = positive("compile_s", compile_s, allow_zero=True)
-    if compile_s > 1e9:
-        raise ValueError(f"compile_s must be at most 1e9 s, got {compile_s:g}")
-    n_graphs = integer("n_graphs", n_graphs, minimum=1, maximum=1000)
-    cache = choice("cache", cache, CACHE_MODES)
-    precompile_workers = integer("precompile_workers", precompile_workers, minimum=1, maximum=10_000)
-    if global_batch is None and layout is None:
-        global_batch, batch_basis = default_global_batch(model, x_tokens)
-    elif global_batch is None:
-        instance("layout", layout, layouts.Layout, "a Layout from layouts.layout(...) or None")
-        global_batch, batch_basis = layout.global_batch, "chosen: the layout's"
-    else:
-        batch_basis = "chosen"
-    global_batch = integer("global_batch", global_batch, minimum=1, maximum=10**7)
-    fw = frameworks.resolve_framework(framework)
-    fw_key = None if fw is None else fw.key
-    if recipe_name is None:
-        recipe_name = fw.recipe if (fw is not None and fw.recipe) else "bf16-adam"
-    sizing.recipe(recipe_name)
-    if not isinstance(dtype, str):
-        raise ValueError(f"dtype must be a number format such as 'bf16', got {dtype!r}")
-    if layout is not None:
-        instance("layout", layout, layouts.Layout, "a Layout from layouts.layout(...) or None")
-    _chip = specs.chip(specs.system(system if layout is None else layout.cluster.system).chip_key)
-    if dtype not in _chip.dense_flops_per_s:
-        raise ValueError(f"dtype must be one of {sorted(_chip.dense_flops_per_s)} (the number formats with "
-                         f"a published peak on {_chip.name}); got {dtype!r}")
-    min_headroom_fraction = in_range("min_headroom_fraction", min_headroom_fraction, 0.0, 1.0,
-                                     high_open=True)
-    dp_overlap = layouts.resolve_dp_overlap(dp_overlap)
-    mbs = tuple(sorted(set(_as_tuple("micro_batches", micro_batches, integer))))
-    zs = tuple(sorted(set(_as_tuple("zero_stages", zero_stages,
-                                    lambda n, v: integer(n, v, minimum=0, maximum=3)))))
-    modes = _as_tuple("recompute", recompute, lambda n, v: choice(n, v, sizing.RECOMPUTE_MODES))
-    if sequence_parallel not in (True, False):
-        raise ValueError(f"sequence_parallel must be True or False, got {sequence_parallel!r}")
-    if max_systems is None:
-        max_systems = 100_000 if layout is not None else math.ceil(MAX_CHIPS / specs.system(system).n_chips)
-    max_systems = integer("max_systems", max_systems, minimum=1, maximum=100_000)
-    deadline = None if deadline_s is None else positive("deadline_s", deadline_s)
-
-    if layout is not None:
-        lay = instance("layout", layout, layouts.Layout, "a Layout from layouts.layout(...) or None")
-        m = layouts.resolve_model(model)
-        if m != lay.model:
-            raise ValueError(f"model must be the layout's model ({lay.model.name}) when a layout is "
-                             f"given; got {m.name}")
-        c = lay.cluster
-        if n_systems is not None and integer("n_systems", n_systems, minimum=1) != c.n_systems:
-            raise ValueError(f"n_systems must match the layout's cluster ({c.n_systems}); got {n_systems}")
-        system_key, n_sys, lnc_used, search, tried, bounded = c.system, c.n_systems, c.lnc, None, (), 0
-        if fw is not None and fw.key not in frameworks.layout_runnable_by(lay):
-            raise ValueError(f"layout: {fw.name} cannot run {lay.label()} (ZeRO stages "
-                             f"{list(fw.zero_stages)}, pipeline schedules {list(fw.pipeline_schedules) or 'none'})")
-    else:
-        m = layouts.resolve_model(model)
-        base = topology.cluster(system, 1, lnc)
-        system_key, lnc_used = base.system, base.lnc
-        args = (system_key, lnc_used, global_batch, mfu, dp_overlap, min_headroom_fraction,
-                recipe_name, dtype, mbs, zs, modes, bool(sequence_parallel), fw_key)
-
-        def search_at(n: int) -> layouts.Plan | None:
-            return _try_search(m, args[0], n, *args[1:])
-
-        tried: tuple[int, ...] = ()
-        bounded = 0
-        if n_systems is not None:
-            n_sys = integer("n_systems", n_systems, minimum=1, maximum=max_systems)
-            search = _search(m, system_key, n_sys, *args[1:])
-            if search.table.empty:
-                raise ValueError(f"n_systems: no layout of {m.name} fits on {n_sys} × {system_key} with "
-                                 f"{min_headroom_fraction:.0%} of HBM kept free; add systems or shard more")
-        else:
-            state = sizing.training_state_bytes(m.n_params, sizing.recipe(recipe_name).bytes_per_param)
-            low = max(1, math.ceil(state / specs.system(system_key).hbm_bytes_total - 1e-9))
-            if low > max_systems:
-                raise ValueError(f"max_systems ({max_systems}) is below the {low} systems the state needs")
-            if deadline is None:
-                # the fewest that fit: every count from the state's lower bound up, in turn
-                found, tried_fit = _first(lambda n: search_at(n) is not None, range(low, max_systems + 1))
-                if found is None:
-                    raise ValueError(f"max_systems: no layout of {m.name} fits on up to {max_systems} × "
-                                     f"{system_key}")
-                tried, n_sys = tuple(tried_fit), found
-            else:
-                sys_insts = specs.system(system_key).n_instances
-                # 6·N_active·D plus the causal attention scores (the smaller of the two counts the
-                # layout model can use): no layout of n systems computes these FLOPs faster than all
-                # its chips at the MFU
-                # (the active count the layout model itself computes with, where it is the smaller)
-                n_compute = min(_active_params(m), float(moe._split(m)[2]))
-                flops = sizing.training_flops(n_compute, x_tokens, include_attention=True,
-                                              n_layers=m.n_layers, seq_len=m.seq_len, d_model=m.d_model)
-                ideal_s = sizing.instance_days(flops, mfu, system_key, dtype) * day / sys_insts
-                low_t = max(low, math.ceil(ideal_s / deadline - 1e-9))
-                if low_t > max_systems:
-                    raise ValueError(f"deadline_s: even perfect scaling needs {low_t} × {system_key}, more than "
-                                     f"max_systems ({max_systems})")
-                floor_inputs = functools.partial(
-                    _run_inputs, m, system_key, x_tokens, recipe_name, 1.0, ckpt, chip_mtbf, inst_mtbf,
-                    restart_s, 0.0, n_graphs, cache, precompile_workers, framework=fw_key)
-                full_inputs = functools.partial(
-                    _run_inputs, m, system_key, x_tokens, recipe_name, 1.0, ckpt, chip_mtbf, inst_mtbf,
-                    restart_s, compile_s, n_graphs, cache, precompile_workers, framework=fw_key)
-
-                def floor_meets(n: int) -> bool:
-                    try:
-                        return _floor_meets(n)
-                    except _NeverFinishes:
-                        return False
-
-                def _floor_meets(n: int) -> bool:
-                    # the wall time at perfect scaling (tokens/s of n systems at the MFU, 6·N_active per
-                    # token) with the same failures and checkpoints but no compiles: a lower bound on the
-                    # wall time of every layout of n systems, so a count it rules out cannot meet
-                    return _economics(x_tokens * n / ideal_s, floor_inputs(n), detail=False)["wall_s"] <= deadline
-
-                def meets(n: int) -> bool:
-                    p = search_at(n)
-                    if p is None:
-                        return False
-                    tokens_per_s = float(p.best.tokens_per_s)  # the fastest layout: the least wall time
-                    closest.append((x_tokens / tokens_per_s, n))
-                    # compiles only add time: a count that misses without them misses with them
-                    if _economics(tokens_per_s, floor_inputs(n), detail=False)["wall_s"] > deadline:
-                        return False
-                    try:
-                        return _economics(tokens_per_s, full_inputs(n), detail=False)["wall_s"] <= deadline
-                    except _NeverFinishes:
-                        return False
-
-                ruled_out: list[int] = []
-                closest: list[tuple[float, int]] = []  # (training time without losses, count) planned
-
-                def candidates():
-                    for n in range(low_t, max_systems + 1):
-                        if floor_meets(n):
-                            yield n
-                        else:
-                            ruled_out.append(n)
-
-                found, tried_dl = _first(meets, candidates())
-                tried, bounded = tuple(tried_dl), len(ruled_out) + (low_t - low)
-                if found is None:
-                    why = ("; even at perfect scaling every count either computes too long or loses too much to "
-                           "failures, checkpoints and restarts")
-                    if closest:
-                        compute_s, n_best = min(closest)
-                        try:
-                            r = _economics(x_tokens / compute_s, full_inputs(n_best), detail=False)
-                            why = (f"; the fastest planned, {n_best} systems, computes for {format_seconds(compute_s)} "
-                                   f"and loses {r['lost_fraction']:.0%} to failures, checkpoints and restarts "
-                                   f"({format_seconds(r['wall_s'])} in all)")
-                        except _NeverFinishes:
-                            why = f"; at {n_best} systems failures come faster than a checkpoint cycle"
-                    raise ValueError(f"deadline_s: no count of {system_key} up to max_systems ({max_systems}) "
-                                     f"finishes {m.name} on {x_tokens:.3g} tokens within "
-                                     f"{format_seconds(deadline)}{why}")
-                n_sys = found
-        search = search_at(n_sys) if n_systems is None else search
-        lay = search.layout(0)
-    return _assemble(m, lay, search, x_tokens, mfu, dp_overlap, min_headroom_fraction, usd_per_hour,
-                     purchase_option, ckpt,
-                     chip_mtbf, proxy,
-                     inst_mtbf, restart_s, compile_s, n_graphs, cache, precompile_workers, global_batch,
-                     recipe_name, dtype, deadline, tuple(tried), bounded=bounded,
-                     usd_per_chip_hour=usd_per_chip_hour, ranges=ranges, others=others, given_ckpt=given_ckpt,
-                     framework=fw_key, batch_basis=batch_basis, mfu_basis=mfu_basis)
+    return plan(
+        Job(model, n_tokens, deadline_s=deadline_s, global_batch=global_batch, recipe_name=recipe_name,
+            dtype=dtype),
+        ClusterSpec(system, n_systems=n_systems, lnc=lnc, max_systems=max_systems, framework=framework,
+                    overlap_setting=overlap_setting, layout=layout),
+        Execution(mfu=mfu, mfu_range=mfu_range, dp_overlap=dp_overlap, min_headroom_fraction=min_headroom_fraction,
+                  micro_batches=micro_batches, zero_stages=zero_stages, recompute=recompute,
+                  sequence_parallel=sequence_parallel),
+        ReliabilitySpec(checkpoint_write_bytes_per_s=checkpoint_write_bytes_per_s,
+                        checkpoint_read_bytes_per_s=checkpoint_read_bytes_per_s,
+                        checkpoint_bytes_per_s_per_chip=checkpoint_bytes_per_s_per_chip,
+                        storage_bytes_per_s=storage_bytes_per_s, checkpoint_mode=checkpoint_mode,
+                        checkpoint_storage=checkpoint_storage, snapshot_s=snapshot_s, chip_mtbf_s=chip_mtbf_s,
+                        chip_mtbf_range_s=chip_mtbf_range_s, instance_mtbf_s=instance_mtbf_s, restart_s=restart_s),
+        CompilationSpec(compile_s=compile_s, n_graphs=n_graphs, cache=cache, precompile_workers=precompile_workers),
+        CostSpec(usd_per_hour=usd_per_hour, usd_per_chip_hour=usd_per_chip_hour, purchase_option=purchase_option,
+                 usd_per_hour_range=usd_per_hour_range, other_costs_usd=other_costs_usd))
 
 
 def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, usd_per_hour,
@@ -1625,7 +1978,8 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
               usd_per_chip_hour: float | None = None, ranges: dict | None = None,
               others: dict | None = None, given_ckpt: dict | None = None,
               framework: str | None = None, batch_basis: str = "chosen",
-              mfu_basis: str = "assumption") -> RunPlan:
+              mfu_basis: str = "assumption", schedule: frameworks.OverlapSchedule | None = None) -> RunPlan:
+    schedule = frameworks.overlap_schedule(None) if schedule is None else schedule
     c = lay.cluster
     s = specs.system(c.system)
     inst_type, per_system = billed_instance(c.system)
@@ -1649,7 +2003,8 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
     x = _run_inputs(m, c.system, n_tokens, recipe_name, usd, ckpt,
                     chip_mtbf, inst_mtbf, restart_s, compile_s, n_graphs, cache, precompile_workers,
                     c.n_systems, framework=framework).replace(seq_len=lay.seq_len)
-    est = layouts.evaluate(lay, mfu=mfu, dp_overlap=dp_overlap, min_headroom_fraction=min_headroom_fraction)
+    est = layouts.evaluate(lay, mfu=mfu, dp_overlap=dp_overlap, min_headroom_fraction=min_headroom_fraction,
+                           overlap_schedule=schedule)
     results = _economics(est.tokens_per_s, x)
     others = {k: 0.0 for k in OTHER_COSTS} if others is None else dict(others)
     other_usd = float(sum(others.values()))
@@ -1674,7 +2029,8 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
     ends = []
     for m_v, t_v, p_v in ((span["mfu"][1], span["chip_mtbf_s"][1], span["usd_per_hour"][0]),
                           (span["mfu"][0], span["chip_mtbf_s"][0], span["usd_per_hour"][1])):
-        e = layouts.evaluate(lay, mfu=m_v, dp_overlap=dp_overlap, min_headroom_fraction=min_headroom_fraction)
+        e = layouts.evaluate(lay, mfu=m_v, dp_overlap=dp_overlap, min_headroom_fraction=min_headroom_fraction,
+                             overlap_schedule=schedule)
         try:
             r = _economics(e.tokens_per_s, x.replace(chip_mtbf_s=t_v), detail=False)
             ends.append((r["wall_s"] / day, billed(r, p_v)[2] + other_usd))
@@ -1686,7 +2042,7 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
     size = sizing.size_job(m.n_params, n_tokens, system=s.key, recipe_name=recipe_name, mfu=mfu, dtype=dtype,
                            n_active_params=_active_params(m))
     table = _sensitivity(lay, est, x, mfu, dp_overlap, min_headroom_fraction, results,
-                         lambda r, p: billed(r, p)[2]) if sensitivity \
+                         lambda r, p: billed(r, p)[2], schedule) if sensitivity \
         else pd.DataFrame()
     inputs = {"mfu": mfu, "usd_per_hour": usd, "purchase_option": purchase_option,
               "checkpoint_write_bytes_per_s": x.checkpoint_write_bytes_per_s,
@@ -1707,7 +2063,11 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
               "chips_per_instance": chips_per_instance, "billing_unit": unit_name,
               "mfu_range": span["mfu"], "chip_mtbf_range_s": span["chip_mtbf_s"],
               "usd_per_hour_range": span["usd_per_hour"], "other_costs_usd": others,
-              "framework": framework}
+              "framework": framework, "overlap_setting": schedule.setting,
+              "overlap_flags": schedule.flags, "gather_overlap": schedule.gather_overlap,
+              "reduce_overlap": schedule.reduce_overlap, "overlap_experimental": schedule.experimental,
+              "framework_status": None if framework is None else frameworks.status_text(framework),
+              "framework_current": None if framework is None else frameworks.is_current(framework)}
     given = given_ckpt or {"checkpoint_write_bytes_per_s": ckpt[0]}
     assumptions = ("mfu",) + tuple(k for k, v in given.items() if v is not None) \
         + ("restart_s", "compile_s", "n_graphs") \
@@ -1721,7 +2081,7 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
 
 
 def _sensitivity(lay, est, x: _Inputs, mfu: float, dp_overlap: float, headroom: float,
-                 base: dict, price_of: Callable[[dict, float], float]) -> pd.DataFrame:
+                 base: dict, price_of: Callable[[dict, float], float], schedule=None) -> pd.DataFrame:
     """Cost and days with each uncertain input moved by :data:`SENSITIVITY` (layout kept).
 
     ``price_of(results, usd_per_hour)`` prices a run the way the plan does (the purchase option's
@@ -1736,7 +2096,8 @@ def _sensitivity(lay, est, x: _Inputs, mfu: float, dp_overlap: float, headroom: 
             v = values[name] * f
             if name == "mfu":
                 v = min(v, 1.0)
-                e = layouts.evaluate(lay, mfu=v, dp_overlap=dp_overlap, min_headroom_fraction=headroom)
+                e = layouts.evaluate(lay, mfu=v, dp_overlap=dp_overlap, min_headroom_fraction=headroom,
+                                     overlap_schedule=schedule)
                 r = _economics(e.tokens_per_s, x, detail=False)
             elif name == "checkpoint_write_bytes_per_s":
                 read = x.checkpoint_read_bytes_per_s * f  # a reload reads the same storage
@@ -2227,9 +2588,10 @@ def launch_environment(plan: RunPlan) -> pd.DataFrame:
         --auto-cast-type=fp8_e4m3`` for FP8 matmuls: the compiler casts only FP32 operations, so
         the note says the model must leave its matmuls in FP32 for them to act); ``NEURON_COMPILE_CACHE_URL`` (shared or
         per-instance, as the plan's cache); ``NEURON_RT_STOCHASTIC_ROUNDING_EN`` (on when the
-        recipe keeps no FP32 master copy); processes per instance (one per logical NeuronCore);
+        recipe keeps its weights in 16 bits with no FP32 master copy); processes per instance (one per logical NeuronCore);
         ``NEURON_RT_NUM_CORES`` / ``NEURON_RT_VISIBLE_CORES`` (left to the framework);
-        ``NEURON_RT_ROOT_COMM_ID`` for jobs of several instances.
+        ``NEURON_RT_ROOT_COMM_ID`` for jobs of several instances; the flags of the plan's overlap
+        schedule (``NEURON_FSDP=1``... from ``data/overlap_schedules.csv``).
 
     References
     ----------
@@ -2241,9 +2603,15 @@ def launch_environment(plan: RunPlan) -> pd.DataFrame:
     Examples
     --------
     >>> p = plan_run("llama3-8b", 1e12, n_systems=1, usd_per_hour=40.0)
+    >>> p.framework, p.inputs["recipe_name"]
+    ('torchneuron', 'fp32-params-amp-adam')
     >>> env = launch_environment(p).set_index("name").value
     >>> env["NEURON_LOGICAL_NC_CONFIG"], env["NEURON_CC_FLAGS"], env["NEURON_RT_STOCHASTIC_ROUNDING_EN"]
     ('2', '--logical-nc-config=2', '0')
+    >>> j = plan_run("llama3-8b", 1e12, n_systems=1, usd_per_hour=40.0, framework="jax")
+    >>> env = launch_environment(j).set_index("name").value
+    >>> env["NEURON_FSDP"], env["NEURON_FSDP_CC_MULTISTREAM"], env["NEURON_RT_STOCHASTIC_ROUNDING_EN"]
+    ('1', '1', '0')
     """
     p = _plan(plan)
     names = _launch_names()
@@ -2262,16 +2630,25 @@ def launch_environment(plan: RunPlan) -> pd.DataFrame:
     rows = [
         ("NEURON_LOGICAL_NC_CONFIG", str(p.lnc) if has_lnc else "(not applicable: no LNC on this chip)"),
         ("NEURON_CC_FLAGS", " ".join(flags) if flags else "(none needed)"),
-        ("NEURON_COMPILE_CACHE_URL", "s3://<bucket>/neuron-compile-cache/" if shared
-         else f"{facts['default cache directory']} (default, on each instance)"),
-        ("NEURON_RT_STOCHASTIC_ROUNDING_EN", "1" if r.master == 0 else "0"),
-        ("NEURON_RT_STOCHASTIC_ROUNDING_SEED", "(unset: 0)" if r.master == 0 else "(not used: rounding is off)"),
+        # each framework's own compile cache (issue 39: NEURON_COMPILE_CACHE_URL is torch-neuronx's)
+        {"torchneuron": ("TORCH_NEURONX_NEFF_CACHE_DIR", "<shared directory>/neff-cache" if shared
+                         else "(unset: the system default, on each instance)"),
+         "jax": ("jax compilation cache", "jax.config.update('jax_compilation_cache_dir', '<shared directory>')"
+                 if shared else "(unset: JAX's default, on each instance)")}.get(
+            p.framework, ("NEURON_COMPILE_CACHE_URL", "s3://<bucket>/neuron-compile-cache/" if shared
+                          else f"{facts['default cache directory']} (default, on each instance)")),
+        # rounding matters only where low-precision weights are updated with no FP32 copy
+        ("NEURON_RT_STOCHASTIC_ROUNDING_EN", "1" if (r.master == 0 and r.weights < 4) else "0"),
+        ("NEURON_RT_STOCHASTIC_ROUNDING_SEED", "(unset: 0)" if (r.master == 0 and r.weights < 4)
+         else "(not used: rounding is off)"),
         ("processes per instance", str(per_instance)),
         ("NEURON_RT_NUM_CORES", "(unset: one logical core per process, set by the framework)"),
         ("NEURON_RT_VISIBLE_CORES", "(unset: set by the framework per process)"),
     ]
     if p.n_instances > 1:
         rows.append(("NEURON_RT_ROOT_COMM_ID", "<first host IP>:<free port>"))
+    # the overlap schedule's flags (data/overlap_schedules.csv): what the plan's step time assumes
+    rows += [tuple(f.split("=", 1)) for f in p.flags]
     out = []
     for name, value in rows:
         key = "NEURON_LOGICAL_NC_CONFIG" if name == "processes per instance" else name
@@ -2301,12 +2678,16 @@ def preflight_checks(plan: RunPlan, *, benchmark_bytes: float = GiB) -> pd.DataF
     1. **Device listing** (``neuron-ls`` on every instance): the chips, NeuronCores and LNC.
     2. **A collective benchmark per level** the layout's groups cross (``nccom-test`` all-reduce of
        ``benchmark_bytes`` over one group's ranks and instances): the bus bandwidth chapter 03's
-       ring model expects at that level (the level's per-chip bandwidth, less latency); for a group
-       spanning systems, what chapter 03's one collective model
-       (:func:`trainium_lab.collectives.neuron_collective`: hierarchical, with the calibrated launch
-       and step latencies) expects of one such group alone.
-    3. **A compile test on one instance** (``neuron_parallel_compile``, 10-15 steps): the plan's
-       graphs, each in about ``compile_s`` (the assumption to replace with the measurement).
+       one collective model expects of one such group alone
+       (:func:`trainium_lab.collectives.neuron_collective`: hierarchical, with the calibrated bus
+       efficiencies, launch and step latencies), beside its bound: a healthy measurement sits near
+       the expectation, far below the bound.
+    3. **A compile test on one instance** (the first 10-15 steps of the training script with the
+       framework's compile cache on a shared directory: ``TORCH_NEURONX_NEFF_CACHE_DIR`` for
+       TorchNeuron, JAX's persistent compilation cache; Neuron 2.32 ships no
+       ``neuron_parallel_compile`` for them): the plan's graphs, each in about ``compile_s``.
+    3b. **A profile of one step** (``neuron-explorer capture``, which replaces ``neuron-profile
+       capture`` in 2.32): the exposed collectives the plan counts.
     4. **A short run**: tokens/s of the layout (then :func:`trainium_lab.sizing.mfu_from_throughput`).
     5. **A restore test**: write a checkpoint, replace an instance, reload: the write and reload
        times the plan assumes.
@@ -2319,8 +2700,9 @@ def preflight_checks(plan: RunPlan, *, benchmark_bytes: float = GiB) -> pd.DataF
 
     References
     ----------
-    AWS Neuron docs: "Neuron LS User Guide", "NCCOM-TEST User Guide", "PyTorch NeuronX
-    neuron_parallel_compile CLI"; chapter 03 (:mod:`trainium_lab.collectives`).
+    AWS Neuron docs: "Neuron LS User Guide", "NCCOM-TEST User Guide", "Neuron Explorer environment
+    variables" (``TORCH_NEURONX_NEFF_CACHE_DIR``), the 2.32 release notes (``neuron-explorer
+    capture``); chapter 03 (:mod:`trainium_lab.collectives`).
 
     Examples
     --------
@@ -2329,8 +2711,8 @@ def preflight_checks(plan: RunPlan, *, benchmark_bytes: float = GiB) -> pd.DataF
     >>> c = preflight_checks(p)
     >>> c.step.tolist()[:3]
     ['device listing', 'collective benchmark: tp (instance level)', 'collective benchmark: dp (efa level)']
-    >>> round(float(c.value.iloc[1]) / 1e9)   # expected bus bandwidth of a TP group, GB/s
-    1024
+    >>> round(float(c.value.iloc[1]) / 1e9)   # expected (calibrated) bus bandwidth of a TP group, GB/s
+    185
     """
     p = _plan(plan)
     size = positive("benchmark_bytes", benchmark_bytes)
@@ -2358,7 +2740,7 @@ def preflight_checks(plan: RunPlan, *, benchmark_bytes: float = GiB) -> pd.DataF
                          "value": math.nan, "unit": "bytes/s"})
             continue
         n_sys = int(placement.groups(kind)["n_systems"].max())
-        if kind != "ep" and n_sys > 1:
+        if kind != "ep":
             # a group spanning systems runs instance first: chapter 03's one collective model
             r = -(-degree // n_sys)
             # one group benchmarked alone (no other group sharing its chips), on the chips it occupies
@@ -2369,10 +2751,11 @@ def preflight_checks(plan: RunPlan, *, benchmark_bytes: float = GiB) -> pd.DataF
             busbw, top = factor * size / cost.expected_s, factor * size / cost.bound_s
             rows.append({"step": f"collective benchmark: {kind} ({level.name} level)", "tool": "nccom-test",
                          "command": _nccom(degree, nodes, size),
-                         "expect": f"busbw ≈ {busbw / GB:,.1f} GB/s ({format_seconds(cost.expected_s)}), never above "
-                                   f"{top / GB:,.1f} GB/s: chapter 03's {cost.algorithm} model, launch and step "
-                                   "latencies calibrated on AWS's nccom-test runs; check the printed unit as "
-                                   "size ÷ time, and look for a link or placement problem only far below it",
+                         "expect": f"busbw ≈ {busbw / GB:,.1f} GB/s expected, "
+                                   f"never above the bound {top / GB:,.1f} GB/s: chapter 03's {cost.algorithm} model, "
+                                   "bus efficiencies and latencies calibrated on AWS's nccom-test runs; a measurement "
+                                   "near the expectation is healthy; check the printed unit as size ÷ time, and look "
+                                   "for a link or placement problem only far below the expectation",
                          "value": busbw, "unit": "bytes/s"})
             continue
         coll = "all_reduce" if kind != "ep" else ("all_to_all_direct" if level.switched else "all_to_all")
@@ -2386,12 +2769,24 @@ def preflight_checks(plan: RunPlan, *, benchmark_bytes: float = GiB) -> pd.DataF
                                "or placement problem only far below it",
                      "value": busbw, "unit": "bytes/s"})
     per_instance = cores.core_counts(p.system, p.lnc).logical_cores_per_instance
-    rows.append({"step": "compile test on one instance", "tool": "neuron_parallel_compile",
-                 "command": f"neuron_parallel_compile torchrun --nproc_per_node={per_instance} train.py  "
-                            "# a 10-15 step trial",
+    fw = p.framework
+    cache = {"torchneuron": "TORCH_NEURONX_NEFF_CACHE_DIR=<shared dir> (TorchNeuron compiles only on Trn2/Trn3)",
+             "jax": "JAX's persistent compilation cache (jax_compilation_cache_dir) on a shared directory",
+             "nxd": "NEURON_COMPILE_CACHE_URL=<s3 or shared dir> (torch-neuronx, legacy)"}.get(
+        fw, "the framework's compile cache on a shared directory")
+    rows.append({"step": "compile test on one instance", "tool": "training script (first steps)",
+                 "command": f"run the first 10-15 steps on one instance with {cache}  "
+                            "# Neuron 2.32 ships no neuron_parallel_compile for TorchNeuron or JAX",
                  "expect": f"{p.inputs['n_graphs']} graphs in the cache, each in about "
                            f"{format_seconds(p.inputs['compile_s'])} (assumed: replace with the measurement)",
                  "value": p.inputs["compile_s"], "unit": "s per graph"})
+    rows.append({"step": "profile one step", "tool": "neuron-explorer",
+                 "command": "NEURON_FRAMEWORK_DEBUG=1 (keep the NEFF), then neuron-explorer capture on it  "
+                            "# replaces neuron-profile capture in 2.32",
+                 "expect": f"compute near {1 - p.estimate.time_s.get('tp_comm', 0.0) / p.step_s:.0%} of the step and "
+                           "the exposed collectives the plan counts (TP, and FSDP reduce-scatters unless the "
+                           f"schedule overlaps them: flags {p.flags_text})",
+                 "value": p.step_s, "unit": "s per step"})
     rows.append({"step": "short run (throughput)", "tool": "training script",
                  "command": f"torchrun --nproc_per_node={per_instance} train.py  # 50 steps on the full cluster",
                  "expect": f"{p.tokens_per_s:,.0f} tokens/s ({p.step_s:.2f} s per step); if lower, days and cost "
@@ -2467,7 +2862,8 @@ def trainium_checklist(plan: RunPlan, *, gpu_cost_per_million_tokens_usd: float 
 #: placeholder (:func:`parity_usd_per_hour`), passed by the caller.
 CAPSTONE_405B_RUN: Mapping[str, object] = MappingProxyType({
     "model": "llama3-405b", "n_tokens": 1e12, "system": "trn2-ultraserver", "deadline_s": 60 * day,
-    "lnc": 2, "global_batch": 2048, "mfu": sizing.TEACHING_MFU, "checkpoint_write_bytes_per_s": 10 * GB})
+    "lnc": 2, "global_batch": 2048, "purchase_option": "capacity-block",
+    "checkpoint_write_bytes_per_s": 10 * GB})
 
 
 def capstone_405b_plan(**overrides) -> "RunPlan":

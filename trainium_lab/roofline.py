@@ -693,12 +693,14 @@ def batch_curve(n: int, k: int, dtype: str = "bfloat16", chip: str = "trn2", *,
 
 # --------------------------------------------------------------------------- every engine, not only the tensor engine
 
-__all__ += ["EngineBounds", "engine_bounds", "ELEMENTWISE_OPS", "elementwise_op_bounds"]
+__all__ += ["EngineBounds", "engine_bounds", "ELEMENTWISE_OPS", "elementwise_op_bounds", "engine_element_rates",
+            "ENGINE_RATES"]
 
 #: element-wise operations per element of the input, by engine, as the course counts them for an
 #: op applied along rows: softmax = max, subtract, sum and scale on the vector engine and exp on the
 #: scalar (activation) engine; RMSNorm = square, sum, scale by the row's 1/rms and by the gain on the
-#: vector engine (one rsqrt per row, on the scalar engine, is negligible). One op = one FLOP.
+#: vector engine (one rsqrt per row, on the scalar engine, is negligible). One op = one element through
+#: the engine's data path (:func:`engine_element_rates`).
 ELEMENTWISE_OPS: dict[str, dict[str, float]] = {
     "softmax": {"vector": 4.0, "scalar": 1.0},
     "rmsnorm": {"vector": 4.0, "scalar": 0.0},
@@ -730,39 +732,85 @@ class EngineBounds:
                 f"({parts}; {self.bound} binds)")
 
 
+#: how :func:`engine_bounds` rates the vector and scalar engines
+ENGINE_RATES: tuple[str, ...] = ("data-path", "marketing")
+
+
+def engine_element_rates(chip: str = "trn2", dtype: str = "bfloat16", rates: str = "data-path") -> dict:
+    """Vector- and scalar-engine rates of a whole chip, elements (ops) per second.
+
+    ``"data-path"`` (the default): each engine's data-path width in elements per cycle for
+    ``dtype`` (the NKI architecture guides, ``*_elements_per_cycle`` in ``data/cores.csv``) times
+    its clock, on every physical NeuronCore: a one-input instruction on a ``[128, N]`` tile moves
+    ``width`` elements per cycle. ``"marketing"``: the FP32 TFLOPS of the NeuronCore architecture
+    pages, read as one op per FLOP (a sourced alternative, 2 to 8 times higher than the data paths).
+    The LNC setting groups cores but leaves the chip's total unchanged.
+
+    References
+    ----------
+    AWS NKI architecture guides for Trainium, Trainium2 and Trainium3 (engine data-path widths and
+    clocks); AWS NeuronCore-v2/v3/v4 architecture pages (vector and scalar FP32 TFLOPS).
+
+    Examples
+    --------
+    >>> r = engine_element_rates("trn2")
+    >>> round(r["vector"] / 1e12, 2), round(r["scalar"] / 1e12, 2)   # 8 cores × 512 × 0.96 GHz; × 128 × 1.2 GHz
+    (3.93, 1.23)
+    >>> m = engine_element_rates("trn2", rates="marketing")
+    >>> round(m["scalar"] / r["scalar"], 1)
+    7.8
+    """
+    c = specs.chip(chip)
+    rates = choice("rates", rates, ENGINE_RATES)
+    n = c.neuron_cores
+    if rates == "marketing":
+        return {"vector": n * c.core.vector_fp32_flops_per_s, "scalar": n * c.core.scalar_fp32_flops_per_s}
+    key = "bf16" if dtype in ("bfloat16", "float16") else ("fp8" if str(dtype).startswith("float8") else "fp32")
+    out = {}
+    for engine in ("vector", "scalar"):
+        width = specs.fact(c.core.name, f"{engine}_elements_per_cycle.{key}").value
+        out[engine] = n * float(width) * c.core.clocks_hz[engine]
+    return out
+
+
 def engine_bounds(chip: str = "trn2", *, tensor_flops: float = 0.0, vector_flops: float = 0.0,
-                  scalar_flops: float = 0.0, hbm_bytes: float = 0.0, dtype: str = "bfloat16") -> EngineBounds:
+                  scalar_flops: float = 0.0, hbm_bytes: float = 0.0, dtype: str = "bfloat16",
+                  rates: str = "data-path") -> EngineBounds:
     """Lower and upper bounds on an operation's time from every engine's work, on a whole chip.
 
     Each engine's time is its work over its rate on all of the chip's NeuronCores: tensor-engine
-    FLOPs at the dense ``dtype`` rate, vector- and scalar-engine FLOPs at their FP32 rates
-    (``data/cores.csv``), HBM bytes at the chip's bandwidth. ``max ≤ t ≤ sum``.
+    FLOPs at the dense ``dtype`` rate, vector- and scalar-engine ops (one per element an
+    instruction processes) at :func:`engine_element_rates` (``rates``: the NKI guides' data-path
+    widths by default, the architecture pages' FP32 TFLOPS as the alternative), HBM bytes at the
+    chip's bandwidth. ``max ≤ t ≤ sum``.
 
     References
     ----------
     Austin et al., "How to Scale Your Model" (2025), part 1 (T_lower = max, T_upper = sum of the
-    compute and communication times) and part 2 (TPU MXU against VPU); AWS Neuron docs,
-    NeuronCore-v2/v3/v4 architecture pages (vector and scalar engine FLOP/s).
+    compute and communication times) and part 2 (TPU MXU against VPU); AWS NKI architecture guides
+    (engine data-path widths); AWS Neuron docs, NeuronCore-v2/v3/v4 architecture pages (FLOP/s).
 
     Examples
     --------
     >>> b = engine_bounds("trn2", vector_flops=4e9, scalar_flops=1e9, hbm_bytes=4e9)
     >>> b.bound, round(b.lower_s * 1e3, 3), round(b.upper_s * 1e3, 3)
-    ('hbm', 1.379, 1.983)
+    ('hbm', 1.379, 3.21)
+    >>> engine_bounds("trn2", vector_flops=4e9, scalar_flops=1e9, hbm_bytes=4e9, rates="marketing").bound
+    'hbm'
     """
     c = specs.chip(chip)
-    core = c.core
-    n = c.neuron_cores
+    er = engine_element_rates(chip, dtype, rates)
     work = {"tensor": (positive("tensor_flops", tensor_flops, allow_zero=True), c.dense_flops_per_s[dtype]),
-            "vector": (positive("vector_flops", vector_flops, allow_zero=True), n * core.vector_fp32_flops_per_s),
-            "scalar": (positive("scalar_flops", scalar_flops, allow_zero=True), n * core.scalar_fp32_flops_per_s),
+            "vector": (positive("vector_flops", vector_flops, allow_zero=True), er["vector"]),
+            "scalar": (positive("scalar_flops", scalar_flops, allow_zero=True), er["scalar"]),
             "hbm": (positive("hbm_bytes", hbm_bytes, allow_zero=True), c.hbm_bytes_per_s)}
     times = {k: float(w / r) for k, (w, r) in work.items()}
     bound = max(times, key=times.get)
     return EngineBounds(c.key, times, max(times.values()), sum(times.values()), bound)
 
 
-def elementwise_op_bounds(op: str, n_elements: float, chip: str = "trn2", dtype: str = "bfloat16") -> EngineBounds:
+def elementwise_op_bounds(op: str, n_elements: float, chip: str = "trn2", dtype: str = "bfloat16",
+                          rates: str = "data-path") -> EngineBounds:
     """:func:`engine_bounds` of a softmax or RMSNorm over ``n_elements`` values of ``dtype``.
 
     Work from :data:`ELEMENTWISE_OPS`; HBM traffic one read and one write of the tensor (an op
@@ -777,4 +825,4 @@ def elementwise_op_bounds(op: str, n_elements: float, chip: str = "trn2", dtype:
     ops = ELEMENTWISE_OPS[choice("op", op, ELEMENTWISE_OPS)]
     n = positive("n_elements", n_elements)
     return engine_bounds(chip, vector_flops=ops["vector"] * n, scalar_flops=ops["scalar"] * n,
-                         hbm_bytes=2.0 * n * bytes_per_element(dtype), dtype=dtype)
+                         hbm_bytes=2.0 * n * bytes_per_element(dtype), dtype=dtype, rates=rates)

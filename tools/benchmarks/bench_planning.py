@@ -9,8 +9,11 @@ from _timing import best_s
 
 CASES = [
     # (label, model, tokens, system, deadline in days, keyword arguments)
-    ("405B/1T on Trn3 Gen2 UltraServers, 60 d", "llama3-405b", 1e12, "trn3-gen2-ultraserver", 60,
-     dict(lnc=2, global_batch=2048, usd_per_hour=74.24, mfu=0.40)),
+    # teaching search (framework="any"): without PP no layout of 144-chip systems divides batch 2048
+    ("405B/1T on Trn3 Gen2 UltraServers, 60 d, teaching search", "llama3-405b", 1e12, "trn3-gen2-ultraserver", 60,
+     dict(lnc=2, global_batch=2048, usd_per_hour=74.24, mfu=0.40, framework="any")),
+    ("405B/15T on trn2.48xlarge, 90 d, every default (issue 39's done-when)", "llama3-405b", 15e12,
+     "trn2.48xlarge", 90, dict(usd_per_hour=40.0)),
     ("405B/15T on Trn2 UltraServers, 90 d, MFU 40 %", "llama3-405b", 15e12, "trn2-ultraserver", 90,
      dict(usd_per_hour=40.0, mfu=0.40)),
     ("405B/15T on Trn2 UltraServers, 90 d, batch 2048, LNC 2", "llama3-405b", 15e12, "trn2-ultraserver", 90,

@@ -170,10 +170,9 @@ def _q9_scan() -> dict:
     from trainium_lab import sizing, specs
     from trainium_lab.units import day
 
-    c = specs.chip("trn2").dense_flops_per_s["bf16"]
-    floor = int(-(-sizing.training_flops(sizing.preset("llama3-405b").n_params, 1e12) // (c * 0.4 * 75 * day * 64)))
+    floor = _q9_floor()
     out = {}
-    for n in range(max(1, floor), 2 * floor + 1):
+    for n in range(max(1, floor), 3 * floor + 1):
         try:
             q = _q9_plan(n)
         except ValueError:
@@ -224,11 +223,12 @@ q9 = Exercise(
     open_variant=True,
     checker=_q9_check,
     also_accepted=(lambda: _q9_accepted()[-1],),
-    hint=("Start from the perfect-scaling floor (6ND at 40 % MFU over 75 days), then plan_run a few counts "
-          "above it: the global batch must split into a power-of-two DP, so neighbouring counts differ a lot."),
+    hint=("Start from the perfect-scaling floor (6ND at the calibrated MFU, sizing.default_mfu(), over 75 days), "
+          "then plan_run counts above it: with no pipeline parallelism in today's frameworks the global batch "
+          "must split into a power-of-two DP, so only a few counts have a layout at all."),
     solution=("par = planning.parity_usd_per_hour('trn2.48xlarge')     # the placeholder price\n"
               "ok = {}\n"
-              "for n in range(20, 64):                                    # around the floor\n"
+              "for n in range(20, 100):                                   # around the floor\n"
               "    try:\n"
               "        q = planning.plan_run('llama3-405b', 1e12, system='trn2-ultraserver', n_systems=n, lnc=2,\n"
               "                              global_batch=2048, usd_per_hour=par)\n"
@@ -237,10 +237,10 @@ q9 = Exercise(
               "    if q.days <= 75:\n"
               "        ok[n] = q.cost_usd\n"
               "answer_9 = min(ok, key=ok.get)                             # the cheapest count that meets it"),
-    mistakes=[(lambda: _q9_floor(), "that is the perfect-scaling floor: the plan's effective MFU is below 40 % and "
-                                    "failures and checkpoints take their share, so it misses 75 days"),
-              (lambda: _q9_floor() + 1, "the next count up: its chips do not split the batch into a power-of-two "
-                                        "DP, so the planner needs a deep pipeline and it is slow"),
+    mistakes=[(lambda: _q9_floor(), "that is the perfect-scaling floor: the plan's effective MFU is below the "
+                                    "calibrated MFU and failures and checkpoints take their share, so it misses 75 days"),
+              (lambda: _q9_floor() + 1, "the next count up: check its days: at the calibrated MFU, with exposed TP "
+                                        "collectives and failures, it misses 75 days"),
               (lambda: 2 * _q9_accepted()[0], "twice what the deadline needs: it finishes early and costs more")],
 )
 
@@ -249,8 +249,10 @@ def _q9_floor() -> int:
     from trainium_lab import sizing, specs
     from trainium_lab.units import day
 
+    # at the calibrated MFU (data/calibration.csv), the plan's own: one MFU for floor and plan
     c = specs.chip("trn2").dense_flops_per_s["bf16"]
-    return int(-(-sizing.training_flops(sizing.preset("llama3-405b").n_params, 1e12) // (c * 0.4 * 75 * day * 64)))
+    return int(-(-sizing.training_flops(sizing.preset("llama3-405b").n_params, 1e12)
+                 // (c * sizing.default_mfu() * 75 * day * 64)))
 
 
 def defence(plan) -> str:
@@ -269,6 +271,10 @@ def defence(plan) -> str:
                                    "cache", "global_batch", "recipe_name", "dtype", "min_headroom_fraction")}
     if inputs.get("chip_mtbf_is_proxy") is False:
         keep["chip_mtbf_s"] = inputs["chip_mtbf_s"]
+    # the same framework and overlap schedule (or the teaching search) as the plan
+    keep["framework"] = plan.framework or planning.TEACHING_SEARCH
+    if plan.framework:
+        keep["overlap_setting"] = inputs.get("overlap_setting")
 
     def replan(**change):
         args = {**keep, **change}

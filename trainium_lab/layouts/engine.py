@@ -160,8 +160,14 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
           ep: np.ndarray | None = None, v: np.ndarray | None = None,
           capacity_factor: float = 1.0, attention: str = "causal", etp: np.ndarray | None = None,
           ep_dispatch: str = "all-gather", narrow_expert_penalty: bool = True,
-          dropless_block_size: int | None = None) -> dict[str, np.ndarray]:
+          dropless_block_size: int | None = None, gather_overlap: float = 1.0,
+          reduce_overlap: float = 1.0) -> dict[str, np.ndarray]:
     """Every formula of the chapter, on arrays (one element per layout).
+
+    ``gather_overlap`` and ``reduce_overlap`` are the shares of the weight all-gathers and of the
+    gradient reductions that the framework's schedule places behind compute
+    (:class:`trainium_lab.frameworks.OverlapSchedule`); the rest is exposed, and what is placed
+    hides up to ``dp_overlap`` of the window. Both 1 (the default) is the teaching schedule.
 
     ``ep`` (expert parallelism, MoE models) and ``v`` (interleaved virtual stages) default
     to 1 everywhere; a dense model with ``ep = v = 1`` gives exactly the chapter-05 numbers.
@@ -332,10 +338,18 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
         ar = ar + ep_rs + ep_ag_g + own * coef("dp_ar", 0) + coef("dp_ar", 1) * ge
         rs = rs + ep_rs + own * coef("dp_rs", 0) + coef("dp_rs", 1) * ge
         ag = ag + ep_ag_w + own * coef("dp_ag", 0) + coef("dp_ag", 1) * we
-    dp_total = np.choose(zero, [ar, ar, mf * rs + ag, mf * (rs + 2.0 * ag)])
+    # split into gradient reductions and weight gathers: a schedule places each behind compute
+    # or not (AWS, "Compute-Communication Overlap in Neuron": by default FSDP reduce-scatters
+    # run at the end of the backward pass; token threading moves them into later layers)
+    dp_reduce = np.choose(zero, [ar, ar, mf * rs, mf * rs])
+    dp_gather = np.choose(zero, [0.0 * ar, 0.0 * ar, ag, mf * 2.0 * ag])
+    dp_total = dp_reduce + dp_gather
     window = np.choose(zero, [bwd + tp_bwd, bwd + tp_bwd, mf * (bwd + tp_bwd), mf * slot])
     out["dp_comm_total"] = dp_total
-    out["dp_exposed"] = np.maximum(0.0, dp_total - dp_overlap * window)
+    out["dp_reduce"] = dp_reduce
+    out["dp_gather"] = dp_gather
+    placed = gather_overlap * dp_gather + reduce_overlap * dp_reduce
+    out["dp_exposed"] = (dp_total - placed) + np.maximum(0.0, placed - dp_overlap * window)
     out["step"] = (out["compute"] + out["tp_comm"] + out["pp_comm"] + out["bubble"] + out["dp_exposed"]
                    + out["ep_comm"])
     tokens_step = dpf * epf * mbf * mf * s

@@ -540,7 +540,8 @@ def resolve_dp_overlap(dp_overlap: float | None) -> float:
 def evaluate(lay: Layout, *, mfu: float | None = None, dp_overlap: float | None = None, tp_overlap: float = 0.0,
              min_headroom_fraction: float = 0.10, attention: str = "causal",
              torus: str = "per-device", ep_dispatch: str = "all-gather",
-             narrow_expert_penalty: bool = True, dropless_block_size: int | None = None) -> LayoutEstimate:
+             narrow_expert_penalty: bool = True, dropless_block_size: int | None = None,
+             overlap_schedule=None) -> LayoutEstimate:
     """Memory per chip and a first-order step time for a layout.
 
     Memory per rank (Ψ parameters, recipe bytes ``w, g, K``; Rajbhandari et al.):
@@ -585,6 +586,10 @@ def evaluate(lay: Layout, *, mfu: float | None = None, dp_overlap: float | None 
         gathers), in [0, 1] (1 = bucketed, perfectly overlapped reductions; 0 = none).
         Default: the labelled assumption of ``data/overlap.csv`` (:func:`overlap_default`: 1.0,
         plausible range 0.5–1.0; no Trainium measurement gives it).
+    overlap_schedule : trainium_lab.frameworks.OverlapSchedule, optional
+        Which data-parallel collectives the framework's schedule places behind compute
+        (:func:`trainium_lab.frameworks.overlap_schedule`); the rest is exposed. Default: the
+        teaching schedule (all of them).
     tp_overlap : float
         Share of the tensor-parallel collective time hidden behind computation, in [0, 1].
         0 (the default) puts every TP all-reduce on the critical path: in Megatron-LM's
@@ -658,6 +663,15 @@ def evaluate(lay: Layout, *, mfu: float | None = None, dp_overlap: float | None 
     if narrow_expert_penalty not in (True, False):
         raise ValueError(f"narrow_expert_penalty must be True or False, got {narrow_expert_penalty!r}")
     dropless = _dropless(dropless_block_size, lay.capacity_factor)
+    from trainium_lab import frameworks
+
+    if overlap_schedule is None:
+        sched = frameworks.overlap_schedule(None)  # the teaching schedule: every collective behind compute
+    elif isinstance(overlap_schedule, frameworks.OverlapSchedule):
+        sched = overlap_schedule
+    else:
+        raise ValueError("overlap_schedule must be a frameworks.OverlapSchedule (frameworks.overlap_schedule"
+                         f"(...)) or None; got {overlap_schedule!r}"[:200])
     c = lay.cluster
     cm = _comm(c.system, c.n_systems, c.lnc, lay.tp, lay.pp, lay.dp, lay.ep, torus)
     one = lambda v: np.array([v])  # noqa: E731
@@ -667,7 +681,8 @@ def evaluate(lay: Layout, *, mfu: float | None = None, dp_overlap: float | None 
                 one(lay.n_micro_batches), one(_RECOMPUTE_INDEX[lay.recompute]), [cm], one(0),
                 ep=one(lay.ep), v=one(lay.virtual_stages), capacity_factor=lay.capacity_factor,
                 attention=attention, etp=one(lay.expert_tp), ep_dispatch=ep_dispatch,
-                narrow_expert_penalty=narrow_expert_penalty, dropless_block_size=dropless)
+                narrow_expert_penalty=narrow_expert_penalty, dropless_block_size=dropless,
+                gather_overlap=sched.gather_overlap, reduce_overlap=sched.reduce_overlap)
     f = {k: float(v[0]) for k, v in out.items()}
     levels = dict(cm.levels)
     if lay.model.is_moe:

@@ -117,8 +117,9 @@ class Plan:
     def overlap_sensitivity(self, values: tuple[float, ...] | None = None) -> pd.DataFrame:
         """The winner at other data-parallel overlaps (memory does not depend on it).
 
-        Every fitting layout's step is re-costed with ``dp_exposed = max(0, total − o·window)``
-        (the engine's rule) at each overlap ``o``; the default values span the plausible range
+        Every fitting layout's step is re-costed with ``dp_exposed = (total − placed) +
+        max(0, placed − o·window)`` (the engine's rule; ``placed`` is what the framework's schedule
+        puts behind compute) at each overlap ``o``; the default values span the plausible range
         of ``data/overlap.csv`` (:func:`trainium_lab.layouts.overlap_default`) and the plan's own.
 
         Returns
@@ -146,9 +147,11 @@ class Plan:
             return pd.DataFrame(columns=["dp_overlap", "label", "tokens_per_s", "step_s", "same_winner"])
         base = t.step_s.to_numpy() - t.dp_exposed_s.to_numpy()
         total, window = t.dp_comm_total_s.to_numpy(), t.dp_window_s.to_numpy()
+        placed = (float(self.settings.get("gather_overlap", 1.0)) * t.dp_gather_s.to_numpy()
+                  + float(self.settings.get("reduce_overlap", 1.0)) * t.dp_reduce_s.to_numpy())
         tokens = t.tokens_per_s.to_numpy() * t.step_s.to_numpy()
         for o in vals:
-            step = base + np.maximum(0.0, total - o * window)
+            step = base + (total - placed) + np.maximum(0.0, placed - o * window)
             tps = tokens / step
             i = int(np.argmax(tps))
             rows.append({"dp_overlap": float(o), "label": t.label.iloc[i], "tokens_per_s": float(tps[i]),
@@ -258,7 +261,8 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
          virtual_stages: tuple[int, ...] = (1,), capacity_factor: float = 1.0,
          attention: str = "causal", torus: str = "per-device", ep_dispatch: str = "all-gather",
          expert_tp_degrees: tuple[int, ...] | None = None, narrow_expert_penalty: bool = True,
-         dropless_block_size: int | None = None, framework: str | None = None) -> Plan:
+         dropless_block_size: int | None = None, framework: str | None = None,
+         overlap_setting: str | None = None) -> Plan:
     """Evaluate every valid layout of ``model`` on a cluster; keep those that fit; rank by tokens/s.
 
     Enumerates every ``(tp, ep, pp, dp)`` with ``tp·ep·pp·dp`` = ranks, ``tp`` dividing
@@ -318,8 +322,13 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
         Search only what that framework can run (``data/frameworks.csv``,
         :func:`trainium_lab.frameworks.runnable_mask`): its ZeRO stages, no PP or EP where it
         has none, interleaving only where it has that schedule (NxD: ``pp × v = L``); and use
-        its precision recipe unless ``recipe_name`` is given. ``None``: every layout the
-        model allows (:meth:`Plan.runnable_by` then says which frameworks can run the winner).
+        its precision recipe unless ``recipe_name`` is given, and its overlap schedule
+        (``overlap_setting``). ``None``: the teaching search, every layout the model allows with
+        every data-parallel collective behind compute (no framework is checked:
+        :meth:`Plan.runnable_by` then says which frameworks can run the winner).
+    overlap_setting : str, optional
+        A setting of the framework's schedule (:func:`trainium_lab.frameworks.overlap_schedules`:
+        ``"compiler-default"``, the default, or ``"token-threading"`` where documented).
     recipe_name : str, optional
         A key of :data:`trainium_lab.sizing.RECIPES`; default the framework's recipe, else
         ``"bf16-adam"``.
@@ -355,6 +364,8 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     m = resolve_model(model)
     c = topology.cluster(system, n_systems, lnc)
     fw = frameworks.resolve_framework(framework)
+    # where the framework's schedule puts the data-parallel collectives (teaching: all behind compute)
+    sched = frameworks.overlap_schedule(fw, overlap_setting if fw is not None else None)
     if recipe_name is None:
         recipe_name = fw.recipe if (fw is not None and fw.recipe) else "bf16-adam"
     global_batch = integer("global_batch", global_batch, minimum=1)
@@ -482,7 +493,8 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     out = _core(m, c, seq_len, recipe_name, dtype, sequence_parallel, mfu, dp_overlap, tp_overlap, grads,
                 tp, pp, dp, z, mb, nmb, mode, comms, idx, ep=ep, v=v, capacity_factor=capacity_factor,
                 attention=attention, etp=etp, ep_dispatch=ep_dispatch,
-                narrow_expert_penalty=narrow_expert_penalty, dropless_block_size=dropless)
+                narrow_expert_penalty=narrow_expert_penalty, dropless_block_size=dropless,
+                gather_overlap=sched.gather_overlap, reduce_overlap=sched.reduce_overlap)
     levels = {k: np.array([x.levels[k] for x in comms])[idx] for k in ("tp", "pp", "dp")}
     modes_arr = np.array(RECOMPUTE_MODES)[mode]
     hbm = out["hbm"]
@@ -495,6 +507,7 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
         "fits": _fits(out["headroom"], hbm, min_headroom_fraction),
         **{f"{p}_s": out[p] for p in TIME_PARTS},
         "dp_comm_total_s": out["dp_comm_total"], "dp_window_s": out["bwd_window"], "step_s": out["step"],
+        "dp_gather_s": out["dp_gather"], "dp_reduce_s": out["dp_reduce"],
         "tokens_per_s": out["tokens_per_s"], "mfu_effective": out["mfu_effective"],
         "ep": ep, "virtual_stages": v,
         "ep_level": np.array([x.ep_level for x in comms])[idx],
@@ -515,7 +528,9 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
                     dtype=dtype, mfu=mfu, dp_overlap=dp_overlap, tp_overlap=tp_overlap,
                     grad_bytes_per_param=grads, capacity_factor=capacity_factor, attention=attention,
                     torus=torus, ep_dispatch=ep_dispatch, narrow_expert_penalty=narrow_expert_penalty,
-                    dropless_block_size=dropless, framework=None if fw is None else fw.key)
+                    dropless_block_size=dropless, framework=None if fw is None else fw.key,
+                    overlap_setting=sched.setting, overlap_flags=sched.flags,
+                    gather_overlap=sched.gather_overlap, reduce_overlap=sched.reduce_overlap)
     return Plan(fitting, df, m, c, global_batch, min_headroom_fraction, settings)
 
 

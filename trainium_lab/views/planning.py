@@ -130,7 +130,9 @@ def launch_script(plan: planning.RunPlan) -> str:
             lines.append(f"# torchrun --nproc_per_node={row.value}   (one process per logical NeuronCore)")
         elif row.value.startswith("("):
             lines.append(f"# {row.name}: {row.value.strip('()')}")
-        elif row.name.startswith("NEURON"):
+        elif " " in row.name:  # a program setting, not an environment variable
+            lines.append(f"# {row.name}: {row.value}")
+        elif row.name.startswith(("NEURON", "TORCH_NEURONX")):
             value = row.value.split(" (")[0]
             quoted = f'"{value}"' if " " in value else value
             lines.append(f"export {row.name}={quoted}")
@@ -147,15 +149,23 @@ def _framework_text(p: planning.RunPlan) -> str:
     key = p.inputs.get("framework")
     if key:
         f = frameworks.framework(key)
-        rel = f" (release {f.status_release})" if f.status_release else ""
-        return (f"Training framework: **{f.name}**, {f.status}{rel}; the layout was searched among what it "
-                f"runs, with recipe `{p.inputs['recipe_name']}`.")
+        sched = frameworks.overlap_schedule(key, p.inputs.get("overlap_setting"))
+        flags = (f"set `{' '.join(p.flags)}`" + (" (experimental on the 2.32 page)" if sched.experimental else "")
+                 if p.flags else "no flag is needed")
+        return (f"Training framework: **{f.name}**, {p.inputs.get('framework_status') or f.status}; the layout "
+                f"was searched among what it runs, with recipe `{p.inputs['recipe_name']}`. Overlap: its "
+                f"`{sched.setting}` schedule places {sched.gather_overlap:.0%} of the weight all-gathers and "
+                f"{sched.reduce_overlap:.0%} of the gradient reductions behind compute (AWS's compute-"
+                f"communication overlap page); {flags}.")
     who = frameworks.layout_runnable_by(lay)
+    head = ("**Teaching search** (framework='any'): every layout, every data-parallel collective behind "
+            "compute; no framework was checked. ")
     if who:
-        return ("No training framework was named; this layout can be run by "
-                + ", ".join(f"**{frameworks.framework(k).name}**" for k in who) + ".")
-    return ("No training framework was named, and **no Neuron training framework can run this layout** "
-            "(data/frameworks.csv): plan again with a framework.")
+        return (head + "This layout can be run by "
+                + ", ".join(f"**{frameworks.framework(k).name}** ({frameworks.status_text(k)})" for k in who)
+                + ", whose own overlap schedules may be slower.")
+    return head + ("**No Neuron training framework can run this layout** (data/frameworks.csv): plan again "
+                   "without framework='any'.")
 
 
 def blocks(plan: planning.RunPlan) -> list[tuple[str, Any]]:

@@ -115,7 +115,8 @@ class PlanningWorksheet(Explorer):
             usd_per_hour=usd_per_hour, checkpoint_write_bytes_per_s=float(ckpt_gb_per_s) * GB,
             chip_mtbf_s=float(chip_mtbf_days) * day, restart_s=float(restart_min) * minute,
             compile_s=float(compile_min) * minute, cache=cache, global_batch=p.inputs["global_batch"],
-            deadline_s=p.deadline_s)
+            deadline_s=p.deadline_s, framework=p.framework or planning.TEACHING_SEARCH,
+            overlap_setting=p.inputs.get("overlap_setting") if p.framework else None)
 
     @staticmethod
     def _render(p: planning.RunPlan):
