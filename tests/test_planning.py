@@ -89,8 +89,11 @@ def test_no_price_is_typed_for_trn2_or_trn3():
     """The course has no dated public price for them: they must be inputs."""
     instances = {r["instance"] for r in rows("prices.csv")}
     assert not any(i.startswith(("trn2", "trn3")) for i in instances)
-    with pytest.raises(ValueError, match="usd_per_hour"):
-        planning.plan_run("llama3-8b", 1e11, n_systems=1)
+    p = planning.plan_run("llama3-8b", 1e11, n_systems=1)   # without a price: the parity placeholder, labelled
+    assert p.price_basis.startswith("placeholder, not a price")
+    assert p.usd_per_hour == pytest.approx(planning.parity_usd_per_hour("trn2.48xlarge"))
+    u = planning.plan_run("llama3-8b", 1e11, system="trn2-ultraserver", n_systems=1)
+    assert u.usd_per_hour == pytest.approx(planning.parity_usd_per_hour("trn2-ultraserver"))  # per billed instance
 
 
 def test_capacity_block_accelerator_rates_as_printed():
@@ -577,7 +580,6 @@ def test_cli_plan_markdown():
 
 @pytest.mark.parametrize("args, word", [
     (["--tokens", "-5B", "--price", "40"], "--tokens"),  # the flag, not the parameter (issue 25)
-    (["--tokens", "100B"], "--price"),
     (["--tokens", "100B", "--price", "forty"], "--price"),
     (["--tokens", "100B", "--price", "40", "--mfu", "140%"], "mfu"),
     (["--tokens", "100B", "--price", "40", "--systems", "2", "--deadline", "3d"], "--deadline"),

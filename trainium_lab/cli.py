@@ -724,7 +724,7 @@ def build_parser() -> argparse.ArgumentParser:
                  "(chapter 05), days with failure, checkpoint and compile losses (chapters 06, 07), "
                  "instance-hours and cost, with a sensitivity table. Give --systems, or --deadline, "
                  "or neither (the fewest systems that fit). Trn2 and Trn3 have no sourced price: "
-                 "give --price (an assumption).",
+                 "give --price (an assumption), or the cost is a labelled parity placeholder.",
                  epilog=f"Example: {PROG} plan --model llama3-405b --tokens 1T --system trn2-ultraserver "
                  "--deadline 60d --price 40 --global-batch 2048 --json")
     _add_model_flags(p)

@@ -1924,7 +1924,7 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
     Raises
     ------
     ValueError
-        Naming the parameter: bad values, no sourced price and none given, no layout that fits
+        Naming the parameter: bad values, no layout that fits
         on ``n_systems`` (or on up to ``max_systems``), a deadline no count meets.
 
     References
@@ -1991,12 +1991,13 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
     elif usd_per_hour is None:
         try:
             pr = price(inst_type, purchase_option)
-        except ValueError:
-            raise ValueError(f"usd_per_hour: no sourced {purchase_option} price for {inst_type} in "
-                             "data/prices.csv; give the price per instance-hour as an input "
-                             "(an assumption)") from None
-        usd = pr.usd_per_hour
-        basis = f"sourced: {pr.purchase_option}, {pr.region}, {pr.date} ({pr.source}, tier {pr.tier})"
+        except ValueError:  # no published price (Trn2, Trn3): a labelled placeholder, not a price
+            usd = parity_usd_per_hour(c.system)
+            basis = (f"placeholder, not a price: no sourced {purchase_option} price for {inst_type}; parity "
+                     "with p5.48xlarge's on-demand USD per dense peak FLOP/s (give usd_per_hour)")
+        else:
+            usd = pr.usd_per_hour
+            basis = f"sourced: {pr.purchase_option}, {pr.region}, {pr.date} ({pr.source}, tier {pr.tier})"
     else:
         usd = positive("usd_per_hour", usd_per_hour)
         basis = "input (assumption)"
