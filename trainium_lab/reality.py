@@ -842,7 +842,8 @@ def fit() -> pd.DataFrame:
     pandas.DataFrame
         ``parameter``, ``value``, ``fitted_on``, ``n_rows``, ``residual_median``,
         ``residual_max`` (in-sample ``|expected/measured − 1|`` over the set's fitted rows),
-        ``plausible_low``, ``plausible_high`` (``data/calibration.csv``) and ``in_range``.
+        ``plausible_low``, ``plausible_high`` (``low``/``high`` of ``data/calibration.csv``) and
+        ``in_range``.
     """
     out = []
     for set_name, names in SET_PARAMETERS.items():
@@ -868,7 +869,7 @@ def fit() -> pd.DataFrame:
 @functools.lru_cache(maxsize=None)
 def _plausible(name: str) -> tuple[float, float]:
     df = specs.read_data_csv("calibration.csv").set_index("parameter")
-    return float(df.loc[name, "plausible_low"]), float(df.loc[name, "plausible_high"])
+    return float(df.loc[name, "low"]), float(df.loc[name, "high"])
 
 
 def parameters() -> pd.DataFrame:
@@ -881,8 +882,8 @@ def parameters() -> pd.DataFrame:
     df = specs.read_data_csv("calibration.csv")
     num = lambda c: pd.to_numeric(df[c], errors="coerce")  # noqa: E731
     out = pd.DataFrame({"parameter": df.parameter, "value": num("value"), "unit": df.unit,
-                        "fitted_on": df.fitted_on, "plausible_low": num("plausible_low"),
-                        "plausible_high": num("plausible_high"), "plausible_basis": df.plausible_basis})
+                        "fitted_on": df.fitted_on, "plausible_low": num("low"),
+                        "plausible_high": num("high"), "plausible_basis": df.basis})
     out["in_range"] = (out.value >= out.plausible_low * (1 - 1e-9)) & (out.value <= out.plausible_high * (1 + 1e-9))
     out["flag"] = df.flag
     return out
