@@ -451,7 +451,7 @@ def _reality_rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
     mfus = [sizing.mfu_from_throughput(r.value * r.seq_len, sizing.preset(r.model).exact_params(), int(r.chips), "trn1")
             for _, r in m.iterrows()]
     pm = specs.calibration("planner_mfu")
-    per_ar = reality.parameter("decode_tp_collective_s")
+    per_ar = reality.parameter("collective_fixed_s")
     s = reality.summary().set_index("set").loc["all"]
     return [
         ("09", COVERS_REALITY["tp_ar"], "A real decode step pays a fixed cost per TP all-reduce (two per layer) "
@@ -467,9 +467,10 @@ def _reality_rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
          f"({pm.low:.1%} to {pm.high:.1%})"),
         ("03", COVERS_REALITY["collective"], "A collective pays a latency floor and reaches a fraction of the link "
          "figure; check a nccom-test 'GB/s' as size ÷ time", "t ≈ t0 + steps · α + bytes / (η · B)",
-         f"Trn1 (NCCOM-TEST guide): t0 ≈ {reality.parameter('collective_launch_s') * 1e6:.0f} µs, "
-         f"α ≈ {reality.parameter('ring_step_latency_s') * 1e6:.1f} µs, η ≈ "
-         f"{reality.parameter('neuronlink_bus_efficiency'):.0%} of NeuronLink"),
+         f"Trn1 (NCCOM-TEST guide): tool launch ≈ {reality.parameter('nccom_launch_s') * 1e6:.0f} µs, "
+         f"AWS's α ≈ {reality.parameter('hop_latency_s') * 1e6:.0f} µs per hop "
+         f"({reality.parameter('efa_hop_latency_s') * 1e6:.0f} µs over EFA), bytes at "
+         f"{reality.parameter('nccom_dma_efficiency'):.0%} of each rank's HBM share"),
         ("11", COVERS_REALITY["summary"], "How close the course's expectations come to every stored measurement",
          "median and largest abs(expected ÷ measured − 1); bounds never beaten",
          f"{s.n_rows:.0f} rows: median {s.median_abs_error:.1%}, largest {s.max_abs_error:.1%}"),

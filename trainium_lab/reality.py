@@ -295,7 +295,7 @@ def decode(model, chip: str, *, tp: int, batch: int, context_len: int, weight_dt
     --------
     >>> e = decode("llama3-70b", "trn2", tp=64, batch=1, context_len=10000)
     >>> round(e.bound_s * 1e3, 2), 15 < e.expected_s * 1e3 < 25, e.low_s < e.expected_s < e.high_s
-    (3.9, True, True)
+    (3.17, True, True)
     >>> decode("llama3-70b", "trn2", tp=64, batch=1, context_len=-1)
     Traceback (most recent call last):
     ...
@@ -368,7 +368,7 @@ def prefill(model, chip: str, *, tp: int, prompt_tokens: int, batch: int = 1, we
     --------
     >>> e = prefill("llama3-405b", "trn2", tp=64, prompt_tokens=10000, bucket_tokens=10240)
     >>> round(e.bound_s, 2), 2.0 < e.expected_s < 3.0
-    (0.89, True)
+    (0.92, True)
     """
     rep = _replica(model, chip, tp, weight_dtype, lnc)
     if compute_dtype != rep.compute_dtype:

@@ -177,7 +177,7 @@ def latency_floors() -> pd.DataFrame:
     """
     m = reality.measurements()
     m = m[m.set == "nccom_test_guide"]
-    t0, a = reality.parameter("collective_launch_s"), reality.parameter("ring_step_latency_s")
+    t0, a = reality.parameter("nccom_launch_s"), reality.parameter("hop_latency_s")
     rows = []
     for label, prefix, top, alg, nl, efa in _FLOORS:
         g = m[m.measurement_id.str.fullmatch(prefix + r"\d+") & (m.size_bytes.astype(float) <= top)]
