@@ -51,7 +51,7 @@ from trainium_lab.units import format_seconds
 
 __all__ = ["Estimate", "TrainingEstimate", "OPS", "CHIPS", "STACKS", "decode", "speculative_tpot", "prefill",
            "collective", "training", "measurements", "compare", "summary", "fit", "parameter", "parameters",
-           "expected_range", "acceptance", "prefix_cache_check",
+           "expected_range", "implied_prefill_efficiency", "acceptance", "prefix_cache_check",
            "PREFIX_CACHE_SET", "PREFIX_CACHE_TOLERANCE"]
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
@@ -748,6 +748,32 @@ def expected_range(set_name: str, metric: str | None = None) -> tuple[float, flo
         raise ValueError(f"set_name/metric must name calibration rows; got {set_name!r}, {metric!r}")
     r = (g.expected_out_of_sample / g.measured).to_numpy()
     return min(1.0, float(1.0 / r.max())), max(1.0, float(1.0 / r.min()))
+
+
+def implied_prefill_efficiency(measurement_id: str, padded: bool = True) -> float:
+    """The prefill efficiency one TTFT row implies, with or without its context-bucket padding.
+
+    ``compute at peak ÷ (measured − TP all-reduces)`` of :func:`trainium_lab.serving.prefill_step`
+    for the row's prompt, padded to the row's context bucket (``padded=True``, what the compiled
+    graph computes) or not: the gap between the two is padding read as "efficiency".
+
+    Examples
+    --------
+    >>> a = implied_prefill_efficiency("nxdi-llama33-70b-ttft", padded=False)
+    >>> b = implied_prefill_efficiency("nxdi-llama33-70b-ttft")
+    >>> a < b
+    True
+    """
+    m = _measurements().set_index("measurement_id")
+    if not isinstance(measurement_id, str) or measurement_id not in m.index or m.loc[measurement_id, "metric"] != "ttft" \
+            or not _modelled(m.loc[measurement_id])[0]:
+        raise ValueError(f"measurement_id must name a modelled TTFT row of data/measurements.csv; got {measurement_id!r}")
+    row = m.loc[measurement_id]
+    s_ = int(row["input_tokens"])
+    rep = _replica(row["model"], "trn2", int(row["tp"]), "bfloat16", int(row["lnc"]))
+    sb = _bucket(s_, row["context_buckets"]) if padded else s_
+    step = serving.prefill_step(rep, s_, 1, 1.0, bucket_tokens=sb)
+    return step.compute_s / (_measured(row) - step.comm_s)
 
 
 # --------------------------------------------------------------------------- the fit
