@@ -51,6 +51,7 @@ def main(rounds: int = 3) -> None:
         specs._calibration.cache_clear()
         reality._compare.cache_clear()
         reality._cross_validation.cache_clear()
+        reality._without_set.cache_clear()
         reality._row_candidates.cache_clear()
     print(PATH.read_text())
 

@@ -9,6 +9,7 @@ import time
 def _clear(reality) -> None:
     reality._compare.cache_clear()              # time the comparison itself, not its caches
     reality._cross_validation.cache_clear()
+    reality._without_set.cache_clear()
     reality._row_candidates.cache_clear()
 
 
