@@ -524,6 +524,12 @@ def _modelled(row) -> tuple[bool, str]:
     return True, ""
 
 
+def _row_replica(row) -> serving.Replica:
+    """The replica a serving row ran: its model on its instance's chip, at its TP, LNC and weight dtype."""
+    chip = specs.system(row["instance"].split(" ")[0]).chip_key
+    return _replica(row["model"], chip, int(row["tp"]), row["weight_dtype"], int(row["lnc"]))
+
+
 def _buckets(cell) -> tuple[int, ...]:
     try:
         return tuple(int(x) for x in str(cell).split())
@@ -552,7 +558,7 @@ def _row_estimate(row, params: dict[str, float] | None = None) -> tuple[float, f
         return bound, expected, "time"
     if metric == "tpot":
         ctx = int(row["input_tokens"]) + int(row["output_tokens"]) // 2
-        rep = _replica(row["model"], "trn2", int(row["tp"]), "bfloat16", int(row["lnc"]))
+        rep = _row_replica(row)
         x = None if "collective_fixed_s" not in params else (
             params["collective_fixed_s"] + serving.tp_collective_fixed_s(rep) - parameter("collective_fixed_s"))
         step = serving.decode_step(rep, int(row["batch"]), ctx, latency_s=x,
@@ -562,7 +568,7 @@ def _row_estimate(row, params: dict[str, float] | None = None) -> tuple[float, f
         return lo.bound_s, step.expected_s, "time"
     if metric == "ttft":
         s_ = int(row["input_tokens"])
-        rep = _replica(row["model"], "trn2", int(row["tp"]), "bfloat16", int(row["lnc"]))
+        rep = _row_replica(row)
         sb = _bucket(s_, row["context_buckets"])
         size = sb * rep.model.d_model * rep.activation_bytes
         x = None if "collective_fixed_s" not in params else (
@@ -792,7 +798,7 @@ def implied_prefill_efficiency(measurement_id: str, padded: bool = True) -> floa
         raise ValueError(f"measurement_id must name a modelled TTFT row of data/measurements.csv; got {measurement_id!r}")
     row = m.loc[measurement_id]
     s_ = int(row["input_tokens"])
-    rep = _replica(row["model"], "trn2", int(row["tp"]), "bfloat16", int(row["lnc"]))
+    rep = _row_replica(row)
     sb = _bucket(s_, row["context_buckets"]) if padded else s_
     step = serving.prefill_step(rep, s_, 1, 1.0, bucket_tokens=sb)
     return step.compute_s / (_measured(row) - step.comm_s)
