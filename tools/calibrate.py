@@ -37,7 +37,7 @@ def main(rounds: int = 3) -> None:
                 continue
             f = fitted.loc[r["parameter"]]
             g = lambda v: "" if v != v else f"{v:.6g}"  # noqa: E731
-            r.update(value=g(f.value), procedure=PROCEDURE[f.fitted_on],
+            r.update(value=g(f.value), low=g(f.low), high=g(f.high), procedure=PROCEDURE[f.fitted_on],
                      residual_median=g(f.residual_median), residual_max=g(f.residual_max),
                      n_rows=str(int(f.n_rows)), date=today, fitted_on=f.fitted_on)
             if not f.in_range and not r["flag"]:

@@ -896,8 +896,9 @@ def fit() -> pd.DataFrame:
     pandas.DataFrame
         ``parameter``, ``value``, ``fitted_on``, ``n_rows``, ``residual_median``,
         ``residual_max`` (in-sample ``|expected/measured − 1|`` over the set's fitted rows),
-        ``plausible_low``, ``plausible_high`` (``low``/``high`` of ``data/calibration.csv``) and
-        ``in_range``.
+        ``low``, ``high`` (for a one-parameter fit, the values the set's single rows would need:
+        the spread a plan should carry), ``plausible_low``, ``plausible_high`` (the documented
+        range, ``data/calibration.csv``) and ``in_range``.
     """
     out = []
     for set_name, names in SET_PARAMETERS.items():
@@ -914,16 +915,32 @@ def fit() -> pd.DataFrame:
             else:
                 errs = [abs(_row_estimate(r, p)[1] / _measured(r) - 1) for r in rows]
             lo, hi = _plausible(name)
-            out.append({"parameter": name, "value": p[name], "fitted_on": set_name, "n_rows": len(errs),
+            per = _per_row_values(name, rows, p)
+            out.append({"parameter": name, "value": p[name], "low": min(per, default=math.nan),
+                        "high": max(per, default=math.nan), "fitted_on": set_name, "n_rows": len(errs),
                         "residual_median": float(np.median(errs)), "residual_max": float(max(errs)),
                         "plausible_low": lo, "plausible_high": hi, "in_range": bool(lo <= p[name] <= hi)})
     return pd.DataFrame(out)
 
 
+def _per_row_values(name: str, rows, p: dict) -> list[float]:
+    """The value of a one-parameter fit each single row would need (none for a joint fit)."""
+    if name in ("nccom_launch_s", "nccom_dma_efficiency"):
+        return []
+    if name == "eagle3_acceptance_alpha":
+        return [_measured(r) ** (1.0 / (int(r["metric"].rsplit("_", 1)[1]) + 1)) for r in rows]
+    if name == "planner_mfu":
+        return [_golden(lambda e: math.log(_planner_tokens_per_s(r, e) / _measured(r)) ** 2, 1e-2, 1.0) for r in rows]
+    metric = {"collective_fixed_s": "tpot", "prefill_efficiency": "ttft"}.get(name)
+    sel = [r for r in rows if metric is None or r["metric"] == metric]
+    lo, hi = (1e-7, 1e-2) if name == "collective_fixed_s" else (1e-3, 1.0)
+    return [_golden(lambda v: math.log(_row_estimate(r, {**p, name: v})[1] / _measured(r)) ** 2, lo, hi) for r in sel]
+
+
 @functools.lru_cache(maxsize=None)
 def _plausible(name: str) -> tuple[float, float]:
     df = specs.read_data_csv("calibration.csv").set_index("parameter")
-    return float(df.loc[name, "low"]), float(df.loc[name, "high"])
+    return float(df.loc[name, "plausible_low"]), float(df.loc[name, "plausible_high"])
 
 
 def parameters() -> pd.DataFrame:
@@ -936,8 +953,8 @@ def parameters() -> pd.DataFrame:
     df = specs.read_data_csv("calibration.csv")
     num = lambda c: pd.to_numeric(df[c], errors="coerce")  # noqa: E731
     out = pd.DataFrame({"parameter": df.parameter, "value": num("value"), "unit": df.unit,
-                        "fitted_on": df.fitted_on, "plausible_low": num("low"),
-                        "plausible_high": num("high"), "plausible_basis": df.basis})
+                        "fitted_on": df.fitted_on, "plausible_low": num("plausible_low"),
+                        "plausible_high": num("plausible_high"), "plausible_basis": df.basis})
     out["in_range"] = (out.value >= out.plausible_low * (1 - 1e-9)) & (out.value <= out.plausible_high * (1 + 1e-9))
     out["flag"] = df.flag
     return out
