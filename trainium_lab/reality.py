@@ -724,7 +724,7 @@ def compare() -> pd.DataFrame:
 
 def _stats(g: pd.DataFrame) -> dict:
     t = g[g.judged == "tolerance"]
-    return {"n_rows": len(t), "median_abs_error": float(t.abs_error.median()),
+    return {"n_rows": len(g), "median_abs_error": float(t.abs_error.median()),
             "max_abs_error": float(t.abs_error.max()),
             "median_out_of_sample_error": float(t.out_of_sample_error.median()),
             "max_out_of_sample_error": float(t.out_of_sample_error.max()),
@@ -738,7 +738,8 @@ def summary() -> pd.DataFrame:
 
     ``median_abs_error``/``max_abs_error`` are in sample ("fit"); ``median_out_of_sample_error``/
     ``max_out_of_sample_error`` leave the row's group out of the fit (:func:`compare`): quote
-    those as the prediction. ``median_without_set_error``/``max_without_set_error`` leave the
+    those as the prediction. ``n_rows`` counts every modelled row, ``n_bound_only`` those judged
+    by their bound only. ``median_without_set_error``/``max_without_set_error`` leave the
     whole set out (its parameters at the middle of their plausible ranges): what the documented
     ranges alone predict. Rows judged by their bound only are counted in ``n_bound_only``, not in
     the errors.
