@@ -163,6 +163,15 @@ def test_expectations_carry_a_range_from_out_of_sample_residuals():
     assert e.low_s == pytest.approx(e.expected_s * lo) and e.high_s == pytest.approx(e.expected_s * hi)
 
 
+def test_training_expectation_carries_its_out_of_sample_range():
+    e = reality.training("llama3-8b", "trn1.32xlarge", n_systems=32, tp=32, pp=1, dp=32, seq_len=8192,
+                         global_batch=1024)
+    lo, hi = reality.expected_range("trn1_training")
+    assert e.low_tokens_per_s == pytest.approx(e.expected_tokens_per_s * lo) < e.expected_tokens_per_s
+    # AWS's Trn1 table (aws-trn1-training-perf): 47.95 sequences/s of 8,192 tokens lies inside the range
+    assert e.low_tokens_per_s <= 47.95 * 8192 <= e.high_tokens_per_s
+
+
 def test_in_graph_fixed_cost_is_one_parameter_on_every_chip():
     # issue 38: no chip-name branch; Trn1 and Trn2 differ only by the hops of their algorithm
     from trainium_lab import serving

@@ -14,15 +14,25 @@ with their residuals and the date of the fit; :func:`fit` re-runs the procedure 
 that the stored values are what it returns. Models never read the measurement table: they take
 their efficiencies and latencies as parameters whose defaults are the calibrated values.
 
+A bound holds for any implementation (exact weights, one unreplicated KV cache, the larger of
+AWS's published rates, the compute dtype's peak); an expectation models the configuration a
+measurement ran with (its buckets, its software stack, NxD Inference's padding and replication).
+Every collective, on every chip, is one model: a fixed cost, the algorithm's hops at AWS's
+documented latencies, the bytes at the published rates (issue 38). A fit is not a prediction:
+:func:`compare` and :func:`summary` give each error in sample and out of sample.
+
 Public API
 ----------
-``decode(model, chip, *, tp, batch, context_len, weight_dtype="bfloat16", lnc=None)``
-``prefill(model, chip, *, tp, prompt_tokens, batch=1, weight_dtype="bfloat16", lnc=None)``
-``collective(op, size_bytes, *, n_ranks, system, n_systems=1)``
-    Each an :class:`Estimate` with ``bound_s`` and ``expected_s``.
-``training(model, system, *, n_systems, tp, pp, dp, seq_len, global_batch, micro_batch=1, zero_stage=1)``
-    A :class:`TrainingEstimate` with ``bound_tokens_per_s`` and ``expected_tokens_per_s``.
-``measurements()``, ``compare()``, ``summary()``, ``fit()``
+``decode(model, chip, *, tp, batch, context_len, ...)``: one decode **step**
+``speculative_tpot(model, chip, *, tp, batch, context_len, k, ...)``: a TPOT with speculation
+``prefill(model, chip, *, tp, prompt_tokens, ..., bucket_tokens=None, compute_dtype="bfloat16")``
+``collective(op, size_bytes, *, n_ranks, system, n_systems=1, launched_by="graph")``
+    Each an :class:`Estimate` with ``bound_s``, ``expected_s`` and its range ``low_s``/``high_s``
+    (NaN for a collective inside a graph: no in-graph collective is measured alone).
+``training(model, system, *, n_systems, tp, pp, dp, seq_len, global_batch, ..., compute_dtype="bfloat16")``
+    A :class:`TrainingEstimate` with ``bound_tokens_per_s``, ``expected_tokens_per_s`` and a range.
+``measurements()``, ``compare()``, ``summary()``, ``expected_range()``, ``fit()``, ``parameters()``,
+``implied_prefill_efficiency()``
 
 References
 ----------
@@ -123,6 +133,8 @@ class TrainingEstimate:
     bound_tokens_per_s: float
     expected_tokens_per_s: float
     mfu: float
+    low_tokens_per_s: float = math.nan
+    high_tokens_per_s: float = math.nan
 
     @property
     def fraction_of_bound(self) -> float:
@@ -431,6 +443,9 @@ def training(model, system: str, *, n_systems: int, tp: int, pp: int, dp: int, s
     fitted); the pipeline bubble scales with the slot it
     is made of; the exposed data-parallel traffic is kept as the layout model gives it.
 
+    ``low_tokens_per_s``/``high_tokens_per_s``: the expectation over the out-of-sample spread of
+    the Trn1 training rows (:func:`expected_range`).
+
     Examples
     --------
     >>> e = training("llama3-8b", "trn1.32xlarge", n_systems=32, tp=32, pp=1, dp=32, seq_len=8192,
@@ -438,6 +453,17 @@ def training(model, system: str, *, n_systems: int, tp: int, pp: int, dp: int, s
     >>> e.bound_tokens_per_s > e.expected_tokens_per_s
     True
     """
+    e = _training(model, system, n_systems=n_systems, tp=tp, pp=pp, dp=dp, seq_len=seq_len,
+                  global_batch=global_batch, micro_batch=micro_batch, zero_stage=zero_stage, mfu=mfu,
+                  link_efficiency=link_efficiency, compute_dtype=compute_dtype)
+    lo, hi = expected_range("trn1_training")
+    return TrainingEstimate(e.bound_tokens_per_s, e.expected_tokens_per_s, e.mfu,
+                            e.expected_tokens_per_s * lo, e.expected_tokens_per_s * hi)
+
+
+def _training(model, system: str, *, n_systems: int, tp: int, pp: int, dp: int, seq_len: int,
+             global_batch: int, micro_batch: int = 1, zero_stage: int = 1, mfu: float | None = None,
+             link_efficiency: float | None = None, compute_dtype: str = "bfloat16") -> TrainingEstimate:
     from trainium_lab import layouts
 
     lay = _layout(model, system, n_systems, tp, pp, dp, seq_len, global_batch, micro_batch, zero_stage)
@@ -576,7 +602,7 @@ def _row_estimate(row, params: dict[str, float] | None = None) -> tuple[float, f
         step = serving.prefill_step(rep, s_, 1, params.get("prefill_efficiency"), latency_s=x, bucket_tokens=sb)
         return step.bound_s, step.expected_s, "time"
     if metric == "train_sequences_per_s":
-        e = training(row["model"], row["instance"], n_systems=int(row["n_instances"]), tp=int(row["tp"]),
+        e = _training(row["model"], row["instance"], n_systems=int(row["n_instances"]), tp=int(row["tp"]),
                      pp=int(row["pp"]), dp=int(row["dp"]), seq_len=int(row["seq_len"]),
                      global_batch=int(row["global_batch"]), micro_batch=int(row["micro_batch"]),
                      mfu=params.get("train_mfu"), compute_dtype=row["compute_dtype"])
