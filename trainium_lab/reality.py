@@ -642,10 +642,15 @@ SET_PARAMETERS = {
 }
 
 
+def _records(df: pd.DataFrame) -> list[dict]:
+    """Rows as plain dicts (a pandas Series lookup per field costs more than the models)."""
+    return df.to_dict("records")
+
+
 def _fit_rows(set_name: str) -> list:
     """The rows a set's parameters are fitted on (NCCOM-TEST: its single-instance Trn1 runs)."""
     df = _measurements()
-    rows = [r for _, r in df[df.set == set_name].iterrows() if _modelled(r)[0]]
+    rows = [r for r in _records(df[df.set == set_name]) if _modelled(r)[0]]
     if set_name == "nccom_test_guide":
         rows = [r for r in rows if int(r["n_instances"]) == 1]
     return rows
@@ -657,7 +662,7 @@ def _cross_validation() -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for set_name in SET_PARAMETERS:
         df = _measurements()
-        rows = [r for _, r in df[df.set == set_name].iterrows() if _modelled(r)[0]]
+        rows = [r for r in _records(df[df.set == set_name]) if _modelled(r)[0]]
         fit_rows = _fit_rows(set_name)
         for g in sorted({_cv_group(r) for r in rows}):
             keep = [r for r in fit_rows if _cv_group(r) != g]
@@ -676,7 +681,7 @@ def _without_set() -> dict[str, float]:
     df = _measurements()
     for set_name, names in SET_PARAMETERS.items():
         p = {n: math.sqrt(_plausible(n)[0] * _plausible(n)[1]) for n in names}
-        for _, r in df[df.set == set_name].iterrows():
+        for r in _records(df[df.set == set_name]):
             if _modelled(r)[0]:
                 out[r["measurement_id"]] = _row_estimate(r, p)[1]
     return out
@@ -693,7 +698,7 @@ def _compare() -> pd.DataFrame:
     out = []
     cv = _cross_validation()
     prior = _without_set()
-    for _, row in _measurements().iterrows():
+    for row in _records(_measurements()):
         ok, why = _modelled(row)
         measured = _measured(row)
         bound = expected = oos = math.nan
@@ -834,7 +839,7 @@ def implied_prefill_efficiency(measurement_id: str, padded: bool = True) -> floa
 # --------------------------------------------------------------------------- the fit
 
 
-def _golden(f, lo: float, hi: float, iters: int = 60) -> float:
+def _golden(f, lo: float, hi: float, iters: int = 45) -> float:
     g = (math.sqrt(5) - 1) / 2
     a, b = math.log(lo), math.log(hi)
     c, d = b - g * (b - a), a + g * (b - a)
@@ -864,18 +869,33 @@ def _planner_tokens_per_s(row, mfu: float) -> float:
     return layouts.evaluate(lay, mfu=mfu).tokens_per_s
 
 
+def _nccom_terms(rows) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per row and candidate algorithm (two at most): hop latencies, bytes at published rates, DMA bytes."""
+    p = {**collectives._neuron_params("nccom-test"), "fixed_s": 0.0}
+    lat = np.full((len(rows), 2), np.inf)
+    pub = np.zeros((len(rows), 2))
+    dma = np.zeros((len(rows), 2))
+    for i, r in enumerate(rows):
+        cands = _row_candidates(r["op"], float(r["size_bytes"]), int(r["n_ranks"]), r["instance"].split(" ")[0],
+                                int(r["n_instances"]))
+        for j, t in enumerate(cands):
+            lat[i, j] = collectives._neuron_latency_s(t, p)
+            pub[i, j] = collectives._neuron_bytes_s(t, {"dma_efficiency": None})
+            dma[i, j] = t["dma_s"]
+    return lat, pub, dma, np.array([_measured(r) for r in rows])
+
+
 def _fit_nccom(rows) -> dict[str, float]:
-    """``nccom_launch_s`` and ``nccom_dma_efficiency`` on the NCCOM-TEST rows (see :func:`fit`)."""
-    cands = [_row_candidates(r["op"], float(r["size_bytes"]), int(r["n_ranks"]), r["instance"].split(" ")[0],
-                             int(r["n_instances"])) for r in rows]
-    meas = np.array([_measured(r) for r in rows])
-    base = collectives._neuron_params("nccom-test")
+    """``nccom_launch_s`` and ``nccom_dma_efficiency`` on the NCCOM-TEST rows (see :func:`fit`).
+
+    For a trial efficiency each row takes its faster algorithm; the launch adds to every candidate
+    alike, so the least-squares launch on the relative error is closed form.
+    """
+    lat, pub, dma, meas = _nccom_terms(rows)
+    w = 1.0 / meas
 
     def launch_for(eta):
-        p = {**base, "fixed_s": 0.0, "dma_efficiency": eta}
-        rest = np.array([min(collectives._neuron_expected(t, p) for t in cs) for cs in cands])
-        # the fixed cost adds to every candidate alike: least squares on (launch + rest)/m − 1
-        w = 1.0 / meas
+        rest = (lat + np.maximum(pub, dma / eta)).min(axis=1)
         launch = max(0.0, float(((1.0 - rest * w) * w).sum() / (w * w).sum()))
         return launch, float((((launch + rest) * w - 1.0) ** 2).sum())
 
