@@ -319,7 +319,8 @@ def decode(model, chip: str, *, tp: int, batch: int, context_len: int, weight_dt
     x = None if tp_collective_s is None else positive("tp_collective_s", tp_collective_s, allow_zero=True)
     step = serving.decode_step(rep, batch, ctx, latency_s=x, bucket_len=bucket_len)
     lo, hi = expected_range("nxdi_trn2_tutorials", "tpot")
-    return Estimate("decode step", step.bound_s, step.expected_s, f"{step.n_collectives} TP all-reduces",
+    return Estimate("decode step", step.bound_s, step.expected_s,
+                    f"{step.n_collectives} TP all-reduces; stack nxd-inference (the calibration's)",
                     step.expected_s * lo, step.expected_s * hi)
 
 
@@ -396,7 +397,8 @@ def prefill(model, chip: str, *, tp: int, prompt_tokens: int, batch: int = 1, we
     if stack == "nxd-inference" or eff is not None:
         step = serving.prefill_step(rep, s, batch, eff, latency_s=x, bucket_tokens=bucket_tokens)
         lo, hi = expected_range("nxdi_trn2_tutorials", "ttft")
-        return Estimate("prefill", step.bound_s, step.expected_s, f"{step.n_collectives} TP all-reduces",
+        return Estimate("prefill", step.bound_s, step.expected_s,
+                        f"{step.n_collectives} TP all-reduces; stack nxd-inference (the calibration's)",
                         step.expected_s * lo, step.expected_s * hi)
     plo, phi = _plausible("prefill_efficiency")
     mid, slow, fast = (serving.prefill_step(rep, s, batch, e, latency_s=x, bucket_tokens=bucket_tokens)
