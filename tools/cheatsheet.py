@@ -473,7 +473,8 @@ def _reality_rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
          f"{reality.parameter('nccom_dma_efficiency'):.0%} of each rank's HBM share"),
         ("11", COVERS_REALITY["summary"], "How close the course's expectations come to every stored measurement",
          "median and largest abs(expected ÷ measured − 1); bounds never beaten",
-         f"{s.n_rows:.0f} rows: median {s.median_abs_error:.1%}, largest {s.max_abs_error:.1%}"),
+         f"{s.n_rows:.0f} rows: out of sample median {s.median_out_of_sample_error:.1%}, largest "
+         f"{s.max_out_of_sample_error:.1%} (fit: {s.median_abs_error:.1%}, {s.max_abs_error:.1%})"),
     ]
 
 
