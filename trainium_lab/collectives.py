@@ -1006,6 +1006,13 @@ __all__ += ["torus_2d_allreduce_s"]
 #: Mesh < 1 MB, RDH 1-56 MB, KangaRing > 56 MB). "MB" read as 10^6 bytes (the page does not say).
 MESH_MAX_BYTES = 1e6
 RDH_MAX_BYTES = 56e6
+#: Where the runtime's "large message" begins for the flat ring across systems without routed
+#: NeuronLink. AWS ("Inter-node Collective Communications"): "We only enable Flat Ring on Trn1 for
+#: large message size cases where it has a clear edge"; the only size class AWS names for Trn1
+#: collectives is the release note of Neuron 2.17 ("improves small collective communication
+#: operators (smaller than 16MB)"), so a message of 16 MB (10^6 bytes, as AWS writes MB) or more
+#: counts as large. The NeuronLink generation, not the chip's name, selects it.
+FLAT_RING_MIN_BYTES = 16e6
 #: ``algorithm=`` choices of :func:`neuron_collective`: "auto" picks as the runtime does.
 NEURON_ALGORITHMS = ("auto", "hierarchical", "flat_ring")
 #: who launches the collective: inside a compiled graph (a NEFF: training and serving steps), or
@@ -1046,19 +1053,28 @@ class CollectiveCost:
                 f"(latency {format_seconds(self.latency_s)})")
 
 
-def _intra_algorithm(chip, size: float, r: int) -> tuple[str, float]:
-    """The intra-node algorithm and its all-reduce steps (AWS, "Intra-node Collective Communications").
+def _intra_algorithm(chip, size: float, r: int, ranks_per_chip: int | None = None) -> tuple[str, float]:
+    """The intra-node algorithm and its all-reduce hops (AWS, "Intra-node Collective Communications").
 
     Chips with routed NeuronLink (:data:`ROUTED_NEURONLINK`) and more than two ranks: Mesh below
-    1 MB (reduce-scatter then all-gather, one step each), RDH to 56 MB (``2·log2 r`` steps),
-    KangaRing above (half the per-hop latency of a ring: ``r`` steps for an all-reduce). Others:
-    Ring, ``2(r−1)`` steps (AWS documents no other algorithm for NeuronLink-v2).
+    1 MB, RDH to 56 MB (``2·log2 r`` steps), KangaRing above (half the per-hop latency of a ring:
+    ``r`` steps for an all-reduce). Others: Ring, ``2(r−1)`` steps (AWS documents no other
+    algorithm for NeuronLink-v2).
+
+    Mesh is O(1) in *steps* (reduce-scatter, then all-gather), but AWS describes each step as a
+    rank writing to every remote chip it serves, one routed write each ("each rank is tasked to
+    send to roughly a quarter of the other 60 off-chip ranks"): ``(r − c)/c = n_chips − 1``
+    writes per rank and phase for ``c`` ranks per chip, plus one intra-chip step per phase. Each
+    write is counted at the per-hop latency, so a Mesh all-reduce over ``n`` chips costs
+    ``2·n`` hops (2 inside one chip). Reading the writes as serial is this model's inference
+    (AWS gives no per-write figure); it makes the latency fall with the chips a group spans.
     """
     if r <= 1:
         return "none", 0.0
     if chip.neuronlink_version in ROUTED_NEURONLINK and r > 2:
         if size < MESH_MAX_BYTES:
-            return "mesh", 2.0
+            c = max(1, min(r, ranks_per_chip or r))
+            return "mesh", 2.0 * (-(-r // c))
         if size < RDH_MAX_BYTES:
             return "rdh", 2.0 * math.ceil(math.log2(r))
         return "kangaring", float(r)
@@ -1101,7 +1117,7 @@ def _neuron_terms(op: str, size: float, n_ranks: int, system, n_systems: int, sh
     link_gain = _largest_published(c, "neuronlink_bytes_per_s") / c.neuronlink_bytes_per_s
     k = n_systems
     r = n_ranks // k                                   # ranks per system
-    alg, ar_steps = _intra_algorithm(c, size, r)
+    alg, ar_steps = _intra_algorithm(c, size, r, per_chip)
     steps = _op_steps(op, alg, r, ar_steps)
     fr = bus_factor(op, r)
     if r <= 1:
@@ -1140,7 +1156,8 @@ def _neuron_terms(op: str, size: float, n_ranks: int, system, n_systems: int, sh
         out.append({"algorithm": "flat ring", "launch": 1.0, "steps": 0.0, "efa_steps": 0.0,
                     "flat_steps": float(2 * (n - 1) if op == "all_reduce" else n - 1),
                     "chip_s": 0.0, "link_s": link, "efa_s": fn * size / efa_rate, "dma_s": fn * size / hbm_rank,
-                    "chip_bound_s": 0.0, "link_bound_s": link / link_gain, "overlap": True})
+                    "chip_bound_s": 0.0, "link_bound_s": link / link_gain, "overlap": True,
+                    "runtime_pick": size >= FLAT_RING_MIN_BYTES})
     return out
 
 
@@ -1288,7 +1305,9 @@ def neuron_collective(op: str, size_bytes: float, *, n_ranks: int, system: str, 
 
 
 def _neuron_choose(op: str, size: float, cands: list[dict], p: dict, floor_s: float) -> CollectiveCost:
-    best = min(cands, key=lambda t: _neuron_expected(t, p))
+    # the runtime's documented pick where AWS gives one (the flat ring at large sizes), else the faster
+    picked = [t for t in cands if t.get("runtime_pick")] or cands
+    best = min(picked, key=lambda t: _neuron_expected(t, p))
     lat, byt = _neuron_latency_s(best, p), _neuron_bytes_s(best, p)
     # bytes terms are linear in the size (at a fixed algorithm), so the slope is byt / size
     per_byte = byt / size if size > 0 else 0.0

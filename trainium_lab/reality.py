@@ -463,9 +463,32 @@ def training(model, system: str, *, n_systems: int, tp: int, pp: int, dp: int, s
                             e.expected_tokens_per_s * lo, e.expected_tokens_per_s * hi)
 
 
+#: TP collectives per layer and micro-batch on a stage's critical path with selective recompute:
+#: two forward, two backward (Shoeybi et al. 2019, §3; as layouts.evaluate counts them)
+TRAINING_TP_COLLECTIVES_PER_LAYER = 4
+
+
+def _training_tp_latency_s(lay, system: str, fixed_s: float | None = None) -> float:
+    """The in-graph latency of one step's TP all-reduces on a stage (s): each pays the fixed
+    in-NEFF cost and the hops of its algorithm (:func:`trainium_lab.collectives.neuron_collective`,
+    ``launched_by="graph"``), which the planner's published link rates leave out."""
+    if lay.tp <= 1:
+        return 0.0
+    s = specs.system(system)
+    per_system = s.n_chips * cores.logical_cores_per_chip(s.chip_key, lay.cluster.lnc)
+    k = -(-lay.tp // per_system)
+    size = 2.0 * lay.micro_batch * lay.seq_len * lay.model.d_model      # BF16 activations
+    c = collectives.neuron_collective("all_reduce", size, n_ranks=lay.tp, system=s.key, n_systems=k,
+                                      lnc=lay.cluster.lnc)
+    lat = c.latency_s if fixed_s is None else c.latency_s - parameter("collective_fixed_s") + fixed_s
+    layers_stage = -(-lay.model.n_layers // lay.pp)
+    return lay.n_micro_batches * TRAINING_TP_COLLECTIVES_PER_LAYER * layers_stage * lat
+
+
 def _training(model, system: str, *, n_systems: int, tp: int, pp: int, dp: int, seq_len: int,
              global_batch: int, micro_batch: int = 1, zero_stage: int = 1, mfu: float | None = None,
-             link_efficiency: float | None = None, compute_dtype: str = "bfloat16") -> TrainingEstimate:
+             link_efficiency: float | None = None, compute_dtype: str = "bfloat16",
+             fixed_s: float | None = None) -> TrainingEstimate:
     from trainium_lab import layouts
 
     lay = _layout(model, system, n_systems, tp, pp, dp, seq_len, global_batch, micro_batch, zero_stage)
@@ -483,7 +506,8 @@ def _training(model, system: str, *, n_systems: int, tp: int, pp: int, dp: int, 
     # mfu_effective = FLOPs / (step × chips × peak), so FLOPs / (chips × peak) = step × mfu_effective:
     bound = tokens / (est.step_s * est.mfu_effective) * speed
     slot = t["compute"] + t["tp_comm"] + t["pp_comm"]
-    new_slot = t["compute"] / (eta * speed) + (t["tp_comm"] + t["pp_comm"]) / eff
+    new_slot = (t["compute"] / (eta * speed) + (t["tp_comm"] + t["pp_comm"]) / eff
+                + _training_tp_latency_s(lay, system, fixed_s))
     step = new_slot + t["bubble"] * new_slot / slot + t["dp_exposed"]
     return TrainingEstimate(bound, tokens / step, eta)
 
@@ -607,7 +631,8 @@ def _row_estimate(row, params: dict[str, float] | None = None) -> tuple[float, f
         e = _training(row["model"], row["instance"], n_systems=int(row["n_instances"]), tp=int(row["tp"]),
                      pp=int(row["pp"]), dp=int(row["dp"]), seq_len=int(row["seq_len"]),
                      global_batch=int(row["global_batch"]), micro_batch=int(row["micro_batch"]),
-                     mfu=params.get("train_mfu"), compute_dtype=row["compute_dtype"])
+                     mfu=params.get("train_mfu"), compute_dtype=row["compute_dtype"],
+                     fixed_s=params.get("collective_fixed_s"))
         return e.bound_tokens_per_s, e.expected_tokens_per_s, "throughput"
     if metric.startswith("acceptance_position_"):
         pos = int(metric.rsplit("_", 1)[1])
@@ -618,7 +643,7 @@ def _row_estimate(row, params: dict[str, float] | None = None) -> tuple[float, f
 #: the label of the rows judged by their bound only (issue 24's open point)
 UNEXPLAINED = "unexplained: 2023 runtime, thresholds unpublished"
 #: below this size the two-instance NCCOM-TEST rows are judged by their bound only
-UNEXPLAINED_BELOW_BYTES = 16 * 2**20
+UNEXPLAINED_BELOW_BYTES = collectives.FLAT_RING_MIN_BYTES
 
 
 def _judged_by_bound_only(row) -> bool:
