@@ -136,15 +136,17 @@ def test_max_error_per_set_is_at_most_25_percent(set_name, max_error):
     assert MODELLED[MODELLED.set == set_name].abs_error.max() <= max_error
 
 
-def test_largest_error_outside_the_labelled_rows_is_the_16_mib_two_instance_row():
-    # issue 38 replaces issue 24's strict xfail: rows below 16 MiB of the 2023 two-instance run are
-    # judged by their bound only; the largest in-sample error left is that run's 16 MiB row (still
-    # on its latency plateau, 64 % fast), which the issue's 50 % target does not meet (reported)
+def test_largest_error_outside_the_labelled_rows_and_the_flat_ring_rows():
+    # issue 38 replaces issue 24's strict xfail: rows below 16 MB of the 2023 two-instance run are
+    # judged by their bound only. From 16 MB up the runtime runs AWS's flat ring on NeuronLink-v2
+    # ("only on Trn1 for large message size cases"; 16 MB is where Neuron 2.17's "small collective"
+    # class ends): every such row within 18 %. The largest in-sample error left is the 32-rank
+    # all-gather at 512 KiB (30 % fast), well inside the issue's 50 %.
     t = MODELLED[MODELLED.judged == "tolerance"]
     worst = t.loc[t.abs_error.idxmax()]
-    assert worst.measurement_id == "nccom-allr-64r-2i-16777216" and worst.abs_error <= 0.65
-    assert t[t.measurement_id != worst.measurement_id].abs_error.max() <= 0.52
-
+    assert worst.measurement_id == "nccom-allg-32r-524288" and worst.abs_error <= 0.31
+    two = t[t.measurement_id.str.startswith("nccom-allr-64r-2i-")]
+    assert len(two) == 7 and two.abs_error.max() <= 0.18
 
 def test_summary_reports_in_sample_and_out_of_sample_errors_from_compare():
     s = reality.summary().set_index("set")
@@ -288,11 +290,12 @@ def test_calibration_is_a_handful_of_physical_parameters():
 
 def test_trn2_training_carries_a_range_not_only_a_point():
     # The four sets hold no Trn2 or Trn3 training throughput: train_mfu carries its low-high range
-    # (issue 38: the fitted value falls just below its documented plausible range and is flagged)
+    # (issue 38: with training's TP all-reduces paying the in-graph latency, as a decode step's do,
+    # the fitted value is back inside its documented plausible range, at its lower edge)
     c = specs.calibration("train_mfu")
     assert c.low < c.value < c.high
     p = reality.parameters().set_index("parameter").loc["train_mfu"]
-    assert not p.in_range and "mechanism" in p.flag
+    assert p.in_range and p.plausible_low <= c.value <= 1.01 * p.plausible_low
 
 
 def test_planner_default_mfu_reproduces_awss_trn1_runs_within_25_percent():
@@ -333,7 +336,9 @@ def test_algorithm_follows_awss_size_ranges_on_trn2():
 def test_hierarchical_collective_across_systems():
     one = reality.collective("all_reduce", 2**30, n_ranks=32, system="trn1.32xlarge")
     two = reality.collective("all_reduce", 2**30, n_ranks=64, system="trn1.32xlarge", n_systems=2)
-    assert two.detail.startswith("hierarchical") and two.expected_s > one.expected_s
+    assert two.detail == "flat ring" and two.expected_s > one.expected_s     # AWS: Trn1, large messages
+    small = reality.collective("all_reduce", 2**20, n_ranks=64, system="trn1.32xlarge", n_systems=2)
+    assert small.detail.startswith("hierarchical")
 
 
 def test_acceptance_iid_model_matches_issue_figures():

@@ -1061,20 +1061,17 @@ def _intra_algorithm(chip, size: float, r: int, ranks_per_chip: int | None = Non
     ``r`` steps for an all-reduce). Others: Ring, ``2(r−1)`` steps (AWS documents no other
     algorithm for NeuronLink-v2).
 
-    Mesh is O(1) in *steps* (reduce-scatter, then all-gather), but AWS describes each step as a
-    rank writing to every remote chip it serves, one routed write each ("each rank is tasked to
-    send to roughly a quarter of the other 60 off-chip ranks"): ``(r − c)/c = n_chips − 1``
-    writes per rank and phase for ``c`` ranks per chip, plus one intra-chip step per phase. Each
-    write is counted at the per-hop latency, so a Mesh all-reduce over ``n`` chips costs
-    ``2·n`` hops (2 inside one chip). Reading the writes as serial is this model's inference
-    (AWS gives no per-write figure); it makes the latency fall with the chips a group spans.
+    Mesh is O(1) in steps: 2 for an all-reduce at any group size (``ranks_per_chip`` is kept for
+    callers; the hops do not grow with the chips). Counting one hop per remote chip a rank writes
+    to (``2·n_chips``) was tried and rejected: AWS's runtime picks Mesh over RDH (``2·log2 r``
+    steps) below 1 MB, so a Mesh all-reduce cannot cost more hops than RDH's, and an 8B TP-8 decode
+    on two Trainium2 chips then came out twice too fast (tests/test_reality.py).
     """
     if r <= 1:
         return "none", 0.0
     if chip.neuronlink_version in ROUTED_NEURONLINK and r > 2:
         if size < MESH_MAX_BYTES:
-            c = max(1, min(r, ranks_per_chip or r))
-            return "mesh", 2.0 * (-(-r // c))
+            return "mesh", 2.0
         if size < RDH_MAX_BYTES:
             return "rdh", 2.0 * math.ceil(math.log2(r))
         return "kangaring", float(r)

@@ -765,9 +765,11 @@ def compare() -> pd.DataFrame:
     ``expected_out_of_sample`` and ``out_of_sample_error`` (the same with the row's set refitted
     without the row's group, ``cv_group``: its model in a set of several models, the row itself
     in the NCCOM-TEST guide, whose two fitted runs cannot each be left out, its position in
-    EAGLE3; rows a set is not fitted on keep their expectation), ``expected_without_set`` and ``without_set_error`` (the whole set left out: its
-    parameters at the geometric middle of their documented plausible ranges, since no other set
-    fits them), ``bound_holds`` (a time not below its bound, a throughput or probability not
+    EAGLE3; rows a set is not fitted on keep their expectation), ``expected_without_set`` and ``without_set_error`` (strict leave-one-set-out: refitted
+    without the row's whole set. No parameter is fitted on two sets (``collective_fixed_s`` is
+    fitted on the NxD Inference rows and used by training's in-graph TP collectives too), so each
+    parameter the left-out set fits has no rows left and falls back to the geometric middle of its
+    documented plausible range; the other sets' parameters keep their fit), ``bound_holds`` (a time not below its bound, a throughput or probability not
     above it, within the row's tolerance), ``judged`` (``"tolerance"`` or ``"bound only"``),
     ``label`` (why a row is judged by its bound only), ``modelled`` and ``not_modelled_because``.
 
