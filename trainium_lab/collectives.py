@@ -1261,7 +1261,7 @@ def neuron_collective(op: str, size_bytes: float, *, n_ranks: int, system: str, 
     --------
     >>> c = neuron_collective("all_reduce", 2**30, n_ranks=64, system="trn1.32xlarge", n_systems=2)
     >>> c.algorithm, round(c.bound_s * 1e3, 1), c.expected_s > c.bound_s
-    ('hierarchical (ring in each system, ring across)', 10.7, True)
+    ('flat ring', 10.7, True)
     >>> neuron_collective("all_reduce", 1024, n_ranks=0, system="trn1.32xlarge")
     Traceback (most recent call last):
     ...
