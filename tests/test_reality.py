@@ -295,7 +295,7 @@ def test_trn2_training_carries_a_range_not_only_a_point():
     c = specs.calibration("train_mfu")
     assert c.low < c.value < c.high
     p = reality.parameters().set_index("parameter").loc["train_mfu"]
-    assert p.in_range and p.plausible_low <= c.value <= 1.01 * p.plausible_low
+    assert p.in_range and p.plausible_low <= c.value <= 1.02 * p.plausible_low
 
 
 def test_planner_default_mfu_reproduces_awss_trn1_runs_within_25_percent():

@@ -463,24 +463,29 @@ def training(model, system: str, *, n_systems: int, tp: int, pp: int, dp: int, s
                             e.expected_tokens_per_s * lo, e.expected_tokens_per_s * hi)
 
 
-#: TP collectives per layer and micro-batch on a stage's critical path with selective recompute:
+#: TP all-reduces per layer and micro-batch on a stage's critical path with selective recompute:
 #: two forward, two backward (Shoeybi et al. 2019, §3; as layouts.evaluate counts them)
 TRAINING_TP_COLLECTIVES_PER_LAYER = 4
 
 
 def _training_tp_latency_s(lay, system: str, fixed_s: float | None = None) -> float:
-    """The in-graph latency of one step's TP all-reduces on a stage (s): each pays the fixed
-    in-NEFF cost and the hops of its algorithm (:func:`trainium_lab.collectives.neuron_collective`,
-    ``launched_by="graph"``), which the planner's published link rates leave out."""
+    """The in-graph latency of one step's TP collectives on a stage (s), which the planner's
+    published link rates leave out: each collective the graph launches pays the fixed in-NEFF cost
+    and the hops of its algorithm (:func:`trainium_lab.collectives.neuron_collective`,
+    ``launched_by="graph"``). With sequence parallelism each all-reduce is launched as a
+    reduce-scatter and an all-gather (Korthikanti et al. 2022, §4.2.2): the same bytes, two
+    launches, each with its own hops."""
     if lay.tp <= 1:
         return 0.0
     s = specs.system(system)
     per_system = s.n_chips * cores.logical_cores_per_chip(s.chip_key, lay.cluster.lnc)
     k = -(-lay.tp // per_system)
     size = 2.0 * lay.micro_batch * lay.seq_len * lay.model.d_model      # BF16 activations
-    c = collectives.neuron_collective("all_reduce", size, n_ranks=lay.tp, system=s.key, n_systems=k,
-                                      lnc=lay.cluster.lnc)
-    lat = c.latency_s if fixed_s is None else c.latency_s - parameter("collective_fixed_s") + fixed_s
+    ops = ("reduce_scatter", "all_gather") if lay.sequence_parallel else ("all_reduce",)
+    lat = 0.0
+    for op in ops:
+        c = collectives.neuron_collective(op, size, n_ranks=lay.tp, system=s.key, n_systems=k, lnc=lay.cluster.lnc)
+        lat += c.latency_s if fixed_s is None else c.latency_s - parameter("collective_fixed_s") + fixed_s
     layers_stage = -(-lay.model.n_layers // lay.pp)
     return lay.n_micro_batches * TRAINING_TP_COLLECTIVES_PER_LAYER * layers_stage * lat
 
