@@ -422,3 +422,18 @@ def test_judged_on_a_measurement_outside_the_calibration_sets():
     assert d.expected_s == pytest.approx(10.52e-3, rel=0.25)
     assert d.bound_s < 10.52e-3
     assert reality.prefill("llama3-8b", "trn2", tp=8, prompt_tokens=512).bound_s < 51.07e-3
+
+
+def test_serving_expectations_pad_to_nxd_inference_automatic_buckets_by_default():
+    # AWS, NxD Inference Features Configuration Guide, "Automatic Bucketing" (aws-nxdi-features):
+    # context-encoding and token-generation buckets are the powers of two from 128 up
+    assert [reality.auto_bucket_tokens(n) for n in (1, 128, 129, 512, 10_000)] == [128, 128, 256, 512, 16384]
+    short = reality.prefill("llama3-8b", "trn2", tp=8, prompt_tokens=60)
+    exact = reality.prefill("llama3-8b", "trn2", tp=8, prompt_tokens=60, bucket_tokens=None)
+    padded = reality.prefill("llama3-8b", "trn2", tp=8, prompt_tokens=60, bucket_tokens=128)
+    assert short.expected_s == padded.expected_s > exact.expected_s and short.bound_s == exact.bound_s
+    d = reality.decode("llama3-70b", "trn2", tp=64, batch=1, context_len=10_000)
+    assert d.expected_s == reality.decode("llama3-70b", "trn2", tp=64, batch=1, context_len=10_000,
+                                          bucket_len=16384).expected_s
+    with pytest.raises(ValueError, match="bucket_tokens"):
+        reality.prefill("llama3-8b", "trn2", tp=8, prompt_tokens=60, bucket_tokens="largest")

@@ -60,6 +60,7 @@ from trainium_lab.sizing import ModelPreset, resolve_model
 from trainium_lab.units import format_seconds
 
 __all__ = ["Estimate", "TrainingEstimate", "OPS", "CHIPS", "STACKS", "decode", "speculative_tpot", "prefill",
+           "auto_bucket_tokens",
            "collective", "training", "measurements", "compare", "summary", "fit", "parameter", "parameters",
            "expected_range", "implied_prefill_efficiency", "acceptance", "prefix_cache_check",
            "PREFIX_CACHE_SET", "PREFIX_CACHE_TOLERANCE"]
@@ -288,14 +289,45 @@ def _replica(model, chip, tp, weight_dtype, lnc):
     return serving.replica(m, chip, tp=tp, lnc=lnc, weight_dtype=weight_dtype)
 
 
+#: NxD Inference's automatic bucketing (``enable_bucketing=True``): context-encoding and
+#: token-generation buckets are the powers of two from 128 up (AWS, NxD Inference Features
+#: Configuration Guide, "Automatic Bucketing"; source id ``aws-nxdi-features``)
+AUTO_BUCKET_MIN_TOKENS = 128
+
+
+def auto_bucket_tokens(n_tokens: int) -> int:
+    """The automatic bucket NxD Inference runs ``n_tokens`` in: the smallest power of two >= both
+    ``n_tokens`` and 128 (the cap at the maximum length is the caller's).
+
+    Examples
+    --------
+    >>> auto_bucket_tokens(1), auto_bucket_tokens(300), auto_bucket_tokens(512), auto_bucket_tokens(10_000)
+    (128, 512, 512, 16384)
+    """
+    n = _nonneg_int("n_tokens", n_tokens, 0)
+    return max(AUTO_BUCKET_MIN_TOKENS, 1 << max(0, n - 1).bit_length())
+
+
+def _bucket_arg(name: str, value, n: int) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value != "auto":
+            raise ValueError(f"{name} must be 'auto', None or a whole number of tokens >= {n}; got {value!r}")
+        return auto_bucket_tokens(n)
+    return value
+
+
 def decode(model, chip: str, *, tp: int, batch: int, context_len: int, weight_dtype: str = "bfloat16",
-           lnc: int | None = None, tp_collective_s: float | None = None, bucket_len: int | None = None) -> Estimate:
+           lnc: int | None = None, tp_collective_s: float | None = None,
+           bucket_len: int | str | None = "auto") -> Estimate:
     """One decode **step** (every sequence of the batch advances one token): bound and expectation.
 
     The step model has one home, :func:`trainium_lab.serving.decode_step` (scaling-book's general
     step): attention reads the KV cache over the token-generation bucket ``bucket_len`` (always
-    memory-bound), plus the larger of the weight matmuls' compute and the weight reads, plus
-    ``2·L`` TP all-reduces each costing ``tp_collective_s`` (by default
+    memory-bound; ``"auto"``, the default, is NxD Inference's automatic bucket,
+    :func:`auto_bucket_tokens`; ``None`` reads ``context_len`` exactly), plus the larger of the
+    weight matmuls' compute and the weight reads, plus ``2·L`` TP all-reduces each costing ``tp_collective_s`` (by default
     :func:`trainium_lab.serving.tp_collective_fixed_s`: one in-graph fixed cost, the same on
     every chip, plus the algorithm's hops at AWS's per-hop latency) plus its bytes at the
     published link rate. Bound, for any implementation: exact weights and one unreplicated KV
@@ -317,7 +349,7 @@ def decode(model, chip: str, *, tp: int, batch: int, context_len: int, weight_dt
     batch = _nonneg_int("batch", batch, 1)
     ctx = _nonneg_int("context_len", context_len, 0)
     x = None if tp_collective_s is None else positive("tp_collective_s", tp_collective_s, allow_zero=True)
-    step = serving.decode_step(rep, batch, ctx, latency_s=x, bucket_len=bucket_len)
+    step = serving.decode_step(rep, batch, ctx, latency_s=x, bucket_len=_bucket_arg("bucket_len", bucket_len, ctx))
     lo, hi = expected_range("nxdi_trn2_tutorials", "tpot")
     return Estimate("decode step", step.bound_s, step.expected_s,
                     f"{step.n_collectives} TP all-reduces; stack nxd-inference (the calibration's)",
@@ -326,7 +358,7 @@ def decode(model, chip: str, *, tp: int, batch: int, context_len: int, weight_dt
 
 def speculative_tpot(model, chip: str, *, tp: int, batch: int, context_len: int, k: int,
                      draft_step_s: float = 0.0, alpha: float | None = None, weight_dtype: str = "bfloat16",
-                     lnc: int | None = None, bucket_len: int | None = None) -> Estimate:
+                     lnc: int | None = None, bucket_len: int | str | None = "auto") -> Estimate:
     """The time per output token with speculation: target steps that verify ``k`` drafted tokens.
 
     One target step runs ``k + 1`` tokens per sequence (:func:`trainium_lab.serving.decode_step`
@@ -354,7 +386,8 @@ def speculative_tpot(model, chip: str, *, tp: int, batch: int, context_len: int,
     a = parameter("eagle3_acceptance_alpha") if alpha is None else positive("alpha", alpha)
     if a >= 1:
         raise ValueError(f"alpha must be in (0, 1), got {a}")
-    step = serving.decode_step(rep, batch, ctx, tokens_per_sequence=k + 1, bucket_len=bucket_len)
+    step = serving.decode_step(rep, batch, ctx, tokens_per_sequence=k + 1,
+                               bucket_len=_bucket_arg("bucket_len", bucket_len, ctx + k + 1))
     per_pass = serving.expected_tokens_per_pass(a, k)
     expected = (step.expected_s + k * d) / per_pass
     return Estimate("speculative TPOT", step.bound_s / (k + 1), expected,
@@ -363,7 +396,7 @@ def speculative_tpot(model, chip: str, *, tp: int, batch: int, context_len: int,
 
 def prefill(model, chip: str, *, tp: int, prompt_tokens: int, batch: int = 1, weight_dtype: str = "bfloat16",
             lnc: int | None = None, efficiency: float | None = None,
-            tp_collective_s: float | None = None, bucket_tokens: int | None = None,
+            tp_collective_s: float | None = None, bucket_tokens: int | str | None = "auto",
             compute_dtype: str = "bfloat16", stack: str = "nxd-inference") -> Estimate:
     """Prefill of ``batch`` prompts (the time to first token, TTFT): bound and expectation.
 
@@ -371,7 +404,9 @@ def prefill(model, chip: str, *, tp: int, prompt_tokens: int, batch: int = 1, we
     unpadded prompt's FLOPs (:func:`trainium_lab.serving.prefill_flops`) at the ``compute_dtype``
     peak, or the exact weights and one KV cache at the larger published HBM rate if longer, plus
     one smallest-latency hop per TP all-reduce. Expected: the prompt padded to its context bucket
-    (``bucket_tokens``) at ``peak × efficiency`` — a kernel efficiency, fitted per software
+    (``bucket_tokens``; ``"auto"``, the default, is NxD Inference's automatic bucket,
+    :func:`auto_bucket_tokens`, so a short prompt runs at least 128 tokens; ``None`` runs the
+    prompt unpadded) at ``peak × efficiency`` — a kernel efficiency, fitted per software
     stack on that stack's TTFTs (``prefill_efficiency``: NxD Inference) — plus the TP
     all-reduces as in :func:`decode`. For a ``stack`` with no calibration set the expectation
     is at the geometric middle of the efficiency's plausible range and ``low_s``/``high_s`` span
@@ -390,6 +425,7 @@ def prefill(model, chip: str, *, tp: int, prompt_tokens: int, batch: int = 1, we
     s = _nonneg_int("prompt_tokens", prompt_tokens, 1)
     batch = _nonneg_int("batch", batch, 1)
     stack = choice("stack", stack, STACKS)
+    bucket_tokens = _bucket_arg("bucket_tokens", bucket_tokens, s)
     eff = None if efficiency is None else positive("efficiency", efficiency)
     x = None if tp_collective_s is None else positive("tp_collective_s", tp_collective_s, allow_zero=True)
     if eff is not None and eff > 1:
