@@ -437,3 +437,24 @@ def test_serving_expectations_pad_to_nxd_inference_automatic_buckets_by_default(
                                           bucket_len=16384).expected_s
     with pytest.raises(ValueError, match="bucket_tokens"):
         reality.prefill("llama3-8b", "trn2", tp=8, prompt_tokens=60, bucket_tokens="largest")
+
+
+def test_training_tp_collectives_pay_the_in_graph_latency():
+    # issue 38: training's TP collectives are in-graph collectives too. Llama 3.1 8B at TP 32 on Trn1
+    # (sequence parallel): per micro-batch and layer four all-reduces, each launched as a
+    # reduce-scatter and an all-gather, each a fixed cost plus a ring's 31 hops
+    from trainium_lab import collectives
+
+    lay = reality._layout("llama3-8b", "trn1.32xlarge", 32, 32, 1, 32, 8192, 1024, 1, 1)
+    assert lay.sequence_parallel and lay.n_micro_batches == 32
+    one = reality.parameter("collective_fixed_s") + 31 * reality.parameter("hop_latency_s")
+    size = 2.0 * 8192 * lay.model.d_model
+    assert collectives.neuron_collective("all_gather", size, n_ranks=32, system="trn1.32xlarge").latency_s == \
+        pytest.approx(one, rel=1e-12)
+    assert reality._training_tp_latency_s(lay, "trn1.32xlarge") == pytest.approx(32 * 4 * 32 * 2 * one, rel=1e-12)
+    # a larger in-graph cost slows the step, and the 8B run (more launches per second of step) most
+    kw = dict(n_systems=32, seq_len=8192, global_batch=1024)
+    runs = {"llama3-8b": dict(tp=32, pp=1, dp=32), "llama3-70b": dict(tp=32, pp=8, dp=4)}
+    slow = {m: reality._training(m, "trn1.32xlarge", **kw, **d, fixed_s=1e-3).expected_tokens_per_s
+            / reality._training(m, "trn1.32xlarge", **kw, **d).expected_tokens_per_s for m, d in runs.items()}
+    assert slow["llama3-8b"] < slow["llama3-70b"] < 1

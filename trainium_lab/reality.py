@@ -478,7 +478,9 @@ def training(model, system: str, *, n_systems: int, tp: int, pp: int, dp: int, s
     :func:`trainium_lab.layouts.evaluate` rebuilt from its parts, with compute at ``mfu`` of peak
     (fitted on AWS's Trn1 training table) and the tensor- and pipeline-parallel collectives at
     ``link_efficiency`` of the published NeuronLink rate (default 1: no link efficiency is
-    fitted); the pipeline bubble scales with the slot it
+    fitted), and every TP collective the graph launches paying the in-graph latency the planner
+    leaves out (``collective_fixed_s`` plus its algorithm's hops, as in a decode step;
+    :func:`_training_tp_latency_s`); the pipeline bubble scales with the slot it
     is made of; the exposed data-parallel traffic is kept as the layout model gives it.
 
     ``low_tokens_per_s``/``high_tokens_per_s``: the expectation over the out-of-sample spread of
