@@ -280,6 +280,7 @@ def test_stored_calibration_is_what_the_fit_returns():
 def test_calibration_is_a_handful_of_physical_parameters():
     fitted = [c for c in specs.calibrations() if c.fitted_on != "not fitted"]
     assert 5 <= len(fitted) <= 12
+    assert specs.calibration("flat_ring_min_bytes").unit == "bytes"      # sourced, not fitted
     for c in fitted:
         assert c.unit in ("s", "fraction")
         if c.unit == "fraction":

@@ -1006,13 +1006,23 @@ __all__ += ["torus_2d_allreduce_s"]
 #: Mesh < 1 MB, RDH 1-56 MB, KangaRing > 56 MB). "MB" read as 10^6 bytes (the page does not say).
 MESH_MAX_BYTES = 1e6
 RDH_MAX_BYTES = 56e6
-#: Where the runtime's "large message" begins for the flat ring across systems without routed
-#: NeuronLink. AWS ("Inter-node Collective Communications"): "We only enable Flat Ring on Trn1 for
-#: large message size cases where it has a clear edge"; the only size class AWS names for Trn1
-#: collectives is the release note of Neuron 2.17 ("improves small collective communication
-#: operators (smaller than 16MB)"), so a message of 16 MB (10^6 bytes, as AWS writes MB) or more
-#: counts as large. The NeuronLink generation, not the chip's name, selects it.
-FLAT_RING_MIN_BYTES = 16e6
+def flat_ring_min_bytes() -> float:
+    """Where the runtime's "large message" begins for the flat ring across systems without routed
+    NeuronLink (``flat_ring_min_bytes`` in ``data/calibration.csv``, sourced, not fitted).
+
+    AWS ("Inter-node Collective Communications"): "We only enable Flat Ring on Trn1 for large
+    message size cases where it has a clear edge"; the only size class AWS names for these
+    collectives is Neuron 2.17's "small collective communication operators (smaller than 16MB)".
+    The NeuronLink generation, not the chip's name, selects the flat ring.
+
+    Examples
+    --------
+    >>> flat_ring_min_bytes()
+    16000000.0
+    """
+    return specs.calibration("flat_ring_min_bytes").value
+
+
 #: ``algorithm=`` choices of :func:`neuron_collective`: "auto" picks as the runtime does.
 NEURON_ALGORITHMS = ("auto", "hierarchical", "flat_ring")
 #: who launches the collective: inside a compiled graph (a NEFF: training and serving steps), or
@@ -1154,7 +1164,7 @@ def _neuron_terms(op: str, size: float, n_ranks: int, system, n_systems: int, sh
                     "flat_steps": float(2 * (n - 1) if op == "all_reduce" else n - 1),
                     "chip_s": 0.0, "link_s": link, "efa_s": fn * size / efa_rate, "dma_s": fn * size / hbm_rank,
                     "chip_bound_s": 0.0, "link_bound_s": link / link_gain, "overlap": True,
-                    "runtime_pick": size >= FLAT_RING_MIN_BYTES})
+                    "runtime_pick": size >= flat_ring_min_bytes()})
     return out
 
 

@@ -685,13 +685,11 @@ def _row_estimate(row, params: dict[str, float] | None = None) -> tuple[float, f
 
 #: the label of the rows judged by their bound only (issue 24's open point)
 UNEXPLAINED = "unexplained: 2023 runtime, thresholds unpublished"
-#: below this size the two-instance NCCOM-TEST rows are judged by their bound only
-UNEXPLAINED_BELOW_BYTES = collectives.FLAT_RING_MIN_BYTES
 
 
 def _judged_by_bound_only(row) -> bool:
     return (row["set"] == "nccom_test_guide" and int(row["n_instances"]) > 1
-            and float(row["size_bytes"]) < UNEXPLAINED_BELOW_BYTES)
+            and float(row["size_bytes"]) < collectives.flat_ring_min_bytes())
 
 
 def _cv_group(row) -> str:
