@@ -1063,7 +1063,7 @@ class CollectiveCost:
                 f"(latency {format_seconds(self.latency_s)})")
 
 
-def _intra_algorithm(chip, size: float, r: int, ranks_per_chip: int | None = None) -> tuple[str, float]:
+def _intra_algorithm(chip, size: float, r: int) -> tuple[str, float]:
     """The intra-node algorithm and its all-reduce hops (AWS, "Intra-node Collective Communications").
 
     Chips with routed NeuronLink (:data:`ROUTED_NEURONLINK`) and more than two ranks: Mesh below
@@ -1071,11 +1071,11 @@ def _intra_algorithm(chip, size: float, r: int, ranks_per_chip: int | None = Non
     ``r`` steps for an all-reduce). Others: Ring, ``2(r−1)`` steps (AWS documents no other
     algorithm for NeuronLink-v2).
 
-    Mesh is O(1) in steps: 2 for an all-reduce at any group size (``ranks_per_chip`` is kept for
-    callers; the hops do not grow with the chips). Counting one hop per remote chip a rank writes
-    to (``2·n_chips``) was tried and rejected: AWS's runtime picks Mesh over RDH (``2·log2 r``
-    steps) below 1 MB, so a Mesh all-reduce cannot cost more hops than RDH's, and an 8B TP-8 decode
-    on two Trainium2 chips then came out twice too fast (tests/test_reality.py).
+    Mesh is O(1) in steps: 2 for an all-reduce at any group size (the hops do not grow with the
+    chips). Counting one hop per remote chip a rank writes to (``2·n_chips``) was tried and
+    rejected: AWS's runtime picks Mesh over RDH (``2·log2 r`` steps) below 1 MB, so a Mesh
+    all-reduce cannot cost more hops than RDH's, and an 8B TP-8 decode on two Trainium2 chips then
+    came out about twice too fast (tests/test_reality.py).
     """
     if r <= 1:
         return "none", 0.0
@@ -1124,7 +1124,7 @@ def _neuron_terms(op: str, size: float, n_ranks: int, system, n_systems: int, sh
     link_gain = _largest_published(c, "neuronlink_bytes_per_s") / c.neuronlink_bytes_per_s
     k = n_systems
     r = n_ranks // k                                   # ranks per system
-    alg, ar_steps = _intra_algorithm(c, size, r, per_chip)
+    alg, ar_steps = _intra_algorithm(c, size, r)
     steps = _op_steps(op, alg, r, ar_steps)
     fr = bus_factor(op, r)
     if r <= 1:

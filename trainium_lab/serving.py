@@ -926,7 +926,7 @@ def tp_collective_fixed_s(rep: Replica, size_bytes: float = 0.0) -> float:
     if rep.tp == 1:
         return 0.0
     c = specs.chip(rep.chip)
-    alg, ar_steps = collectives._intra_algorithm(c, size, rep.tp, rep.ranks_per_chip)
+    alg, ar_steps = collectives._intra_algorithm(c, size, rep.tp)
     steps = collectives._op_steps("all_reduce", alg, rep.tp, ar_steps)
     return _calibrated("collective_fixed_s") + steps * _calibrated("hop_latency_s")
 
