@@ -153,6 +153,7 @@ OVERRIDES = {
     "reality.speculative_tpot": {"model": "llama3-70b", "chip": "trn2", "tp": 64, "batch": 1, "context_len": 10000,
                                  "k": 3},
     "reality.expected_range": {"set_name": "nxdi_trn2_tutorials"},
+    "reality.auto_bucket_tokens": {"n_tokens": 300},
     "reality.implied_prefill_efficiency": {"measurement_id": "nxdi-llama33-70b-ttft"},
     "specs.links": {"system_name": "trn2.48xlarge"},
     "topology.cluster": {"system": "trn2.48xlarge"},
