@@ -204,17 +204,18 @@ def test_prefill_and_training_bounds_use_the_compute_dtypes_peak():
 
 
 def test_nccom_large_messages_are_within_25_percent():
-    # Where bandwidth dominates (>= 32 MiB) the fitted model holds every run of the guide
-    # (at 16 MiB the two-instance run is still on its latency plateau: 31 % off).
-    # issue 38: the fit uses the single-instance runs only; the two-instance run is predicted, with
-    # the documented EFA hop and no link efficiency of its own: its rows of 32 MiB and more stay in
-    # a 55 % tolerance (the 32 MiB row is 51 % fast: above the issue's 50 % target, reported)
+    # Where bandwidth dominates (>= 32 MiB) the fitted model holds every single-instance run of the
+    # guide within 25 %. issue 38: the fit uses the single-instance runs only; the two-instance run
+    # is predicted, with the documented EFA hop, no link efficiency of its own, and from 16 MB up
+    # the flat ring AWS documents for Trn1's large messages: every one of its rows from 16 MiB up
+    # within 18 %
     m = M.set_index("measurement_id")
     nc = MODELLED[MODELLED.set == "nccom_test_guide"]
     sizes = m.loc[nc.measurement_id, "size_bytes"].astype(float).to_numpy()
     one = (m.loc[nc.measurement_id, "n_instances"].astype(int) == 1).to_numpy()
     assert (nc.abs_error.to_numpy()[(sizes >= 2**25) & one] <= 0.25).all()
-    assert (nc.abs_error.to_numpy()[(sizes >= 2**25) & ~one] <= 0.55).all()
+    two = nc.abs_error.to_numpy()[(sizes >= 2**24) & ~one]
+    assert len(two) == 7 and (two <= 0.18).all()
 
 
 def test_prefill_rows_run_in_their_tutorials_context_buckets():
