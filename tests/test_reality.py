@@ -292,12 +292,13 @@ def test_calibration_is_a_handful_of_physical_parameters():
 
 def test_trn2_training_carries_a_range_not_only_a_point():
     # The four sets hold no Trn2 or Trn3 training throughput: train_mfu carries its low-high range
-    # (issue 38: with training's TP all-reduces paying the in-graph latency, as a decode step's do,
-    # the fitted value is back inside its documented plausible range, at its lower edge)
+    # (issue 38: with training's TP collectives paying the in-graph latency, as a decode step's do,
+    # and NxD's replicated K/V projections computed, the fitted value is back inside its documented
+    # plausible range, in its lower part)
     c = specs.calibration("train_mfu")
     assert c.low < c.value < c.high
     p = reality.parameters().set_index("parameter").loc["train_mfu"]
-    assert p.in_range and p.plausible_low <= c.value <= 1.02 * p.plausible_low
+    assert p.in_range and p.plausible_low <= c.value <= 1.15 * p.plausible_low
 
 
 def test_planner_default_mfu_reproduces_awss_trn1_runs_within_25_percent():
@@ -460,3 +461,16 @@ def test_training_tp_collectives_pay_the_in_graph_latency():
     slow = {m: reality._training(m, "trn1.32xlarge", **kw, **d, fixed_s=1e-3).expected_tokens_per_s
             / reality._training(m, "trn1.32xlarge", **kw, **d).expected_tokens_per_s for m, d in runs.items()}
     assert slow["llama3-8b"] < slow["llama3-70b"] < 1
+
+
+def test_training_computes_the_kv_projections_nxd_replicates():
+    # AWS, NxD training API reference (aws-nxd-training-api): GQAQKVColumnParallelLinear replicates
+    # the K and V weights kv_size_multiplier times; the 70B Trn1 pre-training tutorial sets 4 at TP 32.
+    # Llama 3 8B (8 KV heads of 128, d 4096, 32 layers): 3 extra copies, 6·3·2·4096·1024·32 FLOPs per
+    # token against 6N + 8·L·s·d
+    lay = reality._layout("llama3-8b", "trn1.32xlarge", 32, 32, 1, 32, 8192, 1024, 1, 1)
+    extra = 6 * 3 * 2 * 4096 * 8 * 128 * 32
+    assert reality._replicated_kv_flops_share(lay) == pytest.approx(
+        extra / (6 * 8e9 + 8 * 32 * 8192 * 4096), rel=1e-12)
+    assert reality._replicated_kv_flops_share(reality._layout("llama3-8b", "trn1.32xlarge", 32, 8, 4, 32,
+                                                               8192, 1024, 1, 1)) == 0.0

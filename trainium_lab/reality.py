@@ -480,7 +480,8 @@ def training(model, system: str, *, n_systems: int, tp: int, pp: int, dp: int, s
     ``link_efficiency`` of the published NeuronLink rate (default 1: no link efficiency is
     fitted), and every TP collective the graph launches paying the in-graph latency the planner
     leaves out (``collective_fixed_s`` plus its algorithm's hops, as in a decode step;
-    :func:`_training_tp_latency_s`); the pipeline bubble scales with the slot it
+    :func:`_training_tp_latency_s`), and the K/V projections NxD replicates above the KV heads
+    computed (:func:`_replicated_kv_flops_share`); the pipeline bubble scales with the slot it
     is made of; the exposed data-parallel traffic is kept as the layout model gives it.
 
     ``low_tokens_per_s``/``high_tokens_per_s``: the expectation over the out-of-sample spread of
@@ -528,6 +529,25 @@ def _training_tp_latency_s(lay, system: str, fixed_s: float | None = None) -> fl
     return lay.n_micro_batches * TRAINING_TP_COLLECTIVES_PER_LAYER * layers_stage * lat
 
 
+def _replicated_kv_flops_share(lay) -> float:
+    """Extra FLOPs of the K/V projections NxD replicates when ``tp`` exceeds the KV heads, as a
+    share of the step's counted FLOPs (6N plus causal attention, plus selective recompute's).
+
+    NxD's ``GQAQKVColumnParallelLinear`` replicates the K and V weights ``kv_size_multiplier``
+    times so that every rank holds a KV head (AWS's Llama 3 70B pre-training on Trn1 at TP 32 sets
+    it to 4): each copy is computed forward and backward, ``6·(m − 1)·2·d·n_kv·d_head`` FLOPs per
+    token and layer with ``m = tp / n_kv``.
+    """
+    m = lay.model
+    if lay.tp <= m.n_kv_heads or m.is_moe:
+        return 0.0
+    head_dim = m.head_dim or m.d_model // m.n_heads
+    mult = lay.tp // m.n_kv_heads
+    extra = 6.0 * (mult - 1) * 2.0 * m.d_model * m.n_kv_heads * head_dim * m.n_layers
+    counted = 6.0 * (m.n_active_params or m.n_params) + 8.0 * m.n_layers * lay.seq_len * m.d_model
+    return extra / counted
+
+
 def _training(model, system: str, *, n_systems: int, tp: int, pp: int, dp: int, seq_len: int,
              global_batch: int, micro_batch: int = 1, zero_stage: int = 1, mfu: float | None = None,
              link_efficiency: float | None = None, compute_dtype: str = "bfloat16",
@@ -549,7 +569,8 @@ def _training(model, system: str, *, n_systems: int, tp: int, pp: int, dp: int, 
     # mfu_effective = FLOPs / (step × chips × peak), so FLOPs / (chips × peak) = step × mfu_effective:
     bound = tokens / (est.step_s * est.mfu_effective) * speed
     slot = t["compute"] + t["tp_comm"] + t["pp_comm"]
-    new_slot = (t["compute"] / (eta * speed) + (t["tp_comm"] + t["pp_comm"]) / eff
+    compute = t["compute"] * (1.0 + _replicated_kv_flops_share(lay))
+    new_slot = (compute / (eta * speed) + (t["tp_comm"] + t["pp_comm"]) / eff
                 + _training_tp_latency_s(lay, system, fixed_s))
     step = new_slot + t["bubble"] * new_slot / slot + t["dp_exposed"]
     return TrainingEstimate(bound, tokens / step, eta)
