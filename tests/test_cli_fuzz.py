@@ -119,3 +119,26 @@ def test_implausible_inputs_warn(capsys):
     code = cli.main(["plan", "--model", "llama3-8b", "--tokens", "10B", "--systems", "1", "--price", "40",
                      "--chip-mtbf", "1min"])
     assert code == 0 and capsys.readouterr().err.startswith("warning: the plan loses")
+
+
+# --------------------------------------------------------------------------- issue 42: the unit grid at
+# the terminal: --bandwidth and --size read every spelling as the widgets do, case-sensitively
+
+def test_unit_grid_at_the_terminal(capsys):
+    import json
+
+    from test_units import AMBIGUOUS_RATES, RATE_GRID
+
+    for unit, size in RATE_GRID:
+        for spaced in ("", " "):
+            argv = ["allreduce", "--size", "1GiB", "--ranks", "16", "--bandwidth", f"25{spaced}{unit}", "--json"]
+            assert cli.main(argv) == 0, argv
+            out = json.loads(capsys.readouterr().out)
+            assert out["inputs"]["bandwidth_bytes_per_s"] == pytest.approx(25 * size, rel=1e-12), unit
+    for unit in AMBIGUOUS_RATES:
+        assert cli.main(["allreduce", "--size", "1GiB", "--ranks", "16", "--bandwidth", f"25{unit}"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: --bandwidth: ") and "reads two ways" in err, err
+    for text, expected in (("1Gb", 1e9 / 8), ("1GB", 1e9), ("1GiB", 2**30)):
+        assert cli.main(["allreduce", "--size", text, "--ranks", "16", "--bandwidth", "25GB/s", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["inputs"]["size_bytes"] == expected

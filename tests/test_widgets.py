@@ -609,3 +609,24 @@ def test_ring_steps_follow_n_and_a_clamped_step_is_said():
     assert steps.value == 6 and "steps done set to 6" in ex.notes.value and ex.last_error is None
     steps.tl_readout.value = "7"
     assert "steps done must be in [0, 6]; got 7" in ex.last_error and steps.value == 6
+
+
+# --------------------------------------------------------------------------- issue 42: the unit grid
+# in a widget: the worksheet's "ckpt GB/s" box reads every spelling the CLI reads, case-sensitively
+
+def test_unit_grid_in_a_widget_box():
+    from test_units import AMBIGUOUS_RATES, RATE_GRID
+
+    ex = _explorer("planning.planning_worksheet")
+    box = ex.controls["ckpt_gb_per_s"]
+    good = box.value
+    for unit, size in RATE_GRID:
+        box.value = f"25 {unit}"
+        value, note = box.read()
+        assert value == pytest.approx(25 * size / 1e9, rel=1e-12), unit
+        assert "cannot read" not in ex.error.value and "two ways" not in ex.error.value, unit
+    for unit in AMBIGUOUS_RATES:
+        box.value = f"25{unit}"
+        assert "ckpt GB/s" in ex.error.value and "reads two ways" in ex.error.value, unit
+    box.value = good
+    assert ex.error.value == ""
