@@ -183,7 +183,7 @@ def test_integer_box_keeps_scientific_notation():
     ("MFU %", "0.4 frac", r"^MFU %: cannot read '0.4 frac'; type a percentage"),
     ("TP (ranks)", "8 GiB", r"^TP \(ranks\): cannot read '8 GiB': 'GiB' is not a unit of this field; "
                              "type a plain number$"),
-    ("chip MTBF (d)", "1e30", r"^chip MTBF \(d\): '1e30' is beyond the largest magnitude"),
+    ("chip MTBF (d)", "1e30", r"^chip MTBF \(d\): '1e30' is too large; this field takes values below 1.16e\+25 d$"),
     ("chip MTBF (d)", "NaN", r"^chip MTBF \(d\): cannot read 'NaN'"),
 ])
 def test_number_box_rejects_what_it_cannot_read_naming_its_label(label, typed, message):
@@ -203,9 +203,10 @@ def test_model_messages_are_said_in_the_fields_unit():
     box = number("FSx (GiB)", "-1")
     said = in_field_words("storage_bytes must be in (0, 1e+21], got -1073741824.0", box)
     assert said == "FSx (GiB) must be in (0, 9.31323e+11]; got -1"
-    # a message about something else than the typed value keeps the model's words, after the field's
+    # a message about something else than the typed value keeps the model's words, after the field's,
+    # with the model's parameter names said as the widgets label them (issue 42: tp -> TP)
     assert in_field_words("tp must divide 64, got 3", number("DP", "2")) == \
-        "DP = 2: tp must divide 64, got 3"
+        "DP = 2: TP must divide 64, got 3"
 
 
 def test_dropdown_default_is_shown_and_handed_over_as_none():
@@ -630,3 +631,70 @@ def test_unit_grid_in_a_widget_box():
         assert "ckpt GB/s" in ex.error.value and "reads two ways" in ex.error.value, unit
     box.value = good
     assert ex.error.value == ""
+
+
+def test_planner_search_clears_its_error_when_the_previous_value_is_typed_again():
+    # issue 42: 05's planner kept "MFU % must be in [5, 100]; got 1.5" after 29 was typed back
+    from trainium_lab.widgets.base import _readouts
+
+    ex = BENCHMARKS["layouts.planner_explorer"][0]()
+    readout = next(r for r in _readouts(ex.search.controls) if r.label == "MFU %")
+    before = ex.search.status.value
+    previous = readout.value
+    for bad in ("1.5", "abc"):
+        readout.value = bad
+        assert "⚠" in ex.search.status.value and "MFU %" in ex.search.status.value
+        readout.value = previous
+        assert "⚠" not in ex.search.status.value, ex.search.status.value
+        assert ex.search.status.value == before
+
+
+@pytest.mark.parametrize("factory, key, typed", [
+    ("reliability.checkpoint_explorer", "write_s", ("0", "-1")),
+    ("planning.planning_worksheet", "usd_per_hour", ("0", "-1")),
+])
+def test_zero_and_negative_get_the_same_bound(factory, key, typed):
+    # issue 42: "write (s)" and "USD/inst-h" said "> 0" for 0 but "≥ 0" for -1
+    ex = BENCHMARKS[factory][0]()
+    said = []
+    for t in typed:
+        ex.controls[key].value = t
+        said.append(re.sub(r"got .*", "", ex.last_error))
+    assert said[0] == said[1] and "> 0" in said[0], said
+
+
+@pytest.mark.parametrize("message, words", [
+    ("lnc must be None or 1 for Trainium1: it has no logical-NeuronCore setting; got 2", "LNC must be 1 for"),
+    ("tp × pp × dp × ep = 512 must be a whole number of trn3-gen2-ultraserver systems (576 ranks each at lnc=2); "
+     "or pass n_systems", "TP × PP × DP × EP = 512 must be a whole number of trn3-gen2-ultraserver systems (576 "
+     "ranks each at LNC 2)"),
+    ("tp must divide n_heads (32) of Llama 3 8B, so each rank gets whole attention heads; got tp=64",
+     "TP must divide the attention heads (32) of Llama 3 8B"),
+    ("pp must be at most n_layers (126) of Llama 3 405B; got pp=1000000", "PP must be at most the layers (126)"),
+    ("chip_mtbf_s: the job fails every 132 days", "the job fails every 132 days"),
+    ("lnc must be one of 1, 2 for Trainium2 (or None for its default); got 3", "(or “chip default”)"),
+])
+def test_model_messages_reach_widgets_in_learner_words(message, words):
+    from trainium_lab.widgets.base import learner_words
+
+    said = learner_words(message)
+    assert words in said, said
+    assert not re.search(r"\b(n_heads|n_layers|n_systems|lnc|None|chip_mtbf_s|tp|pp)\b", said), said
+
+
+def test_trn1_in_the_placement_menu_is_not_an_error():
+    # issue 42: picking a Trn1 system failed at once: LNC stayed at 2
+    ex = BENCHMARKS["topology.placement_explorer"][0]()
+    ex.controls["tp"].value = "32"   # one trn1.32xlarge: 32 NeuronCores
+    ex.controls["pp"].value = "1"
+    ex.controls["dp"].value = "1"
+    ex.controls["system"].value = "trn1.32xlarge"
+    assert ex.controls["lnc"].value == 1 and ex.error.value == "", ex.error.value
+    assert "LNC set to 1" in ex.notes.value
+
+
+def test_integer_bounds_are_written_out():
+    box = number("m", 1, integer=True, minimum=1, maximum=2**30)
+    box.value = "0"
+    with pytest.raises(FieldError, match=r"\[1, 1,073,741,824\]"):
+        box.read()

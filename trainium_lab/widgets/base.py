@@ -84,7 +84,10 @@ def _note_html(message: str) -> str:
 
 
 def _plain(x: float) -> str:
-    """A number as a learner would type it: ``-1``, ``0.25``, ``1e+30``."""
+    """A number as a learner would type it: ``-1``, ``0.25``, ``1,073,741,824``, ``1e+30``
+    (a whole number is written out, as the course prints counts, and the boxes read it back)."""
+    if float(x).is_integer() and abs(x) < 1e16:
+        return f"{int(x):,}"
     return f"{x:.6g}"
 
 
@@ -343,6 +346,33 @@ _NUMBER_IN_TEXT = re.compile(
     r"(?<![\w.])[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?(?![\w.])")
 
 
+#: the model's names for what a learner sees under another label (issue 42): said in the
+#: learner's words wherever a model's message reaches a widget
+_LEARNER_WORDS = (
+    (r"; or pass n_systems", ""),
+    (r"\(or None for its default\)", "(or “chip default”)"),
+    (r"must be None or 1 for", "must be 1 for"),
+    (r"\blnc=(\d+)", r"LNC \1"), (r"(?<![\w-])lnc(?![\w-])", "LNC"),
+    (r"\bn_heads \(", "the attention heads ("), (r"\bn_kv_heads \(", "the key/value heads ("),
+    (r"\bn_layers \(", "the layers ("), (r"\bn_systems\b", "systems"), (r"\bn_chips\b", "chips"),
+    (r"\btp × pp × dp × ep\b", "TP × PP × DP × EP"), (r"\bexpert_tp\b", "expert TP"),
+    (r"(?<![\w-])(tp|pp|dp|ep)(?=[ =])", lambda m: m.group(1).upper()),
+    (r"\bvirtual_stages\b", "virtual stages"),
+)
+#: a model's message that starts with the name of one of its inputs ("chip_mtbf_s: the job
+#: fails ...") after a widget has said which box changed: the name goes
+_LEADING_NAME = re.compile(r"^[a-z]+(?:_[a-z0-9]+)+: ")
+
+
+def learner_words(message: str) -> str:
+    """A model's message with its parameter names in the words a widget shows (``lnc`` → LNC,
+    ``n_heads`` → attention heads, no "pass n_systems", no Python ``None``)."""
+    message = _LEADING_NAME.sub("", message)
+    for pattern, words in _LEARNER_WORDS:
+        message = re.sub(pattern, words, message)
+    return message
+
+
 def in_field_words(message: str, control: W.Widget | None) -> str:
     """A model's ``ValueError`` message, said in the words of the control that changed.
 
@@ -352,7 +382,7 @@ def in_field_words(message: str, control: W.Widget | None) -> str:
     Otherwise the label and what was typed lead the model's message.
     """
     if control is None or not getattr(control, "description", ""):
-        return message
+        return learner_words(message)
     label = control.description
     typed = str(control.value).strip() if not isinstance(control, W.Dropdown) else control.label
     if isinstance(control, NumberText):
@@ -368,7 +398,7 @@ def in_field_words(message: str, control: W.Widget | None) -> str:
                 rule = _NUMBER_IN_TEXT.sub(
                     lambda n: _plain(float(n.group().replace(",", "")) / size), m.group("rule"))
                 return f"{label} must {rule}; got {typed}"
-    return f"{label} = {typed}: {message}"
+    return f"{label} = {typed}: {learner_words(message)}"
 
 
 def apply_relevance(controls: dict[str, W.Widget], relevance: Callable[[dict], Mapping[str, str]] | None,
@@ -769,6 +799,7 @@ class SearchInputs:
                                tooltip=f"{button}: search with these inputs")
         self.status = W.HTML()
         self.changed: W.Widget | None = None
+        self._before_error: str | None = None  # the status line before a typing error
         self._relevance = relevance
         self.grid = control_grid(list(self.controls.values()) + [self.button], columns)
         self._tooltips = {n: c.tooltip for n, c in self.controls.items()}
@@ -785,11 +816,16 @@ class SearchInputs:
             return
         self.changed = readout.slider
         try:
-            readout.commit()
+            moved = readout.commit()
         except ValueError as exc:
             self.fail(exc)
             if self.on_change is not None:
                 self.on_change()
+            return
+        if not moved and self._before_error is not None:
+            # the slider's own value typed again (issue 42: "29" after "1.5"): the error about
+            # the readout goes, and the status line says again what it said before it
+            self.status.value, self._before_error = self._before_error, None
 
     def _apply_relevance(self) -> None:
         apply_relevance(self.controls, self._relevance, self._tooltips)
@@ -812,6 +848,7 @@ class SearchInputs:
                 return
         shown = getattr(self.changed, "label", None) if isinstance(self.changed, W.Dropdown) \
             else self.changed.value
+        self._before_error = None
         self.status.value = _note_html(
             f"{self.changed.description} changed to {shown}: click “{self.button.description}” "
             "to search again; the result below is for the previous inputs.")
@@ -821,9 +858,12 @@ class SearchInputs:
     def fail(self, exc: ValueError) -> str:
         """Show a search's ``ValueError`` in the status line, in the changed field's words."""
         message = str(exc) if isinstance(exc, FieldError) else in_field_words(str(exc), self.changed)
+        if self._before_error is None:
+            self._before_error = self.status.value
         self.status.value = error_html(message + " — the result below is for the previous inputs.")
         return message
 
     def done(self, message: str) -> None:
         self.changed = None
+        self._before_error = None
         self.status.value = html.escape(message)
