@@ -698,3 +698,13 @@ def test_integer_bounds_are_written_out():
     box.value = "0"
     with pytest.raises(FieldError, match=r"\[1, 1,073,741,824\]"):
         box.read()
+
+
+@pytest.mark.parametrize("factory", ["layouts.planner_explorer", "planning.planning_worksheet"])
+def test_trn1_in_the_planner_menus_offers_only_its_lnc(factory):
+    ex = BENCHMARKS[factory][0]()
+    lnc = ex.search.controls["lnc"]
+    lnc.value = 2
+    ex.search.controls["system"].value = "trn1.32xlarge"
+    assert 2 not in [v for _, v in lnc.options] and lnc.value != 2
+    assert "LNC set to" in ex.search.status.value
