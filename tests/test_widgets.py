@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 
 import trainium_lab.widgets as widgets_pkg
-from trainium_lab.widgets.base import (BENCHMARKS, DEFAULT, FULL_ROW, Explorer, FieldError, NumberText,
+from trainium_lab.widgets.base import (BENCHMARKS, DEFAULT, FULL_ROW, WIDGET_MARGIN_PX, Explorer, FieldError, NumberText,
                                        error_html, in_field_words, number, read_values)
 
 for _info in pkgutil.iter_modules(widgets_pkg.__path__):
@@ -416,8 +416,8 @@ def test_controls_wrap_inside_the_notebook_column(name):
         assert int(m.group(1)) <= NARROW_COLUMN_PX - 100  # prompt and padding
         for c in grid.children:
             width = c.layout.width or ""
-            if width.endswith("px") and int(width[:-2]) <= int(m.group(1)):
-                continue
+            if width.endswith("px") and int(width[:-2]) + 2 * WIDGET_MARGIN_PX <= int(m.group(1)):
+                continue   # the control and its margins fit the track (issue 42: 2 px past it)
             if width.endswith("px"):  # a wide control: a row of its own, narrower than the column
                 assert int(width[:-2]) <= NARROW_COLUMN_PX - 100, (name, c.description, width)
                 assert c.layout.grid_area == FULL_ROW, (name, c.description, width)
@@ -708,3 +708,36 @@ def test_trn1_in_the_planner_menus_offers_only_its_lnc(factory):
     ex.search.controls["system"].value = "trn1.32xlarge"
     assert 2 not in [v for _, v in lnc.options] and lnc.value != 2
     assert "LNC set to" in ex.search.status.value
+
+
+def test_mfu_readout_is_formatted_and_typing_it_back_keeps_the_value():
+    # issue 42: the worksheet's MFU readout showed 28.7946
+    ex = _explorer("planning.planning_worksheet")
+    slider = ex.controls["mfu_pct"]
+    readout = slider.tl_readout
+    exact = slider.value
+    assert readout.value == format(exact, slider.readout_format) and len(readout.value) <= 5, readout.value
+    readout.value = readout.value + " "
+    readout.value = readout.value.strip()
+    assert slider.value == exact and ex.error.value == ""
+
+
+@pytest.mark.parametrize("name", CHARTED)
+def test_no_explorer_draws_an_empty_chart_at_its_slider_ends(name):
+    """Issue 42: 03's latency sweep drew an empty chart with no message at n = 1. At each slider's
+    ends, an explorer either draws data or says why (an error); never an empty chart in silence."""
+    ex = BENCHMARKS[name][0]()
+    for key, c in ex.controls.items():
+        if not isinstance(c, (W.IntSlider, W.FloatSlider)) or isinstance(c, W.FloatLogSlider):
+            continue
+        start = c.value
+        for end in (c.min, c.max):
+            c.value = end
+            if ex.last_error is None and ex.error.value == "":
+                data = [v for v in (ex.spec or {}).get("datasets", {}).values() if v]
+                rows = [r for d in data for r in d
+                        if all(not isinstance(x, (int, float)) or x == x for x in r.values())]
+                assert rows, f"{name}: {key} = {end} draws an empty chart without a message"
+                if name == "topology.latency_sweep_explorer":
+                    assert all(r.get("time_ms", 1) > 0 for d in data for r in d), (key, end)
+        c.value = start

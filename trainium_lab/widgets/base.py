@@ -222,13 +222,14 @@ class SliderReadout(NumberText):
         return (s.base ** s.min, s.base ** s.max) if self.logarithmic else (s.min, s.max)
 
     def shown(self, value: Any) -> str:
-        """The slider's value as the readout shows it (its ``readout_format`` when that reads
-        back as the same number, else six significant digits)."""
+        """The slider's value as the readout shows it: its ``readout_format`` when that keeps the
+        number within 0.5 % (``28.79`` for 28.7946, issue 42), else six significant digits.
+        Typing back the text shown keeps the slider's exact value (:meth:`read`)."""
         if self.selection:
             return self.slider.label
         try:
             text = format(value, self.slider.readout_format)
-            if math.isclose(float(text), value, rel_tol=1e-9, abs_tol=0.0):
+            if math.isclose(float(text), value, rel_tol=5e-3, abs_tol=0.0):
                 return text
         except (TypeError, ValueError):
             pass
@@ -261,6 +262,8 @@ class SliderReadout(NumberText):
             listed = ", ".join(labels)
             raise FieldError(f"{self.label} must be one of {listed}; got {shown}")
         self.minimum, self.maximum = self._bounds()
+        if shown == self.shown(self.slider.value):  # the text shown for the slider's own value
+            return self.slider.value, None
         return super().read()
 
     def on_steps(self, value: Any) -> bool:
@@ -726,6 +729,10 @@ def _with_live_parts(template: dict, datasets: dict, title: Any) -> dict:
     return spec
 
 
+#: ipywidgets' margin around every control (``--jp-widgets-margin``, 2 px in ipywidgets 8)
+WIDGET_MARGIN_PX = 2
+
+
 def control_grid(controls: Sequence[W.Widget], columns: int) -> W.GridBox:
     """Controls in a grid of at most ``columns`` columns that wraps on a narrow page; every
     label wide enough for its text (one width for the grid) and titled with it."""
@@ -770,9 +777,13 @@ def control_grid(controls: Sequence[W.Widget], columns: int) -> W.GridBox:
         elif not width:
             item.layout.width = f"{cell}px"
         cells.append(item)
+    # a grid track holds a control and its margins (ipywidgets' --jp-widgets-margin on each side):
+    # tracks of the control's width alone let the right-most control stick 2 px past the grid's
+    # box, which cut its right border (issue 42, 17 explorers)
+    track = cell + 2 * WIDGET_MARGIN_PX
     return W.GridBox(cells, layout=W.Layout(
-        grid_template_columns=f"repeat(auto-fill, {cell}px)", grid_gap=f"4px {_GAP_PX}px",
-        max_width=f"{columns * cell + (columns - 1) * _GAP_PX}px", width="100%"))
+        grid_template_columns=f"repeat(auto-fill, {track}px)", grid_gap=f"4px {_GAP_PX}px",
+        max_width=f"{columns * track + (columns - 1) * _GAP_PX}px", width="100%"))
 
 
 class SearchInputs:

@@ -128,7 +128,10 @@ def latency_sweep_explorer() -> Explorer:
     efa = specs.link("trn2-efa")
     controls = {
         "level": W.Dropdown(options=list(_sweep_levels()), value="efa (trn2-efa)", description="level"),
-        "n": W.IntSlider(value=16, min=1, max=64, description="chips (n)"),
+        # a ring of one chip sends nothing: its time is 0, which a log axis cannot draw (issue 42:
+        # the slider's minimum drew an empty chart), so the sweep starts at 2
+        "n": W.IntSlider(value=16, min=2, max=64, description="chips (n)",
+                         tooltip="chips (n): ranks in the ring, 2 or more (one chip sends nothing)"),
         "latency_us": number("α (µs)", (efa.latency_s or 0.0) / us, minimum=0,
                              tooltip="α (µs): latency per step of the ring, microseconds"),
         "collective": W.Dropdown(options=["all_reduce", "reduce_scatter", "all_gather", "all_to_all"],
