@@ -96,9 +96,11 @@ def _free_port() -> int:
 class Lab:
     """A JupyterLab server on loopback serving a temporary copy of the notebooks."""
 
-    def __init__(self, workdir: Path, windowing_mode: str | None = "none"):
+    def __init__(self, workdir: Path, windowing_mode: str | None = "none", config_path: Path | None = None):
         """``windowing_mode``: JupyterLab's notebook windowing; ``"none"`` (the test's) renders
-        every cell, ``None`` keeps JupyterLab's default, the one a learner gets."""
+        every cell, ``None`` keeps JupyterLab's default, the one a learner gets. ``config_path``:
+        a Jupyter configuration folder put first on ``JUPYTER_CONFIG_PATH`` (the learner's:
+        ``config/learner``, as ``tools/course.py lab`` does)."""
         self.token = secrets.token_hex(16)
         self.port = _free_port()
         self.base = f"http://127.0.0.1:{self.port}"
@@ -125,6 +127,8 @@ class Lab:
         env["JUPYTER_CONFIG_DIR"] = str(workdir / "config")  # ignore the user's Jupyter config
         env["JUPYTER_RUNTIME_DIR"] = str(workdir / "runtime")
         env["JUPYTER_PLATFORM_DIRS"] = "1"
+        if config_path is not None:
+            env["JUPYTER_CONFIG_PATH"] = str(config_path)
         cmd = [sys.executable, "-m", "jupyterlab", "--no-browser",
                "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}",
                "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}",
@@ -740,3 +744,71 @@ def drive_explorers(page, kernel_errors: list[str], idle=None) -> list[str]:
                     problems.append(f"{what}: sticks out of the column: {check['overflow']}")
     assert not problems, f"{len(problems)} problem(s) in {len(done)} learner actions:\n" + "\n".join(problems[:40])
     return done
+
+
+# --- the learner's JupyterLab (issue 42: a newcomer's first hour) -------------------------------
+
+LEARNER_UI_JS = r"""
+() => ({
+  menus: document.querySelector('.lm-MenuBar') ? document.querySelector('.lm-MenuBar').innerText : '',
+  panels: [...document.querySelectorAll('.jp-SideBar .lm-TabBar-tab')].map(t => t.title || t.innerText).join(' | '),
+  toolbar: [...document.querySelectorAll('.jp-NotebookPanel-toolbar [title], .jp-NotebookPanel-toolbar [data-command]')]
+    .map(t => (t.title || '') + ' ' + (t.dataset.command || '')).join(' | '),
+  dirty: [...document.querySelectorAll('.lm-TabBar-tab.jp-mod-dirty')].map(t => t.innerText),
+  current: (document.querySelector('.jp-mod-current .lm-TabBar-tabLabel, .lm-TabBar-tab.jp-mod-current .lm-TabBar-tabLabel')
+            || {innerText: ''}).innerText,
+})
+"""
+
+#: the chapters opened as a learner: the first, one in the middle, the last
+LEARNER_CHAPTERS = ("00_start_here.ipynb", "03_topology_collectives.ipynb", "11_capstone.ipynb")
+
+
+def _open_as_learner(lab: Lab, page, name: str) -> dict:
+    page.goto(lab.url(name))
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=SETTLE_TIMEOUT_MS)
+    lab.wait_kernel_idle(name, page)
+    page.wait_for_timeout(2500)  # the kernel's info reply reached the page and was applied
+    return page.evaluate(LEARNER_UI_JS)
+
+
+def test_learner_lab_has_no_nbgrader_ui_opens_chapters_unmodified_and_contents_works(tmp_path):
+    """A fresh clone opened as a learner (``tools/course.py lab``'s configuration): no nbgrader
+    menu, panel or button; no chapter marked modified by opening it (its kernel's version in the
+    metadata); every chapter's first link, "Contents", opens chapter 00's chapter list. The same
+    server without the learner configuration shows nbgrader's menu and marks chapters modified:
+    the check can fail."""
+    _require_browser()
+    from playwright.sync_api import sync_playwright
+
+    seen = {}
+    for edition, config in (("learner", ROOT / "config" / "learner"), ("plain", None)):
+        (tmp_path / edition).mkdir()
+        lab = Lab(tmp_path / edition, windowing_mode=None, config_path=config)
+        try:
+            for name in LEARNER_CHAPTERS:
+                shutil.copy(ROOT / "notebooks" / name, lab.root / name)
+            with sync_playwright() as pw:
+                chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+                page = chromium.new_context(viewport={"width": 1440, "height": 900}).new_page()
+                page.route(re.compile(r"^https?://(?!127\.0\.0\.1)"), lambda route: route.abort())
+                seen[edition] = [_open_as_learner(lab, page, name) for name in LEARNER_CHAPTERS[:2]]
+                if edition == "learner":
+                    page.click(".jp-Notebook .jp-MarkdownCell a:has-text('Contents')")
+                    page.wait_for_function("() => [...document.querySelectorAll('.lm-TabBar-tab.jp-mod-current')]"
+                                           ".some(t => t.innerText.includes('00_start_here'))", timeout=30_000)
+                    seen["contents"] = True
+                chromium.close()
+            lab.shutdown_kernels()
+        finally:
+            lab.stop()
+        if edition == "learner":  # nothing was saved over a chapter either
+            assert all((lab.root / n).read_bytes() == (ROOT / "notebooks" / n).read_bytes()
+                       for n in LEARNER_CHAPTERS)
+    for ui in seen["learner"]:
+        assert "nbgrader" not in (ui["menus"] + ui["panels"] + ui["toolbar"]).lower(), ui
+        assert "Create Assignment" not in ui["panels"] and not ui["dirty"], ui
+    assert seen["contents"]
+    plain = seen["plain"]
+    assert any("nbgrader" in (ui["menus"] + ui["panels"]).lower() for ui in plain), plain
+    assert any(ui["dirty"] for ui in plain), plain
