@@ -570,7 +570,31 @@ CHECK_JS = r"""
     ctx.font = `${st.fontSize} ${st.fontFamily}`;
     if (ctx.measureText(o.text).width + 28 > sel.clientWidth) cut.push(`menu ${o.text}`);
   }
-  return {errors, cut, overflow: out.scrollWidth > out.clientWidth + 1 ? [`output ${out.scrollWidth} > ${out.clientWidth}`, ...wide.slice(0, 3)] : wide.slice(0, 3),
+  // issue 42: no control past its grid's box (it cut the right-most control's border)
+  for (const grid of root.querySelectorAll('.widget-gridbox')) {
+    const g = grid.getBoundingClientRect();
+    const box = grid.parentElement.getBoundingClientRect();
+    if (g.right > box.right + 0.5) cut.push(`a control grid ${Math.round(g.right - box.right)} px wider than its box`);
+    for (const c of grid.children) {
+      const r = c.getBoundingClientRect();
+      if (r.width > 0 && r.right > g.right + 0.5) cut.push(`control ${c.innerText.trim().slice(0, 20)} ${Math.round(r.right - g.right)} px past its grid`);
+    }
+  }
+  // issue 42: chart text past the chart's edge (clipped), and a chart that draws no mark
+  const clipped = [], empty = [];
+  for (const svg of root.querySelectorAll('svg.marks')) {
+    const b = svg.getBoundingClientRect();
+    if (b.width < 10) continue;
+    for (const t of svg.querySelectorAll('text')) {
+      const r = t.getBoundingClientRect();
+      if (!t.textContent.trim() || r.width === 0 || t.getAttribute('opacity') === '0') continue;
+      const past = Math.max(b.left - r.left, r.right - b.right, b.top - r.top, r.bottom - b.bottom);
+      if (past > 1) clipped.push(`chart text '${t.textContent.trim().slice(0, 40)}' ${Math.round(past)} px past the chart`);
+    }
+    if (!svg.querySelector('g.role-mark path, g.role-mark line, g.role-mark rect, g.role-mark circle, g.role-mark text'))
+      empty.push('a chart without a mark');
+  }
+  return {errors, cut, clipped, empty, overflow: out.scrollWidth > out.clientWidth + 1 ? [`output ${out.scrollWidth} > ${out.clientWidth}`, ...wide.slice(0, 3)] : wide.slice(0, 3),
           traceback: /Traceback \(most recent call last\)/.test(root.innerText)};
 }
 """
@@ -701,6 +725,8 @@ def drive_explorers(page, kernel_errors: list[str], idle=None) -> list[str]:
             problems.append(f"explorer {i}: sticks out of the column: {check['overflow']}")
         if check["cut"]:
             problems.append(f"explorer {i}: text cut: {check['cut']}")
+        if check["clipped"]:
+            problems.append(f"explorer {i}: {check['clipped'][:3]}")
         original: dict = {}
         for control in controls:
             if control["disabled"]:
@@ -742,6 +768,13 @@ def drive_explorers(page, kernel_errors: list[str], idle=None) -> list[str]:
                     problems.append(f"{what}: the output did not change and no error is shown ({shown!r})")
                 if check["overflow"]:
                     problems.append(f"{what}: sticks out of the column: {check['overflow']}")
+                if check["clipped"]:  # issue 42
+                    problems.append(f"{what}: {check['clipped'][:3]}")
+                if check["empty"] and not check["errors"]:
+                    problems.append(f"{what}: {check['empty'][0]} and no message")
+                if action == "restore" and any(control["label"] in e for e in check["errors"]):
+                    problems.append(f"{what}: an error about it stays after the value it had was put back "
+                                    f"(a stale error): {check['errors']}")
     assert not problems, f"{len(problems)} problem(s) in {len(done)} learner actions:\n" + "\n".join(problems[:40])
     return done
 
