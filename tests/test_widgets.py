@@ -741,3 +741,13 @@ def test_no_explorer_draws_an_empty_chart_at_its_slider_ends(name):
                 if name == "topology.latency_sweep_explorer":
                     assert all(r.get("time_ms", 1) > 0 for d in data for r in d), (key, end)
         c.value = start
+
+
+@pytest.mark.parametrize("name", CHARTED)
+def test_live_charts_lay_out_again_after_each_update(name):
+    """Issue 42: an update that swaps only data and title kept Vega's first layout, so a longer
+    legend, title or axis labels were cut at the chart's edge (07's legend, 02's title, 03's axis
+    labels in the browser test). The live chart's spec asks Vega to lay out again (``resize``)."""
+    ex = _explorer(name)
+    spec = ex.chart.spec
+    assert isinstance(spec.get("autosize"), dict) and spec["autosize"].get("resize") is True, spec.get("autosize")

@@ -667,6 +667,11 @@ def _live_parts(spec: dict) -> tuple[dict, dict, Any]:
     text = _DATASET_NAME.sub(lambda m: names[m.group()], text)
     spec = json.loads(text)
     datasets = spec.pop("datasets", {}) or {}
+    # Vega lays a view out once: an update that swaps only the data and the title kept the first
+    # layout, so a longer title, wider axis labels or a longer legend were cut at the chart's
+    # edge (issue 42: 6 explorers). ``resize`` lays it out again after each update.
+    autosize = spec.get("autosize") or {"type": "pad"}
+    spec["autosize"] = {**({"type": autosize} if isinstance(autosize, str) else autosize), "resize": True}
     title = spec.get("title")
     if title is not None and (isinstance(title, (str, list)) or
                               (isinstance(title, dict) and isinstance(title.get("text"), (str, list)))):
