@@ -373,7 +373,8 @@ def _cmd_specs(args: argparse.Namespace) -> None:
     if not args.all:
         df = df[df["status"] == "used"]
     if args.json:  # base units, like every --json; the value as the source writes it beside
-        facts = [{"field": r.field, **_base_units(r.value, r.unit), "as_written": r.value if r.unit in ("text", "list") else f"{r.value} {r.unit}".strip(),
+        facts = [{"field": r.field, **_base_units(r.value, r.unit),
+                  "as_written": r.value if r.unit in ("text", "list") else f"{r.value} {r.unit}".strip(),
                   "status": r.status, "source": r.source, "reference": r.reference, "note": r.note}
                  for r in df.itertuples()]
         print(json.dumps({"command": "specs", "entity": args.entity, "facts": facts}, indent=2))
