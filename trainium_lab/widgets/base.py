@@ -560,7 +560,11 @@ class Explorer:
         self._live = (template, datasets, title)
         full = _with_live_parts(template, datasets, title)
         if (template is not old_template and template != old_template) or \
+                _words(datasets) != _words(old_datasets) or \
                 os.environ.get("TRAINIUM_LAB_FULL_CHART_UPDATES") == "1":
+            # new words in the data (legend entries, labels: 02's "FP8 E5M2, stochastic rounding")
+            # need a new layout, which Vega makes only when it draws a spec (issue 42: they were
+            # cut at the chart's edge); a slider that moves numbers keeps the fast path
             # (the environment variable restores the old way, for tools/benchmarks/browser.py)
             self.chart.spec = full
             return
@@ -646,6 +650,19 @@ class Explorer:
         elif self.summary.value:  # a widget without a chart: its default summary
             bundle["text/html"] = self.summary.value
         return bundle
+
+
+#: most data rows whose words :func:`_words` compares (a larger chart keeps the fast path)
+_WORDS_MAX_ROWS = 2000
+
+
+def _words(datasets: dict) -> frozenset | None:
+    """The text values of a chart's datasets (what its legend and labels can show), or ``None``
+    for data too large to compare cheaply."""
+    if sum(len(rows) for rows in datasets.values() if isinstance(rows, list)) > _WORDS_MAX_ROWS:
+        return None
+    return frozenset(v for rows in datasets.values() if isinstance(rows, list) for row in rows
+                     if isinstance(row, dict) for v in row.values() if isinstance(v, str))
 
 
 _TITLE_PARAM = "tl_title"
