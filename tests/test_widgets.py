@@ -751,3 +751,20 @@ def test_live_charts_lay_out_again_after_each_update(name):
     ex = _explorer(name)
     spec = ex.chart.spec
     assert isinstance(spec.get("autosize"), dict) and spec["autosize"].get("resize") is True, spec.get("autosize")
+
+
+def test_a_menu_bringing_new_legend_words_redraws_but_a_slider_keeps_the_fast_path():
+    """Issue 42: 02's FP8 legend entries were cut at the chart's edge after a menu change (Vega
+    lays a view out when it draws a spec); 07's slider adds "chosen: 5" on every press and must
+    keep the data-only update (a full redraw took its browser median from 32 to 50 ms)."""
+    ex = BENCHMARKS["numerics.training_explorer"][0]()
+    sent = []
+    ex.chart.observe(lambda ch: sent.append(ch["name"]), names=["spec", "_py_to_js_updates"])
+    ex.controls["dtype"].value = "float8_e5m2"
+    assert sent == ["spec"], sent   # the whole spec: Vega lays the new legend out
+    ex = BENCHMARKS["compilation.bucketing_explorer"][0]()
+    slider = next(c for c in ex.controls.values() if isinstance(c, W.IntSlider))
+    sent = []
+    ex.chart.observe(lambda ch: sent.append(ch["name"]), names=["spec", "_py_to_js_updates"])
+    slider.value = slider.value + 1
+    assert sent == ["_py_to_js_updates"], sent

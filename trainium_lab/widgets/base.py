@@ -541,7 +541,8 @@ class Explorer:
                 if hasattr(self, "_chart_box"):
                     self._chart_box.children = [self.chart]
             else:
-                self._push(spec)
+                # a menu's change may bring new words (legend entries) that need a new layout
+                self._push(spec, relayout=isinstance(owner, (W.Dropdown, W.ToggleButtons, W.RadioButtons)))
         self.error.value = ""
         self.notes.value = "".join(_note_html(n) for n in [*self._said, *notes])
         self._said = []
@@ -550,7 +551,7 @@ class Explorer:
         self._show_stale(False)
         self.updates += 1
 
-    def _push(self, live: tuple[dict, dict, Any]) -> None:
+    def _push(self, live: tuple[dict, dict, Any], relayout: bool = False) -> None:
         """Show a chart (its :func:`_live_of` parts) in the chart on screen: when only its data
         and title changed (the usual case: one control moved), send those alone (Vega swaps the
         datasets and the title signal in the view already drawn); otherwise send the whole spec
@@ -560,11 +561,12 @@ class Explorer:
         self._live = (template, datasets, title)
         full = _with_live_parts(template, datasets, title)
         if (template is not old_template and template != old_template) or \
-                _words(datasets) != _words(old_datasets) or \
+                (relayout and _words(datasets) != _words(old_datasets)) or \
                 os.environ.get("TRAINIUM_LAB_FULL_CHART_UPDATES") == "1":
-            # new words in the data (legend entries, labels: 02's "FP8 E5M2, stochastic rounding")
-            # need a new layout, which Vega makes only when it draws a spec (issue 42: they were
-            # cut at the chart's edge); a slider that moves numbers keeps the fast path
+            # a menu that brings new words into the data (legend entries: 02's "FP8 E5M2,
+            # stochastic rounding") needs a new layout, which Vega makes when it draws a spec
+            # (issue 42: they were cut at the chart's edge); a slider keeps the fast path (07's
+            # "chosen: 5" redrawn on every press took its median from 32 to 50 ms)
             # (the environment variable restores the old way, for tools/benchmarks/browser.py)
             self.chart.spec = full
             return
