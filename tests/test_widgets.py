@@ -768,3 +768,15 @@ def test_a_menu_bringing_new_legend_words_redraws_but_a_slider_keeps_the_fast_pa
     ex.chart.observe(lambda ch: sent.append(ch["name"]), names=["spec", "_py_to_js_updates"])
     slider.value = slider.value + 1
     assert sent == ["_py_to_js_updates"], sent
+
+
+def test_log_slider_bounds_read_as_a_learner_types_them():
+    # issue 42: "tail (t dof) must be in [0.501187, 31.6228]"
+    ex = _explorer("numerics.block_scaling_explorer")
+    readout = ex.controls["df"].tl_readout
+    readout.value = "40"
+    assert "tail (t dof) must be in [0.5012, 31.62]; got 40" in ex.error.value, ex.error.value
+    readout.value = "31.62"   # what the message allows is accepted
+    assert "⚠" not in ex.error.value
+    readout.value = "0.5012"
+    assert "⚠" not in ex.error.value

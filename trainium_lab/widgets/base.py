@@ -266,6 +266,20 @@ class SliderReadout(NumberText):
             return self.slider.value, None
         return super().read()
 
+    def _range(self) -> str:
+        """The slider's ends as a learner reads them: a log slider's ends (10 ** -0.3 =
+        0.501187...) rounded inward to 4 significant digits (issue 42: "[0.501187, 31.6228]"),
+        so every value the message allows is accepted."""
+        if not self.logarithmic:
+            return super()._range()
+
+        def inward(x: float, up: bool) -> str:
+            if float(x).is_integer():
+                return _plain(x)
+            scale = 10 ** (3 - math.floor(math.log10(abs(x))))
+            return f"{(math.ceil(x * scale) if up else math.floor(x * scale)) / scale:g}"
+        return f"in [{inward(self.minimum, True)}, {inward(self.maximum, False)}]"
+
     def on_steps(self, value: Any) -> bool:
         """Whether ``value`` is one of the slider's steps (or its maximum)."""
         step = getattr(self.slider, "step", None)
