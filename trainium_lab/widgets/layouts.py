@@ -120,12 +120,21 @@ def _lnc_follows_system(system: W.Dropdown, lnc: W.Dropdown, search: SearchInput
             has_default = True
         except ValueError:
             has_default = False
-        options = ([("chip default", DEFAULT)] if has_default else []) + [("1", 1), ("2", 2)]
+        from trainium_lab import specs
+
+        offered = [int(o) for o in specs.system(system.value).chip.lnc_options] or [1]  # Trn1: 1 only
+        options = ([("chip default", DEFAULT)] if has_default else []) + [(str(o), o) for o in offered]
         if tuple(tuple(o) for o in lnc.options) == tuple(options):
             return
         old = lnc.value
         lnc.options = options
-        if old == DEFAULT and not has_default:
+        if old not in (DEFAULT, *offered):  # issue 42: LNC 2 kept on a Trn1 failed at once
+            lnc.value = DEFAULT if has_default else offered[0]
+            if search is not None:
+                search.status.value = (f"<div style='color:#555'>ℹ LNC set to {html.escape(lnc.label)}: "
+                                       f"{html.escape(system.value)}'s chip offers LNC "
+                                       f"{', '.join(map(str, offered))}.</div>")
+        elif old == DEFAULT and not has_default:
             lnc.value = 2
             if search is not None:
                 search.status.value = ("<div style='color:#555'>ℹ LNC set to 2: no AWS page states "

@@ -128,7 +128,10 @@ def latency_sweep_explorer() -> Explorer:
     efa = specs.link("trn2-efa")
     controls = {
         "level": W.Dropdown(options=list(_sweep_levels()), value="efa (trn2-efa)", description="level"),
-        "n": W.IntSlider(value=16, min=1, max=64, description="chips (n)"),
+        # a ring of one chip sends nothing: its time is 0, which a log axis cannot draw (issue 42:
+        # the slider's minimum drew an empty chart), so the sweep starts at 2
+        "n": W.IntSlider(value=16, min=2, max=64, description="chips (n)",
+                         tooltip="chips (n): ranks in the ring, 2 or more (one chip sends nothing)"),
         "latency_us": number("α (µs)", (efa.latency_s or 0.0) / us, minimum=0,
                              tooltip="α (µs): latency per step of the ring, microseconds"),
         "collective": W.Dropdown(options=["all_reduce", "reduce_scatter", "all_gather", "all_to_all"],
@@ -178,7 +181,8 @@ def _placement_costs(size_bytes: float, *placement) -> pd.DataFrame:
 def _place(system, lnc, tp, pp, dp, ep, ordering, colour_by, highlight, size_mb):
     if tp * pp * dp * ep > MAX_MAP_RANKS:
         raise ValueError(f"TP × PP × DP × EP = {tp * pp * dp * ep:,} ranks: the map draws at most "
-                         f"{MAX_MAP_RANKS:,}; the model itself (topology.place) has no such limit")
+                         f"{MAX_MAP_RANKS:,}; the calculation itself has no such limit (use smaller degrees "
+                         "to see the map)")
     p = _placement(system, lnc, tp, pp, dp, ep, ordering)
     size = float(size_mb) * MB
     costs = _placement_costs(size, system, lnc, tp, pp, dp, ep, ordering)
@@ -243,7 +247,25 @@ def placement_explorer(tp: int = 64, pp: int = 4, dp: int = 2, ep: int = 1,
         "size_mb": number("MB per rank", 2 * 4096 * 16384 / MB, minimum=0, exclusive_minimum=True,
                           tooltip="MB per rank: size of each rank's all-reduce, MB (10^6 bytes)"),
     }
-    return Explorer(controls, _place, _render_placement, _describe_placement, columns=3)
+    return Explorer(controls, _place, _render_placement, _describe_placement, columns=3,
+                    offer=_offer_lnc)
+
+
+def _offer_lnc(explorer: Explorer) -> None:
+    """The LNC menu offers what the system's chip supports (Trainium1: 1 only); a value the new
+    chip lacks is changed and the change said, never left to fail (issue 42)."""
+    from trainium_lab import specs
+
+    system, lnc = explorer.controls["system"], explorer.controls["lnc"]
+    chip = specs.system(system.value).chip
+    options = [int(o) for o in chip.lnc_options] or [1]
+    if list(lnc.options) == options:
+        return
+    old = lnc.value
+    lnc.options = options
+    lnc.value = old if old in options else options[0]
+    if lnc.value != old:
+        explorer.say(f"LNC set to {lnc.value}: {chip.name} offers LNC {', '.join(map(str, options))}.")
 
 
 # --------------------------------------------------------------------- data-parallel threshold (issue 15)
