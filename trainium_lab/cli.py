@@ -105,6 +105,7 @@ _FLAG_OF = {
     "mfu_range": "--mfu-range", "usd_per_hour_range": "--price-range", "chip_mtbf_range_s": "--chip-mtbf-range",
     "other_costs_usd": "--other-cost", "chip_mtbf_s": "--chip-mtbf", "restart_s": "--restart",
     "compile_s": "--compile", "n_graphs": "--graphs", "cache": "--cache", "global_batch": "--global-batch",
+    "framework": "--framework",
     "recipe_name": "--recipe", "recipe": "--recipe", "dtype": "--dtype", "lnc": "--lnc", "system": "--system",
     "model": "--model", "preset": "--model", "purchase_option": "--option", "checkpoint_write_bytes_per_s": "--checkpoint-bandwidth",
     "checkpoint_bytes_per_s_per_chip": "--checkpoint-bandwidth-per-chip",
@@ -151,6 +152,11 @@ def _flagged(message: str, argv: Sequence[str] = (), args: argparse.Namespace | 
         if gb:  # the user gave no --global-batch: blame what they gave, and say where 2048 came from
             message = (f"--systems: the model's published global batch ({gb.group(1)} sequences, the default "
                        f"of --global-batch) {gb.group(2)}; use fewer --systems or give --global-batch")
+    no_layout = re.match(r"^(?:--)?framework: (.* can run no layout .*)$", message)
+    if no_layout and "--framework" not in argv and "--systems" in argv:
+        # the default framework was not the user's choice: blame the count they gave
+        message = (f"--systems: {no_layout.group(1)}; use another --systems, give --global-batch, or "
+                   "--framework any (the teaching search)")
     heads = re.match(r"^--d-model must be a multiple of --heads, got (\d+) and (\d+)$", message)
     if heads:
         message = (f"--heads: {heads.group(2)} attention heads must divide --d-model ({heads.group(1)}) evenly; "
