@@ -250,6 +250,8 @@ def data_unit(unit: str, name: str = "unit") -> tuple[float, bool] | None:
     >>> data_unit("Gbit/s"), data_unit("GB")
     ((125000000.0, True), (1000000000.0, False))
     """
+    if not isinstance(unit, str):
+        raise ValueError(f"{name}: a unit is text such as 'GB/s' or 'GiB'; got {unit!r}")
     compact = unit.replace(" ", "")
     for long, short in (("persecond", "/s"), ("pers", "/s")):
         if compact.endswith(long):

@@ -120,9 +120,7 @@ def _lnc_follows_system(system: W.Dropdown, lnc: W.Dropdown, search: SearchInput
             has_default = True
         except ValueError:
             has_default = False
-        from trainium_lab import specs
-
-        offered = [int(o) for o in specs.system(system.value).chip.lnc_options] or [1]  # Trn1: 1 only
+        offered = [int(o) for o in cores.lnc_options(_system_chip(system.value))] or [1]  # Trn1: 1 only
         options = ([("chip default", DEFAULT)] if has_default else []) + [(str(o), o) for o in offered]
         if tuple(tuple(o) for o in lnc.options) == tuple(options):
             return

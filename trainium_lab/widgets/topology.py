@@ -254,11 +254,11 @@ def placement_explorer(tp: int = 64, pp: int = 4, dp: int = 2, ep: int = 1,
 def _offer_lnc(explorer: Explorer) -> None:
     """The LNC menu offers what the system's chip supports (Trainium1: 1 only); a value the new
     chip lacks is changed and the change said, never left to fail (issue 42)."""
-    from trainium_lab import specs
+    from trainium_lab import cores
 
     system, lnc = explorer.controls["system"], explorer.controls["lnc"]
     chip = specs.system(system.value).chip
-    options = [int(o) for o in chip.lnc_options] or [1]
+    options = [int(o) for o in cores.lnc_options(chip.key)] or [1]
     if list(lnc.options) == options:
         return
     old = lnc.value
