@@ -780,3 +780,23 @@ def test_log_slider_bounds_read_as_a_learner_types_them():
     assert "⚠" not in ex.error.value
     readout.value = "0.5012"
     assert "⚠" not in ex.error.value
+
+
+@pytest.mark.parametrize("factory", ["topology.placement_explorer", "layouts.layout_explorer"])
+def test_a_system_holding_other_rank_counts_gets_a_dp_that_fills_it(factory):
+    """Issue 42: the Trn3 Gen2 menu options (576 ranks a system at LNC 2) failed with the default
+    layout; DP now follows the system menu, the change is said, and a typed DP is never rewritten."""
+    import importlib
+    import math
+
+    from trainium_lab import topology
+
+    module, name = factory.split(".")
+    ex = getattr(importlib.import_module(f"trainium_lab.widgets.{module}"), name)()
+    ex.controls["system"].value = "trn3-gen2-ultraserver"
+    assert ex.last_error is None
+    per_system = topology.cluster("trn3-gen2-ultraserver", 1, ex.controls["lnc"].value).ranks_per_system
+    product = math.prod(int(ex.controls[k].read()[0]) for k in ("tp", "pp", "dp", "ep") if k in ex.controls)
+    assert product % per_system == 0
+    ex.controls["dp"].value = "2"                    # typed: kept, and the error names the rule
+    assert ex.controls["dp"].value == "2" and "whole number" in ex.last_error

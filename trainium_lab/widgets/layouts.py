@@ -103,7 +103,9 @@ def layout_explorer(model: str = "llama3-405b", tp: int = 64, pp: int = 4, dp: i
         "mfu_pct": W.FloatSlider(value=round(100 * sizing.default_mfu()), min=5, max=100, step=1, description="MFU %"),
         "show_map": W.Checkbox(value=show_map, description="rank map"),
     }
-    return Explorer(controls, _evaluate, _render_layout, _describe_layout, columns=3)
+    from trainium_lab.widgets.topology import offer_system
+
+    return Explorer(controls, _evaluate, _render_layout, _describe_layout, columns=3, offer=offer_system)
 
 
 # --------------------------------------------------------------------- planner

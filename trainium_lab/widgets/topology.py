@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import html
+import math
 from dataclasses import dataclass
 
 import ipywidgets as W
@@ -248,7 +249,7 @@ def placement_explorer(tp: int = 64, pp: int = 4, dp: int = 2, ep: int = 1,
                           tooltip="MB per rank: size of each rank's all-reduce, MB (10^6 bytes)"),
     }
     return Explorer(controls, _place, _render_placement, _describe_placement, columns=3,
-                    offer=_offer_lnc)
+                    offer=offer_system)
 
 
 def _offer_lnc(explorer: Explorer) -> None:
@@ -266,6 +267,36 @@ def _offer_lnc(explorer: Explorer) -> None:
     lnc.value = old if old in options else options[0]
     if lnc.value != old:
         explorer.say(f"LNC set to {lnc.value}: {chip.name} offers LNC {', '.join(map(str, options))}.")
+
+
+def _fit_dp_to_system(explorer: Explorer) -> None:
+    """When the system menu changes to one whose system holds another number of ranks (a Trn3 Gen2
+    UltraServer: 576 at LNC 2), DP becomes the smallest degree that fills whole systems, and the
+    change is said; a DP the learner types is never rewritten (issue 42)."""
+    system = explorer.controls["system"].value
+    last, explorer._last_system = getattr(explorer, "_last_system", system), system
+    if last == system:
+        return
+    dp = explorer.controls["dp"]
+    try:
+        per_system = topology.cluster(system, 1, explorer.controls["lnc"].value).ranks_per_system
+        others = math.prod(int(explorer.controls[k].read()[0]) for k in ("tp", "pp", "ep") if k in explorer.controls)
+        fits = (others * int(dp.read()[0])) % per_system == 0
+    except (ValueError, TypeError):
+        return   # the update that follows names the bad input
+    if fits:
+        return
+    new = per_system // math.gcd(others, per_system)
+    dp.value = new
+    explorer.say(f"DP set to {new}: one {system} holds {per_system:,} ranks at LNC "
+                 f"{explorer.controls['lnc'].value}, so TP × PP × DP × EP must fill whole systems.")
+
+
+def offer_system(explorer: Explorer) -> None:
+    """An explorer with system, LNC and degree controls: the LNC menu follows the chip and DP
+    fills whole systems when the system changes (both said, never silent)."""
+    _offer_lnc(explorer)
+    _fit_dp_to_system(explorer)
 
 
 # --------------------------------------------------------------------- data-parallel threshold (issue 15)
