@@ -27,10 +27,10 @@ MAPPING: dict[str, list[tuple[str, str]]] = {
     "00": [("## Where every number comes from", "diagrams.hierarchy()")],
     "01": [("## Chips, physical cores and logical cores", 'diagrams.logical_cores("trn2.48xlarge", 2)')],
     "02": [("## 1. Anatomy of a float", "diagrams.bit_layouts()")],
-    "03": [("## Mapping parallelism onto the UltraServer", "diagrams.torus_placement(tp=64, pp=4, dp=2)"),
+    "03": [("`topology.place` hands out ranks in order", "diagrams.torus_placement(tp=64, pp=4, dp=2)"),
            ("## Ring all-reduce, step by step", "diagrams.ring_allreduce(4)"),
-           ("A faster way to use a slow level is to send less over it",
-            'diagrams.hierarchical_allreduce(1e9, n_systems=4, outer="trn2-neuronlink-inter")')],
+           ("A faster way to use a slow level is to send less over it",   # act: the chapter's TP block
+            'diagrams.hierarchical_allreduce(act, n_systems=4, outer="trn2-neuronlink-inter")')],
     "04": [("## 4. How many chips, how many systems", 'diagrams.memory_stack("llama3-70b", "trn2")')],
     "06": [("rel.resume_recovery(", "diagrams.restart_timeline(recs)")],
     "07": [("uniform = np.arange(1, 129)", "diagrams.bucket_lifecycle()")],   # the bucketing code (07 is being restructured)

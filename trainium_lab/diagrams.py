@@ -475,7 +475,7 @@ def hierarchical_allreduce(size_bytes: float = 1e9, *, system: str = "trn2.48xla
              1: f"across {n_systems} instances over {short['out']} ({lo.bytes_per_s / GB:,.0f} GB/s per chip)"}
     fills = {"reduce-scatter": "sky", "all-reduce": "red", "all-gather": "green"}
     c = _Canvas(0)
-    c.text(f"All-reduce of {size_bytes / GB:g} GB per chip over {n_in * n_systems} chips: "
+    c.text(f"All-reduce of {format_bytes(size_bytes, binary=False)} per chip over {n_in * n_systems} chips: "
            f"{_fmt_s(total)} hierarchical, {_fmt_s(flat)} as one flat ring at the outer level's speed", 10, 18,
            bold=True)
     x0, scale = 10, (WIDTH - 20) / total

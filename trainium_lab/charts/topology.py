@@ -154,8 +154,36 @@ def _size_sweep_template() -> TemplateLayerChart:
     return chart.freeze()
 
 
-#: a placement map's cells are this many px square; its rank labels are this many px high
-_CELL_PX, _RANK_PX = 18, 8
+#: a placement map's cells are this many px square; its rank labels are at most this many px high,
+#: and no smaller than the last figure (below it a cell's label would be unreadable)
+_CELL_PX, _RANK_PX, _MIN_RANK_PX = 18, 8, 5
+#: px kept clear between a rank label and each side of its cell
+_RANK_PAD_PX = 1
+
+
+def _rank_label_layout(largest_rank: int) -> tuple[float, int]:
+    """Font size (px) of a placement map's rank labels, and every how many cells of a row one is
+    shown, so that the widest label (``largest_rank``) fits inside its cell(s).
+
+    The font shrinks from 8 px, in half-pixel steps, until the label fits one cell with a pixel
+    clear on each side (ranks of four and five digits); only a label too wide even at 5 px is
+    shown on every k-th cell, over k cells whose own labels are left out.
+
+    >>> _rank_label_layout(255), _rank_label_layout(1023), _rank_label_layout(16383)
+    ((8.0, 1), (6.0, 1), (5.0, 1))
+    """
+    from trainium_lab.charts.base import text_width_px
+
+    largest_rank = int(largest_rank)
+    if largest_rank < 0:
+        raise ValueError(f"largest_rank must be >= 0; got {largest_rank}")
+    room = _CELL_PX - 2 * _RANK_PAD_PX
+    per_px = text_width_px(str(largest_rank), 1.0)
+    size = min(float(_RANK_PX), math.floor(2 * room / per_px) / 2)
+    if size >= _MIN_RANK_PX:
+        return size, 1
+    size = float(_MIN_RANK_PX)
+    return size, math.ceil((per_px * size + 2 * _RANK_PAD_PX) / _CELL_PX)
 
 
 @described(
@@ -168,23 +196,23 @@ def placement_chart(df: pd.DataFrame, *, kind: str = "tp", highlight: int = 0, c
     ``df`` is ``views.chip_map(placement, kind, highlight)``: columns ``label`` (instance),
     ``row``, ``col``, ``colour`` ("group g" or "mixed"), ``first_rank``, ``last_rank``,
     ``n_groups``, ``highlighted``. Chips running a rank of group ``highlight`` are
-    outlined in black; each cell shows the chip's first rank (every k-th cell of a row when
-    the ranks have too many digits for a cell). Up to ten groups get the course's ten
+    outlined in black; each cell shows the chip's first rank, in a font small enough for the
+    largest rank to fit its cell (:func:`_rank_label_layout`; every k-th cell of a row only when
+    even the smallest font is too wide). Up to ten groups get the course's ten
     categorical colours; beyond ten, a sequential scale by group number (one colour per group,
     a gradient legend: a symbol legend would need an entry per group). Instances are laid out
-    ``columns`` to a row (one chart, no facets), from a template cached by its colour scale:
-    the map's size comes from its data (a fixed step per cell), so a widget update only swaps
-    the data unless the groups coloured change.
+    ``columns`` to a row (one chart, no facets), from a template cached by its colour scale
+    and label size: the map's size comes from its data (a fixed step per cell), so a widget update
+    only swaps the data unless the groups coloured or the labels' size change.
     """
-    from trainium_lab.charts.base import text_width_px
-
     side = int(df["col"].max()) + 1
     n_rows = int(df["row"].max()) + 1
     labels = list(dict.fromkeys(df["label"]))
     where = {lab: divmod(i, columns) for i, lab in enumerate(labels)}  # label -> (block row, block col)
-    # the widest rank label decides how many cells of a row each label needs
+    # the widest rank label decides the labels' font size (and, past the smallest, how many
+    # cells of a row each label needs)
     first = df["first_rank"].to_numpy()
-    every = math.ceil((text_width_px(str(int(first.max())), _RANK_PX) + 1) / _CELL_PX)
+    font_px, every = _rank_label_layout(int(first.max()))
     cols, rows_ = df["col"].to_numpy(), df["row"].to_numpy()
     colour = df["colour"].tolist()
     cells = [{"x": where[lab][1] * (side + 1) + c, "y": where[lab][0] * (n_rows + 2) + r + 1,
@@ -217,12 +245,12 @@ def placement_chart(df: pd.DataFrame, *, kind: str = "tp", highlight: int = 0, c
         scale = (tuple(domain), tuple(colours))
     else:  # one colour per group on a sequential scale, from group 0 to the last
         scale = (max(r["group_no"] for r in cells), mixed)
-    chart = _placement_template(kind, scale).with_datasets({"cells": cells, "heads": heads})
+    chart = _placement_template(kind, scale, font_px).with_datasets({"cells": cells, "heads": heads})
     return chart.with_props(title=title)
 
 
 @functools.lru_cache(maxsize=64)
-def _placement_template(kind: str, scale: tuple) -> "TemplateLayerChart":
+def _placement_template(kind: str, scale: tuple, font_px: float = _RANK_PX) -> "TemplateLayerChart":
     # every column (row) from 0 to the map's width (height) in cells, as the heads' data says
     x = alt.X("x:O", axis=None, scale=alt.Scale(domain=alt.ExprRef(
         expr="sequence(0, data('heads')[0].width_cells)")))
@@ -253,7 +281,7 @@ def _placement_template(kind: str, scale: tuple) -> "TemplateLayerChart":
                     strokeWidth=2).encode(
                     x=x, y=y, stroke=stroke, tooltip=tooltip,
                     fill=alt.Fill("colour:N", title=None, scale=alt.Scale(domain=["mixed"], range=["#d9d9d9"]))))
-        text = alt.Chart(alt.NamedData("cells")).mark_text(fontSize=_RANK_PX, color="black").encode(
+        text = alt.Chart(alt.NamedData("cells")).mark_text(fontSize=font_px, color="black").encode(
             x=x, y=y, text=alt.Text("rank_label:N"))
         head = alt.Chart(alt.NamedData("heads")).mark_text(fontSize=10, align="left", dx=-8,
                                                            fontWeight="bold").encode(
