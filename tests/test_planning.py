@@ -446,10 +446,33 @@ def test_claim_check_at_its_own_bound():
 # --------------------------------------------------------------------------- launch and pre-flight
 
 
+def test_a_jax_plan_launches_one_jax_process_per_instance_and_no_torchrun():
+    """JAX NeuronX Environment Variables (Neuron 2.32): multi-process JAX needs
+    NEURON_PJRT_PROCESSES_NUM_DEVICES and NEURON_PJRT_PROCESS_INDEX; torchrun is PyTorch's launcher."""
+    from trainium_lab.views import planning as views
+
+    j = planning.plan_run("llama3-70b", 1e11, system="trn2.48xlarge", n_systems=4, usd_per_hour=40.0,
+                          framework="jax")
+    env = planning.launch_environment(j).set_index("name").value
+    assert env["processes per instance"] == "1"
+    assert env["NEURON_PJRT_PROCESSES_NUM_DEVICES"].startswith("64,64,64,")
+    assert "NEURON_PJRT_PROCESS_INDEX" in env.index
+    script = views.launch_script(j)
+    checks = planning.preflight_checks(j).command.str.cat(sep="\n")
+    assert "torchrun" not in script and "torchrun" not in checks
+    assert "export NEURON_PJRT_PROCESS_INDEX=" in script
+    t = planning.plan_run("llama3-70b", 1e11, system="trn2.48xlarge", n_systems=4, usd_per_hour=40.0,
+                          framework="torchneuron")
+    assert "torchrun --nproc_per_node=64" in views.launch_script(t)
+    assert "NEURON_PJRT_PROCESS_INDEX" not in planning.launch_environment(t).name.values
+
+
 def test_launch_environment_follows_the_plan(p405):
     env = planning.launch_environment(p405).set_index("name").value
     assert env["NEURON_LOGICAL_NC_CONFIG"] == "2" and "--logical-nc-config=2" in env["NEURON_CC_FLAGS"]
-    assert env["processes per instance"] == "64"
+    # one JAX process per instance, or one process per logical NeuronCore (64 on a trn2u.48xlarge at LNC 2)
+    assert p405.framework == "jax" and env["processes per instance"] == "1"
+    assert env["NEURON_PJRT_PROCESSES_NUM_DEVICES"].startswith("64,")
     assert "NEURON_RT_ROOT_COMM_ID" in env.index
     sr = planning.plan_run("llama3-8b", 1e11, n_systems=1, usd_per_hour=40.0, recipe_name="bf16-sr-adam",
                            cache="local")

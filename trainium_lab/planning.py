@@ -2642,10 +2642,24 @@ def launch_environment(plan: RunPlan) -> pd.DataFrame:
         ("NEURON_RT_STOCHASTIC_ROUNDING_EN", "1" if (r.master == 0 and r.weights < 4) else "0"),
         ("NEURON_RT_STOCHASTIC_ROUNDING_SEED", "(unset: 0)" if (r.master == 0 and r.weights < 4)
          else "(not used: rounding is off)"),
-        ("processes per instance", str(per_instance)),
-        ("NEURON_RT_NUM_CORES", "(unset: one logical core per process, set by the framework)"),
-        ("NEURON_RT_VISIBLE_CORES", "(unset: set by the framework per process)"),
     ]
+    jax = p.framework == "jax"
+    if jax:
+        # JAX runs one worker process per instance that owns all its NeuronCores; across instances
+        # the PJRT plugin needs every process's core count and this process's index (JAX NeuronX
+        # Environment Variables); there is no torchrun
+        rows += [("processes per instance", "1"),
+                 ("NEURON_RT_NUM_CORES", "(unset: the process uses every NeuronCore of the instance)"),
+                 ("NEURON_RT_VISIBLE_CORES", "(unset: the process sees every NeuronCore of the instance)")]
+        if p.n_instances > 1:
+            rows += [("NEURON_PJRT_PROCESSES_NUM_DEVICES",
+                      ",".join([str(per_instance)] * min(p.n_instances, 3)) + (",…" if p.n_instances > 3 else "")
+                      + f" ({p.n_instances} entries of {per_instance}: one per instance)"),
+                     ("NEURON_PJRT_PROCESS_INDEX", f"<this instance's index, 0 to {p.n_instances - 1}>")]
+    else:
+        rows += [("processes per instance", str(per_instance)),
+                 ("NEURON_RT_NUM_CORES", "(unset: one logical core per process, set by the framework)"),
+                 ("NEURON_RT_VISIBLE_CORES", "(unset: set by the framework per process)")]
     if p.n_instances > 1:
         rows.append(("NEURON_RT_ROOT_COMM_ID", "<first host IP>:<free port>"))
     # the overlap schedule's flags (data/overlap_schedules.csv): what the plan's step time assumes
@@ -2658,10 +2672,13 @@ def launch_environment(plan: RunPlan) -> pd.DataFrame:
         if name == "NEURON_CC_FLAGS" and fp8:
             cast = names.loc["--auto-cast"]
             note = f"{note}; --auto-cast: {cast.note}" if note else f"--auto-cast: {cast.note}"
-        out.append({"name": name, "value": value, "kind": n.kind if name != "processes per instance"
-                    else "launcher (torchrun --nproc_per_node)",
-                    "sets": n.sets if name != "processes per instance"
-                    else "worker processes per instance: one per logical NeuronCore",
+        procs = name == "processes per instance"
+        out.append({"name": name, "value": value,
+                    "kind": n.kind if not procs else ("launcher (python, one process on each instance)" if jax
+                                                      else "launcher (torchrun --nproc_per_node)"),
+                    "sets": n.sets if not procs else (
+                        f"worker processes per instance: one JAX process owning its {per_instance} logical "
+                        "NeuronCores" if jax else "worker processes per instance: one per logical NeuronCore"),
                     "source": n.source, "note": note})
     return pd.DataFrame(out)
 
@@ -2789,7 +2806,9 @@ def preflight_checks(plan: RunPlan, *, benchmark_bytes: float = GiB) -> pd.DataF
                            f"schedule overlaps them: flags {p.flags_text})",
                  "value": p.step_s, "unit": "s per step"})
     rows.append({"step": "short run (throughput)", "tool": "training script",
-                 "command": f"torchrun --nproc_per_node={per_instance} train.py  # 50 steps on the full cluster",
+                 "command": ("NEURON_PJRT_PROCESS_INDEX=<i> python train.py  # on every instance i, one JAX "
+                             "process each; 50 steps on the full cluster" if fw == "jax" else
+                             f"torchrun --nproc_per_node={per_instance} train.py  # 50 steps on the full cluster"),
                  "expect": f"{p.tokens_per_s:,.0f} tokens/s ({p.step_s:.2f} s per step); if lower, days and cost "
                            "scale up by the ratio",
                  "value": p.tokens_per_s, "unit": "tokens/s"})
