@@ -18,14 +18,15 @@ def _q4_equal_mfu() -> float:
 q1 = Exercise(
     "Q1 the plan against chapter 04's floor, 8B on 250B tokens",
     unit="× the floor",
-    hint=("The floor: sizing.instance_days(6ND, 0.40, 'trn2.48xlarge') × 24 instance-hours. The plan: "
-          "planning.plan_run(..., n_systems=1, usd_per_hour=parity, mfu=0.40).results['instance_hours']. Divide the "
-          "plan by the floor."),
+    hint=("The floor: sizing.instance_days(6ND, m, 'trn2.48xlarge') × 24 instance-hours at the calibrated MFU "
+          "m = sizing.default_mfu(). The plan: planning.plan_run(..., n_systems=1, usd_per_hour=parity)"
+          ".results['instance_hours'] (the same MFU, its default). Divide the plan by the floor."),
     solution=("par = planning.parity_usd_per_hour('trn2.48xlarge')\n"
-              "floor_h = 24 * sizing.instance_days(sizing.training_flops(8e9, 250e9), 0.40, 'trn2.48xlarge')\n"
-              "plan = planning.plan_run('llama3-8b', 250e9, n_systems=1, usd_per_hour=par, mfu=0.40)\n"
+              "m = sizing.default_mfu()                       # the calibrated MFU, the planner's default\n"
+              "floor_h = 24 * sizing.instance_days(sizing.training_flops(8e9, 250e9), m, 'trn2.48xlarge')\n"
+              "plan = planning.plan_run('llama3-8b', 250e9, n_systems=1, usd_per_hour=par)\n"
               "answer_1 = plan.results['instance_hours'] / floor_h    # attention FLOPs, communication, losses"),
-    mistakes=[(1.0, "the floor counts 6ND at 40 % and nothing else; the plan adds attention FLOPs, "
+    mistakes=[(1.0, "the floor counts 6ND at the calibrated MFU and nothing else; the plan adds attention FLOPs, "
                     "communication, checkpoints and restarts"),
               (lambda: 1 / run_solution(q1._solution), "that is the floor over the plan: the plan is the larger"),
               (lambda: 24 * run_solution(q1._solution), "one side is in instance-days, the other in "
