@@ -318,8 +318,10 @@ def defence(plan) -> str:
             continue
         neighbours.append(f"{n} systems: {q.layout.label()}, {q.days:.1f} days, {q.cost_usd:,.0f} USD")
     lines.append("**3. Why this count?** The neighbours: " + "; ".join(neighbours) + ". A count whose chips do "
-                 "not split the global batch into a power-of-two DP needs a deeper pipeline and runs slower; "
-                 "compare other platforms at a stated MFU with `planning.compare_platforms`.")
+                 "not split the global batch into a power-of-two DP needs a pipeline to absorb the rest"
+                 + (" (the plan's framework has none, so there is no plan)" if plan.layout.pp == 1 else
+                    ", and a deeper pipeline runs slower")
+                 + "; compare other platforms at a stated MFU with `planning.compare_platforms`.")
     return "\n\n".join(lines)
 
 
