@@ -236,11 +236,7 @@ RELEASE = re.compile(r"\b2\.\d\d\b")
 #: test fails on a stale pair as it does on a new one, so the list only shrinks.
 KNOWN_OUTSTANDING = {
     ("00_start_here.ipynb", "nxd-training"),
-    ("04_sizing.ipynb", "nxd-training"),
     ("09_serving.ipynb", "nxd-inference"),
-    ("11_capstone.ipynb", "nxd-inference"),
-    ("docs/cheatsheet.md", "nxd-inference"),
-    ("docs/cheatsheet.md", "nxd-training"),
 }
 
 
