@@ -96,9 +96,11 @@ def _free_port() -> int:
 class Lab:
     """A JupyterLab server on loopback serving a temporary copy of the notebooks."""
 
-    def __init__(self, workdir: Path, windowing_mode: str | None = "none"):
+    def __init__(self, workdir: Path, windowing_mode: str | None = "none", config_path: Path | None = None):
         """``windowing_mode``: JupyterLab's notebook windowing; ``"none"`` (the test's) renders
-        every cell, ``None`` keeps JupyterLab's default, the one a learner gets."""
+        every cell, ``None`` keeps JupyterLab's default, the one a learner gets. ``config_path``:
+        a Jupyter configuration folder put first on ``JUPYTER_CONFIG_PATH`` (the learner's:
+        ``config/learner``, as ``tools/course.py lab`` does)."""
         self.token = secrets.token_hex(16)
         self.port = _free_port()
         self.base = f"http://127.0.0.1:{self.port}"
@@ -125,6 +127,8 @@ class Lab:
         env["JUPYTER_CONFIG_DIR"] = str(workdir / "config")  # ignore the user's Jupyter config
         env["JUPYTER_RUNTIME_DIR"] = str(workdir / "runtime")
         env["JUPYTER_PLATFORM_DIRS"] = "1"
+        if config_path is not None:
+            env["JUPYTER_CONFIG_PATH"] = str(config_path)
         cmd = [sys.executable, "-m", "jupyterlab", "--no-browser",
                "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}",
                "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}",
@@ -566,7 +570,31 @@ CHECK_JS = r"""
     ctx.font = `${st.fontSize} ${st.fontFamily}`;
     if (ctx.measureText(o.text).width + 28 > sel.clientWidth) cut.push(`menu ${o.text}`);
   }
-  return {errors, cut, overflow: out.scrollWidth > out.clientWidth + 1 ? [`output ${out.scrollWidth} > ${out.clientWidth}`, ...wide.slice(0, 3)] : wide.slice(0, 3),
+  // issue 42: no control past its grid's box (it cut the right-most control's border)
+  for (const grid of root.querySelectorAll('.widget-gridbox')) {
+    const g = grid.getBoundingClientRect();
+    const box = grid.parentElement.getBoundingClientRect();
+    if (g.right > box.right + 0.5) cut.push(`a control grid ${Math.round(g.right - box.right)} px wider than its box`);
+    for (const c of grid.children) {
+      const r = c.getBoundingClientRect();
+      if (r.width > 0 && r.right > g.right + 0.5) cut.push(`control ${c.innerText.trim().slice(0, 20)} ${Math.round(r.right - g.right)} px past its grid`);
+    }
+  }
+  // issue 42: chart text past the chart's edge (clipped), and a chart that draws no mark
+  const clipped = [], empty = [];
+  for (const svg of root.querySelectorAll('svg.marks')) {
+    const b = svg.getBoundingClientRect();
+    if (b.width < 10) continue;
+    for (const t of svg.querySelectorAll('text')) {
+      const r = t.getBoundingClientRect();
+      if (!t.textContent.trim() || r.width === 0 || t.getAttribute('opacity') === '0') continue;
+      const past = Math.max(b.left - r.left, r.right - b.right, b.top - r.top, r.bottom - b.bottom);
+      if (past > 1) clipped.push(`chart text '${t.textContent.trim().slice(0, 40)}' ${Math.round(past)} px past the chart`);
+    }
+    if (!svg.querySelector('g.role-mark path, g.role-mark line, g.role-mark rect, g.role-mark circle, g.role-mark text'))
+      empty.push('a chart without a mark');
+  }
+  return {errors, cut, clipped, empty, overflow: out.scrollWidth > out.clientWidth + 1 ? [`output ${out.scrollWidth} > ${out.clientWidth}`, ...wide.slice(0, 3)] : wide.slice(0, 3),
           traceback: /Traceback \(most recent call last\)/.test(root.innerText)};
 }
 """
@@ -697,6 +725,8 @@ def drive_explorers(page, kernel_errors: list[str], idle=None) -> list[str]:
             problems.append(f"explorer {i}: sticks out of the column: {check['overflow']}")
         if check["cut"]:
             problems.append(f"explorer {i}: text cut: {check['cut']}")
+        if check["clipped"]:
+            problems.append(f"explorer {i}: {check['clipped'][:3]}")
         original: dict = {}
         for control in controls:
             if control["disabled"]:
@@ -738,5 +768,80 @@ def drive_explorers(page, kernel_errors: list[str], idle=None) -> list[str]:
                     problems.append(f"{what}: the output did not change and no error is shown ({shown!r})")
                 if check["overflow"]:
                     problems.append(f"{what}: sticks out of the column: {check['overflow']}")
+                if check["clipped"]:  # issue 42
+                    problems.append(f"{what}: {check['clipped'][:3]}")
+                if check["empty"] and not check["errors"]:
+                    problems.append(f"{what}: {check['empty'][0]} and no message")
+                if action == "restore" and any(control["label"] in e for e in check["errors"]):
+                    problems.append(f"{what}: an error about it stays after the value it had was put back "
+                                    f"(a stale error): {check['errors']}")
     assert not problems, f"{len(problems)} problem(s) in {len(done)} learner actions:\n" + "\n".join(problems[:40])
     return done
+
+
+# --- the learner's JupyterLab (issue 42: a newcomer's first hour) -------------------------------
+
+LEARNER_UI_JS = r"""
+() => ({
+  menus: document.querySelector('.lm-MenuBar') ? document.querySelector('.lm-MenuBar').innerText : '',
+  panels: [...document.querySelectorAll('.jp-SideBar .lm-TabBar-tab')].map(t => t.title || t.innerText).join(' | '),
+  toolbar: [...document.querySelectorAll('.jp-NotebookPanel-toolbar [title], .jp-NotebookPanel-toolbar [data-command]')]
+    .map(t => (t.title || '') + ' ' + (t.dataset.command || '')).join(' | '),
+  dirty: [...document.querySelectorAll('.lm-TabBar-tab.jp-mod-dirty')].map(t => t.innerText),
+  current: (document.querySelector('.jp-mod-current .lm-TabBar-tabLabel, .lm-TabBar-tab.jp-mod-current .lm-TabBar-tabLabel')
+            || {innerText: ''}).innerText,
+})
+"""
+
+#: the chapters opened as a learner: the first, one in the middle, the last
+LEARNER_CHAPTERS = ("00_start_here.ipynb", "03_topology_collectives.ipynb", "11_capstone.ipynb")
+
+
+def _open_as_learner(lab: Lab, page, name: str) -> dict:
+    page.goto(lab.url(name))
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=SETTLE_TIMEOUT_MS)
+    lab.wait_kernel_idle(name, page)
+    page.wait_for_timeout(2500)  # the kernel's info reply reached the page and was applied
+    return page.evaluate(LEARNER_UI_JS)
+
+
+def test_learner_lab_has_no_nbgrader_ui_opens_chapters_unmodified_and_contents_works(tmp_path):
+    """A fresh clone opened as a learner (``tools/course.py lab``'s configuration): no nbgrader
+    menu, panel or button; no chapter marked modified by opening it (its kernel's version in the
+    metadata); every chapter's first link, "Contents", opens chapter 00's chapter list. The same
+    server without the learner configuration shows nbgrader's menu and marks chapters modified:
+    the check can fail."""
+    _require_browser()
+    from playwright.sync_api import sync_playwright
+
+    seen = {}
+    for edition, config in (("learner", ROOT / "config" / "learner"), ("plain", None)):
+        (tmp_path / edition).mkdir()
+        lab = Lab(tmp_path / edition, windowing_mode=None, config_path=config)
+        try:
+            for name in LEARNER_CHAPTERS:
+                shutil.copy(ROOT / "notebooks" / name, lab.root / name)
+            with sync_playwright() as pw:
+                chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+                page = chromium.new_context(viewport={"width": 1440, "height": 900}).new_page()
+                page.route(re.compile(r"^https?://(?!127\.0\.0\.1)"), lambda route: route.abort())
+                seen[edition] = [_open_as_learner(lab, page, name) for name in LEARNER_CHAPTERS[:2]]
+                if edition == "learner":
+                    page.click(".jp-Notebook .jp-MarkdownCell a:has-text('Contents')")
+                    page.wait_for_function("() => [...document.querySelectorAll('.lm-TabBar-tab.jp-mod-current')]"
+                                           ".some(t => t.innerText.includes('00_start_here'))", timeout=30_000)
+                    seen["contents"] = True
+                chromium.close()
+            lab.shutdown_kernels()
+        finally:
+            lab.stop()
+        if edition == "learner":  # nothing was saved over a chapter either
+            assert all((lab.root / n).read_bytes() == (ROOT / "notebooks" / n).read_bytes()
+                       for n in LEARNER_CHAPTERS)
+    for ui in seen["learner"]:
+        assert "nbgrader" not in (ui["menus"] + ui["panels"] + ui["toolbar"]).lower(), ui
+        assert "Create Assignment" not in ui["panels"] and not ui["dirty"], ui
+    assert seen["contents"]
+    plain = seen["plain"]
+    assert any("nbgrader" in (ui["menus"] + ui["panels"]).lower() for ui in plain), plain
+    assert any(ui["dirty"] for ui in plain), plain

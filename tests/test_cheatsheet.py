@@ -80,7 +80,7 @@ def test_the_405b_row_is_chapter_11s_plan_at_the_bandwidth_it_prints():
     from trainium_lab.units import GB
 
     p = planning.capstone_405b_plan()
-    row = next(r for r in _cheatsheet().rows() if "at ~2,500 chips" in r[1])
+    row = next(r for r in _cheatsheet().rows() if "at thousands of chips" in r[1])
     assert f"{p.results['lost_fraction']:.1%} lost at {p.inputs['checkpoint_write_bytes_per_s'] / GB:,.0f} GB/s" in row[4]
     assert planning.CAPSTONE_405B_RUN["checkpoint_write_bytes_per_s"] == 10 * GB
 
@@ -91,6 +91,8 @@ def test_calibration_summary_is_labelled_and_quotes_out_of_sample_when_available
     cs = _cheatsheet()
     in_sample = pd.Series({"n_rows": 53, "median_abs_error": 0.112, "max_abs_error": 0.433})
     assert cs._summary_figures(in_sample) == "53 rows: median 11.2%, largest 43.3% (in sample)"
-    both = pd.concat([in_sample, pd.Series({cs.OUT_OF_SAMPLE_COLUMNS[0]: 0.15})])
-    text = cs._summary_figures(both)
-    assert text.startswith("53 rows: median 15.0% out of sample (leave one set out)") and "(in sample)" in text
+    both = pd.concat([in_sample, pd.Series({cs.OUT_OF_SAMPLE_COLUMNS[0]: 0.15, cs.OUT_OF_SAMPLE_COLUMNS[1]: 0.3})])
+    assert cs._summary_figures(both) == ("53 rows: out of sample median 15.0%, largest 30.0% "
+                                         "(fit: median 11.2%, largest 43.3%)")
+    strict = pd.concat([both, pd.Series({"median_without_set_error": 0.297, "max_without_set_error": 0.717})])
+    assert "; whole set left out median 29.7%, largest 71.7% (fit:" in cs._summary_figures(strict)

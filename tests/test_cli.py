@@ -176,7 +176,9 @@ def test_specs_lookup_with_sources():
     out = run_json("specs", "trn2")
     facts = {f["field"]: f for f in out["facts"]}
     used = specs.fact("trn2", "hbm_bytes")
-    assert facts["hbm_bytes"]["value"] == used.value and facts["hbm_bytes"]["unit"] == used.unit
+    # issue 42: --json is in base units everywhere (as written beside it)
+    assert facts["hbm_bytes"]["value"] == used.base_value and facts["hbm_bytes"]["unit"] == "bytes"
+    assert facts["hbm_bytes"]["as_written"] == f"{used.value} {used.unit}"
     assert all(f["source"] for f in out["facts"])
     assert {f["status"] for f in out["facts"]} == {"used"}
     both = run_json("specs", "trn2", "--field", "hbm_bytes_per_s", "--all")["facts"]

@@ -507,11 +507,7 @@ def reveals() -> list[tuple[str, str, str, str]]:
 REVEALS = reveals()
 #: reveals that print another figure than the key, found by this test on 2026-12-06 (issue 41);
 #: strict xfail: fixing the reveal (or the key) makes it pass, which fails until the entry goes
-KNOWN_MISMATCHES = {
-    "ch06.q2": "the reveal prints only the exact model's 14.51 %, the key is the rule of thumb's 15.41 %: "
-               "print the rule's figure beside the exact one",
-    "ch06.q7": "the reveal prints only the exact model's 3.63 points, the key is the rule's 4.03: print both",
-}
+KNOWN_MISMATCHES: dict[str, str] = {}
 
 
 def _reveal_params():

@@ -214,3 +214,28 @@ def test_ci_runs_the_readme_test_command():
     command = "python3 tools/course.py test"
     assert command in readme and command in ci
     assert "python3 tools/course.py lab" in readme
+
+
+def test_every_chapters_first_link_stays_inside_the_served_folder():
+    """Issue 42: "Contents" pointed at ../README.md, outside the folder JupyterLab serves, and
+    did nothing. Every link of the navigation cells (the first and last cells) is a chapter in
+    notebooks/, or an anchor that chapter holds."""
+    import json
+    import re
+
+    notebooks = ROOT / "notebooks"
+    for path in sorted(notebooks.glob("[0-9][0-9]_*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        for cell in (cells[0], cells[-1]):
+            links = re.findall(r"\]\(([^)]+)\)", "".join(cell["source"]))
+            assert links and "Contents" in "".join(cell["source"]), path.name
+            for link in links:
+                if link.startswith("https://"):
+                    continue
+                target, _, anchor = link.partition("#")
+                file = notebooks / (target or path.name)
+                assert file.resolve().parent == notebooks.resolve() and file.is_file(), (path.name, link)
+                if anchor:
+                    text = "".join("".join(c["source"]) for c in
+                                   json.loads(file.read_text(encoding="utf-8"))["cells"])
+                    assert f'<a id="{anchor}"></a>' in text, (path.name, link)

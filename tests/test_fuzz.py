@@ -149,6 +149,12 @@ OVERRIDES = {
     "reality.training": {"model": "llama3-8b", "system": "trn1.32xlarge", "n_systems": 32, "tp": 32, "pp": 1,
                          "dp": 32, "seq_len": 8192, "global_batch": 1024},
     "reality.acceptance": {"position": 1},
+    # issue 38: the speculative TPOT and the out-of-sample range
+    "reality.speculative_tpot": {"model": "llama3-70b", "chip": "trn2", "tp": 64, "batch": 1, "context_len": 10000,
+                                 "k": 3},
+    "reality.expected_range": {"set_name": "nxdi_trn2_tutorials"},
+    "reality.auto_bucket_tokens": {"n_tokens": 300},
+    "reality.implied_prefill_efficiency": {"measurement_id": "nxdi-llama33-70b-ttft"},
     "specs.links": {"system_name": "trn2.48xlarge"},
     "topology.cluster": {"system": "trn2.48xlarge"},
     "topology.place": {"tp": 8, "pp": 4, "dp": 2, "system": "trn2.48xlarge"},

@@ -168,3 +168,48 @@ def test_solution_is_hidden_in_a_graded_copy(capsys):
 
 def test_unknown_chapter_is_a_clear_error(tmp_path):
     assert instructor.main([str(tmp_path), "--chapters", "42"]) == 2
+
+
+# --------------------------------------------------------------------------- issue 42: the guide, verbatim
+
+@pytest.mark.slow
+def test_the_guide_works_verbatim_release_collect_autograde_feedback(tmp_path):
+    """Every ``bash`` block of INSTRUCTOR_GUIDE.md, as written, in order, in the course folder on a
+    fresh machine (no exchange made beforehand, no hub): release, fetch, submit, collect,
+    autograde, feedback. Between fetch and submit the student fills the answers with the
+    reference solutions; the grade is full, and the feedback page keeps each chart's text
+    description and shows the explorer's picture."""
+    course = tmp_path / "OUT"
+    summary = instructor.write_course(course, ["04"])
+    notebook, points = summary["ch04"]
+    guide = (course / "INSTRUCTOR_GUIDE.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```bash\n(.*?)```", guide, flags=re.S)
+    assert [b for b in blocks if "fetch_assignment" in b] and [b for b in blocks if "release_feedback" in b]
+    env = {k: v for k, v in os.environ.items() if k != "NBGRADER_EXCHANGE"}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["JUPYTER_PLATFORM_DIRS"] = "1"
+    logs = []
+    for block in blocks:
+        proc = subprocess.run(["bash", "-e", "-c", block], cwd=course, env=env, capture_output=True,
+                              text=True, timeout=600)
+        assert proc.returncode == 0, (block, proc.stdout[-2000:], proc.stderr[-4000:])
+        logs.append(proc.stderr)
+        if "fetch_assignment" in block:  # the student's work
+            fetched = course / "students" / "alice" / "ch04" / notebook
+            assert fetched.is_file(), block
+            want = fill(fetched, fetched, wrong_every_other=False)
+            assert sum(want.values()) == points
+    grades = (course / "grades.csv").read_text(encoding="utf-8").splitlines()
+    header, rows = grades[0].split(","), [r.split(",") for r in grades[1:]]
+    alice = [dict(zip(header, r)) for r in rows if "alice" in r]
+    assert alice and float(alice[0]["raw_score"]) == points, grades
+    pages = list((course / "students" / "alice" / "ch04" / "feedback").glob(f"*/{Path(notebook).stem}.html"))
+    assert len(pages) == 1, pages
+    page = pages[0].read_text(encoding="utf-8")
+    assert "No description has been provided" not in page
+    alts = re.findall(r'<img[^>]*alt="([^"]+)"', page)
+    assert len(alts) >= 4 and any("HBM beside what a plan puts on it" in a for a in alts), alts
+    # the checksum warnings the guide explains are nbgrader's, and only about checksums
+    warnings = re.findall(r"Attribute '(\w+)' for cell (\S+) has changed", "\n".join(logs))
+    assert {attr for attr, _ in warnings} <= {"checksum"}
+    assert "issue 1961" in guide and "/usr/local/share/nbgrader/exchange" in guide

@@ -21,11 +21,11 @@ NOTEBOOKS = rt.notebooks()
 #: much; strict xfail: the test runs, and the day a chapter's folds bring it under 45 min it
 #: XPASSes, which fails the suite until its entry here is deleted. Not a weaker limit: the list
 #: can only shrink.
-OVER_LIMIT_NOW = {"03_topology_collectives": 0.6, "08_neuroncore_kernels": 2.1,
-                  "09_serving": 9.5, "10_mixture_of_experts": 5.2}
-#: the reading-time line is written into the headers by the coordinator after the merge
-#: (``python tools/reading_time.py --write``); delete this flag then (strict: it fails once written)
-LINES_NOT_YET_WRITTEN = True
+OVER_LIMIT_NOW = {"03_topology_collectives": 0.6, "09_serving": 9.5}
+#: chapters whose header does not show its reading time yet: the line is written per chapter once
+#: its folds are done (``python tools/reading_time.py --write notebooks/NN_x.ipynb``); strict xfail,
+#: so a chapter whose line is written fails here until it leaves this set (which can only shrink)
+LINES_NOT_YET_WRITTEN = {"00_start_here", "03_topology_collectives", "09_serving"}
 
 
 def test_the_tool_doctests_pass():
@@ -51,18 +51,6 @@ def test_core_path_is_at_most_45_minutes(path):
         f"tokens, {r.output_words:,} output words, {r.charts} charts): fold {r.core_min - 45:.1f} min into <details>")
 
 
-#: chapters whose header already shows its reading time (written per chapter with
-#: ``python tools/reading_time.py --write 01 04 05 11``): each must show its current figures now
-LINES_WRITTEN = {"01_hardware", "04_sizing", "05_parallel_layouts", "11_capstone"}
-
-
-@pytest.mark.parametrize("stem", sorted(LINES_WRITTEN))
-def test_a_chapter_that_shows_its_reading_time_shows_the_current_one(stem):
-    path = rt.chapter_path(stem[:2])
-    assert path.stem == stem
-    assert rt.stored_line(path) == rt.reading_time(path).line(), f"run python tools/reading_time.py --write {stem[:2]}"
-
-
 def test_a_chapter_is_named_by_number_or_path():
     assert rt.chapter_path("11").stem == "11_capstone"
     assert rt.chapter_path(str(NOTEBOOKS[0])) == NOTEBOOKS[0]
@@ -70,10 +58,21 @@ def test_a_chapter_is_named_by_number_or_path():
         rt.chapter_path("99")
 
 
-@pytest.mark.xfail(LINES_NOT_YET_WRITTEN, strict=True, reason="written after the merge: tools/reading_time.py --write")
-def test_every_chapter_shows_its_current_reading_time():
-    stale = [p.stem for p in NOTEBOOKS if rt.stored_line(p) != rt.reading_time(p).line()]
-    assert not stale, f"run python tools/reading_time.py --write: {stale}"
+def _line_params():
+    return [pytest.param(p, id=p.stem, marks=[pytest.mark.xfail(
+        strict=True, reason="line not written yet: tools/reading_time.py --write <chapter>")]
+        if p.stem in LINES_NOT_YET_WRITTEN else []) for p in NOTEBOOKS]
+
+
+def test_the_pending_sets_name_real_chapters():
+    stems = {p.stem for p in NOTEBOOKS}
+    assert set(OVER_LIMIT_NOW) <= stems and LINES_NOT_YET_WRITTEN <= stems
+
+
+@pytest.mark.parametrize("path", _line_params())
+def test_every_chapter_shows_its_current_reading_time(path):
+    assert rt.stored_line(path) == rt.reading_time(path).line(), (
+        f"run python tools/reading_time.py --write {path.relative_to(ROOT)}")
 
 
 def test_the_limit_is_the_issue_s_and_the_rates_are_documented():
@@ -118,3 +117,15 @@ def test_writing_the_line_is_idempotent(tmp_path):
     text = "".join(header)
     assert text.count("Reading time") == 1 and rt.stored_line(path) == rt.reading_time(path).line()
     assert text.startswith("# 99 · Title\n*Sub.*\n\n*Reading time: about ")
+
+
+def test_write_touches_only_the_chapters_named(tmp_path):
+    """``--write`` with paths writes those chapters and leaves every other one as it was."""
+    cells = [{"cell_type": "markdown", "source": "# 99 · Title\n*Sub.*\n\n**Learning goals**\n- a"}]
+    named, other = tmp_path / "98_named.ipynb", tmp_path / "99_other.ipynb"
+    for path in (named, other):
+        path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    before = other.read_text()
+    assert rt.main(["--write", str(named)]) == 0
+    assert rt.stored_line(named) == rt.reading_time(named).line() and other.read_text() == before
+    assert rt.main(["--check", str(named)]) == 0 and rt.main(["--check", str(other)]) == 1

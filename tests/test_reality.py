@@ -121,11 +121,13 @@ def test_bounds_are_not_trivially_loose_where_the_issue_measured_the_gap():
     # replicates to all 64 ranks counted in the weight reads, issue 24's Inferentia2 item).
     c = C.set_index("measurement_id")
     assert c.loc["nccom-allr-64r-2i-1073741824", "bound"] == pytest.approx(2**30 / 100e9, rel=1e-6)
-    assert 3.5e-3 < c.loc["nxdi-llama33-70b-tpot", "bound"] < 4.5e-3
+    # issue 38: the bound is now implementation-free (exact weights, one unreplicated KV cache of the
+    # shortest context, 3.0 TB/s, the larger of AWS's two HBM figures): 3.2 ms, not 4.2
+    assert 3.0e-3 < c.loc["nxdi-llama33-70b-tpot", "bound"] < 3.5e-3
 
 
 def test_median_error_over_all_measurements_is_at_most_15_percent():
-    assert MODELLED.abs_error.median() <= 0.15
+    assert MODELLED[MODELLED.judged == "tolerance"].abs_error.median() <= 0.15
 
 
 @pytest.mark.parametrize("set_name, max_error", [
@@ -134,21 +136,121 @@ def test_max_error_per_set_is_at_most_25_percent(set_name, max_error):
     assert MODELLED[MODELLED.set == set_name].abs_error.max() <= max_error
 
 
-@pytest.mark.xfail(strict=True, reason="the 64-rank two-instance NCCOM-TEST run: 0.52 ms up to 128 B, then rising "
-                   "to a ~1.31 ms plateau from 64 KiB to 8 MiB (launch + 126 steps at ~10 us: the shape of a flat "
-                   "ring bounded by its EFA hop). The hierarchical and flat-ring models (AWS's inter-node page) "
-                   "with the runtime's choice, the faster, are affine in size and cannot rise 2.5x between 128 B "
-                   "and 64 KiB, where no bandwidth matters; best honest fit misses by up to 43 % (issue 24 report)")
-def test_max_error_over_all_measurements_is_at_most_25_percent():
-    assert MODELLED.abs_error.max() <= 0.25
+def test_largest_error_outside_the_labelled_rows_and_the_flat_ring_rows():
+    # issue 38 replaces issue 24's strict xfail: rows below 16 MB of the 2023 two-instance run are
+    # judged by their bound only. From 16 MB up the runtime runs AWS's flat ring on NeuronLink-v2
+    # ("only on Trn1 for large message size cases"; 16 MB is where Neuron 2.17's "small collective"
+    # class ends): every such row within 18 %. The largest in-sample error left is the 32-rank
+    # all-gather at 512 KiB (30 % fast), well inside the issue's 50 %.
+    t = MODELLED[MODELLED.judged == "tolerance"]
+    worst = t.loc[t.abs_error.idxmax()]
+    assert worst.measurement_id == "nccom-allg-32r-524288" and worst.abs_error <= 0.31
+    two = t[t.measurement_id.str.startswith("nccom-allr-64r-2i-")]
+    assert len(two) == 7 and two.abs_error.max() <= 0.18
+
+def test_summary_reports_in_sample_and_out_of_sample_errors_from_compare():
+    s = reality.summary().set_index("set")
+    t = MODELLED[MODELLED.judged == "tolerance"]
+    assert s.loc["all", "median_abs_error"] == pytest.approx(t.abs_error.median(), rel=1e-12)
+    assert s.loc["all", "median_out_of_sample_error"] == pytest.approx(t.out_of_sample_error.median(), rel=1e-12)
+    # a model refitted without a row cannot beat the fit on it, summed over the set
+    for name, g in t.groupby("set"):
+        assert (g.out_of_sample_error ** 2).sum() >= (g.abs_error ** 2).sum() * 0.99, name
+
+
+def test_expectations_carry_a_range_from_out_of_sample_residuals():
+    e = reality.decode("llama3-70b", "trn2", tp=64, batch=1, context_len=10000, bucket_len=12800)
+    assert e.low_s < e.expected_s < e.high_s
+    lo, hi = reality.expected_range("nxdi_trn2_tutorials", "tpot")
+    assert e.low_s == pytest.approx(e.expected_s * lo) and e.high_s == pytest.approx(e.expected_s * hi)
+
+
+def test_training_expectation_carries_its_out_of_sample_range():
+    e = reality.training("llama3-8b", "trn1.32xlarge", n_systems=32, tp=32, pp=1, dp=32, seq_len=8192,
+                         global_batch=1024)
+    lo, hi = reality.expected_range("trn1_training")
+    assert e.low_tokens_per_s == pytest.approx(e.expected_tokens_per_s * lo)
+    assert e.low_tokens_per_s < e.expected_tokens_per_s
+    # AWS's Trn1 table (aws-trn1-training-perf): 47.95 sequences/s of 8,192 tokens lies inside the range
+    assert e.low_tokens_per_s <= 47.95 * 8192 <= e.high_tokens_per_s
+
+
+def test_in_graph_fixed_cost_is_one_parameter_on_every_chip():
+    # issue 38: no chip-name branch; Trn1 and Trn2 differ only by the hops of their algorithm
+    from trainium_lab import serving
+
+    f = specs.calibration("collective_fixed_s").value
+    a = specs.calibration("hop_latency_s").value
+    t2 = serving.tp_collective_fixed_s(serving.replica("llama3-70b", "trn2", tp=64))
+    t1 = serving.tp_collective_fixed_s(serving.replica("llama3-70b", "trn1", tp=32))
+    assert t2 == pytest.approx(f + 2 * a) and t1 == pytest.approx(f + 2 * 31 * a)
+
+
+def test_a_speculative_tpot_is_not_a_step():
+    d = reality.decode("llama3-405b", "trn2", tp=64, batch=1, context_len=10000)
+    sp = reality.speculative_tpot("llama3-405b", "trn2", tp=64, batch=1, context_len=10000, k=4)
+    assert sp.bound_s < d.bound_s and sp.expected_s < d.expected_s and sp.kind == "speculative TPOT"
+
+
+def test_prefill_and_training_bounds_use_the_compute_dtypes_peak():
+    b16 = reality.prefill("llama3-70b", "trn2", tp=64, prompt_tokens=8192)
+    f8 = reality.prefill("llama3-70b", "trn2", tp=64, prompt_tokens=8192, compute_dtype="float8_e4m3fn")
+    assert f8.bound_s < b16.bound_s
+    kw = dict(n_systems=32, tp=32, pp=1, dp=32, seq_len=8192, global_batch=1024)
+    peak = specs.chip("trn1").dense_flops_per_s
+    ratio = (reality.training("llama3-8b", "trn1.32xlarge", compute_dtype="float32", **kw).bound_tokens_per_s
+             / reality.training("llama3-8b", "trn1.32xlarge", **kw).bound_tokens_per_s)
+    assert ratio == pytest.approx(peak["float32"] / peak["bfloat16"], rel=1e-12) and ratio < 1
 
 
 def test_nccom_large_messages_are_within_25_percent():
-    # Where bandwidth dominates (>= 32 MiB) the fitted model holds every run of the guide
-    # (at 16 MiB the two-instance run is still on its latency plateau: 31 % off).
+    # Where bandwidth dominates (>= 32 MiB) the fitted model holds every single-instance run of the
+    # guide within 25 %. issue 38: the fit uses the single-instance runs only; the two-instance run
+    # is predicted, with the documented EFA hop, no link efficiency of its own, and from 16 MB up
+    # the flat ring AWS documents for Trn1's large messages: every one of its rows from 16 MiB up
+    # within 18 %
+    m = M.set_index("measurement_id")
     nc = MODELLED[MODELLED.set == "nccom_test_guide"]
-    sizes = M.set_index("measurement_id").loc[nc.measurement_id, "size_bytes"].astype(float).to_numpy()
-    assert (nc.abs_error.to_numpy()[sizes >= 2**25] <= 0.25).all()
+    sizes = m.loc[nc.measurement_id, "size_bytes"].astype(float).to_numpy()
+    one = (m.loc[nc.measurement_id, "n_instances"].astype(int) == 1).to_numpy()
+    assert (nc.abs_error.to_numpy()[(sizes >= 2**25) & one] <= 0.25).all()
+    two = nc.abs_error.to_numpy()[(sizes >= 2**24) & ~one]
+    assert len(two) == 7 and (two <= 0.18).all()
+
+
+def test_prefill_rows_run_in_their_tutorials_context_buckets():
+    # AWS NxD Inference tutorials (aws-nxdi-llama33-70b-tutorial: --context-encoding-buckets 2048 4096
+    # 8192 12288; aws-nxdi-llama405b-spec-tutorial: 2048 4096 10240 12288): on the prompts the two TTFTs
+    # imply efficiencies 20 % apart, on the buckets the graphs computed they agree within 2 %
+    m = M.set_index("measurement_id")
+    assert m.loc["nxdi-llama33-70b-ttft", "context_buckets"] == "2048 4096 8192 12288"
+    assert m.loc["nxdi-llama33-70b-ttft", "source_id"] == "aws-nxdi-llama33-70b-tutorial"
+    assert m.loc["nxdi-llama31-405b-ttft", "token_generation_buckets"] == "12800"
+    raw = [reality.implied_prefill_efficiency(k, padded=False) for k in ("nxdi-llama33-70b-ttft", "nxdi-llama31-405b-ttft")]
+    pad = [reality.implied_prefill_efficiency(k) for k in ("nxdi-llama33-70b-ttft", "nxdi-llama31-405b-ttft")]
+    assert raw[1] / raw[0] > 1.2 and pad[1] / pad[0] == pytest.approx(1.0, abs=0.02)
+    assert set(M["stack"]) == {"nxd-training", "nxd-inference", "nccom-test", "vllm-neuron"}
+
+
+def test_decode_bound_is_free_of_any_implementation():
+    # issue 38: exact weights and one unreplicated KV cache at the larger of AWS's HBM figures; NxD
+    # Inference's replicated K/V projections and per-rank KV copies move into the expectation
+    from trainium_lab import serving
+
+    r = serving.replica("llama3-70b", "trn2", tp=64)
+    d = serving.decode_step(r, 1, 10000)
+    assert serving.exact_weight_bytes(r) < r.weight_bytes and r.kv_bytes_per_token < r.kv_bytes_per_token_stored
+    floor = (serving.exact_weight_bytes(r) + 10001 * r.kv_bytes_per_token) / (16 * 3.0e12)
+    assert d.bound_s == pytest.approx(floor + 160 * 1e-6 + (d.comm_s - 160 * d.collective_fixed_s), rel=1e-9)
+
+
+def test_two_instance_rows_below_16_mib_are_judged_by_their_bound_only_and_labelled():
+    # issue 38, point 6 (issue 24's open point): SDK 2.10, 2023; AWS publishes no Trn1 thresholds
+    nc = C[C.measurement_id.str.startswith("nccom-allr-64r-2i-")]
+    small = nc[M.set_index("measurement_id").loc[nc.measurement_id, "size_bytes"].astype(float).to_numpy() < 2**24]
+    assert len(small) == 21 and (small.judged == "bound only").all() and small.bound_holds.all()
+    assert (small.label == "unexplained: 2023 runtime, thresholds unpublished").all()
+    assert (nc[~nc.measurement_id.isin(small.measurement_id)].judged == "tolerance").all()
 
 
 def test_unmodelled_rows_are_only_those_without_a_stated_configuration():
@@ -168,6 +270,10 @@ def test_stored_calibration_is_what_the_fit_returns():
         stored = specs.calibration(name)
         assert stored.value == pytest.approx(row.value, rel=1e-4), name
         assert stored.fitted_on == row.fitted_on, name
+        # issue 38: every fitted value inside its documented plausible range, or flagged with the reason
+        flags = reality.parameters().set_index("parameter")
+        assert flags.loc[name, "plausible_low"] == row.plausible_low < row.plausible_high, name
+        assert row.in_range or len(flags.loc[name, "flag"]) > 40, name
         if not math.isnan(row.low):
             assert stored.low <= stored.value <= stored.high, name
 
@@ -175,6 +281,7 @@ def test_stored_calibration_is_what_the_fit_returns():
 def test_calibration_is_a_handful_of_physical_parameters():
     fitted = [c for c in specs.calibrations() if c.fitted_on != "not fitted"]
     assert 5 <= len(fitted) <= 12
+    assert specs.calibration("flat_ring_min_bytes").unit == "bytes"      # sourced, not fitted
     for c in fitted:
         assert c.unit in ("s", "fraction")
         if c.unit == "fraction":
@@ -184,9 +291,14 @@ def test_calibration_is_a_handful_of_physical_parameters():
 
 
 def test_trn2_training_carries_a_range_not_only_a_point():
-    # The four sets hold no Trn2 or Trn3 training throughput: train_mfu carries its low-high range.
+    # The four sets hold no Trn2 or Trn3 training throughput: train_mfu carries its low-high range
+    # (issue 38: with training's TP collectives paying the in-graph latency, as a decode step's do,
+    # and NxD's replicated K/V projections computed, the fitted value is back inside its documented
+    # plausible range, in its lower part)
     c = specs.calibration("train_mfu")
     assert c.low < c.value < c.high
+    p = reality.parameters().set_index("parameter").loc["train_mfu"]
+    assert p.in_range and p.plausible_low <= c.value <= 1.15 * p.plausible_low
 
 
 def test_planner_default_mfu_reproduces_awss_trn1_runs_within_25_percent():
@@ -210,8 +322,11 @@ def test_decode_latency_lesson_tp64_is_not_16x_faster_than_tp4():
 
 def test_collectives_between_cores_of_one_chip_are_not_free():
     # NCCOM-TEST guide: 2 ranks, 32 MiB all-reduce, 768 us.
-    e = reality.collective("all_reduce", 2**25, n_ranks=2, system="trn1.32xlarge")
+    e = reality.collective("all_reduce", 2**25, n_ranks=2, system="trn1.32xlarge", launched_by="nccom-test")
     assert e.bound_s > 0 and e.expected_s == pytest.approx(768e-6, rel=0.25)
+    # inside a graph the same bytes move at HBM's published rate: no benchmark launch, no tool DMA share
+    g = reality.collective("all_reduce", 2**25, n_ranks=2, system="trn1.32xlarge")
+    assert g.expected_s < e.expected_s / 4
 
 
 def test_algorithm_follows_awss_size_ranges_on_trn2():
@@ -224,7 +339,9 @@ def test_algorithm_follows_awss_size_ranges_on_trn2():
 def test_hierarchical_collective_across_systems():
     one = reality.collective("all_reduce", 2**30, n_ranks=32, system="trn1.32xlarge")
     two = reality.collective("all_reduce", 2**30, n_ranks=64, system="trn1.32xlarge", n_systems=2)
-    assert two.detail.startswith("hierarchical") and two.expected_s > one.expected_s
+    assert two.detail == "flat ring" and two.expected_s > one.expected_s     # AWS: Trn1, large messages
+    small = reality.collective("all_reduce", 2**20, n_ranks=64, system="trn1.32xlarge", n_systems=2)
+    assert small.detail.startswith("hierarchical")
 
 
 def test_acceptance_iid_model_matches_issue_figures():
@@ -308,3 +425,52 @@ def test_judged_on_a_measurement_outside_the_calibration_sets():
     assert d.expected_s == pytest.approx(10.52e-3, rel=0.25)
     assert d.bound_s < 10.52e-3
     assert reality.prefill("llama3-8b", "trn2", tp=8, prompt_tokens=512).bound_s < 51.07e-3
+
+
+def test_serving_expectations_pad_to_nxd_inference_automatic_buckets_by_default():
+    # AWS, NxD Inference Features Configuration Guide, "Automatic Bucketing" (aws-nxdi-features):
+    # context-encoding and token-generation buckets are the powers of two from 128 up
+    assert [reality.auto_bucket_tokens(n) for n in (1, 128, 129, 512, 10_000)] == [128, 128, 256, 512, 16384]
+    short = reality.prefill("llama3-8b", "trn2", tp=8, prompt_tokens=60)
+    exact = reality.prefill("llama3-8b", "trn2", tp=8, prompt_tokens=60, bucket_tokens=None)
+    padded = reality.prefill("llama3-8b", "trn2", tp=8, prompt_tokens=60, bucket_tokens=128)
+    assert short.expected_s == padded.expected_s > exact.expected_s and short.bound_s == exact.bound_s
+    d = reality.decode("llama3-70b", "trn2", tp=64, batch=1, context_len=10_000)
+    assert d.expected_s == reality.decode("llama3-70b", "trn2", tp=64, batch=1, context_len=10_000,
+                                          bucket_len=16384).expected_s
+    with pytest.raises(ValueError, match="bucket_tokens"):
+        reality.prefill("llama3-8b", "trn2", tp=8, prompt_tokens=60, bucket_tokens="largest")
+
+
+def test_training_tp_collectives_pay_the_in_graph_latency():
+    # issue 38: training's TP collectives are in-graph collectives too. Llama 3.1 8B at TP 32 on Trn1
+    # (sequence parallel): per micro-batch and layer four all-reduces, each launched as a
+    # reduce-scatter and an all-gather, each a fixed cost plus a ring's 31 hops
+    from trainium_lab import collectives
+
+    lay = reality._layout("llama3-8b", "trn1.32xlarge", 32, 32, 1, 32, 8192, 1024, 1, 1)
+    assert lay.sequence_parallel and lay.n_micro_batches == 32
+    one = reality.parameter("collective_fixed_s") + 31 * reality.parameter("hop_latency_s")
+    size = 2.0 * 8192 * lay.model.d_model
+    assert collectives.neuron_collective("all_gather", size, n_ranks=32, system="trn1.32xlarge").latency_s == \
+        pytest.approx(one, rel=1e-12)
+    assert reality._training_tp_latency_s(lay, "trn1.32xlarge") == pytest.approx(32 * 4 * 32 * 2 * one, rel=1e-12)
+    # a larger in-graph cost slows the step, and the 8B run (more launches per second of step) most
+    kw = dict(n_systems=32, seq_len=8192, global_batch=1024)
+    runs = {"llama3-8b": dict(tp=32, pp=1, dp=32), "llama3-70b": dict(tp=32, pp=8, dp=4)}
+    slow = {m: reality._training(m, "trn1.32xlarge", **kw, **d, fixed_s=1e-3).expected_tokens_per_s
+            / reality._training(m, "trn1.32xlarge", **kw, **d).expected_tokens_per_s for m, d in runs.items()}
+    assert slow["llama3-8b"] < slow["llama3-70b"] < 1
+
+
+def test_training_computes_the_kv_projections_nxd_replicates():
+    # AWS, NxD training API reference (aws-nxd-training-api): GQAQKVColumnParallelLinear replicates
+    # the K and V weights kv_size_multiplier times; the 70B Trn1 pre-training tutorial sets 4 at TP 32.
+    # Llama 3 8B (8 KV heads of 128, d 4096, 32 layers): 3 extra copies, 6·3·2·4096·1024·32 FLOPs per
+    # token against 6N + 8·L·s·d
+    lay = reality._layout("llama3-8b", "trn1.32xlarge", 32, 32, 1, 32, 8192, 1024, 1, 1)
+    extra = 6 * 3 * 2 * 4096 * 8 * 128 * 32
+    assert reality._replicated_kv_flops_share(lay) == pytest.approx(
+        extra / (6 * 8e9 + 8 * 32 * 8192 * 4096), rel=1e-12)
+    assert reality._replicated_kv_flops_share(reality._layout("llama3-8b", "trn1.32xlarge", 32, 8, 4, 32,
+                                                               8192, 1024, 1, 1)) == 0.0

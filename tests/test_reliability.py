@@ -295,7 +295,7 @@ def test_checkpoint_explorer_updates_and_shows_errors_inline():
     ex.controls["mode"].value = "async"          # snapshot 10 s becomes the blocking cost
     assert ex.result["delta"] == 10.0
     ex.controls["write_s"].value = -5.0
-    assert ex.last_error == "write (s) must be ≥ 0; got -5"
+    assert ex.last_error == "write (s) must be > 0; got -5"   # as for 0 (issue 42: one bound said one way)
     ex.controls["write_s"].value = 90.0
     assert ex.last_error is None
     ex.controls["mtbf_h"].value = 0.0

@@ -140,14 +140,21 @@ def test_decode_at_batch_1_is_the_weights_over_bandwidth():
     bw = specs.chip("trn2").hbm_bytes_per_s
     assert d.bound == "HBM"
     assert d.memory_s == pytest.approx((r.weight_bytes + r.kv_bytes_per_token) / bw)
-    # with no fixed collective cost the expectation falls to the bound (it never goes below it)
-    assert sv.decode_step(r, 1, 0, latency_s=0.0).time_s == pytest.approx(d.bound_s)
+    # with no fixed collective cost the expectation still reads NxD Inference's padded and
+    # replicated bytes at the used HBM rate: above the implementation-free bound (issue 38)
+    z = sv.decode_step(r, 1, 0, latency_s=0.0)
+    assert z.time_s > d.bound_s and z.time_s == pytest.approx(d.memory_s + (d.comm_s - 64 * d.collective_fixed_s))
     # scaling-book's general step: KV reads + max(matmuls, weight reads) + 2L fixed all-reduce costs
     assert d.time_s == pytest.approx(d.attention_s + max(d.matmul_s, d.weight_s) + d.comm_s)
-    assert d.n_collectives == 2 * 32 and d.collective_fixed_s == specs.calibration("decode_tp_collective_s").value
-    # the bound: the roofline plus one hop of the smallest published latency per all-reduce
-    hop = specs.calibration("hop_latency_min_s").value
-    assert d.bound_s == pytest.approx(d.memory_s + 64 * hop + (d.comm_s - 64 * d.collective_fixed_s))
+    cal = specs.calibration
+    # one in-graph fixed cost plus Mesh's two hops (four ranks of one Trainium2 chip)
+    assert d.n_collectives == 2 * 32 and d.collective_fixed_s == pytest.approx(
+        cal("collective_fixed_s").value + 2 * cal("hop_latency_s").value)
+    # the bound: exact weights and one KV cache at the larger published HBM rate (3.0 TB/s), plus
+    # one hop of the smallest published latency per all-reduce
+    hop = cal("hop_latency_min_s").value
+    floor = (sv.exact_weight_bytes(r) + r.kv_bytes_per_token) / (3.0e12 / 4 * r.tp)
+    assert d.bound_s == pytest.approx(floor + 64 * hop + (d.comm_s - 64 * d.collective_fixed_s))
     assert d.bound_s < d.time_s
 
 
@@ -309,8 +316,12 @@ def test_seed_style_launch_check():
 
 def test_trn3_decodes_faster_by_its_hbm_bandwidth():
     t = sv.chip_decode_table("llama3-70b", 16, 1, 1024)
-    ratio = specs.chip("trn3").hbm_bytes_per_s / specs.chip("trn2").hbm_bytes_per_s
-    # the HBM side of the bound scales with the bandwidth; the 160 one-hop latencies do not
+    from trainium_lab import collectives
+
+    ratio = (collectives._largest_published(specs.chip("trn3"), "hbm_bytes_per_s")
+             / collectives._largest_published(specs.chip("trn2"), "hbm_bytes_per_s"))
+    # the HBM side of the bound scales with the larger published bandwidth (4.9 and 3.0 TB/s);
+    # the 160 one-hop latencies do not
     hops = 160 * specs.calibration("hop_latency_min_s").value * 1e3
     assert (t.bound_ms.iloc[0] - hops) / (t.bound_ms.iloc[1] - hops) == pytest.approx(ratio, rel=2e-3)
     # expected: the same fixed all-reduce cost on both (Trainium3 carries Trainium2's), so far less than the ratio
@@ -650,10 +661,11 @@ def test_one_step_model_reality_decode_is_serving_decode_step():
         d = sv.decode_step(r, 2, 4096)
         e = reality.decode("llama3-70b", chip, tp=tp, batch=2, context_len=4096)
         assert (e.bound_s, e.expected_s) == (d.bound_s, d.expected_s)
-        # the fixed cost per all-reduce is the calibrated one (data/calibration.csv)
+        # issue 38: one in-graph fixed cost on every chip, plus the hops of the chip's algorithm at
+        # AWS's per-hop latency (Mesh, 2 hops, on routed NeuronLink-v3; a Ring, 2(tp−1), on v2)
         cal = specs.calibration
-        want = (cal("decode_tp_collective_s").value if chip == "trn2" else
-                cal("collective_launch_s").value + 2 * (tp - 1) * cal("ring_step_latency_s").value)
+        hops = 2 if chip == "trn2" else 2 * (tp - 1)
+        want = cal("collective_fixed_s").value + hops * cal("hop_latency_s").value
         assert d.collective_fixed_s == pytest.approx(want)
         assert d.n_collectives == 160
 

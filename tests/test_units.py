@@ -124,3 +124,82 @@ def test_cli_uses_the_units_parsers():
     from trainium_lab import cli
 
     assert cli.parse_bytes is u.parse_bytes and cli.parse_seconds is u.parse_seconds
+
+
+# --------------------------------------------------------------------------- issue 42: one parser,
+# case is the meaning (B a byte, b a bit), the ambiguous refused with the reason
+
+#: (spelling, bytes/s per unit of the number) — every way the grid writes each unit
+RATE_GRID = [
+    *[(f"{p}{u}", k) for p, k in (("k", u.KB), ("K", u.KB), ("M", u.MB), ("G", u.GB), ("T", u.TB),
+                                   ("P", u.PB))
+      for u in ("B/s", "Bps", "BPS", "B/sec", "Byte/s", "bytes/s")],
+    *[(f"{p}{u}", k / 8) for p, k in (("K", u.KB), ("M", u.MB), ("G", u.GB), ("T", u.TB))
+      for u in ("b/s", "bps", "bit/s", "bits/s")],
+    *[(f"{p}{u}", k) for p, k in (("Ki", u.KiB), ("Mi", u.MiB), ("Gi", u.GiB), ("Ti", u.TiB))
+      for u in ("B/s", "Bps")],
+    ("Gibit/s", u.GiB / 8), ("B/s", 1.0), ("bytes/s", 1.0), ("bit/s", 1 / 8),
+]
+AMBIGUOUS_RATES = ["gbps", "gb/s", "tbps", "mbps", "kbps", "kb/s", "gib/s", "bps"]
+
+
+@pytest.mark.parametrize("spaced", ["", " "], ids=["25GB/s", "25 GB/s"])
+@pytest.mark.parametrize("unit, size", RATE_GRID, ids=[g[0] for g in RATE_GRID])
+def test_rate_grid_reads_every_spelling_case_sensitively(unit, size, spaced):
+    assert u.parse_rate(f"25{spaced}{unit}", "--bandwidth") == pytest.approx(25 * size, rel=1e-12)
+
+
+@pytest.mark.parametrize("unit", AMBIGUOUS_RATES)
+def test_rate_grid_refuses_the_ambiguous_and_says_why(unit):
+    with pytest.raises(ValueError, match=r"--bandwidth: .*reads two ways") as err:
+        u.parse_rate(f"25 {unit}", "--bandwidth")
+    assert "byte" in str(err.value) and "bit" in str(err.value)
+
+
+def test_the_audited_misreadings_are_gone():
+    # issue 42: 25GBps was read as 3.125 GB/s, 10TBps as 1.25 TB/s, 25 Gb/s as 25 GB/s, 1Gb as 1 GB
+    assert u.parse_rate("25GBps") == 25 * u.GB
+    assert u.parse_rate("10TBps") == 10 * u.TB
+    assert u.parse_rate("25 Gb/s") == 25 * u.GB / 8
+    assert u.parse_bytes("1Gb") == u.GB / 8
+    assert u.parse_rate("400Gbps") == u.parse_rate("50GB/s") == u.parse_rate("400 Gbit/s")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("1GB", u.GB), ("1 GB", u.GB), ("1kB", u.KB), ("1KB", u.KB), ("1GiB", u.GiB), ("1 TiB", u.TiB),
+    ("8Gb", u.GB), ("8 Gbit", u.GB), ("8 bits", 1.0), ("3 bytes", 3.0), ("1,024 MiB", u.GiB),
+    ("2 GByte", 2 * u.GB),
+])
+def test_size_grid(text, expected):
+    assert u.parse_bytes(text, "--size") == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("text, why", [
+    ("1 gb", "reads two ways"), ("1 mb", "reads two ways"), ("1 gib", "reads two ways"),
+    ("1 mB", "milli"), ("1 GB/s", "is a rate"), ("25 GB", None), ("25", "plain number"),
+])
+def test_size_and_rate_refusals_say_why(text, why):
+    parse = u.parse_rate if text in ("25 GB", "25") else u.parse_bytes
+    with pytest.raises(ValueError, match="--flag") as err:
+        parse(text, "--flag")
+    assert why is None or why in str(err.value)
+    if text == "25 GB":
+        assert "a size" in str(err.value) and "/s" in str(err.value)
+
+
+def test_fields_read_the_same_grid():
+    for unit, size in RATE_GRID:
+        assert u.parse_in_unit(f"2 {unit}", "GB/s", "rate", size=u.GB, name="ckpt GB/s")[0] == \
+            pytest.approx(2 * size / u.GB, rel=1e-12)
+    for unit in AMBIGUOUS_RATES:
+        with pytest.raises(ValueError, match="ckpt GB/s: .*reads two ways"):
+            u.parse_in_unit(f"2 {unit}", "GB/s", "rate", size=u.GB, name="ckpt GB/s")
+
+
+def test_too_large_is_said_in_the_fields_unit_not_base_units():
+    with pytest.raises(ValueError) as err:
+        u.parse_in_unit("1e40", "GiB", "bytes", size=u.GiB, name="FSx (GiB)")
+    assert "base units" not in str(err.value) and "GiB" in str(err.value)
+    with pytest.raises(ValueError) as err:
+        u.parse_in_unit("1e30", name="chips")
+    assert str(err.value) == "chips: '1e30' is too large; this field takes values below 1e+30"

@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 
 import trainium_lab.widgets as widgets_pkg
-from trainium_lab.widgets.base import (BENCHMARKS, DEFAULT, FULL_ROW, Explorer, FieldError, NumberText,
+from trainium_lab.widgets.base import (BENCHMARKS, DEFAULT, FULL_ROW, WIDGET_MARGIN_PX, Explorer, FieldError, NumberText,
                                        error_html, in_field_words, number, read_values)
 
 for _info in pkgutil.iter_modules(widgets_pkg.__path__):
@@ -183,7 +183,7 @@ def test_integer_box_keeps_scientific_notation():
     ("MFU %", "0.4 frac", r"^MFU %: cannot read '0.4 frac'; type a percentage"),
     ("TP (ranks)", "8 GiB", r"^TP \(ranks\): cannot read '8 GiB': 'GiB' is not a unit of this field; "
                              "type a plain number$"),
-    ("chip MTBF (d)", "1e30", r"^chip MTBF \(d\): '1e30' is beyond the largest magnitude"),
+    ("chip MTBF (d)", "1e30", r"^chip MTBF \(d\): '1e30' is too large; this field takes values below 1.16e\+25 d$"),
     ("chip MTBF (d)", "NaN", r"^chip MTBF \(d\): cannot read 'NaN'"),
 ])
 def test_number_box_rejects_what_it_cannot_read_naming_its_label(label, typed, message):
@@ -203,9 +203,10 @@ def test_model_messages_are_said_in_the_fields_unit():
     box = number("FSx (GiB)", "-1")
     said = in_field_words("storage_bytes must be in (0, 1e+21], got -1073741824.0", box)
     assert said == "FSx (GiB) must be in (0, 9.31323e+11]; got -1"
-    # a message about something else than the typed value keeps the model's words, after the field's
+    # a message about something else than the typed value keeps the model's words, after the field's,
+    # with the model's parameter names said as the widgets label them (issue 42: tp -> TP)
     assert in_field_words("tp must divide 64, got 3", number("DP", "2")) == \
-        "DP = 2: tp must divide 64, got 3"
+        "DP = 2: TP must divide 64, got 3"
 
 
 def test_dropdown_default_is_shown_and_handed_over_as_none():
@@ -415,8 +416,8 @@ def test_controls_wrap_inside_the_notebook_column(name):
         assert int(m.group(1)) <= NARROW_COLUMN_PX - 100  # prompt and padding
         for c in grid.children:
             width = c.layout.width or ""
-            if width.endswith("px") and int(width[:-2]) <= int(m.group(1)):
-                continue
+            if width.endswith("px") and int(width[:-2]) + 2 * WIDGET_MARGIN_PX <= int(m.group(1)):
+                continue   # the control and its margins fit the track (issue 42: 2 px past it)
             if width.endswith("px"):  # a wide control: a row of its own, narrower than the column
                 assert int(width[:-2]) <= NARROW_COLUMN_PX - 100, (name, c.description, width)
                 assert c.layout.grid_area == FULL_ROW, (name, c.description, width)
@@ -609,3 +610,193 @@ def test_ring_steps_follow_n_and_a_clamped_step_is_said():
     assert steps.value == 6 and "steps done set to 6" in ex.notes.value and ex.last_error is None
     steps.tl_readout.value = "7"
     assert "steps done must be in [0, 6]; got 7" in ex.last_error and steps.value == 6
+
+
+# --------------------------------------------------------------------------- issue 42: the unit grid
+# in a widget: the worksheet's "ckpt GB/s" box reads every spelling the CLI reads, case-sensitively
+
+def test_unit_grid_in_a_widget_box():
+    from test_units import AMBIGUOUS_RATES, RATE_GRID
+
+    ex = _explorer("planning.planning_worksheet")
+    box = ex.controls["ckpt_gb_per_s"]
+    good = box.value
+    for unit, size in RATE_GRID:
+        box.value = f"25 {unit}"
+        value, note = box.read()
+        assert value == pytest.approx(25 * size / 1e9, rel=1e-12), unit
+        assert "cannot read" not in ex.error.value and "two ways" not in ex.error.value, unit
+    for unit in AMBIGUOUS_RATES:
+        box.value = f"25{unit}"
+        assert "ckpt GB/s" in ex.error.value and "reads two ways" in ex.error.value, unit
+    box.value = good
+    assert ex.error.value == ""
+
+
+def test_planner_search_clears_its_error_when_the_previous_value_is_typed_again():
+    # issue 42: 05's planner kept "MFU % must be in [5, 100]; got 1.5" after 29 was typed back
+    from trainium_lab.widgets.base import _readouts
+
+    ex = BENCHMARKS["layouts.planner_explorer"][0]()
+    readout = next(r for r in _readouts(ex.search.controls) if r.label == "MFU %")
+    before = ex.search.status.value
+    previous = readout.value
+    for bad in ("1.5", "abc"):
+        readout.value = bad
+        assert "⚠" in ex.search.status.value and "MFU %" in ex.search.status.value
+        readout.value = previous
+        assert "⚠" not in ex.search.status.value, ex.search.status.value
+        assert ex.search.status.value == before
+
+
+@pytest.mark.parametrize("factory, key, typed", [
+    ("reliability.checkpoint_explorer", "write_s", ("0", "-1")),
+    ("planning.planning_worksheet", "usd_per_hour", ("0", "-1")),
+])
+def test_zero_and_negative_get_the_same_bound(factory, key, typed):
+    # issue 42: "write (s)" and "USD/inst-h" said "> 0" for 0 but "≥ 0" for -1
+    ex = BENCHMARKS[factory][0]()
+    said = []
+    for t in typed:
+        ex.controls[key].value = t
+        said.append(re.sub(r"got .*", "", ex.last_error))
+    assert said[0] == said[1] and "> 0" in said[0], said
+
+
+@pytest.mark.parametrize("message, words", [
+    ("lnc must be None or 1 for Trainium1: it has no logical-NeuronCore setting; got 2", "LNC must be 1 for"),
+    ("tp × pp × dp × ep = 512 must be a whole number of trn3-gen2-ultraserver systems (576 ranks each at lnc=2); "
+     "or pass n_systems", "TP × PP × DP × EP = 512 must be a whole number of trn3-gen2-ultraserver systems (576 "
+     "ranks each at LNC 2)"),
+    ("tp must divide n_heads (32) of Llama 3 8B, so each rank gets whole attention heads; got tp=64",
+     "TP must divide the attention heads (32) of Llama 3 8B"),
+    ("pp must be at most n_layers (126) of Llama 3 405B; got pp=1000000", "PP must be at most the layers (126)"),
+    ("chip_mtbf_s: the job fails every 132 days", "the job fails every 132 days"),
+    ("lnc must be one of 1, 2 for Trainium2 (or None for its default); got 3", "(or “chip default”)"),
+])
+def test_model_messages_reach_widgets_in_learner_words(message, words):
+    from trainium_lab.widgets.base import learner_words
+
+    said = learner_words(message)
+    assert words in said, said
+    assert not re.search(r"\b(n_heads|n_layers|n_systems|lnc|None|chip_mtbf_s|tp|pp)\b", said), said
+
+
+def test_trn1_in_the_placement_menu_is_not_an_error():
+    # issue 42: picking a Trn1 system failed at once: LNC stayed at 2
+    ex = BENCHMARKS["topology.placement_explorer"][0]()
+    ex.controls["tp"].value = "32"   # one trn1.32xlarge: 32 NeuronCores
+    ex.controls["pp"].value = "1"
+    ex.controls["dp"].value = "1"
+    ex.controls["system"].value = "trn1.32xlarge"
+    assert ex.controls["lnc"].value == 1 and ex.error.value == "", ex.error.value
+    assert "LNC set to 1" in ex.notes.value
+
+
+def test_integer_bounds_are_written_out():
+    box = number("m", 1, integer=True, minimum=1, maximum=2**30)
+    box.value = "0"
+    with pytest.raises(FieldError, match=r"\[1, 1,073,741,824\]"):
+        box.read()
+
+
+@pytest.mark.parametrize("factory", ["layouts.planner_explorer", "planning.planning_worksheet"])
+def test_trn1_in_the_planner_menus_offers_only_its_lnc(factory):
+    ex = BENCHMARKS[factory][0]()
+    lnc = ex.search.controls["lnc"]
+    lnc.value = 2
+    ex.search.controls["system"].value = "trn1.32xlarge"
+    assert 2 not in [v for _, v in lnc.options] and lnc.value != 2
+    assert "LNC set to" in ex.search.status.value
+
+
+def test_mfu_readout_is_formatted_and_typing_it_back_keeps_the_value():
+    # issue 42: the worksheet's MFU readout showed 28.7946
+    ex = _explorer("planning.planning_worksheet")
+    slider = ex.controls["mfu_pct"]
+    readout = slider.tl_readout
+    exact = slider.value
+    assert readout.value == format(exact, slider.readout_format) and len(readout.value) <= 5, readout.value
+    readout.value = readout.value + " "
+    readout.value = readout.value.strip()
+    assert slider.value == exact and ex.error.value == ""
+
+
+@pytest.mark.parametrize("name", CHARTED)
+def test_no_explorer_draws_an_empty_chart_at_its_slider_ends(name):
+    """Issue 42: 03's latency sweep drew an empty chart with no message at n = 1. At each slider's
+    ends, an explorer either draws data or says why (an error); never an empty chart in silence."""
+    ex = BENCHMARKS[name][0]()
+    for key, c in ex.controls.items():
+        if not isinstance(c, (W.IntSlider, W.FloatSlider)) or isinstance(c, W.FloatLogSlider):
+            continue
+        start = c.value
+        for end in (c.min, c.max):
+            c.value = end
+            if ex.last_error is None and ex.error.value == "":
+                data = [v for v in (ex.spec or {}).get("datasets", {}).values() if v]
+                rows = [r for d in data for r in d
+                        if all(not isinstance(x, (int, float)) or x == x for x in r.values())]
+                assert rows, f"{name}: {key} = {end} draws an empty chart without a message"
+                if name == "topology.latency_sweep_explorer":
+                    assert all(r.get("time_ms", 1) > 0 for d in data for r in d), (key, end)
+        c.value = start
+
+
+@pytest.mark.parametrize("name", CHARTED)
+def test_live_charts_lay_out_again_after_each_update(name):
+    """Issue 42: an update that swaps only data and title kept Vega's first layout, so a longer
+    legend, title or axis labels were cut at the chart's edge (07's legend, 02's title, 03's axis
+    labels in the browser test). The live chart's spec asks Vega to lay out again (``resize``)."""
+    ex = _explorer(name)
+    spec = ex.chart.spec
+    assert isinstance(spec.get("autosize"), dict) and spec["autosize"].get("resize") is True, spec.get("autosize")
+
+
+def test_a_menu_bringing_new_legend_words_redraws_but_a_slider_keeps_the_fast_path():
+    """Issue 42: 02's FP8 legend entries were cut at the chart's edge after a menu change (Vega
+    lays a view out when it draws a spec); 07's slider adds "chosen: 5" on every press and must
+    keep the data-only update (a full redraw took its browser median from 32 to 50 ms)."""
+    ex = BENCHMARKS["numerics.training_explorer"][0]()
+    sent = []
+    ex.chart.observe(lambda ch: sent.append(ch["name"]), names=["spec", "_py_to_js_updates"])
+    ex.controls["dtype"].value = "float8_e5m2"
+    assert sent == ["spec"], sent   # the whole spec: Vega lays the new legend out
+    ex = BENCHMARKS["compilation.bucketing_explorer"][0]()
+    slider = next(c for c in ex.controls.values() if isinstance(c, W.IntSlider))
+    sent = []
+    ex.chart.observe(lambda ch: sent.append(ch["name"]), names=["spec", "_py_to_js_updates"])
+    slider.value = slider.value + 1
+    assert sent == ["_py_to_js_updates"], sent
+
+
+def test_log_slider_bounds_read_as_a_learner_types_them():
+    # issue 42: "tail (t dof) must be in [0.501187, 31.6228]"
+    ex = _explorer("numerics.block_scaling_explorer")
+    readout = ex.controls["df"].tl_readout
+    readout.value = "40"
+    assert "tail (t dof) must be in [0.5012, 31.62]; got 40" in ex.error.value, ex.error.value
+    readout.value = "31.62"   # what the message allows is accepted
+    assert "⚠" not in ex.error.value
+    readout.value = "0.5012"
+    assert "⚠" not in ex.error.value
+
+
+@pytest.mark.parametrize("factory", ["topology.placement_explorer", "layouts.layout_explorer"])
+def test_a_system_holding_other_rank_counts_gets_a_dp_that_fills_it(factory):
+    """Issue 42: the Trn3 Gen2 menu options (576 ranks a system at LNC 2) failed with the default
+    layout; DP now follows the system menu, the change is said, and a typed DP is never rewritten."""
+    import importlib
+    import math
+
+    from trainium_lab import topology
+
+    module, name = factory.split(".")
+    ex = getattr(importlib.import_module(f"trainium_lab.widgets.{module}"), name)()
+    ex.controls["system"].value = "trn3-gen2-ultraserver"
+    assert ex.last_error is None
+    per_system = topology.cluster("trn3-gen2-ultraserver", 1, ex.controls["lnc"].value).ranks_per_system
+    product = math.prod(int(ex.controls[k].read()[0]) for k in ("tp", "pp", "dp", "ep") if k in ex.controls)
+    assert product % per_system == 0
+    ex.controls["dp"].value = "2"                    # typed: kept, and the error names the rule
+    assert ex.controls["dp"].value == "2" and "whole number" in ex.last_error

@@ -60,6 +60,8 @@ def chapter_title(nb: dict, fallback: str) -> str:
 
 def rewrite_link(target: str, repo: str, pages: set[str]) -> str:
     """Where a notebook's relative link should point on the site."""
+    if target in ("#chapters", "00_start_here.ipynb#chapters"):
+        return "index.md#chapters"  # "Contents" (tools/navigation.py): the site's own contents page
     if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
         return target  # http(s), mailto, in-page anchors
     path, _, anchor = target.partition("#")

@@ -482,7 +482,7 @@ def _reality_rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
     mfus = [sizing.mfu_from_throughput(r.value * r.seq_len, sizing.preset(r.model).exact_params(), int(r.chips), "trn1")
             for _, r in m.iterrows()]
     pm = specs.calibration("planner_mfu")
-    per_ar = reality.parameter("decode_tp_collective_s")
+    per_ar = reality.parameter("collective_fixed_s")
     s = reality.summary().set_index("set").loc["all"]
     return [
         ("09", COVERS_REALITY["tp_ar"], "A real decode step pays a fixed cost per TP all-reduce (two per layer) "
@@ -498,9 +498,10 @@ def _reality_rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
          f"{pm.value:.1%} ({pm.low:.1%} to {pm.high:.1%} over the single runs)"),
         ("03", COVERS_REALITY["collective"], "A collective pays a latency floor and reaches a fraction of the link "
          "figure; check a nccom-test 'GB/s' as size ÷ time", "t ≈ t0 + steps · α + bytes / (η · B)",
-         f"Trn1 (NCCOM-TEST guide): t0 ≈ {reality.parameter('collective_launch_s') * 1e6:.0f} µs, "
-         f"α ≈ {reality.parameter('ring_step_latency_s') * 1e6:.1f} µs, η ≈ "
-         f"{reality.parameter('neuronlink_bus_efficiency'):.0%} of NeuronLink"),
+         f"Trn1 (NCCOM-TEST guide): tool launch ≈ {reality.parameter('nccom_launch_s') * 1e6:.0f} µs, "
+         f"AWS's α ≈ {reality.parameter('hop_latency_s') * 1e6:.0f} µs per hop "
+         f"({reality.parameter('efa_hop_latency_s') * 1e6:.0f} µs over EFA), bytes at "
+         f"{reality.parameter('nccom_dma_efficiency'):.0%} of each rank's HBM share"),
         ("11", COVERS_REALITY["summary"], "How close the course's expectations come to every stored measurement",
          "median and largest abs(expected ÷ measured − 1); bounds never beaten",
          _summary_figures(s)),
@@ -509,18 +510,22 @@ def _reality_rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
 
 #: columns of ``reality.summary()`` that hold out-of-sample (leave-one-set-out) errors, if it has
 #: them: the cheat sheet then quotes those, labelled as such (STYLE: quote the out-of-sample figure)
-OUT_OF_SAMPLE_COLUMNS = ("loso_median_abs_error", "out_of_sample_median_abs_error")
+OUT_OF_SAMPLE_COLUMNS = ("median_out_of_sample_error", "max_out_of_sample_error")
 
 
 def _summary_figures(s) -> str:
-    """The calibration summary's figures for the cheat sheet: the out-of-sample median when
-    ``reality.summary()`` provides it (the hook for its leave-one-set-out column), else in-sample,
-    each labelled."""
-    found = [c for c in OUT_OF_SAMPLE_COLUMNS if c in s.index]
-    in_sample = f"median {s.median_abs_error:.1%}, largest {s.max_abs_error:.1%} (in sample)"
-    if found:
-        return f"{s.n_rows:.0f} rows: median {s[found[0]]:.1%} out of sample (leave one set out); {in_sample}"
-    return f"{s.n_rows:.0f} rows: {in_sample}"
+    """The calibration summary's figures for the cheat sheet, each labelled: out of sample (each
+    model, row or position left out of the fit) when ``reality.summary()`` gives it, the whole set
+    left out when it gives that too, and the fit (in sample)."""
+    fit = f"median {s.median_abs_error:.1%}, largest {s.max_abs_error:.1%}"
+    if not all(c in s.index for c in OUT_OF_SAMPLE_COLUMNS):
+        return f"{s.n_rows:.0f} rows: {fit} (in sample)"
+    text = (f"{s.n_rows:.0f} rows: out of sample median {s[OUT_OF_SAMPLE_COLUMNS[0]]:.1%}, largest "
+            f"{s[OUT_OF_SAMPLE_COLUMNS[1]]:.1%}")
+    if "median_without_set_error" in s.index:
+        text += (f"; whole set left out median {s.median_without_set_error:.1%}, largest "
+                 f"{s.max_without_set_error:.1%}")
+    return text + f" (fit: {fit})"
 
 
 #: which Numbers-to-remember rows issue 24's rows stand for (empty: a row no box lists)

@@ -16,7 +16,11 @@ lock Binder's postBuild installs from too, so a learner gets tomorrow what passe
 today). It is brought up to date whenever ``pyproject.toml`` or the lock changes.
 JupyterLab's settings overrides (``config/jupyterlab-overrides.json``: no news
 prompt over the first chapter; the kernel's busy indicator in the status bar, where
-redrawing it does not slow the controls) are copied into the environment.
+redrawing it does not slow the controls) are copied into the environment. ``lab`` is the
+learner's JupyterLab: ``config/learner`` on ``JUPYTER_CONFIG_PATH`` switches nbgrader's menus,
+panels and server extensions off (instructors grade with nbgrader's commands, see
+INSTRUCTOR_GUIDE.md, or run ``.venv/bin/jupyter lab`` for its UI) and keeps chapters unmodified
+when they open (see ``config/learner/jupyter_server_config.py``).
 
 ``test`` also needs a browser for tests/test_browser.py: Debian's ``chromium`` package. When it
 is missing and this runs as root on a machine with apt-get (CI), it is installed; otherwise the
@@ -63,6 +67,9 @@ EXTRA_RUN_IGNORE = ["tests/test_browser.py", "tests/test_site.py", "tests/test_b
 EXTRA_RUN_NOTEBOOK = "notebooks/07_compilation.ipynb"
 LOCK = ROOT / "requirements" / "lock.txt"
 LAB_OVERRIDES = ROOT / "config" / "jupyterlab-overrides.json"
+#: the learner's Jupyter configuration (``lab``): no nbgrader menus, panels or server extensions
+#: (the instructor extra is installed in the same environment), and chapters that open unmodified
+LEARNER_CONFIG = ROOT / "config" / "learner"
 # jsonschema imports ~2 s slower in every kernel when this optional package is present
 # (jsonschema PR 1521; see ../shared/reference/jupyter_stack_notes.md). Nothing here needs it.
 SLOW_OPTIONAL = ["rfc3987-syntax"]
@@ -262,6 +269,8 @@ def main(argv: list[str]) -> int:
     ensure_env()
     env = env_vars()
     if what == "lab":
+        env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
+            p for p in (str(LEARNER_CONFIG), env.get("JUPYTER_CONFIG_PATH", "")) if p)
         cmd = [BIN / "jupyter", "lab", "notebooks/00_start_here.ipynb", *rest]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             cmd.append("--allow-root")

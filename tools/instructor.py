@@ -42,6 +42,8 @@ CHECK = re.compile(r"^(?P<module>ch\d\d)\.(?P<q>q\w+)\.check\((?P<answer>answer\
 REVEAL = re.compile(r"^\s*# reveal\b")
 ANY_CHECK = re.compile(r"\bch\d\d\.q\w+\.check\(")
 SCHEMA_VERSION = 3
+#: the nbgrader the instructor extra pins (pyproject.toml), named in the guide
+NBGRADER_VERSION = re.search(r'"nbgrader==([^"]+)"', (ROOT / "pyproject.toml").read_text()).group(1)
 
 GRADED_SETUP = """\
 # Graded copy: q.solution() is turned off, and the names a solution may use are in scope
@@ -52,15 +54,22 @@ _exercises.hide_solutions()
 for _name, _value in _exercises.solution_namespace().items():
     globals().setdefault(_name, _value)"""
 
-CONFIG = '''\
-"""nbgrader configuration of the Trainium Lab course (written by tools/instructor.py)."""
+CONFIG = """\
+\"\"\"nbgrader configuration of the Trainium Lab course (written by tools/instructor.py).\"\"\"
 
+import base64
+import html
 import os
+import re
+
+from nbconvert.preprocessors import Preprocessor
+from traitlets import Bool
 
 c = get_config()  # noqa: F821 - provided by nbgrader
 
+COURSE = os.path.dirname(os.path.abspath(__file__))  # this folder
 c.CourseDirectory.course_id = "trainium-lab"
-c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))  # this folder
+c.CourseDirectory.root = COURSE
 # one assignment per chapter: {assignments}
 # a student's answer cell starts from the chapter's starter code; nothing raises
 c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE"}}
@@ -68,9 +77,43 @@ c.ClearSolutions.enforce_metadata = True
 # every chapter runs in seconds; a generous limit for a loaded grading server
 c.Execute.timeout = 300
 c.Execute.interrupt_on_timeout = True
-# on a JupyterHub, students and instructors share this exchange directory:
-# c.Exchange.root = "/srv/nbgrader/exchange"
-'''
+# where assignments, submissions and feedback pass between instructor and students. nbgrader
+# 0.9.6's own default is /usr/local/share/nbgrader/exchange, which must exist and be writable by
+# everyone; this course uses exchange/ in this folder (written with it) unless NBGRADER_EXCHANGE
+# names another, e.g. on a JupyterHub a folder every user can reach: see INSTRUCTOR_GUIDE.md
+c.Exchange.root = os.environ.get("NBGRADER_EXCHANGE", os.path.join(COURSE, "exchange"))
+
+
+class ChartAltText(Preprocessor):
+    \"\"\"Feedback pages keep what students saw: each chart's text description (its SVG's ARIA
+    label) becomes the image's alt text (nbconvert's default says "No description has been
+    provided"), and an explorer's stored picture is shown where its live widget cannot be.\"\"\"
+
+    enabled = Bool(True)  # nbconvert's preprocessors are off unless enabled
+
+    def preprocess_cell(self, cell, resources, index):
+        for out in cell.get("outputs", []):
+            data = out.get("data", {{}})
+            svg = data.get("image/svg+xml")
+            if not svg:
+                continue
+            text = "".join(svg) if isinstance(svg, list) else svg
+            label = re.search(r'<svg[^>]*?aria-label="([^"]*)"', text)
+            alt = html.escape(html.unescape(label.group(1)), quote=True) if label else "a chart"
+            # nbgrader's feedback template draws an SVG as an <img> without alt text: the chart is
+            # handed over as HTML, an <img> with the description as its alt text
+            encoded = base64.b64encode(text.encode("utf-8")).decode("ascii")
+            data["text/html"] = f'<img alt="{{alt}}" src="data:image/svg+xml;base64,{{encoded}}">'
+            data.pop("application/vnd.jupyter.widget-view+json", None)
+        return cell, resources
+
+
+# generate_feedback's own preprocessors (nbgrader 0.9.6: GetGrades, CSSHTMLHeaderPreprocessor), then ours
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
+from nbgrader.preprocessors import GetGrades  # noqa: E402
+
+c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, ChartAltText]
+"""
 
 GUIDE = """\
 # Trainium Lab: instructor guide (nbgrader)
@@ -78,14 +121,17 @@ GUIDE = """\
 This folder is an [nbgrader](https://nbgrader.readthedocs.io/) course directory, written by
 `python3 tools/course.py instructor OUT/` from the course's chapters and the exercises in
 `trainium_lab/exercises/`. Regenerate it after updating the course; do not edit the source
-notebooks by hand.
+notebooks by hand. **Run every command below in this folder** (the one holding
+`nbgrader_config.py`), with the course's environment active (`source .venv/bin/activate` in
+the course's clone; it pins nbgrader {nbgrader_version}).
 
 ## What is here
 
 | path | what |
 |---|---|
-| `nbgrader_config.py` | course id `trainium-lab`, solution stub, execution timeout |
+| `nbgrader_config.py` | course id `trainium-lab`, solution stub, execution timeout, the exchange folder, chart descriptions in feedback |
 | `source/chNN/NN_topic.ipynb` | one assignment per chapter: the chapter with solution cells and hidden, autograded test cells |
+| `exchange/` | where assignments, submissions and feedback pass between you and the students |
 
 Assignments and points:
 
@@ -93,28 +139,80 @@ Assignments and points:
 
 ## Set up (once)
 
-1. On the JupyterHub server, install the course with the instructor extra (it pins nbgrader and
-   what it needs): `pip install -c requirements/lock.txt -e ".[instructor]"` from a clone of the
-   course. Students' servers need the course too (`pip install -c requirements/lock.txt -e .`):
-   the notebooks import `trainium_lab`.
-2. Put this folder where the course's instructors can write, set `c.Exchange.root` in
-   `nbgrader_config.py` to a directory every user can read (nbgrader's default is
-   `/srv/nbgrader/exchange`), and add the students: `nbgrader db student import students.csv`.
+The exchange is `exchange/` in this folder (`nbgrader_config.py`), not nbgrader {nbgrader_version}'s
+own default, `/usr/local/share/nbgrader/exchange`, which must exist and be writable by every user
+before `release_assignment` or `release_feedback` work. On a JupyterHub, use a folder every user
+can reach and say so to every server: `export NBGRADER_EXCHANGE=/srv/nbgrader/exchange` (for the
+students too, e.g. in the hub's spawner environment), created once with
+`mkdir -p /srv/nbgrader/exchange && chmod ugo+rwx /srv/nbgrader/exchange`. Students' servers need
+the course installed (`pip install -c requirements/lock.txt -e .`): the notebooks import
+`trainium_lab`.
 
-## Release, collect, grade
+Add the students to the grade book (or `nbgrader db student import students.csv`):
+
+```bash
+nbgrader db student add alice --first-name Alice --last-name Example
+```
+
+## Release
 
 ```bash
 nbgrader generate_assignment ch04       # student copy -> release/ch04/ (solutions and hidden tests removed)
-nbgrader release_assignment ch04        # students see it in the Assignments tab and fetch it
-nbgrader collect ch04                   # after the deadline: submitted/<student>/ch04/
+nbgrader release_assignment ch04        # into the exchange, where students fetch it
+```
+
+## What a student does
+
+On a JupyterHub this is the *Assignments* tab (*Fetch*, then *Submit*). Without one, in a folder
+of the student's own:
+
+```bash
+mkdir -p students/alice && cd students/alice
+nbgrader fetch_assignment ch04 --course trainium-lab --Exchange.root=../../exchange
+```
+
+The student answers the exercises in `ch04/04_sizing.ipynb` (in JupyterLab), then submits:
+
+```bash
+cd students/alice
+nbgrader submit ch04 --course trainium-lab --student alice --Exchange.root=../../exchange
+```
+
+## Collect, grade, return feedback
+
+```bash
+nbgrader collect ch04                   # submitted/<student>/ch04/
 nbgrader autograde ch04                 # runs each submission in a fresh kernel, fills the grade book
-nbgrader generate_feedback ch04 && nbgrader release_feedback ch04
+nbgrader generate_feedback ch04         # feedback/<student>/ch04/*.html
+nbgrader release_feedback ch04          # into the exchange
 nbgrader export                         # grades.csv
 ```
 
-The same steps are buttons in the Formgrader (JupyterLab: *Nbgrader → Formgrader*). Without a
-JupyterHub, copy `release/chNN/` to students and put their notebooks in
-`submitted/<student>/chNN/` before `nbgrader autograde chNN`.
+The student fetches the feedback (the *Assignments* tab on a hub):
+
+```bash
+cd students/alice
+nbgrader fetch_feedback ch04 --course trainium-lab --student alice --Exchange.root=../../exchange
+```
+
+It lands in `students/alice/ch04/feedback/<time>/04_sizing.html`. The same instructor steps are
+buttons in the Formgrader (`jupyter lab` in the course's environment: *Nbgrader → Formgrader*;
+the learner's `python3 tools/course.py lab` leaves nbgrader's menus out). Without the exchange
+at all, copy `release/chNN/` to students, put their notebooks in `submitted/<student>/chNN/`,
+run `nbgrader autograde chNN`, and hand out `feedback/<student>/chNN/*.html`.
+
+## Warnings you will see, and what they mean
+
+- **`WARNING Attribute 'checksum' for cell chNN-qK-test has changed!`**, once for each test
+  cell with hidden tests, for every student, even when nobody touched the cell. nbgrader stores
+  each test cell's checksum in the grade book *before* it removes the hidden tests from the
+  student copy, so the copy never matches it ([nbgrader issue 1961](https://github.com/jupyter/nbgrader/issues/1961),
+  open in nbgrader {nbgrader_version}). It is not a sign of tampering: autograde puts the
+  instructor's version of every locked cell back before it runs, so a student's edit to a test
+  cell cannot change a grade. Other attributes than `checksum` (`source`, `points`) in that
+  warning do mean the submitted cell differs from the release.
+- SQLAlchemy `SAWarning`s on the first `autograde` come from nbgrader's grade book, not from the
+  course.
 
 ## What the student copies contain
 
@@ -130,6 +228,10 @@ JupyterHub, copy `release/chNN/` to students and put their notebooks in
 - A locked cell after the setup cell that calls `trainium_lab.exercises.hide_solutions()`:
   `q.solution()` then prints that the solution is not shown in a graded copy. `q.hint()` still
   works.
+
+In the feedback pages every chart keeps its text description as the image's alt text, and each
+explorer shows its stored picture (a live widget needs a kernel): `ChartAltText` in
+`nbgrader_config.py`.
 
 What this does not do: the course is open, and `trainium_lab/exercises/chNN.py` holds every
 solution a student's Python can import. The graded edition keeps answers out of the notebook a
@@ -263,8 +365,11 @@ def write_course(out: Path, chapters: list[str] | None = None, *, feedback: bool
             "`q.check(answer)`, so students see ✓ / ✗ before they submit." if feedback else
             "Students get no ✓ / ✗ before grading (write the edition with `--feedback` to keep "
             "the visible `q.check(answer)` line in each test cell).")
-    (out / "INSTRUCTOR_GUIDE.md").write_text(GUIDE.format(table=table, feedback=note),
-                                             encoding="utf-8")
+    (out / "INSTRUCTOR_GUIDE.md").write_text(
+        GUIDE.format(table=table, feedback=note, nbgrader_version=NBGRADER_VERSION), encoding="utf-8")
+    exchange = out / "exchange"  # nbgrader needs it to exist, writable by every user of the course
+    exchange.mkdir(exist_ok=True)
+    exchange.chmod(0o777)
     return summary
 
 

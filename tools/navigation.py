@@ -8,6 +8,11 @@ A chapter is ``notebooks/NN_name.ipynb``; its title is the first ``# `` heading.
 The first and last cells of each notebook (tagged ``navigation``) hold a line
 "previous · contents · next" and a Binder link; the README holds the chapter
 list between ``<!-- chapters:start -->`` and ``<!-- chapters:end -->``.
+
+"Contents" is chapter 00's chapter list (its cell tagged ``chapter-list``, anchored ``#chapters``):
+a link inside ``notebooks/``, so it works in JupyterLab (which serves that folder: a link to
+``../README.md`` went outside it and did nothing), on GitHub and on the site (where
+``tools/build_site.py`` points it at the site's own contents page).
 Idempotent: running it twice changes nothing the second time.
 """
 
@@ -27,6 +32,8 @@ README = ROOT / "README.md"
 TAG = "navigation"
 START, END = "<!-- chapters:start -->", "<!-- chapters:end -->"
 CHAPTER_LIST_TAG = "chapter-list"
+#: the id of chapter 00's chapter list, the target of every "Contents" link
+CONTENTS_ANCHOR = "chapters"
 
 
 def repository() -> str:
@@ -64,7 +71,7 @@ def nav_markdown(name: str, chapter_list: list[tuple[str, str]]) -> str:
     parts = []
     if i > 0:
         parts.append(f"[← {chapter_list[i - 1][1]}]({names[i - 1]})")
-    parts.append("[Contents](../README.md#chapters)")
+    parts.append(f"[Contents]({'' if i == 0 else names[0]}#{CONTENTS_ANCHOR})")
     if i + 1 < len(names):
         parts.append(f"[{chapter_list[i + 1][1]} →]({names[i + 1]})")
     parts.append(f"[Open in Binder]({binder_url('notebooks/' + name)})")
@@ -84,10 +91,11 @@ def updated_notebook(path: Path, chapter_list: list[tuple[str, str]]) -> tuple[s
     nb["cells"] = [_nav_cell(text, "nav-top"), *cells, _nav_cell(text, "nav-bottom")]
     for cell in nb["cells"]:
         if CHAPTER_LIST_TAG in cell.get("metadata", {}).get("tags", []):
-            cell["source"] = chapter_list_markdown(chapter_list, prefix="")
-    for cell in nb["cells"]:
-        if isinstance(cell.get("source"), list):
-            cell["source"] = "".join(cell["source"])
+            cell["source"] = (f'<a id="{CONTENTS_ANCHOR}"></a>\n\n'
+                              + chapter_list_markdown(chapter_list, prefix=""))
+    for cell in nb["cells"]:  # nbformat's layout: a source is a list of lines (a small diff)
+        if isinstance(cell.get("source"), str):
+            cell["source"] = cell["source"].splitlines(keepends=True)
     # nbformat's own layout: indent 1, sorted keys, trailing newline
     new = json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
     return old, new

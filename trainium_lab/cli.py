@@ -105,6 +105,7 @@ _FLAG_OF = {
     "mfu_range": "--mfu-range", "usd_per_hour_range": "--price-range", "chip_mtbf_range_s": "--chip-mtbf-range",
     "other_costs_usd": "--other-cost", "chip_mtbf_s": "--chip-mtbf", "restart_s": "--restart",
     "compile_s": "--compile", "n_graphs": "--graphs", "cache": "--cache", "global_batch": "--global-batch",
+    "framework": "--framework",
     "recipe_name": "--recipe", "recipe": "--recipe", "dtype": "--dtype", "lnc": "--lnc", "system": "--system",
     "model": "--model", "preset": "--model", "purchase_option": "--option", "checkpoint_write_bytes_per_s": "--checkpoint-bandwidth",
     "checkpoint_bytes_per_s_per_chip": "--checkpoint-bandwidth-per-chip",
@@ -118,14 +119,55 @@ _FLAG_OF = {
     "ffn_dim": "--ffn", "vocab_size": "--vocab", "seq_len": "--seq-len", "n_experts": "--experts",
     "experts_per_token": "--experts-per-token", "expert_ffn_dim": "--expert-ffn",
     "n_shared_experts": "--shared-experts", "n_dense_layers": "--dense-layers", "entity": "specs NAME",
+    "link": "--link", "reference": "--reference",
+}
+
+#: quantities a command derives from several flags: what the message says instead of the name
+_DERIVED = {
+    "flops": ("--tokens", "the training work 6 × --params × --tokens", "FLOPs",
+              "the course computes with less than 1e+30 FLOPs: check --params and --tokens"),
+    "wall_s": ("--tokens", "the run's wall-clock time", "s",
+               "the planner computes runs shorter than 1e+18 s (31.7 billion years): fewer --tokens or more "
+               "--systems"),
 }
 
 
-def _flagged(message: str) -> str:
-    """A model's error with the parameter it names replaced by the flag that sets it."""
+def _flagged(message: str, argv: Sequence[str] = (), args: argparse.Namespace | None = None) -> str:
+    """A model's error in the user's words: the parameter it names replaced by the flag that sets
+    it (wherever it appears), a value the user typed echoed as typed, not in base units."""
     m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(?=[:\s])", message)
+    if m and m.group(1) in _DERIVED:
+        flag, what, unit, advice = _DERIVED[m.group(1)]
+        got = re.search(r"got (\S+?)\.?$", message)
+        value = f" would be {float(got.group(1)):.3g} {unit}" if got else " is out of range"
+        return f"{flag}: {what}{value}; {advice}"
     if m and m.group(1) in _FLAG_OF:
-        return _FLAG_OF[m.group(1)] + message[m.end(1):]
+        message = _FLAG_OF[m.group(1)] + message[m.end(1):]
+    for name in sorted((n for n in _FLAG_OF if "_" in n), key=len, reverse=True):
+        message = re.sub(rf"(?<![\w-]){re.escape(name)}(?!\w)", _FLAG_OF[name], message)
+    message = message.replace("(or None for its default)", "(or leave the flag out for its default)")
+    message = re.sub(r"has no dense_flops_per_s for (\S+);", r"has no published dense peak rate on \1;", message)
+    if args is not None and getattr(args, "command", None) == "plan" and args.global_batch is None:
+        gb = re.match(r"^--global-batch \((\d+)\) (.*)$", message)
+        if gb:  # the user gave no --global-batch: blame what they gave, and say where 2048 came from
+            message = (f"--systems: the model's published global batch ({gb.group(1)} sequences, the default "
+                       f"of --global-batch) {gb.group(2)}; use fewer --systems or give --global-batch")
+    no_layout = re.match(r"^(?:--)?framework: (.* can run no layout .*)$", message)
+    if no_layout and "--framework" not in argv and "--systems" in argv:
+        # the default framework was not the user's choice: blame the count they gave
+        message = (f"--systems: {no_layout.group(1)}; use another --systems, give --global-batch, or "
+                   "--framework any (the teaching search)")
+    heads = re.match(r"^--d-model must be a multiple of --heads, got (\d+) and (\d+)$", message)
+    if heads:
+        message = (f"--heads: {heads.group(2)} attention heads must divide --d-model ({heads.group(1)}) evenly; "
+                   "change --heads or --d-model")
+    lead = re.match(r"^(--[a-z][a-z-]*)", message)
+    if lead and lead.group(1) in argv:
+        i = list(argv).index(lead.group(1))
+        typed = argv[i + 1] if i + 1 < len(argv) else None
+        got = re.search(r"got ([-+]?[\d.]+(?:e[-+]?\d+)?)\.?$", message)
+        if typed is not None and got and got.group(1) != typed:
+            message = message[:got.start(1)] + repr(typed) + message[got.end(1):]
     return message
 
 
@@ -271,6 +313,10 @@ def _cmd_young(args: argparse.Namespace) -> None:
     ckpt = parse_seconds(args.checkpoint, "--checkpoint")
     mtbf = parse_seconds(args.mtbf, "--mtbf")
     restart = parse_seconds(args.restart, "--restart")
+    for flag, value, text in (("--mtbf", mtbf, args.mtbf), ("--checkpoint", ckpt, args.checkpoint)):
+        if value <= 0:  # before comparing them, so that the message blames the flag that is wrong
+            raise CliError(f"{flag} must be a duration > 0, e.g. {'24h' if flag == '--mtbf' else '90s'}; "
+                           f"got {text!r}")
     if args.units is not None:
         n_units = _integer(args.units, "--units")
         job_mtbf = reliability.job_mtbf_s(mtbf, n_units)
@@ -320,21 +366,45 @@ def _cmd_specs(args: argparse.Namespace) -> None:
             print(_table("Entities with sourced facts (python -m trainium_lab specs NAME)",
                          [(k, ", ".join(v)) for k, v in groups.items()]))
         return
-    df = specs.facts(entity=args.entity)
-    if args.field:
+    try:
+        df = specs.facts(entity=args.entity)
+    except KeyError:
+        known = sorted(specs.facts()["entity"].unique())
+        raise CliError(f"specs NAME: {args.entity!r} is not in data/; one of {', '.join(known)}") from None
+    if args.field is not None:
+        fields = list(dict.fromkeys(df["field"]))
         df = df[df["field"] == args.field]
         if df.empty:
-            raise CliError(f"specs: {args.entity!r} has no field {args.field!r}")
+            raise CliError(f"--field: {args.entity!r} has no field {args.field!r}; one of {', '.join(fields)}")
     if not args.all:
         df = df[df["status"] == "used"]
-    if args.json:
-        cols = ["field", "value", "unit", "status", "source", "reference", "note"]
-        print(json.dumps({"command": "specs", "entity": args.entity,
-                          "facts": df[cols].to_dict(orient="records")}, indent=2))
+    if args.json:  # base units, like every --json; the value as the source writes it beside
+        facts = [{"field": r.field, **_base_units(r.value, r.unit),
+                  "as_written": r.value if r.unit in ("text", "list") else f"{r.value} {r.unit}".strip(),
+                  "status": r.status, "source": r.source, "reference": r.reference, "note": r.note}
+                 for r in df.itertuples()]
+        print(json.dumps({"command": "specs", "entity": args.entity, "facts": facts}, indent=2))
         return
     rows = [(r.field, f"{r.value} {r.unit}".strip() + f"  [{r.status}; {r.source}]")
             for r in df.itertuples()]
     print(_table(f"{args.entity}: sourced facts (data/, read by trainium_lab.specs)", rows))
+
+
+#: the base unit of each unit ``data/`` writes (specs.UNIT_FACTORS converts the values)
+_BASE_UNIT = {"count": "count", "TFLOPS": "FLOP/s", "PFLOPS": "FLOP/s", "KiB": "bytes", "MiB": "bytes",
+              "GiB": "bytes", "GB": "bytes", "TB/s": "bytes/s", "GB/s": "bytes/s", "GiB/s": "bytes/s",
+              "Gbps": "bytes/s", "GHz": "Hz", "us": "s", "USD/hour": "USD/hour"}
+
+
+def _base_units(value: str, unit: str) -> dict[str, Any]:
+    """``{"value": number in base units, "unit": base unit}`` (``specs.Fact.base_value``'s
+    conversion); text and lists stay as written."""
+    from trainium_lab import specs
+
+    if unit in _BASE_UNIT:
+        base = specs.Fact("", "", value, unit, "", "", "", "", "", "").base_value
+        return {"value": base, "unit": _BASE_UNIT[unit]}
+    return {"value": value, "unit": unit}
 
 
 def _framework_row(plan) -> str:
@@ -364,11 +434,15 @@ def _model(args: argparse.Namespace):
     given = {v: _integer(getattr(args, k), "--" + k.replace("_", "-"))
              for k, v in {**_SHAPE_FLAGS, **_MOE_FLAGS}.items() if getattr(args, k, None) is not None}
     if not given:
+        if args.model not in {p.key for p in sizing.presets("all")}:
+            raise CliError(f"--model: {args.model!r} is not a preset (one of {_presets_text()}); a model of "
+                           "your own needs --layers, --d-model and --heads")
         return sizing.preset(args.model)
-    for k in ("n_layers", "d_model", "n_heads"):
-        if k not in given:
-            flag = next(f for f, v in _SHAPE_FLAGS.items() if v == k)
-            raise CliError(f"--{flag.replace('_', '-')}: a model of your own needs --layers, --d-model and --heads")
+    flag_of = {v: "--" + k.replace("_", "-") for k, v in {**_SHAPE_FLAGS, **_MOE_FLAGS}.items()}
+    missing = [flag_of[k] for k in ("n_layers", "d_model", "n_heads") if k not in given]
+    if missing:  # blame the shape flag the user gave, and say what else it needs
+        raise CliError(f"{flag_of[next(iter(given))]}: a shape flag describes a model of your own (named by "
+                       f"--model), which needs --layers, --d-model and --heads; missing {', '.join(missing)}")
     moe_given = {k: v for k, v in given.items() if k in _MOE_FLAGS.values()}
     if moe_given:
         for k in ("n_experts", "experts_per_token", "expert_ffn_dim"):
@@ -424,6 +498,8 @@ def _cmd_plan(args: argparse.Namespace) -> None:
         text = getattr(args, flag)
         if text is not None:
             kwargs[name] = parse(text, "--" + flag.replace("_", "-"))
+    if args.snapshot is not None and args.checkpoint_mode != "async":
+        raise CliError("--snapshot applies only to an asynchronous checkpoint: add --checkpoint-mode async")
     if args.checkpoint_mode == "async" and args.snapshot is None:
         raise CliError("--checkpoint-mode async needs --snapshot (the blocking copy to host memory, e.g. 5s)")
     if args.max_systems is not None:
@@ -550,6 +626,10 @@ def _assignments(items: Sequence[str] | None, flag: str, parse: Callable[[str, s
     return out
 
 
+def _split_assignments(items: Sequence[str] | None) -> list[tuple[str, str]]:
+    return [(n.strip(), v) for n, _, v in (item.partition("=") for item in items or ())]
+
+
 def _cmd_compare(args: argparse.Namespace) -> None:
     from trainium_lab import planning, sizing
 
@@ -560,6 +640,10 @@ def _cmd_compare(args: argparse.Namespace) -> None:
     names = planning.platforms().platform.tolist()
     per = _assignments(args.platform_mfu, "--platform-mfu", parse_fraction)
     prices = _assignments(args.price_per_chip, "--price-per-chip", parse_usd_per_hour)
+    for name, value in per.items():
+        if not 0 < value <= 1:
+            raise CliError(f"--platform-mfu {name}={dict(_split_assignments(args.platform_mfu))[name]}: an MFU "
+                           "must be above 0 and at most 100% (or 1)")
     for name in (*per, *prices):
         if name not in names:
             raise CliError(f"--platform-mfu/--price-per-chip: unknown platform {name!r}; one of {', '.join(names)}")
@@ -616,9 +700,12 @@ def _presets_text() -> str:
     return ", ".join(p.key for p in sizing.presets("all"))
 
 
+#: the one place --json's units are said (the parser's description repeats it once)
+JSON_HELP = "print JSON in base units (bytes, s, FLOPs, FLOP/s, bytes/s, USD) instead of a table"
+
+
 def _add_json(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true",
-                   help="print JSON in base units (bytes, s, FLOPs, bytes/s) instead of a table")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
 
 
 def _command(sub: Any, name: str, func: Callable[[argparse.Namespace], None], *, help: str,
@@ -635,7 +722,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The command-line parser (sub-commands sizing, allreduce, young, specs, plan)."""
     parser = _Parser(
         prog=PROG, description="Trainium Lab's calculators from a terminal. Every number "
-        "about hardware comes from the course's sourced data (trainium_lab.specs).",
+        "about hardware comes from the course's sourced data (trainium_lab.specs). Every command's "
+        "--json prints base units: bytes, s, FLOPs, FLOP/s, bytes/s, USD; a fraction (MFU) as 0.4.",
         epilog="Examples:\n"
                f"  {PROG} sizing --params 70B --tokens 2T --system trn2.48xlarge --mfu 40%\n"
                f"  {PROG} allreduce --size 1GiB --ranks 16 --bandwidth 25GB/s\n"
@@ -788,7 +876,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "fp8-... recipe, else bf16)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true",
-                     help="print JSON in base units (bytes, s, FLOPs, bytes/s, USD) instead of a table")
+                     help=JSON_HELP)
     out.add_argument("--markdown", action="store_true",
                      help="print the plan as a Markdown document (the capacity-request attachment)")
 
@@ -797,7 +885,7 @@ def build_parser() -> argparse.ArgumentParser:
                  "accelerator-hours = 6 × N_active × D / (peak × MFU), cost = accelerator-hours × price per "
                  "accelerator-hour (the sourced instance price ÷ its accelerators, or --price-per-chip). "
                  "Perfect scaling on all alike; every MFU is an input.",
-                 epilog=f"Example: {PROG} compare --model llama3-70b --tokens 2T --mfu 40%% "
+                 epilog=f"Example: {PROG} compare --model llama3-70b --tokens 2T --mfu 40% "
                  "--price-per-chip trn2.48xlarge=4.64")
     _add_model_flags(p)
     p.add_argument("--tokens", required=True, help="training tokens, e.g. 2T")
@@ -818,6 +906,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (0 ok, 2 bad input, 1 internal error)."""
     parser = build_parser()
+    args = None
     try:
         try:
             args = parser.parse_args(argv)
@@ -833,7 +922,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except ValueError as exc:  # the models' validation: names the parameter (here: its flag) and its range
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"error: {_flagged(message)}", file=sys.stderr)
+        print(f"error: {_flagged(message, list(sys.argv[1:] if argv is None else argv), args)}",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -1006,19 +1006,44 @@ __all__ += ["torus_2d_allreduce_s"]
 #: Mesh < 1 MB, RDH 1-56 MB, KangaRing > 56 MB). "MB" read as 10^6 bytes (the page does not say).
 MESH_MAX_BYTES = 1e6
 RDH_MAX_BYTES = 56e6
+def flat_ring_min_bytes() -> float:
+    """Where the runtime's "large message" begins for the flat ring across systems without routed
+    NeuronLink (``flat_ring_min_bytes`` in ``data/calibration.csv``, sourced, not fitted).
+
+    AWS ("Inter-node Collective Communications"): "We only enable Flat Ring on Trn1 for large
+    message size cases where it has a clear edge"; the only size class AWS names for these
+    collectives is Neuron 2.17's "small collective communication operators (smaller than 16MB)".
+    The NeuronLink generation, not the chip's name, selects the flat ring.
+
+    Examples
+    --------
+    >>> flat_ring_min_bytes()
+    16000000.0
+    """
+    return specs.calibration("flat_ring_min_bytes").value
+
+
 #: ``algorithm=`` choices of :func:`neuron_collective`: "auto" picks as the runtime does.
 NEURON_ALGORITHMS = ("auto", "hierarchical", "flat_ring")
-#: the calibrated parameters the model reads (data/calibration.csv, fitted by reality.fit)
-NEURON_PARAMETERS = ("collective_launch_s", "ring_step_latency_s", "efa_step_latency_s",
-                     "intra_chip_bus_efficiency", "neuronlink_bus_efficiency", "efa_bus_efficiency")
+#: who launches the collective: inside a compiled graph (a NEFF: training and serving steps), or
+#: the NCCOM-TEST benchmark tool from the host (its rows in data/measurements.csv)
+LAUNCHED_BY = ("graph", "nccom-test")
+#: the parameters the model reads (data/calibration.csv): sourced hop latencies, one fixed cost per
+#: collective inside a NEFF (every chip), and the benchmark tool's own launch and byte rate
+NEURON_PARAMETERS = ("collective_fixed_s", "hop_latency_s", "efa_hop_latency_s", "nccom_launch_s",
+                     "nccom_dma_efficiency")
+#: NeuronLink generations whose chips route a write to any rank of a remote chip, which is what
+#: Mesh and RDH need (AWS, "Intra-node Collective Communications": Mesh "is made possible by
+#: inter-chip routing", described for Trainium2's NeuronLink-v3); other chips run a Ring
+ROUTED_NEURONLINK = ("NeuronLink-v3", "NeuronLink-v4")
 
 
 @dataclass(frozen=True)
 class CollectiveCost:
     """One collective on Neuron hardware: a bound, an expectation and the algorithm (seconds).
 
-    ``expected_s = latency_s + per_byte_s · size``: the launch and the steps' latencies, then the
-    bytes at the calibrated bus efficiencies. ``bound_s`` is a lower bound on the time (published
+    ``expected_s = latency_s + per_byte_s · size``: the fixed cost and the steps' hop latencies,
+    then the bytes at the published rates. ``bound_s`` is a lower bound on the time (published
     rates, the smallest published per-hop latency, the cheapest algorithm).
     """
 
@@ -1038,17 +1063,23 @@ class CollectiveCost:
                 f"(latency {format_seconds(self.latency_s)})")
 
 
-def _intra_algorithm(chip_key: str, size: float, r: int) -> tuple[str, float]:
-    """The intra-node algorithm and its all-reduce steps (AWS, "Intra-node Collective Communications").
+def _intra_algorithm(chip, size: float, r: int) -> tuple[str, float]:
+    """The intra-node algorithm and its all-reduce hops (AWS, "Intra-node Collective Communications").
 
-    Trainium2 and 3 (four ranks per chip at LNC=2): Mesh below 1 MB (reduce-scatter then
-    all-gather, one step each), RDH to 56 MB (``2·log2 r`` steps), KangaRing above (half the
-    per-hop latency of a ring: ``r`` steps for an all-reduce). Trainium1 and Inferentia2: Ring,
-    ``2(r−1)`` steps.
+    Chips with routed NeuronLink (:data:`ROUTED_NEURONLINK`) and more than two ranks: Mesh below
+    1 MB, RDH to 56 MB (``2·log2 r`` steps), KangaRing above (half the per-hop latency of a ring:
+    ``r`` steps for an all-reduce). Others: Ring, ``2(r−1)`` steps (AWS documents no other
+    algorithm for NeuronLink-v2).
+
+    Mesh is O(1) in steps: 2 for an all-reduce at any group size (the hops do not grow with the
+    chips). Counting one hop per remote chip a rank writes to (``2·n_chips``) was tried and
+    rejected: AWS's runtime picks Mesh over RDH (``2·log2 r`` steps) below 1 MB, so a Mesh
+    all-reduce cannot cost more hops than RDH's, and an 8B TP-8 decode on two Trainium2 chips then
+    came out about twice too fast (tests/test_reality.py).
     """
     if r <= 1:
         return "none", 0.0
-    if chip_key in ("trn2", "trn3") and r > 2:
+    if chip.neuronlink_version in ROUTED_NEURONLINK and r > 2:
         if size < MESH_MAX_BYTES:
             return "mesh", 2.0
         if size < RDH_MAX_BYTES:
@@ -1065,23 +1096,35 @@ def _op_steps(op: str, alg: str, r: int, allreduce_steps: float) -> float:
     return float(r - 1) if alg == "ring" else allreduce_steps / 2.0
 
 
+def _largest_published(chip, field_name: str) -> float:
+    """The larger of the chip's used figure and any alternative AWS gives (a bound takes the larger)."""
+    used = getattr(chip, field_name)
+    alts = [f.base_value for f in specs.alternatives(chip.key, field_name)]
+    return max([used] + [v for v in alts if isinstance(v, float)])
+
+
 def _neuron_terms(op: str, size: float, n_ranks: int, system, n_systems: int, sharing: int = 1,
                   lnc: int | None = None, chips_per_system: int | None = None) -> list[dict]:
-    """Each candidate algorithm's terms: time = Σ parameter × term (linear, for the fit).
+    """Each candidate algorithm's terms: time = Σ parameter × term (linear once the algorithm is fixed).
 
-    ``steps`` count NeuronLink steps (α), ``efa_steps`` EFA steps (α_EFA), ``flat_steps`` steps
-    bounded by their slowest hop (``max(α, α_EFA)``); ``chip_s``, ``link_s``, ``efa_s`` are the
-    bytes at the published rate of each level; ``overlap`` says the levels run at once (a flat
-    ring) rather than one after the other (hierarchical stages).
+    ``launch`` counts the fixed cost, ``steps`` NeuronLink hops (α), ``efa_steps`` EFA hops
+    (α_EFA), ``flat_steps`` hops bounded by their slowest (``max(α, α_EFA)``); ``chip_s``,
+    ``link_s``, ``efa_s`` are the bytes at the published rate of each level (``*_bound_s`` at the
+    larger published figure where AWS gives two); ``dma_s`` is each rank's bus bytes at its share
+    of the chip's HBM rate; ``overlap`` says the levels run at once (a flat ring) rather than one
+    after the other (hierarchical stages).
     """
     from trainium_lab import cores
 
     c = system.chip
     lnc = lnc if lnc is not None else (cores.any_lnc(c.key) or 1)
     per_chip = cores.logical_cores_per_chip(c.key, lnc)
+    hbm_rank = c.hbm_bytes_per_s / per_chip
+    hbm_gain = _largest_published(c, "hbm_bytes_per_s") / c.hbm_bytes_per_s
+    link_gain = _largest_published(c, "neuronlink_bytes_per_s") / c.neuronlink_bytes_per_s
     k = n_systems
     r = n_ranks // k                                   # ranks per system
-    alg, ar_steps = _intra_algorithm(c.key, size, r)
+    alg, ar_steps = _intra_algorithm(c, size, r)
     steps = _op_steps(op, alg, r, ar_steps)
     fr = bus_factor(op, r)
     if r <= 1:
@@ -1090,9 +1133,11 @@ def _neuron_terms(op: str, size: float, n_ranks: int, system, n_systems: int, sh
         chip_s, link_s = fr * size * sharing / c.hbm_bytes_per_s, 0.0
     else:
         chip_s, link_s = 0.0, fr * size * sharing / c.neuronlink_bytes_per_s
+    dma_s = fr * size / hbm_rank
     if k == 1:
         return [{"algorithm": alg, "launch": 1.0, "steps": steps, "efa_steps": 0.0, "flat_steps": 0.0,
-                 "chip_s": chip_s, "link_s": link_s, "efa_s": 0.0, "overlap": False}]
+                 "chip_s": chip_s, "link_s": link_s, "efa_s": 0.0, "dma_s": dma_s,
+                 "chip_bound_s": chip_s / hbm_gain, "link_bound_s": link_s / link_gain, "overlap": False}]
     # The group's share of its system's EFA: the chips it occupies (packed unless told), less the
     # groups sharing them.
     chips_used = chips_per_system or min(system.n_chips, -(-r // per_chip))
@@ -1101,33 +1146,38 @@ def _neuron_terms(op: str, size: float, n_ranks: int, system, n_systems: int, sh
     # inter-node all-reduce on the shards (ring: 2(k-1) steps), intra-node all-gather; an
     # all-gather runs inter-node first, a reduce-scatter intra-node first. The system's EFA
     # carries the whole buffer's bus bytes once: r ranks × f(k)·S/r.
+    efa_s = bus_factor(op, k) * size / efa_rate
     hier = {"algorithm": f"hierarchical ({alg} in each system, ring across)", "launch": 1.0,
             "steps": steps, "efa_steps": float(2 * (k - 1) if op == "all_reduce" else k - 1),
-            "flat_steps": 0.0, "chip_s": chip_s, "link_s": link_s,
-            "efa_s": bus_factor(op, k) * size / efa_rate, "overlap": False}
+            "flat_steps": 0.0, "chip_s": chip_s, "link_s": link_s, "efa_s": efa_s,
+            "dma_s": dma_s + bus_factor(op, k) * size / max(r, 1) / hbm_rank,
+            "chip_bound_s": chip_s / hbm_gain, "link_bound_s": link_s / link_gain, "overlap": False}
     out = [hier]
-    if c.key == "trn1" and op != "all_to_all":
-        # Flat ring over all ranks ("edge cases only": Trn1, large messages): 2(N−1) steps for an
-        # all-reduce, each bounded by its slowest (EFA-crossing) hop; every link busy at once.
+    if c.neuronlink_version not in ROUTED_NEURONLINK and op != "all_to_all":
+        # Flat ring over all ranks (AWS: "We only enable Flat Ring on Trn1 for large message size
+        # cases"): 2(N−1) steps for an all-reduce, each bounded by its slowest (EFA-crossing) hop;
+        # every link busy at once.
         n = n_ranks
         fn = bus_factor(op, n)
+        link = fn * size * sharing / c.neuronlink_bytes_per_s
         out.append({"algorithm": "flat ring", "launch": 1.0, "steps": 0.0, "efa_steps": 0.0,
                     "flat_steps": float(2 * (n - 1) if op == "all_reduce" else n - 1),
-                    "chip_s": 0.0, "link_s": fn * size * sharing / c.neuronlink_bytes_per_s,
-                    "efa_s": fn * size / efa_rate, "overlap": True})
+                    "chip_s": 0.0, "link_s": link, "efa_s": fn * size / efa_rate, "dma_s": fn * size / hbm_rank,
+                    "chip_bound_s": 0.0, "link_bound_s": link / link_gain, "overlap": True,
+                    "runtime_pick": size >= flat_ring_min_bytes()})
     return out
 
 
 def _neuron_bytes_s(t: dict, p: dict) -> float:
-    parts = (t["chip_s"] / p["intra_chip_bus_efficiency"], t["link_s"] / p["neuronlink_bus_efficiency"],
-             t["efa_s"] / p["efa_bus_efficiency"])
-    return max(parts) if t["overlap"] else sum(parts)
+    parts = (t["chip_s"], t["link_s"], t["efa_s"])
+    published = max(parts) if t["overlap"] else sum(parts)
+    eta = p.get("dma_efficiency")
+    return published if eta is None else max(published, t["dma_s"] / eta)
 
 
 def _neuron_latency_s(t: dict, p: dict) -> float:
-    return (p["collective_launch_s"] * t["launch"] + p["ring_step_latency_s"] * t["steps"]
-            + p["efa_step_latency_s"] * t["efa_steps"]
-            + max(p["ring_step_latency_s"], p["efa_step_latency_s"]) * t["flat_steps"])
+    return (p["fixed_s"] * t["launch"] + p["hop_s"] * t["steps"] + p["efa_hop_s"] * t["efa_steps"]
+            + max(p["hop_s"], p["efa_hop_s"]) * t["flat_steps"])
 
 
 def _neuron_expected(t: dict, p: dict) -> float:
@@ -1137,29 +1187,48 @@ def _neuron_expected(t: dict, p: dict) -> float:
 def _neuron_bound(t: dict, floor_s: float) -> float:
     floor = floor_s if (t["steps"] or t["efa_steps"] or t["flat_steps"]) else 0.0
     # The levels could overlap (a pipelined algorithm), so the bound is the slowest one.
-    return max(t["chip_s"], t["link_s"], t["efa_s"], floor)
+    return max(t["chip_bound_s"], t["link_bound_s"], t["efa_s"], floor)
 
 
-def _neuron_params() -> dict[str, float]:
-    return {n: specs.calibration(n).value for n in NEURON_PARAMETERS}
+def _neuron_params(launched_by: str = "graph", overrides: dict | None = None) -> dict[str, float | None]:
+    """The model's parameters for a collective launched inside a graph or by NCCOM-TEST.
+
+    ``overrides`` maps ``data/calibration.csv`` names to trial values (the fit uses it).
+    """
+    o = overrides or {}
+
+    def v(name):
+        return o[name] if name in o else specs.calibration(name).value
+
+    graph = launched_by == "graph"
+    return {"fixed_s": v("collective_fixed_s") if graph else v("nccom_launch_s"), "hop_s": v("hop_latency_s"),
+            "efa_hop_s": v("efa_hop_latency_s"), "dma_efficiency": None if graph else v("nccom_dma_efficiency")}
 
 
 def neuron_collective(op: str, size_bytes: float, *, n_ranks: int, system: str, n_systems: int = 1,
                       sharing: int = 1, chips_per_system: int | None = None, lnc: int | None = None,
-                      algorithm: str = "auto") -> CollectiveCost:
+                      algorithm: str = "auto", launched_by: str = "graph") -> CollectiveCost:
     """One collective as the Neuron runtime runs it: the course's one collective model.
 
     Inside one system the ranks of one chip exchange through its HBM, a group of several chips
-    over NeuronLink, with the intra-node algorithm AWS documents for the chip (Trainium2/3:
-    Mesh < 1 MB, RDH to 56 MB, KangaRing above; Trainium1 and Inferentia2: Ring). A group that
-    spans systems is **hierarchical** (instance first): reduce-scatter inside each system, an
-    all-reduce of the shards across systems over EFA, all-gather inside each system. On
-    Trainium1 the runtime may also run a **flat ring** over every rank (2(N−1) steps, each
-    bounded by its slowest, EFA-crossing hop); AWS gives no threshold, so ``"auto"`` takes the
-    faster of the two. Expected time: ``t0 + steps·α + efa_steps·α_EFA + bytes/(η·B)``, with the
-    launch ``t0``, latencies and bus efficiencies calibrated on the NCCOM-TEST guide's Trn1 runs
-    (``data/calibration.csv``, fitted by :func:`trainium_lab.reality.fit`). The bound takes
-    ``η = 1``, one step of the smallest published per-hop latency, and the cheaper algorithm.
+    over NeuronLink, with the intra-node algorithm AWS documents (routed NeuronLink, Trainium2/3:
+    Mesh < 1 MB, RDH to 56 MB, KangaRing above; NeuronLink-v2, Trainium1 and Inferentia2: Ring).
+    A group that spans systems is **hierarchical** (instance first): reduce-scatter inside each
+    system, an all-reduce of the shards across systems over EFA, all-gather inside each system.
+    Without routed NeuronLink the runtime may also run a **flat ring** over every rank (2(N−1)
+    steps, each bounded by its slowest, EFA-crossing hop); AWS gives no threshold, so ``"auto"``
+    takes the faster of the two.
+
+    Expected time, the same on every chip: ``t_fixed + steps·α + efa_steps·α_EFA + bytes/B``.
+    ``α`` is AWS's per-hop latency inside a node (1-2 µs; the upper end, under HBM load),
+    ``α_EFA`` AWS's ~15 µs EFA hop, ``B`` the published rates. ``t_fixed`` depends on who
+    launches the collective: inside a compiled graph (``launched_by="graph"``, training and
+    serving) it is ``collective_fixed_s``, one in-NEFF cost fitted on the NxD Inference decode
+    steps; the NCCOM-TEST tool (``"nccom-test"``) pays its host launch ``nccom_launch_s`` instead,
+    and its bytes move at no more than ``nccom_dma_efficiency`` of each rank's HBM share (both
+    fitted on the guide's single-instance runs, used only for the tool's rows). The bound takes
+    the published rates (the larger where AWS gives two), one hop of the smallest published
+    latency (1 µs) and the cheaper algorithm.
 
     Parameters
     ----------
@@ -1183,7 +1252,9 @@ def neuron_collective(op: str, size_bytes: float, *, n_ranks: int, system: str, 
     lnc : int, optional
         Logical NeuronCore setting (the chip's default).
     algorithm : {"auto", "hierarchical", "flat_ring"}
-        Across systems: the runtime's choice, or one algorithm (``flat_ring`` is Trn1's only).
+        Across systems: the runtime's choice, or one algorithm (``flat_ring``: NeuronLink-v2 only).
+    launched_by : {"graph", "nccom-test"}
+        Inside a compiled graph (the default) or by the NCCOM-TEST benchmark tool.
 
     Returns
     -------
@@ -1200,7 +1271,7 @@ def neuron_collective(op: str, size_bytes: float, *, n_ranks: int, system: str, 
     --------
     >>> c = neuron_collective("all_reduce", 2**30, n_ranks=64, system="trn1.32xlarge", n_systems=2)
     >>> c.algorithm, round(c.bound_s * 1e3, 1), c.expected_s > c.bound_s
-    ('hierarchical (ring in each system, ring across)', 10.7, True)
+    ('flat ring', 10.7, True)
     >>> neuron_collective("all_reduce", 1024, n_ranks=0, system="trn1.32xlarge")
     Traceback (most recent call last):
     ...
@@ -1214,6 +1285,7 @@ def neuron_collective(op: str, size_bytes: float, *, n_ranks: int, system: str, 
     n_systems = integer("n_systems", n_systems, minimum=1, maximum=10**6)
     sharing = integer("sharing", sharing, minimum=1, maximum=10**4)
     algorithm = choice("algorithm", algorithm, NEURON_ALGORITHMS)
+    launched_by = choice("launched_by", launched_by, LAUNCHED_BY)
     if chips_per_system is not None:
         chips_per_system = integer("chips_per_system", chips_per_system, minimum=1, maximum=10**6)
     if not isinstance(system, str):
@@ -1231,16 +1303,18 @@ def neuron_collective(op: str, size_bytes: float, *, n_ranks: int, system: str, 
     cands = _neuron_terms(op, size, n_ranks, s, n_systems, sharing, lnc_, chips_per_system)
     if algorithm == "flat_ring":
         if len(cands) < 2:
-            raise ValueError(f"algorithm 'flat_ring' runs only on Trainium1 groups that span systems "
+            raise ValueError(f"algorithm 'flat_ring' runs only on NeuronLink-v2 groups that span systems "
                              f"(not {op} on {s.key} over {n_systems}); use 'auto' or 'hierarchical'")
         cands = cands[1:]
     elif algorithm == "hierarchical":
         cands = cands[:1]
-    return _neuron_choose(op, size, cands, _neuron_params(), specs.calibration("hop_latency_min_s").value)
+    return _neuron_choose(op, size, cands, _neuron_params(launched_by), specs.calibration("hop_latency_min_s").value)
 
 
 def _neuron_choose(op: str, size: float, cands: list[dict], p: dict, floor_s: float) -> CollectiveCost:
-    best = min(cands, key=lambda t: _neuron_expected(t, p))
+    # the runtime's documented pick where AWS gives one (the flat ring at large sizes), else the faster
+    picked = [t for t in cands if t.get("runtime_pick")] or cands
+    best = min(picked, key=lambda t: _neuron_expected(t, p))
     lat, byt = _neuron_latency_s(best, p), _neuron_bytes_s(best, p)
     # bytes terms are linear in the size (at a fixed algorithm), so the slope is byt / size
     per_byte = byt / size if size > 0 else 0.0

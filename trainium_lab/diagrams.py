@@ -772,12 +772,13 @@ def moe_dispatch(n: int = 4, tokens_per_chip: int = 8192, d_model: int = 4096, e
     tokens_per_chip = integer("tokens_per_chip", tokens_per_chip, minimum=1, maximum=10_000_000)
     d_model = integer("d_model", d_model, minimum=1, maximum=1_000_000)
     experts_per_token = integer("experts_per_token", experts_per_token, minimum=1, maximum=n - 1)
-    a2a = moe.dispatch_bytes(tokens_per_chip, d_model, experts_per_token=experts_per_token)
-    gather = (n - 1) * moe.dispatch_bytes(tokens_per_chip, d_model, experts_per_token=1)
+    # both as bytes one chip receives from the others (the share routed to its own experts stays put)
+    a2a = moe.ep_exchange_bytes(tokens_per_chip, d_model, experts_per_token, n, method="all-to-all-v")
+    gather = moe.ep_exchange_bytes(tokens_per_chip, d_model, experts_per_token, n, method="all-gather")
     c = _Canvas(262)
     for panel, (title, sub, all_pairs) in enumerate((
             ("all-gather dispatch (reduce-scatter to combine)", f"each chip receives {gather / MiB:,.0f} MiB", True),
-            ("all-to-all-v dispatch", f"each chip sends {a2a / MiB:,.0f} MiB", False))):
+            ("all-to-all-v dispatch", f"each chip receives {a2a / MiB:,.0f} MiB", False))):
         cx, cy, rad = 190 + panel * 380, 142, 80
         c.text(title, cx, 20, anchor="middle", bold=True)
         c.text(sub, cx, 36, anchor="middle")
@@ -801,8 +802,8 @@ def moe_dispatch(n: int = 4, tokens_per_chip: int = 8192, d_model: int = 4096, e
     return c.finish("moe_dispatch",
                     f"Diagram of MoE dispatch over {n} chips: an all-gather sends every token to every chip, "
                     f"an all-to-all sends each token only to the chips of its {experts_per_token} experts.",
-                    "bytes from moe.dispatch_bytes (T · k · h · 2 B per chip for the all-to-all; the all-gather "
-                    "receives the other chips' T · h · 2 B each).")
+                    "bytes received per chip from moe.ep_exchange_bytes: (n − 1)/n · T · k · h · 2 B for the "
+                    "all-to-all-v, (n − 1) · T · h · 2 B for the all-gather, a ratio of n/k.")
 
 
 # --------------------------------------------------------------------------- 11 · capstone

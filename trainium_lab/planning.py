@@ -2791,7 +2791,7 @@ def preflight_checks(plan: RunPlan, *, benchmark_bytes: float = GiB) -> pd.DataF
             # one group benchmarked alone (no other group sharing its chips), on the chips it occupies
             cost = collectives.neuron_collective("all_reduce", size, n_ranks=r * n_sys, system=c.system,
                                                  n_systems=n_sys, chips_per_system=-(-n_chips // n_sys),
-                                                 lnc=c.lnc)
+                                                 lnc=c.lnc, launched_by="nccom-test")   # the tool's launch
             factor = collectives.bus_factor("all_reduce", degree)
             busbw, top = factor * size / cost.expected_s, factor * size / cost.bound_s
             rows.append({"step": f"collective benchmark: {kind} ({level.name} level)", "tool": "nccom-test",

@@ -95,7 +95,7 @@ __all__ = [
     "kv_cache_bytes_per_token", "model_kv_bytes_per_token", "kv_cache_bytes", "paged_kv_blocks",
     "paged_kv_cache_bytes", "kv_growth_table",
     "Replica", "replica", "decode_flops_per_token", "prefill_flops",
-    "StepEstimate", "step_bound", "tp_collective_fixed_s", "tp_collective_bytes_s", "prefill_step", "decode_step", "tp_allreduce_s",
+    "StepEstimate", "step_bound", "tp_collective_fixed_s", "exact_weight_bytes", "tp_collective_bytes_s", "prefill_step", "decode_step", "tp_allreduce_s",
     "decode_compute_bound_batch", "kv_bound_context_len", "roofline_points", "chip_decode_table",
     "StreamEstimate", "serve_stream", "batching_curve",
     "Capacity", "capacity", "bucket_sizes", "pick_bucket", "padding_waste", "bucket_tradeoff",
@@ -898,34 +898,49 @@ def _calibrated(name: str) -> float:
     return specs.calibration(name).value
 
 
-def tp_collective_fixed_s(rep: Replica) -> float:
+def tp_collective_fixed_s(rep: Replica, size_bytes: float = 0.0) -> float:
     """The fixed cost of one tensor-parallel all-reduce inside a compiled graph (s), by default.
 
-    Launch, synchronisation and latency steps, before any byte moves; the bytes are
-    :func:`tp_collective_bytes_s`. Trainium2 (and Trainium3, which has no measurement of its
-    own): ``decode_tp_collective_s``, fitted on the NxD Inference Trn2 TPOTs. Trainium1 and
-    Inferentia2 (NeuronCore-v2 and NeuronLink-v2; the runtime runs a Ring there):
-    ``collective_launch_s + 2(tp − 1) · ring_step_latency_s``, the ring terms fitted on the
-    NCCOM-TEST guide's Trn1 runs. All three from ``data/calibration.csv``; 0 at ``tp = 1``.
+    Everything before a byte moves, the same model on every chip: one in-NEFF cost per
+    collective (``collective_fixed_s``, fitted on the NxD Inference decode steps) plus the hops
+    of the algorithm the runtime picks for a message of ``size_bytes`` on the replica's chips
+    (:func:`trainium_lab.collectives.neuron_collective`: Mesh, RDH or KangaRing on routed
+    NeuronLink, a Ring on NeuronLink-v2), each at AWS's per-hop latency (``hop_latency_s``).
+    The bytes are :func:`tp_collective_bytes_s`. 0 at ``tp = 1``.
 
     References
     ----------
-    AWS Neuron docs, "Intra-node Collective Communications" (Ring on NeuronCore-v2; Mesh, RDH and
-    KangaRing on Trainium2); ``reality.fit`` for the fitted values.
+    AWS Neuron docs, "Intra-node Collective Communications" (algorithms, per-hop latency "about
+    1-2 us"); "Compute-Communication Overlap" (TP collectives cannot overlap compute);
+    ``reality.fit`` for the fitted value.
 
     Examples
     --------
-    >>> round(tp_collective_fixed_s(replica("llama3-70b", "trn2", tp=64)) * 1e6, 1)
-    89.5
+    >>> round(tp_collective_fixed_s(replica("llama3-70b", "trn2", tp=64)) * 1e6, 1)   # fixed + 2 Mesh hops
+    88.7
     >>> tp_collective_fixed_s(replica("llama3-8b", "trn2", tp=1))
     0.0
     """
     rep = _rep(rep)
+    size = _amount("size_bytes", size_bytes)
     if rep.tp == 1:
         return 0.0
-    if rep.chip in ("trn2", "trn3"):
-        return _calibrated("decode_tp_collective_s")
-    return _calibrated("collective_launch_s") + 2.0 * (rep.tp - 1) * _calibrated("ring_step_latency_s")
+    c = specs.chip(rep.chip)
+    alg, ar_steps = collectives._intra_algorithm(c, size, rep.tp)
+    steps = collectives._op_steps("all_reduce", alg, rep.tp, ar_steps)
+    return _calibrated("collective_fixed_s") + steps * _calibrated("hop_latency_s")
+
+
+def _largest_rate(rep: Replica, field_name: str) -> float:
+    """The larger published figure of a chip rate, as a multiple of the one used (bounds take it)."""
+    c = specs.chip(rep.chip)
+    return collectives._largest_published(c, field_name) / getattr(c, field_name)
+
+
+def exact_weight_bytes(rep: Replica) -> float:
+    """The model's weights at ``weight_dtype`` with no padding and no replicated K/V projections."""
+    rep = _rep(rep)
+    return rep.weight_bytes - rep.padding_weight_bytes - rep.replicated_kv_weight_bytes
 
 
 def _exchange_rate(rep: Replica) -> float:
@@ -954,8 +969,8 @@ def tp_collective_bytes_s(rep: Replica, n_tokens: int) -> float:
     return collectives.bus_factor("all_reduce", rep.tp) * size / _exchange_rate(rep)
 
 
-def _latency(name: str, value: object, rep: Replica) -> float:
-    return tp_collective_fixed_s(rep) if value is None else _amount(name, value)
+def _latency(name: str, value: object, rep: Replica, size_bytes: float = 0.0) -> float:
+    return tp_collective_fixed_s(rep, size_bytes) if value is None else _amount(name, value)
 
 
 def _check_system(rep: Replica, system: str | None) -> None:
@@ -968,15 +983,17 @@ def _check_system(rep: Replica, system: str | None) -> None:
 
 def prefill_step(rep: Replica, prompt_tokens: int, batch: int = 1, efficiency: float | None = None,
                  max_model_len: int | None = None, system: str | None = None,
-                 latency_s: float | None = None) -> StepEstimate:
+                 latency_s: float | None = None, bucket_tokens: int | None = None) -> StepEstimate:
     """The prefill (context encoding) of ``batch`` prompts of ``prompt_tokens``: bound and expectation.
 
     FLOPs from :func:`prefill_flops`; traffic: the weights once plus the KV written. Expected:
     the FLOPs at ``peak × efficiency`` of one pipeline stage's ranks (stages run one after
     another for a single prompt) or the traffic if longer, plus ``2·L`` TP all-reduces, each a
     fixed cost (:func:`tp_collective_fixed_s`) plus its bytes (:func:`tp_collective_bytes_s`).
-    Bound: the same at peak, with one hop of the smallest published latency
-    (``hop_latency_min_s``) per all-reduce.
+    The expectation runs the prompt padded to its context-encoding bucket (``bucket_tokens``).
+    Bound, for any implementation: the unpadded prompt's FLOPs at peak, or the exact weights and
+    one unreplicated KV cache at the larger published HBM rate if longer, with one hop of the
+    smallest published latency (``hop_latency_min_s``) per all-reduce.
 
     Parameters
     ----------
@@ -993,12 +1010,15 @@ def prefill_step(rep: Replica, prompt_tokens: int, batch: int = 1, efficiency: f
         Where the replica runs (checked to be built from its chip).
     latency_s : float, optional
         Fixed cost of one TP all-reduce; by default :func:`tp_collective_fixed_s`.
+    bucket_tokens : int, optional
+        The context-encoding bucket the prompt runs in (>= ``prompt_tokens``; by default the
+        prompt itself): the compiled graph computes the whole bucket.
 
     Examples
     --------
     >>> b = prefill_step(replica("llama3-70b", tp=64), 2048)
     >>> b.bound, round(b.bound_s * 1e3, 1), round(b.expected_s * 1e3, 1)
-    ('tensor engine', 35.6, 110.3)
+    ('tensor engine', 35.6, 100.8)
     """
     rep = _rep(rep)
     s = _tokens("prompt_tokens", prompt_tokens, minimum=1)
@@ -1009,14 +1029,19 @@ def prefill_step(rep: Replica, prompt_tokens: int, batch: int = 1, efficiency: f
             raise ValueError(f"prompt_tokens must be at most max_model_len ({mml}); got {s}")
     eff = _calibrated("prefill_efficiency") if efficiency is None else _fraction("efficiency", efficiency)
     _check_system(rep, system)
-    fixed = _latency("latency_s", latency_s, rep)
-    flops = batch * prefill_flops(rep.model, s)
-    kv = batch * s * rep.kv_bytes_per_token_stored
+    sb = s if bucket_tokens is None else _tokens("bucket_tokens", bucket_tokens, minimum=1)
+    if sb < s:
+        raise ValueError(f"bucket_tokens must be at least prompt_tokens ({s}); got {sb}")
+    fixed = _latency("latency_s", latency_s, rep, batch * sb * rep.model.d_model * rep.activation_bytes)
+    flops = batch * prefill_flops(rep.model, sb)
+    kv = batch * sb * rep.kv_bytes_per_token_stored
     n_cc = 0 if rep.tp == 1 else FORWARD_ALLREDUCES_PER_LAYER * rep.model.n_layers
-    bytes_s = n_cc * tp_collective_bytes_s(rep, batch * s)
+    bytes_s = n_cc * tp_collective_bytes_s(rep, batch * sb)
     moved = rep.weight_bytes + kv
     peak, hbm = rep.peak_flops_per_s_active, rep.hbm_bytes_per_s_active
-    bound = max(flops / peak, moved / hbm) + n_cc * _calibrated("hop_latency_min_s") + bytes_s
+    floor_moved = exact_weight_bytes(rep) + batch * s * rep.kv_bytes_per_token
+    bound = (max(batch * prefill_flops(rep.model, s) / peak, floor_moved / (hbm * _largest_rate(rep, "hbm_bytes_per_s")))
+             + n_cc * (_calibrated("hop_latency_min_s") + tp_collective_bytes_s(rep, batch * s)))
     comm = n_cc * fixed + bytes_s
     expected = max(max(flops / (peak * eff), moved / hbm) + comm, bound)
     return StepEstimate("prefill", flops, moved, rep.weight_bytes, kv, peak, hbm, flops / (peak * eff),
@@ -1033,7 +1058,8 @@ KV_LAYOUT_EXCHANGES_PER_LAYER = {"replicate": 0, "flash-decoding": 1, "attention
 def decode_step(rep: Replica, batch: int, context_len: int, tokens_per_sequence: int = 1,
                 micro_batches: int = 1, efficiency: float = 1.0, max_model_len: int | None = None,
                 system: str | None = None, latency_s: float | None = None,
-                kv_layout: str = "replicate", kv_degree: int | None = None) -> StepEstimate:
+                kv_layout: str = "replicate", kv_degree: int | None = None,
+                bucket_len: int | None = None) -> StepEstimate:
     """One decode (token generation) step of ``batch`` sequences: bound and expectation.
 
     Expected (scaling-book's general step time): attention reads each sequence's cached keys and
@@ -1042,8 +1068,11 @@ def decode_step(rep: Replica, batch: int, context_len: int, tokens_per_sequence:
     plus ``2·L`` TP all-reduces each costing a fixed :func:`tp_collective_fixed_s` (calibrated)
     and its bytes (:func:`tp_collective_bytes_s`), plus the KV layout's exchange
     (:func:`kv_sharding`: one fixed cost and its bytes at the published rate per exchange).
-    Bound: the roofline ``max(FLOPs/peak, bytes/HBM)`` of the whole step plus one hop of the
-    smallest published latency per collective and the same bytes.
+    The expectation reads the KV cache over the token-generation bucket (``bucket_len``) the
+    graph was compiled for. Bound, for any implementation: the roofline ``max(FLOPs/peak,
+    bytes/HBM)`` with the exact weights and one unreplicated KV cache of ``context_len`` tokens at
+    the larger published HBM rate, plus one hop of the smallest published latency per collective
+    and the same bytes. A step is a step: a speculative TPOT is ``reality.speculative_tpot``.
 
     With ``pp > 1`` the stages handle one batch in turn, so a token still waits for every
     stage. ``micro_batches`` (at most ``pp``) batches in flight keep more stages busy: the step
@@ -1077,6 +1106,9 @@ def decode_step(rep: Replica, batch: int, context_len: int, tokens_per_sequence:
         How the KV cache is laid out over the TP group (:func:`kv_sharding`).
     kv_degree : int, optional
         Attention-DP or context-parallel degree (divides ``tp``).
+    bucket_len : int, optional
+        The token-generation bucket (>= ``context_len``; by default ``context_len``): the compiled
+        graph reads the KV cache over the whole bucket.
 
     References
     ----------
@@ -1090,7 +1122,7 @@ def decode_step(rep: Replica, batch: int, context_len: int, tokens_per_sequence:
     >>> r = replica("llama3-8b", "trn2", tp=4)       # one Trainium2 chip at LNC=2
     >>> d = decode_step(r, batch=1, context_len=1024)
     >>> d.bound, round(d.bound_s * 1e3, 2), round(d.expected_s * 1e3, 2), round(d.tokens_per_s)
-    ('HBM', 5.65, 11.31, 88)
+    ('HBM', 5.46, 11.26, 89)
     >>> decode_step(r, 1, 5000, max_model_len=4096)
     Traceback (most recent call last):
     ...
@@ -1104,12 +1136,15 @@ def decode_step(rep: Replica, batch: int, context_len: int, tokens_per_sequence:
     mb = integer("micro_batches", micro_batches, minimum=1, maximum=rep.pp)
     eff = _fraction("efficiency", efficiency)
     _check_system(rep, system)
-    fixed = _latency("latency_s", latency_s, rep)
+    fixed = _latency("latency_s", latency_s, rep, batch * tps * rep.model.d_model * rep.activation_bytes)
+    read = ctx if bucket_len is None else _tokens("bucket_len", bucket_len)
+    if read < ctx:
+        raise ValueError(f"bucket_len must be at least context_len ({ctx}); got {read}")
     layout = kv_sharding(rep, kv_layout, kv_degree, batch * tps)
     flops = batch * tps * decode_flops_per_token(rep.model, ctx)
     kv_per_token = rep.kv_bytes_per_token_stored if kv_layout == "replicate" else \
         layout.kv_bytes_per_token_per_rank * rep.n_ranks
-    kv = batch * (ctx + tps) * kv_per_token
+    kv = batch * (read + tps) * kv_per_token
     moved = rep.weight_bytes + kv
     peak, hbm = rep.peak_flops_per_s_active, rep.hbm_bytes_per_s_active
     n_tp = 0 if rep.tp == 1 else FORWARD_ALLREDUCES_PER_LAYER * rep.model.n_layers
@@ -1120,7 +1155,9 @@ def decode_step(rep: Replica, batch: int, context_len: int, tokens_per_sequence:
     weight_s = rep.weight_bytes / hbm
     matmul_s = batch * tps * 2.0 * _matmul_params(rep.model) / (peak * eff)
     comm = n_cc * fixed + bytes_s
-    bound = max(flops / peak, moved / hbm) + n_cc * _calibrated("hop_latency_min_s") + bytes_s
+    floor_moved = exact_weight_bytes(rep) + batch * (ctx + tps) * rep.kv_bytes_per_token
+    bound = (max(flops / peak, floor_moved / (hbm * _largest_rate(rep, "hbm_bytes_per_s")))
+             + n_cc * _calibrated("hop_latency_min_s") + bytes_s)
     expected = max(attention_s + max(matmul_s, weight_s) + comm, bound)
     return StepEstimate("decode", flops, moved, rep.weight_bytes, kv, peak, hbm, flops / (peak * eff),
                         moved / hbm, comm, batch * mb, rep.n_chips, bound, expected,
@@ -1223,7 +1260,7 @@ def chip_decode_table(model: str | ModelPreset, n_chips: int, batch: int, contex
     --------
     >>> t = chip_decode_table("llama3-70b", 16, 8, 2048)
     >>> t.name.tolist(), (t.bound_ms.iloc[0] / t.bound_ms.iloc[1]).round(2)
-    (['Trainium2', 'Trainium3'], np.float64(1.65))
+    (['Trainium2', 'Trainium3'], np.float64(1.59))
     """
     m = resolve_model(model)
     n_chips = integer("n_chips", n_chips, minimum=1, maximum=100_000)
@@ -1337,7 +1374,7 @@ def serve_stream(rep: Replica, prompt_tokens: int, output_tokens: int, concurren
     >>> r = replica("llama3-8b", tp=4)
     >>> s = serve_stream(r, 512, 256, concurrency=32)
     >>> round(s.ttft_s * 1e3, 1), round(s.tpot_s * 1e3, 2), round(s.tokens_per_s_per_chip)
-    (43.4, 17.62, 1816)
+    (38.2, 16.93, 1890)
     """
     rep = _rep(rep)
     p = _tokens("prompt_tokens", prompt_tokens, minimum=1)
@@ -1379,7 +1416,7 @@ def batching_curve(rep: Replica, prompt_tokens: int, output_tokens: int,
     --------
     >>> c = batching_curve(replica("llama3-8b", tp=4), 512, 256, [1, 64])
     >>> c.tokens_per_s_per_chip.round().tolist()
-    [87.0, 2669.0]
+    [88.0, 2827.0]
     """
     rep = _rep(rep)
     cap = None if max_sequences is None else integer("max_sequences", max_sequences, minimum=0,
@@ -2145,9 +2182,9 @@ def speculative_decode(target: Replica, draft: Replica, alpha: float, k: int, ba
     >>> t, d = replica("llama3-70b", tp=32), replica("llama3-8b", tp=32)   # both on 8 chips
     >>> e = speculative_decode(t, d, 0.8, 5, batch=1)
     >>> round(e.c, 3), round(e.verify_cost, 2), round(e.speedup, 2)
-    (0.313, 1.0, 1.44)
+    (0.312, 1.0, 1.44)
     >>> round(speculative_decode(t, d, 0.8, 5, batch=128).verify_cost, 2)
-    1.56
+    1.52
     """
     target = _rep(target)
     if not isinstance(draft, Replica):

@@ -31,7 +31,7 @@ __all__ = [
     "TFLOPS", "PFLOPS", "Gbps", "GHz",
     "format_bytes", "format_seconds", "format_count", "format_flops", "format_flop_rate",
     "format_bandwidth", "parse_bytes", "parse_rate", "parse_seconds", "parse_count",
-    "parse_fraction", "parse_usd_per_hour", "field_unit", "parse_in_unit",
+    "parse_fraction", "parse_usd_per_hour", "field_unit", "parse_in_unit", "data_unit",
 ]
 
 # bytes, decimal
@@ -202,15 +202,86 @@ def format_bandwidth(bytes_per_s: float, *, digits: int = 3) -> str:
 
 # --------------------------------------------------------------------------- parsing
 
-_NUMBER = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)"
+#: a number, with optional thousands separators as the course prints them (``1,000``, ``26,421``)
+_NUMBER = r"([-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)"
 
-_BYTE_UNITS = {
-    "": 1.0, "b": 1.0, "byte": 1.0, "bytes": 1.0,
-    "kb": KB, "mb": MB, "gb": GB, "tb": TB, "pb": PB,
-    "kib": KiB, "mib": MiB, "gib": GiB, "tib": TiB,
-}
-_BIT_RATE_UNITS = {"gbps": Gbps, "gbit/s": Gbps, "gb/s(bits)": Gbps,
-                   "tbps": 1000 * Gbps, "mbps": Gbps / 1000}
+#: decimal prefixes (SI; ``K`` is accepted beside ``k`` because vendors write ``KB``) and binary ones
+_PREFIXES = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "g": 1e9, "T": 1e12, "t": 1e12,
+             "P": 1e15, "E": 1e18,
+             "Ki": KiB, "Mi": MiB, "Gi": GiB, "Ti": TiB, "Pi": PiB}
+#: lower-case prefixes that are SI prefixes of something else
+_WRONG_PREFIX = {"m": "milli (10^-3); write M for mega", "p": "pico (10^-12); write P for peta",
+                 "ki": "", "mi": "", "gi": "", "ti": "", "pi": ""}
+_RATE_SUFFIXES = ("/s", "/sec", "/second", "ps", "PS", "Ps", "per s", "per second", "/S")
+_BYTE_WORDS = ("byte", "bytes", "Byte", "Bytes", "BYTE", "BYTES")
+_BIT_WORDS = ("bit", "bits", "Bit", "Bits", "BIT", "BITS")
+_UNIT_RE = re.compile(r"(?P<prefix>[A-Za-z]?i?)(?P<base>bytes?|bits?|Bytes?|Bits?|BYTES?|BITS?|B|b)"
+                      r"(?P<rate>/s|/sec|/second|ps|PS|Ps|/S)?")
+_DATA_HINT = ("B is a byte and b a bit: write e.g. GB, GiB, Gb or Gbit (sizes), GB/s, GBps, GiB/s, "
+              "Gbps or Gbit/s (rates)")
+
+
+def data_unit(unit: str, name: str = "unit") -> tuple[float, bool] | None:
+    """``(bytes per unit, is_rate)`` of a size or rate unit, read case-sensitively.
+
+    ``B`` (or ``byte``) is a byte and ``b`` (or ``bit``) a bit whatever surrounds them: ``GB``,
+    ``GBps``, ``GB/s`` are bytes, ``Gb``, ``Gbps``, ``Gbit/s`` bits (an eighth of a byte). Decimal
+    prefixes (k/K, M, G, T, P) are powers of 10, binary ones (Ki, Mi, Gi, Ti, Pi) powers of 2.
+    A rate ends in ``/s`` or ``ps``. Returns ``None`` for text that is not a data unit at all
+    (``GHz``, ``h``); raises ``ValueError`` naming ``name`` for a unit that reads two ways.
+
+    Parameters
+    ----------
+    unit : str
+        The unit as typed, without the number (``"GB/s"``).
+    name : str
+        The field or flag, named in the message.
+
+    Raises
+    ------
+    ValueError
+        An all-lower-case unit with a prefix (``gb``, ``gbps``, ``kb``: gigabytes or gigabits?),
+        or a prefix that is another SI prefix (``mB``: millibytes).
+
+    Examples
+    --------
+    >>> data_unit("GBps"), data_unit("Gbps"), data_unit("GiB/s"), data_unit("25")
+    ((1000000000.0, True), (125000000.0, True), (1073741824.0, True), None)
+    >>> data_unit("Gbit/s"), data_unit("GB")
+    ((125000000.0, True), (1000000000.0, False))
+    """
+    if not isinstance(unit, str):
+        raise ValueError(f"{name}: a unit is text such as 'GB/s' or 'GiB'; got {unit!r}")
+    compact = unit.replace(" ", "")
+    for long, short in (("persecond", "/s"), ("pers", "/s")):
+        if compact.endswith(long):
+            compact = compact[: -len(long)] + short
+    m = _UNIT_RE.fullmatch(compact)
+    if not m:
+        return None
+    prefix, base, rate = m.group("prefix"), m.group("base"), bool(m.group("rate"))
+    is_byte = base == "B" or base in _BYTE_WORDS
+    letters = re.sub(r"[^A-Za-z]", "", compact)
+    if base == "b" and prefix and letters == letters.lower():
+        kind = "rate" if rate else "size"
+        up = prefix[0].upper() + prefix[1:]
+        raise ValueError(f"{name}: {unit!r} reads two ways (all lower case): {up}B"
+                         f"{'/s' if rate else ''} (bytes) or {up}b{'ps' if rate else ''} (bits, 8× "
+                         f"smaller); write the {kind} with B for bytes or b for bits")
+    if base == "b" and not prefix and letters == letters.lower() and compact in ("b", "bps", "b/s"):
+        raise ValueError(f"{name}: {unit!r} reads two ways: B is a byte and b a bit; write B or "
+                         f"bytes{'/s' if rate else ''} for bytes, bit{'/s' if rate else ''} for bits")
+    if prefix not in _PREFIXES:
+        why = _WRONG_PREFIX.get(prefix) or _WRONG_PREFIX.get(prefix[:1])
+        detail = f"{prefix} is {why}" if why else f"{prefix!r} is not a prefix"
+        raise ValueError(f"{name}: cannot read the unit {unit!r}: {detail}; {_DATA_HINT}")
+    factor = _PREFIXES[prefix] * (1.0 if is_byte else 1 / 8)
+    return factor, rate
+
+
+#: sizes the field labels and the old tables name (bytes), kept for readers of the labels
+_BYTE_UNITS = {"B": 1.0, "KB": KB, "kB": KB, "MB": MB, "GB": GB, "TB": TB, "PB": PB,
+               "KiB": KiB, "MiB": MiB, "GiB": GiB, "TiB": TiB, "PiB": PiB}
 _TIME_UNITS = {
     "ns": ns, "us": us, "µs": us, "ms": ms,
     "s": s, "sec": s, "secs": s, "second": s, "seconds": s,
@@ -228,11 +299,11 @@ def _split(text: object, name: str) -> tuple[float, str]:
         return finite_number(name, text), ""
     if not isinstance(text, str):
         raise ValueError(f"{name} must be text such as '1GiB' or '90s', got {text!r}")
-    match = re.fullmatch(rf"\s*{_NUMBER}\s*([^\d\s].*?)?\s*", text)
+    match = re.fullmatch(rf"\s*{_NUMBER}\s*([^\d\s,].*?)?\s*", text)
     if not match:
         raise ValueError(f"{name}: cannot read {text!r} as a number with a unit")
     try:
-        value = finite_number(name, float(match.group(1)))
+        value = finite_number(name, float(match.group(1).replace(",", "")))
     except ValueError:
         raise ValueError(f"{name}: {text!r} is not a finite number below 1e+30") from None
     return value, (match.group(2) or "").strip()
@@ -247,58 +318,67 @@ def _parse(text: object, name: str, table: dict[str, float], what: str, hint: st
     return _scaled(value, factor, name, text)
 
 
-def _scaled(value: float, factor: float, name: str, text: object) -> float:
+def _scaled(value: float, factor: float, name: str, text: object, base: str = "") -> float:
     out = value * factor
     if not math.isfinite(out) or abs(out) >= 1e30:
-        raise ValueError(f"{name}: {text!r} is not a finite number below 1e+30 in base units")
+        limit = f"1e+30 {base}".strip()
+        raise ValueError(f"{name}: {text!r} is too large: the course computes with values below {limit}")
     return out
 
 
 def parse_bytes(text: str, name: str = "size") -> float:
-    """Read a size such as ``1GiB``, ``512 MB`` or ``4096`` (bytes) into bytes.
+    """Read a size such as ``1GiB``, ``512 MB``, ``4096`` (bytes) or ``8Gb`` (bits) into bytes.
 
     Parameters
     ----------
     text : str
-        A number and an optional unit: B, KB, MB, GB, TB, PB (powers of 10) or KiB, MiB,
-        GiB, TiB (powers of 2); a plain number is bytes.
+        A number and an optional unit: B, kB/KB, MB, GB, TB, PB (powers of 10) or KiB, MiB,
+        GiB, TiB (powers of 2); ``b`` or ``bit`` is a bit (``8Gb`` is 1 GB); a plain number
+        is bytes. Case is the meaning: an all-lower-case ``gb`` is refused (bytes or bits?).
     name : str
         What the value is, named in the error message (the CLI passes ``"--size"``).
 
     Raises
     ------
     ValueError
-        Naming ``name``: text that is not a number, an unknown unit, or a magnitude that
-        would overflow.
+        Naming ``name``: text that is not a number, an unknown or ambiguous unit, a rate, or a
+        magnitude that would overflow.
 
     Examples
     --------
-    >>> parse_bytes("1GiB"), parse_bytes("2.5 GB"), parse_bytes("4096")
-    (1073741824.0, 2500000000.0, 4096.0)
+    >>> parse_bytes("1GiB"), parse_bytes("2.5 GB"), parse_bytes("4096"), parse_bytes("8Gb")
+    (1073741824.0, 2500000000.0, 4096.0, 1000000000.0)
     """
-    return _parse(text, name, _BYTE_UNITS, "unit", "use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB "
-                  "(a plain number is bytes)")
+    value, unit = _split(text, name)
+    if not unit:
+        return _scaled(value, 1.0, name, text, "bytes")
+    found = data_unit(unit, name)
+    if found is None or found[1]:
+        what = "a rate; a size has no /s" if found else "not a size unit"
+        raise ValueError(f"{name}: {unit!r} in {text!r} is {what}; write e.g. 1GiB, 512MB, 4096 "
+                         "(bytes) or 8Gb (bits)")
+    return _scaled(value, found[0], name, text, "bytes")
 
 
 def parse_rate(text: str, name: str = "bandwidth") -> float:
-    """Read a bandwidth such as ``25GB/s``, ``1.5 TiB/s`` or ``400Gbps`` into bytes/s.
+    """Read a bandwidth such as ``25GB/s``, ``25GBps``, ``1.5 TiB/s`` or ``400Gbps`` into bytes/s.
 
-    ``Gbps`` and ``Gbit/s`` are bits per second (divided by 8); ``GB/s`` is bytes.
+    B is a byte and b a bit: ``GB/s``, ``GBps`` and ``GByte/s`` are bytes, ``Gbps``, ``Gb/s``
+    and ``Gbit/s`` bits (divided by 8). A unit that reads two ways (``gbps``) is refused.
 
     Examples
     --------
-    >>> parse_rate("25GB/s"), parse_rate("400Gbps")
-    (25000000000.0, 50000000000.0)
+    >>> parse_rate("25GB/s"), parse_rate("25GBps"), parse_rate("400Gbps"), parse_rate("400 Gbit/s")
+    (25000000000.0, 25000000000.0, 50000000000.0, 50000000000.0)
     """
     value, unit = _split(text, name)
-    key = unit.lower().replace(" ", "")
-    if key in _BIT_RATE_UNITS:
-        return _scaled(value, _BIT_RATE_UNITS[key], name, text)
-    for suffix in ("/s", "ps", "/sec"):
-        if key.endswith(suffix) and key[: -len(suffix)] in _BYTE_UNITS:
-            return _scaled(value, _BYTE_UNITS[key[: -len(suffix)]], name, text)
-    raise ValueError(f"{name}: unknown unit {unit!r} in {text!r}; use e.g. GB/s, GiB/s, TB/s "
-                     "(bytes) or Gbps (bits)")
+    found = data_unit(unit, name) if unit else None
+    if found is None or not found[1]:
+        what = ("a size; a bandwidth needs /s or ps" if found else
+                "a plain number; give its unit" if not unit else "not a bandwidth unit")
+        raise ValueError(f"{name}: {text!r} is {what}, e.g. 25GB/s or 25GBps (bytes), 1.5TiB/s, "
+                         "400Gbps or 400Gbit/s (bits)")
+    return _scaled(value, found[0], name, text, "bytes/s")
 
 
 def parse_seconds(text: str, name: str = "duration") -> float:
@@ -388,9 +468,7 @@ def field_unit(label: str) -> tuple[str, str, float] | None:
     elif label.endswith("%"):
         unit = "%"
     else:  # a size or a rate named among the words ("MB per rank", "ckpt GB/s")
-        words = [w for w in label.split() if w.lower() not in ("", "b", "byte", "bytes")]
-        unit = next((w for w in reversed(words) if w.lower() in _BYTE_UNITS
-                     or (w.lower().endswith("/s") and w.lower()[:-2] in _BYTE_UNITS)), "")
+        unit = next((w for w in reversed(label.split()) if _label_data_unit(w)), "")
         if not unit:
             return None
     if unit == "%":
@@ -399,11 +477,20 @@ def field_unit(label: str) -> tuple[str, str, float] | None:
         return unit, "count", _FIELD_COUNTS[unit]
     if unit in _TIME_UNITS:
         return unit, "time", _TIME_UNITS[unit]
-    if unit.lower() in _BYTE_UNITS and unit.lower() not in ("", "b"):
-        return unit, "bytes", _BYTE_UNITS[unit.lower()]
-    if unit.lower().endswith("/s") and unit.lower()[:-2] in _BYTE_UNITS and unit.lower()[:-2]:
-        return unit, "rate", _BYTE_UNITS[unit.lower()[:-2]]
+    found = _label_data_unit(unit)
+    if found:
+        return unit, ("rate" if found[1] else "bytes"), found[0]
     return None
+
+
+def _label_data_unit(word: str) -> tuple[float, bool] | None:
+    """A label's size or rate unit (not a bare ``B``, which a label uses for billions)."""
+    if word in ("B", "b", "byte", "bytes"):
+        return None
+    try:
+        return data_unit(word, "label")
+    except ValueError:
+        return None
 
 
 def parse_in_unit(text: object, unit: str | None = None, kind: str | None = None, *,
@@ -431,8 +518,9 @@ def parse_in_unit(text: object, unit: str | None = None, kind: str | None = None
     Raises
     ------
     ValueError
-        Naming ``name`` and echoing ``text``: not a number, a unit of another kind, or a
-        magnitude of 1e30 or more in base units.
+        Naming ``name`` and echoing ``text``: not a number, a unit of another kind or one that
+        reads two ways (``gb``), or a magnitude the course does not compute with (said in the
+        field's unit).
 
     Examples
     --------
@@ -457,39 +545,47 @@ def parse_in_unit(text: object, unit: str | None = None, kind: str | None = None
         value, typed = _split(text, name)
     except ValueError as exc:
         if "finite number" in str(exc):
-            raise ValueError(f"{name}: {shown!r} is beyond the largest magnitude the course "
-                             "computes with (1e30 in base units)") from None
+            raise ValueError(_too_large(name, shown, unit, size)) from None
         raise ValueError(f"{name}: cannot read {shown!r} as a number"
                          + (f" in {unit}" if unit else "")) from None
     hint = f"type a number in {unit}" if unit else "type a plain number"
     if not typed:
-        return _checked(value, size, name, shown), False
+        return _checked(value, size, name, shown, unit), False
     if kind == "percent":
         if typed == "%":
-            return _checked(value, size, name, shown), False
+            return _checked(value, size, name, shown, unit), False
         raise ValueError(f"{name}: cannot read {shown!r}; type a percentage such as 40 or 40%")
-    table = {"time": _TIME_UNITS, "bytes": _BYTE_UNITS, "count": _COUNT_UNITS}.get(kind or "")
-    if kind == "rate":
-        try:
-            base = parse_rate(text, name)
-        except ValueError:
-            raise ValueError(f"{name}: cannot read {shown!r} as a bandwidth; {hint} or with a "
-                             "unit such as GB/s, TB/s or Gbps (bits)") from None
-        return _checked(base / size, size, name, shown), True
+    if kind in ("rate", "bytes"):
+        found = data_unit(typed, name)   # raises for a unit that reads two ways
+        if found is None or found[1] != (kind == "rate"):
+            what = "a bandwidth" if kind == "rate" else "a size"
+            raise ValueError(f"{name}: cannot read {shown!r} as {what}; {hint} or with a unit such "
+                             f"as {_EXAMPLES[kind]}")
+        return _checked(value * found[0] / size, size, name, shown, unit), typed != unit
+    table = {"time": _TIME_UNITS, "count": _COUNT_UNITS}.get(kind or "")
     key = typed if kind == "time" and typed in ("µs",) else typed.lower()
-    if table is None or key not in table or (kind == "bytes" and key in ("",)):
+    if table is None or key not in table:
         raise ValueError(f"{name}: cannot read {shown!r}: {typed!r} is not a unit of this field; "
                          f"{hint}" + (f" or with a unit such as {_EXAMPLES[kind]}" if kind in _EXAMPLES else ""))
-    return _checked(value * table[key] / size, size, name, shown), typed != unit
+    return _checked(value * table[key] / size, size, name, shown, unit), typed != unit
 
 
 _FIELD_KINDS = (None, "time", "bytes", "rate", "count", "percent")
 _EXAMPLES = {"time": "90 s, 30 min, 24 h, 3 d", "bytes": "512 MiB, 24 TiB, 1.2 TB",
-             "count": "70B, 2T, 1.5M"}
+             "count": "70B, 2T, 1.5M", "rate": "GB/s, GBps, TB/s, Gbps or Gbit/s (bits)"}
 
 
-def _checked(value: float, size: float, name: str, shown: object) -> float:
+def _too_large(name: str, shown: object, unit: str | None, size: float) -> str:
+    """The message for a magnitude the course does not compute with, in the field's unit."""
+    limit = 1e30 / size
+    if unit == "%":
+        where = f"{limit:.3g} %"
+    else:
+        where = f"{limit:.3g}" + (f" {unit}" if unit else "")
+    return f"{name}: {shown!r} is too large; this field takes values below {where}"
+
+
+def _checked(value: float, size: float, name: str, shown: object, unit: str | None = None) -> float:
     if not math.isfinite(value) or abs(value * size) >= 1e30:
-        raise ValueError(f"{name}: {shown!r} is beyond the largest magnitude the course computes "
-                         "with (1e30 in base units)")
+        raise ValueError(_too_large(name, shown, unit, size))
     return value

@@ -84,7 +84,10 @@ def _note_html(message: str) -> str:
 
 
 def _plain(x: float) -> str:
-    """A number as a learner would type it: ``-1``, ``0.25``, ``1e+30``."""
+    """A number as a learner would type it: ``-1``, ``0.25``, ``1,073,741,824``, ``1e+30``
+    (a whole number is written out, as the course prints counts, and the boxes read it back)."""
+    if float(x).is_integer() and abs(x) < 1e16:
+        return f"{int(x):,}"
     return f"{x:.6g}"
 
 
@@ -219,13 +222,14 @@ class SliderReadout(NumberText):
         return (s.base ** s.min, s.base ** s.max) if self.logarithmic else (s.min, s.max)
 
     def shown(self, value: Any) -> str:
-        """The slider's value as the readout shows it (its ``readout_format`` when that reads
-        back as the same number, else six significant digits)."""
+        """The slider's value as the readout shows it: its ``readout_format`` when that keeps the
+        number within 0.5 % (``28.79`` for 28.7946, issue 42), else six significant digits.
+        Typing back the text shown keeps the slider's exact value (:meth:`read`)."""
         if self.selection:
             return self.slider.label
         try:
             text = format(value, self.slider.readout_format)
-            if math.isclose(float(text), value, rel_tol=1e-9, abs_tol=0.0):
+            if math.isclose(float(text), value, rel_tol=5e-3, abs_tol=0.0):
                 return text
         except (TypeError, ValueError):
             pass
@@ -258,7 +262,23 @@ class SliderReadout(NumberText):
             listed = ", ".join(labels)
             raise FieldError(f"{self.label} must be one of {listed}; got {shown}")
         self.minimum, self.maximum = self._bounds()
+        if shown == self.shown(self.slider.value):  # the text shown for the slider's own value
+            return self.slider.value, None
         return super().read()
+
+    def _range(self) -> str:
+        """The slider's ends as a learner reads them: a log slider's ends (10 ** -0.3 =
+        0.501187...) rounded inward to 4 significant digits (issue 42: "[0.501187, 31.6228]"),
+        so every value the message allows is accepted."""
+        if not self.logarithmic:
+            return super()._range()
+
+        def inward(x: float, up: bool) -> str:
+            if float(x).is_integer():
+                return _plain(x)
+            scale = 10 ** (3 - math.floor(math.log10(abs(x))))
+            return f"{(math.ceil(x * scale) if up else math.floor(x * scale)) / scale:g}"
+        return f"in [{inward(self.minimum, True)}, {inward(self.maximum, False)}]"
 
     def on_steps(self, value: Any) -> bool:
         """Whether ``value`` is one of the slider's steps (or its maximum)."""
@@ -343,6 +363,33 @@ _NUMBER_IN_TEXT = re.compile(
     r"(?<![\w.])[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?(?![\w.])")
 
 
+#: the model's names for what a learner sees under another label (issue 42): said in the
+#: learner's words wherever a model's message reaches a widget
+_LEARNER_WORDS = (
+    (r"; or pass n_systems", ""),
+    (r"\(or None for its default\)", "(or “chip default”)"),
+    (r"must be None or 1 for", "must be 1 for"),
+    (r"\blnc=(\d+)", r"LNC \1"), (r"(?<![\w-])lnc(?![\w-])", "LNC"),
+    (r"\bn_heads \(", "the attention heads ("), (r"\bn_kv_heads \(", "the key/value heads ("),
+    (r"\bn_layers \(", "the layers ("), (r"\bn_systems\b", "systems"), (r"\bn_chips\b", "chips"),
+    (r"\btp × pp × dp × ep\b", "TP × PP × DP × EP"), (r"\bexpert_tp\b", "expert TP"),
+    (r"(?<![\w-])(tp|pp|dp|ep)(?=[ =])", lambda m: m.group(1).upper()),
+    (r"\bvirtual_stages\b", "virtual stages"),
+)
+#: a model's message that starts with the name of one of its inputs ("chip_mtbf_s: the job
+#: fails ...") after a widget has said which box changed: the name goes
+_LEADING_NAME = re.compile(r"^[a-z]+(?:_[a-z0-9]+)+: ")
+
+
+def learner_words(message: str) -> str:
+    """A model's message with its parameter names in the words a widget shows (``lnc`` → LNC,
+    ``n_heads`` → attention heads, no "pass n_systems", no Python ``None``)."""
+    message = _LEADING_NAME.sub("", message)
+    for pattern, words in _LEARNER_WORDS:
+        message = re.sub(pattern, words, message)
+    return message
+
+
 def in_field_words(message: str, control: W.Widget | None) -> str:
     """A model's ``ValueError`` message, said in the words of the control that changed.
 
@@ -352,7 +399,7 @@ def in_field_words(message: str, control: W.Widget | None) -> str:
     Otherwise the label and what was typed lead the model's message.
     """
     if control is None or not getattr(control, "description", ""):
-        return message
+        return learner_words(message)
     label = control.description
     typed = str(control.value).strip() if not isinstance(control, W.Dropdown) else control.label
     if isinstance(control, NumberText):
@@ -368,7 +415,7 @@ def in_field_words(message: str, control: W.Widget | None) -> str:
                 rule = _NUMBER_IN_TEXT.sub(
                     lambda n: _plain(float(n.group().replace(",", "")) / size), m.group("rule"))
                 return f"{label} must {rule}; got {typed}"
-    return f"{label} = {typed}: {message}"
+    return f"{label} = {typed}: {learner_words(message)}"
 
 
 def apply_relevance(controls: dict[str, W.Widget], relevance: Callable[[dict], Mapping[str, str]] | None,
@@ -508,7 +555,8 @@ class Explorer:
                 if hasattr(self, "_chart_box"):
                     self._chart_box.children = [self.chart]
             else:
-                self._push(spec)
+                # a menu's change may bring new words (legend entries) that need a new layout
+                self._push(spec, relayout=isinstance(owner, (W.Dropdown, W.ToggleButtons, W.RadioButtons)))
         self.error.value = ""
         self.notes.value = "".join(_note_html(n) for n in [*self._said, *notes])
         self._said = []
@@ -517,7 +565,7 @@ class Explorer:
         self._show_stale(False)
         self.updates += 1
 
-    def _push(self, live: tuple[dict, dict, Any]) -> None:
+    def _push(self, live: tuple[dict, dict, Any], relayout: bool = False) -> None:
         """Show a chart (its :func:`_live_of` parts) in the chart on screen: when only its data
         and title changed (the usual case: one control moved), send those alone (Vega swaps the
         datasets and the title signal in the view already drawn); otherwise send the whole spec
@@ -527,7 +575,12 @@ class Explorer:
         self._live = (template, datasets, title)
         full = _with_live_parts(template, datasets, title)
         if (template is not old_template and template != old_template) or \
+                (relayout and _words(datasets) != _words(old_datasets)) or \
                 os.environ.get("TRAINIUM_LAB_FULL_CHART_UPDATES") == "1":
+            # a menu that brings new words into the data (legend entries: 02's "FP8 E5M2,
+            # stochastic rounding") needs a new layout, which Vega makes when it draws a spec
+            # (issue 42: they were cut at the chart's edge); a slider keeps the fast path (07's
+            # "chosen: 5" redrawn on every press took its median from 32 to 50 ms)
             # (the environment variable restores the old way, for tools/benchmarks/browser.py)
             self.chart.spec = full
             return
@@ -615,6 +668,19 @@ class Explorer:
         return bundle
 
 
+#: most data rows whose words :func:`_words` compares (a larger chart keeps the fast path)
+_WORDS_MAX_ROWS = 2000
+
+
+def _words(datasets: dict) -> frozenset | None:
+    """The text values of a chart's datasets (what its legend and labels can show), or ``None``
+    for data too large to compare cheaply."""
+    if sum(len(rows) for rows in datasets.values() if isinstance(rows, list)) > _WORDS_MAX_ROWS:
+        return None
+    return frozenset(v for rows in datasets.values() if isinstance(rows, list) for row in rows
+                     if isinstance(row, dict) for v in row.values() if isinstance(v, str))
+
+
 _TITLE_PARAM = "tl_title"
 _DATASET_NAME = re.compile(r'"data-[0-9a-f]{32}"')
 
@@ -634,6 +700,11 @@ def _live_parts(spec: dict) -> tuple[dict, dict, Any]:
     text = _DATASET_NAME.sub(lambda m: names[m.group()], text)
     spec = json.loads(text)
     datasets = spec.pop("datasets", {}) or {}
+    # Vega lays a view out once: an update that swaps only the data and the title kept the first
+    # layout, so a longer title, wider axis labels or a longer legend were cut at the chart's
+    # edge (issue 42: 6 explorers). ``resize`` lays it out again after each update.
+    autosize = spec.get("autosize") or {"type": "pad"}
+    spec["autosize"] = {**({"type": autosize} if isinstance(autosize, str) else autosize), "resize": True}
     title = spec.get("title")
     if title is not None and (isinstance(title, (str, list)) or
                               (isinstance(title, dict) and isinstance(title.get("text"), (str, list)))):
@@ -696,6 +767,10 @@ def _with_live_parts(template: dict, datasets: dict, title: Any) -> dict:
     return spec
 
 
+#: ipywidgets' margin around every control (``--jp-widgets-margin``, 2 px in ipywidgets 8)
+WIDGET_MARGIN_PX = 2
+
+
 def control_grid(controls: Sequence[W.Widget], columns: int) -> W.GridBox:
     """Controls in a grid of at most ``columns`` columns that wraps on a narrow page; every
     label wide enough for its text (one width for the grid) and titled with it."""
@@ -740,9 +815,13 @@ def control_grid(controls: Sequence[W.Widget], columns: int) -> W.GridBox:
         elif not width:
             item.layout.width = f"{cell}px"
         cells.append(item)
+    # a grid track holds a control and its margins (ipywidgets' --jp-widgets-margin on each side):
+    # tracks of the control's width alone let the right-most control stick 2 px past the grid's
+    # box, which cut its right border (issue 42, 17 explorers)
+    track = cell + 2 * WIDGET_MARGIN_PX
     return W.GridBox(cells, layout=W.Layout(
-        grid_template_columns=f"repeat(auto-fill, {cell}px)", grid_gap=f"4px {_GAP_PX}px",
-        max_width=f"{columns * cell + (columns - 1) * _GAP_PX}px", width="100%"))
+        grid_template_columns=f"repeat(auto-fill, {track}px)", grid_gap=f"4px {_GAP_PX}px",
+        max_width=f"{columns * track + (columns - 1) * _GAP_PX}px", width="100%"))
 
 
 class SearchInputs:
@@ -769,6 +848,7 @@ class SearchInputs:
                                tooltip=f"{button}: search with these inputs")
         self.status = W.HTML()
         self.changed: W.Widget | None = None
+        self._before_error: str | None = None  # the status line before a typing error
         self._relevance = relevance
         self.grid = control_grid(list(self.controls.values()) + [self.button], columns)
         self._tooltips = {n: c.tooltip for n, c in self.controls.items()}
@@ -785,11 +865,16 @@ class SearchInputs:
             return
         self.changed = readout.slider
         try:
-            readout.commit()
+            moved = readout.commit()
         except ValueError as exc:
             self.fail(exc)
             if self.on_change is not None:
                 self.on_change()
+            return
+        if not moved and self._before_error is not None:
+            # the slider's own value typed again (issue 42: "29" after "1.5"): the error about
+            # the readout goes, and the status line says again what it said before it
+            self.status.value, self._before_error = self._before_error, None
 
     def _apply_relevance(self) -> None:
         apply_relevance(self.controls, self._relevance, self._tooltips)
@@ -812,6 +897,7 @@ class SearchInputs:
                 return
         shown = getattr(self.changed, "label", None) if isinstance(self.changed, W.Dropdown) \
             else self.changed.value
+        self._before_error = None
         self.status.value = _note_html(
             f"{self.changed.description} changed to {shown}: click “{self.button.description}” "
             "to search again; the result below is for the previous inputs.")
@@ -821,9 +907,12 @@ class SearchInputs:
     def fail(self, exc: ValueError) -> str:
         """Show a search's ``ValueError`` in the status line, in the changed field's words."""
         message = str(exc) if isinstance(exc, FieldError) else in_field_words(str(exc), self.changed)
+        if self._before_error is None:
+            self._before_error = self.status.value
         self.status.value = error_html(message + " — the result below is for the previous inputs.")
         return message
 
     def done(self, message: str) -> None:
         self.changed = None
+        self._before_error = None
         self.status.value = html.escape(message)

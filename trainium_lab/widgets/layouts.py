@@ -103,7 +103,9 @@ def layout_explorer(model: str = "llama3-405b", tp: int = 64, pp: int = 4, dp: i
         "mfu_pct": W.FloatSlider(value=round(100 * sizing.default_mfu()), min=5, max=100, step=1, description="MFU %"),
         "show_map": W.Checkbox(value=show_map, description="rank map"),
     }
-    return Explorer(controls, _evaluate, _render_layout, _describe_layout, columns=3)
+    from trainium_lab.widgets.topology import offer_system
+
+    return Explorer(controls, _evaluate, _render_layout, _describe_layout, columns=3, offer=offer_system)
 
 
 # --------------------------------------------------------------------- planner
@@ -120,12 +122,19 @@ def _lnc_follows_system(system: W.Dropdown, lnc: W.Dropdown, search: SearchInput
             has_default = True
         except ValueError:
             has_default = False
-        options = ([("chip default", DEFAULT)] if has_default else []) + [("1", 1), ("2", 2)]
+        offered = [int(o) for o in cores.lnc_options(_system_chip(system.value))] or [1]  # Trn1: 1 only
+        options = ([("chip default", DEFAULT)] if has_default else []) + [(str(o), o) for o in offered]
         if tuple(tuple(o) for o in lnc.options) == tuple(options):
             return
         old = lnc.value
         lnc.options = options
-        if old == DEFAULT and not has_default:
+        if old not in (DEFAULT, *offered):  # issue 42: LNC 2 kept on a Trn1 failed at once
+            lnc.value = DEFAULT if has_default else offered[0]
+            if search is not None:
+                search.status.value = (f"<div style='color:#555'>ℹ LNC set to {html.escape(lnc.label)}: "
+                                       f"{html.escape(system.value)}'s chip offers LNC "
+                                       f"{', '.join(map(str, offered))}.</div>")
+        elif old == DEFAULT and not has_default:
             lnc.value = 2
             if search is not None:
                 search.status.value = ("<div style='color:#555'>ℹ LNC set to 2: no AWS page states "

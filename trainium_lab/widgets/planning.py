@@ -56,7 +56,7 @@ class PlanningWorksheet(Explorer):
         controls = {
             "tokens_b": number("tokens (B)", tokens_b, minimum=0, exclusive_minimum=True),
             "mfu_pct": W.FloatSlider(value=100 * D["mfu"], min=5.0, max=100.0, step=1.0, description="MFU %"),
-            "usd_per_hour": number("USD/inst-h", usd_per_hour, minimum=0,
+            "usd_per_hour": number("USD/inst-h", usd_per_hour, minimum=0, exclusive_minimum=True,
                                    tooltip="price per instance-hour, USD (an assumption)"),
             # the plan's own bandwidth: chips × per-chip share up to the storage limit (planning)
             "ckpt_gb_per_s": number("ckpt GB/s",

@@ -41,7 +41,7 @@ def checkpoint_explorer(write_s: float = 90.0, mtbf_h: float = 24.0, restart_min
     """
     state: dict = {"key": None, "table": None}
     controls = {
-        "write_s": number("write (s)", write_s, minimum=0,
+        "write_s": number("write (s)", write_s, minimum=0, exclusive_minimum=True,
                           tooltip="write (s): time to write one checkpoint"),
         "mtbf_h": number("job MTBF (h)", mtbf_h, minimum=0, exclusive_minimum=True,
                          tooltip="job MTBF (h): mean time between failures of the whole job"),

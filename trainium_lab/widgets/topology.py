@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import html
+import math
 from dataclasses import dataclass
 
 import ipywidgets as W
@@ -128,7 +129,10 @@ def latency_sweep_explorer() -> Explorer:
     efa = specs.link("trn2-efa")
     controls = {
         "level": W.Dropdown(options=list(_sweep_levels()), value="efa (trn2-efa)", description="level"),
-        "n": W.IntSlider(value=16, min=1, max=64, description="chips (n)"),
+        # a ring of one chip sends nothing: its time is 0, which a log axis cannot draw (issue 42:
+        # the slider's minimum drew an empty chart), so the sweep starts at 2
+        "n": W.IntSlider(value=16, min=2, max=64, description="chips (n)",
+                         tooltip="chips (n): ranks in the ring, 2 or more (one chip sends nothing)"),
         "latency_us": number("α (µs)", (efa.latency_s or 0.0) / us, minimum=0,
                              tooltip="α (µs): latency per step of the ring, microseconds"),
         "collective": W.Dropdown(options=["all_reduce", "reduce_scatter", "all_gather", "all_to_all"],
@@ -178,7 +182,8 @@ def _placement_costs(size_bytes: float, *placement) -> pd.DataFrame:
 def _place(system, lnc, tp, pp, dp, ep, ordering, colour_by, highlight, size_mb):
     if tp * pp * dp * ep > MAX_MAP_RANKS:
         raise ValueError(f"TP × PP × DP × EP = {tp * pp * dp * ep:,} ranks: the map draws at most "
-                         f"{MAX_MAP_RANKS:,}; the model itself (topology.place) has no such limit")
+                         f"{MAX_MAP_RANKS:,}; the calculation itself has no such limit (use smaller degrees "
+                         "to see the map)")
     p = _placement(system, lnc, tp, pp, dp, ep, ordering)
     size = float(size_mb) * MB
     costs = _placement_costs(size, system, lnc, tp, pp, dp, ep, ordering)
@@ -243,7 +248,55 @@ def placement_explorer(tp: int = 64, pp: int = 4, dp: int = 2, ep: int = 1,
         "size_mb": number("MB per rank", 2 * 4096 * 16384 / MB, minimum=0, exclusive_minimum=True,
                           tooltip="MB per rank: size of each rank's all-reduce, MB (10^6 bytes)"),
     }
-    return Explorer(controls, _place, _render_placement, _describe_placement, columns=3)
+    return Explorer(controls, _place, _render_placement, _describe_placement, columns=3,
+                    offer=offer_system)
+
+
+def _offer_lnc(explorer: Explorer) -> None:
+    """The LNC menu offers what the system's chip supports (Trainium1: 1 only); a value the new
+    chip lacks is changed and the change said, never left to fail (issue 42)."""
+    from trainium_lab import cores
+
+    system, lnc = explorer.controls["system"], explorer.controls["lnc"]
+    chip = specs.system(system.value).chip
+    options = [int(o) for o in cores.lnc_options(chip.key)] or [1]
+    if list(lnc.options) == options:
+        return
+    old = lnc.value
+    lnc.options = options
+    lnc.value = old if old in options else options[0]
+    if lnc.value != old:
+        explorer.say(f"LNC set to {lnc.value}: {chip.name} offers LNC {', '.join(map(str, options))}.")
+
+
+def _fit_dp_to_system(explorer: Explorer) -> None:
+    """When the system menu changes to one whose system holds another number of ranks (a Trn3 Gen2
+    UltraServer: 576 at LNC 2), DP becomes the smallest degree that fills whole systems, and the
+    change is said; a DP the learner types is never rewritten (issue 42)."""
+    system = explorer.controls["system"].value
+    last, explorer._last_system = getattr(explorer, "_last_system", system), system
+    if last == system:
+        return
+    dp = explorer.controls["dp"]
+    try:
+        per_system = topology.cluster(system, 1, explorer.controls["lnc"].value).ranks_per_system
+        others = math.prod(int(explorer.controls[k].read()[0]) for k in ("tp", "pp", "ep") if k in explorer.controls)
+        fits = (others * int(dp.read()[0])) % per_system == 0
+    except (ValueError, TypeError):
+        return   # the update that follows names the bad input
+    if fits:
+        return
+    new = per_system // math.gcd(others, per_system)
+    dp.value = new
+    explorer.say(f"DP set to {new}: one {system} holds {per_system:,} ranks at LNC "
+                 f"{explorer.controls['lnc'].value}, so TP × PP × DP × EP must fill whole systems.")
+
+
+def offer_system(explorer: Explorer) -> None:
+    """An explorer with system, LNC and degree controls: the LNC menu follows the chip and DP
+    fills whole systems when the system changes (both said, never silent)."""
+    _offer_lnc(explorer)
+    _fit_dp_to_system(explorer)
 
 
 # --------------------------------------------------------------------- data-parallel threshold (issue 15)
