@@ -495,7 +495,7 @@ def _reality_rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
          "TTFT ≈ FLOPs / (peak · η)", f"η ≈ {reality.parameter('prefill_efficiency'):.0%}"),
         ("05", COVERS_REALITY["mfu"], "Plan at the calibrated planner MFU and carry its range: the MFU at which "
          "the layout model's tokens/s match AWS's Trn1 runs", "planner MFU: fitted, step model ÷ measured tokens/s = 1",
-         f"{pm.value:.1%} ({pm.low:.1%} to {pm.high:.1%} over the single runs)"),
+         f"planner default {pm.value:.1%} ({pm.low:.1%} to {pm.high:.1%} over the single runs)"),
         ("03", COVERS_REALITY["collective"], "A collective pays a latency floor and reaches a fraction of the link "
          "figure; check a nccom-test 'GB/s' as size ÷ time", "t ≈ t0 + steps · α + bytes / (η · B)",
          f"Trn1 (NCCOM-TEST guide): tool launch ≈ {reality.parameter('nccom_launch_s') * 1e6:.0f} µs, "
