@@ -235,11 +235,7 @@ RELEASE = re.compile(r"\b2\.\d\d\b")
 #: 2026-12-06 by this test; see the h40 report). Delete a pair once its chapter states the status: the
 #: test fails on a stale pair as it does on a new one, so the list only shrinks.
 KNOWN_OUTSTANDING = {
-    ("04_sizing.ipynb", "nxd-training"),
     ("09_serving.ipynb", "nxd-inference"),
-    ("11_capstone.ipynb", "nxd-inference"),
-    ("docs/cheatsheet.md", "nxd-inference"),
-    ("docs/cheatsheet.md", "nxd-training"),
 }
 
 

@@ -174,7 +174,9 @@ def rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
          "HBM × 0.65 ÷ 16 B", f"Trn2 {sizing.usable_state_bytes_per_chip('trn2') / 16 / 1e9:.1f}B params, "
          f"Trn3 {sizing.usable_state_bytes_per_chip('trn3') / 16 / 1e9:.1f}B"))
     nxd_sharded, nxd_whole = sizing.recipe_split("nxd-standard-mixed-precision", 1)
-    add(("04", ("nxd standard mixed precision (zero-1)",), "NxD's Standard Mixed Precision (legacy NxD, "
+    from trainium_lab import components
+    add(("04", ("nxd standard mixed precision (zero-1)",), "NxD's Standard Mixed Precision (NxD training, "
+         f"{components.status_label('nxd-training')}; "
          "ZeRO-1): FP32 master weights, optimizer states and gradient accumulation",
          "bytes/param = whole + sharded ÷ DP",
          f"{nxd_sharded + nxd_whole:g} B/param, {nxd_whole:g} of them unsharded; 8B on 16 chips: "
@@ -184,7 +186,8 @@ def rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
          "(forward 2, backward 4); for a mixture of experts N counts the active parameters", "C ≈ 6 · N_active · D",
          f"8B params on 1T tokens: {sizing.training_flops(8e9, 1e12):.1e} FLOPs; Qwen3-235B-A22B "
          f"({qwen_job.active_params / 1e9:.0f}B active): {qwen_job.flops:.1e}"))
-    add(("04", ("one chip-day at 40 % mfu",), "One chip-day at 40 % MFU", "C × 0.4 × 86,400 s",
+    add(("04", ("one chip-day at 40 % mfu",), "One chip-day at 40 % MFU (the teaching value: a round number to "
+         "compute with, never a plan)", "C × 0.4 × 86,400 s",
          f"Trn2: {t2.dense_flops_per_s['bf16'] * 0.4 * day:.1e} FLOPs"))
     p70 = sizing.preset("llama3-70b")
     c70 = sizing.activation_coefficients(p70.n_heads, p70.d_model, **sizing.activation_options(p70))
@@ -198,10 +201,11 @@ def rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
     add(("05", ("c/w of a level",), "C/W of a level: FLOPs a chip must do per byte it sends",
          "chip FLOP/s ÷ bandwidth per chip", f"Trn2: {lv2['instance']:,.0f} (instance), {lv2['ultraserver']:,.0f} "
          f"(ring), {lv2['efa']:,.0f} (EFA)"))
-    b_star = parallelism.dp_compute_bound_tokens(t2.dense_flops_per_s["bf16"], efa, n=16, mfu=sizing.TEACHING_MFU)
+    m_cal = sizing.default_mfu()   # the calibrated planner MFU: the one the chapters plan with
+    b_star = parallelism.dp_compute_bound_tokens(t2.dense_flops_per_s["bf16"], efa, n=16, mfu=m_cal)
     add(("05", ("dp hides its all-reduce when tokens per replica",), "DP hides its all-reduce when each replica's "
          "backward window (one micro-batch if accumulating) carries enough tokens",
-         "b* = (n−1)/n · (g/2) · MFU · C/W", f"16 replicas over Trn2 EFA at 40 % MFU: {b_star:,.0f} tokens"))
+         "b* = (n−1)/n · (g/2) · MFU · C/W", f"16 replicas over Trn2 EFA at the calibrated MFU ({m_cal:.1%}): {b_star:,.0f} tokens"))
     tp = parallelism.tp_limit_table(("llama3-405b",), ("trn2-ultraserver",))
     lim = dict(zip(tp.level, tp.tp_limit_chips))
     add(("05", ("tp stays compute-bound below",), "Tensor parallelism stays compute-bound up to Y* chips (the batch "
@@ -368,19 +372,20 @@ def rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
 
     # 11 · capstone
     par = planning.parity_usd_per_hour("trn2.48xlarge")
-    q8 = planning.plan_run("llama3-8b", 100e9, n_systems=1, usd_per_hour=par, mfu=sizing.TEACHING_MFU)
+    q8 = planning.plan_run("llama3-8b", 100e9, n_systems=1, usd_per_hour=par)   # the calibrated MFU
+    m8_mfu = q8.inputs["mfu"]
     add(("11", ("cost = instance-hours × price",), "Cost = instance-hours × price; per million tokens = price per "
          "instance-hour ÷ tokens per instance-hour × 10⁶", "cost = hours × USD/h",
          f"Llama 3 8B, 100B tokens, one trn2.48xlarge at the parity placeholder: {q8.cost_usd:,.0f} USD, "
          f"{q8.results['cost_per_million_tokens_usd']:.3f} USD per million tokens"))
     add(("11", ("cost ∝ price / mfu",), "Cost ∝ price ÷ MFU", "d cost / cost = −d MFU / MFU",
-         f"one point of MFU at 40 %: {0.01 / 0.40:.1%} of the bill"))
+         f"one point of the calibrated MFU ({m8_mfu:.1%}): {0.01 / m8_mfu:.1%} of the bill"))
     trn1 = planning.price("trn1.32xlarge")
     add(("11", ("matches p5's on-demand price",), "Parity price: the trn2.48xlarge price that matches a reference "
          "instance's price per peak BF16 FLOP/s", "P_ref × peak_trn2 ÷ peak_ref",
          f"against p5.48xlarge: {par:.2f} USD/h; Trn1's on-demand {trn1.usd_per_hour:.2f} USD/h against its own "
          f"parity {planning.parity_usd_per_hour('trn1.32xlarge'):.2f}"))
-    floor_h = sizing.instance_days(sizing.training_flops(8e9, 100e9), 0.4) * 24
+    floor_h = sizing.instance_days(sizing.training_flops(8e9, 100e9), m8_mfu) * 24   # the same MFU as the plan
     add(("11", ("instance-days are a floor",), "Chapter 04's instance-days are a floor: attention FLOPs and "
          "communication add to them", "plan ÷ 6ND floor",
          f"Llama 3 8B at {m8.seq_len:,} tokens: +{q8.results['instance_hours'] / floor_h - 1:.0%}"))
@@ -391,6 +396,12 @@ def rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
          f"{p405.n_chips:,} chips: job MTBF {p405.results['job_mtbf_s'] / hour:.1f} h, "
          f"{p405.results['lost_fraction']:.1%} lost at "
          f"{p405.inputs['checkpoint_write_bytes_per_s'] / GB:,.0f} GB/s"))
+    limit = planning.default_storage_bytes_per_s()
+    per_chip = planning.default_checkpoint_bytes_per_s_per_chip()
+    add(("11", ("the largest fsx hyperpod creates",), "Checkpoints write at every chip's share up to the storage's "
+         "limit; by default chapter 06's, the largest FSx HyperPod creates at the top tier",
+         "min(chips × per-chip share, FSx GiB ÷ 1,000 × MB/s per TiB)",
+         f"{limit / GB:.1f} GB/s, reached from {-(-limit // per_chip):,.0f} chips at {per_chip / 1e6:.0f} MB/s each"))
     claim = planning.check_price_claim("trn2-price-performance", mfu_subject=0.45, mfu_baseline=0.45)
     add(("11", ("30–40 % better price-performance",), "AWS's 30–40 % better price-performance = a price 1/1.3–1/1.4 "
          "of parity at equal MFU", "parity ÷ 1.3 … parity ÷ 1.4",
@@ -463,7 +474,7 @@ def _rows_added_this_round() -> list[tuple[str, tuple[str, ...], str, str, str]]
 
 def _reality_rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
     """Issue 24: the fraction of each bound real runs reach (AWS's published measurements)."""
-    from trainium_lab import reality, sizing, specs
+    from trainium_lab import components, reality, sizing, specs
 
     c = reality.compare().set_index("measurement_id")
     tpot = [c.loc[k, "bound_over_measured"] for k in ("nxdi-llama33-70b-tpot", "nxdi-llama31-405b-tpot")]
@@ -479,12 +490,12 @@ def _reality_rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
          "TPOT ≈ KV/HBM + max(2N·B/peak, W/HBM) + 2L · t_AR (scaling-book's general step)",
          f"t_AR ≈ {per_ar * 1e6:.0f} µs fitted; Trn2 at TP 64 reaches {tpot[0]:.0%} (70B) and {tpot[1]:.0%} (405B) "
          "of the bound's speed"),
-        ("09", COVERS_REALITY["prefill"], "Prefill reaches about a third of peak on Trn2 (NxD Inference tutorials)",
+        ("09", COVERS_REALITY["prefill"], "Prefill reaches about a third of peak on Trn2 (the NxD Inference "
+         f"tutorials; NxD Inference is in {components.status_label('nxd-inference')})",
          "TTFT ≈ FLOPs / (peak · η)", f"η ≈ {reality.parameter('prefill_efficiency'):.0%}"),
-        ("05", COVERS_REALITY["mfu"], "Published Trainium training runs reach well under 40 % MFU; plan at the "
-         "calibrated value and carry its range", "MFU = tokens/s · 6N / (chips · peak)",
-         f"AWS Trn1 runs: {mfus[0]:.1%} (8B) and {mfus[1]:.1%} (70B); planner default {pm.value:.1%} "
-         f"({pm.low:.1%} to {pm.high:.1%})"),
+        ("05", COVERS_REALITY["mfu"], "Plan at the calibrated planner MFU and carry its range: the MFU at which "
+         "the layout model's tokens/s match AWS's Trn1 runs", "planner MFU: fitted, step model ÷ measured tokens/s = 1",
+         f"planner default {pm.value:.1%} ({pm.low:.1%} to {pm.high:.1%} over the single runs)"),
         ("03", COVERS_REALITY["collective"], "A collective pays a latency floor and reaches a fraction of the link "
          "figure; check a nccom-test 'GB/s' as size ÷ time", "t ≈ t0 + steps · α + bytes / (η · B)",
          f"Trn1 (NCCOM-TEST guide): tool launch ≈ {reality.parameter('nccom_launch_s') * 1e6:.0f} µs, "

@@ -4,6 +4,7 @@
     python tools/reading_time.py            # print every chapter's figures
     python tools/reading_time.py --write    # insert or update the line in each header cell
     python tools/reading_time.py --check    # exit 1 if a stored line is stale or a core path > 45 min
+    python tools/reading_time.py --write 05 11   # only these chapters (a number or a notebook path)
 
 The line (idempotent: replaced in place, never added twice) reads
 ``*Reading time: about N min (core path M min).*`` and sits under the chapter's ``# Title``.
@@ -137,6 +138,21 @@ def notebooks() -> list[Path]:
     return sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
+def chapter_path(name: str) -> Path:
+    """A notebook path, or a chapter number (``"05"``) resolved to its notebook.
+
+    >>> chapter_path("05").name.startswith("05_")
+    True
+    """
+    if Path(name).exists():
+        return Path(name)
+    found = sorted((ROOT / "notebooks").glob(f"{name}_*.ipynb"))
+    if len(found) != 1:
+        raise ValueError(f"chapter must be a notebook path or a chapter number such as 05; {name!r} matches "
+                         f"{len(found)} notebooks")
+    return found[0]
+
+
 def header_index(cells) -> int:
     """The cell holding the chapter's ``# Title``."""
     for i, cell in enumerate(cells):
@@ -189,12 +205,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true", help="insert or update the line in every chapter")
     parser.add_argument("--check", action="store_true", help="exit 1 if a line is stale or a core path too long")
-    parser.add_argument("paths", nargs="*", type=Path)
+    parser.add_argument("paths", nargs="*", help="chapters (05) or notebook paths; default: every chapter")
     args = parser.parse_args(argv)
     bad = 0
     print(f"{'chapter':34} {'prose':>6} {'code':>6} {'output':>6} {'charts':>6} {'folded':>6} "
           f"{'core min':>8} {'total':>6} {'over 45':>7}")
-    for path in args.paths or notebooks():
+    for path in [chapter_path(p) for p in args.paths] or notebooks():
         r = reading_time(path)
         over = max(0.0, r.core_min - CORE_LIMIT_MIN)
         print(f"{r.chapter:34} {r.prose_words:6,} {r.code_words:6,} {r.output_words:6,} {r.charts:6} "

@@ -846,11 +846,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="checkpoint write bandwidth per chip (default: Meta's Llama 3 storage per GPU, "
                         "2 TB/s over 16,384 GPUs = 122MB/s)")
     p.add_argument("--storage-bandwidth",
-                   help="limit of the checkpoint storage (default: the 1.1 PiB FSx for Lustre file system "
-                        "AWS demonstrated, 1.15TB/s)")
+                   help="limit of the checkpoint storage (default: the largest FSx for Lustre file system "
+                        "HyperPod creates at the top tier, 100.8GB/s)")
     p.add_argument("--checkpoint-storage", default="fsx", choices=["fsx", "s3"],
-                   help="storage behind the default limit: fsx, the FSx for Lustre file system AWS demonstrated "
-                        "(1.15TB/s); s3, Amazon S3's guaranteed 3,500 PUT/s per prefix × 5 MiB parts, one prefix "
+                   help="storage behind the default limit: fsx, the largest FSx for Lustre file system HyperPod "
+                        "creates (100.8GB/s); s3, Amazon S3's guaranteed 3,500 PUT/s per prefix × 5 MiB parts, one prefix "
                         "per instance, which grows with the job (default %(default)s)")
     p.add_argument("--checkpoint-mode", default="sync", choices=["sync", "async"],
                    help="sync: training waits for the write; async: only for --snapshot, the copy to "

@@ -536,7 +536,7 @@ def memory_stack(model: str = "llama3-70b", chip: str = "trn2", recipe: str = "b
         c.text(f"{n} chips {what}", 20, y + 34)
     return c.finish("memory_stack",
                     f"Diagram of {p.name}'s training state: {per_param:g} bytes per parameter in five parts, "
-                    f"{state / GB:,.0f} GB, against {chip} chips of HBM: {whole} chips whole, {kept} with room "
+                    f"{state / GB:,.0f} GB, against {chip} chips of HBM: {whole} chips filling the whole HBM, {kept} with room "
                     "for activations.",
                     f"the state's parts to scale against chips of {ch.hbm_bytes / GiB:g} GiB ({ch.hbm_bytes / GB:,.0f} GB); {whole} chips is "
                     f"the whole-HBM count, {kept} the count that keeps activation room, both computed by "

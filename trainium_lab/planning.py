@@ -82,7 +82,8 @@ __all__ = [
     "CAPSTONE_405B_RUN", "capstone_405b_plan",
     "PURCHASE_OPTIONS", "CACHE_MODES", "CHECKPOINT_STORAGES", "MAX_CHIPS", "DEFAULTS", "SENSITIVITY", "IGNORED", "BILLED_INSTANCE",
     "Price", "prices", "price", "billed_instance", "purchase_terms", "Billing", "bill", "OTHER_COSTS",
-    "billing_unit", "default_checkpoint_bytes_per_s_per_chip", "checkpoint_write_bytes_per_s",
+    "billing_unit", "default_checkpoint_bytes_per_s_per_chip", "default_storage_bytes_per_s",
+    "checkpoint_write_bytes_per_s",
     "Calibration", "llama3_calibration", "platforms", "parity_usd_per_hour",
     "RunPlan", "plan_run", "plan", "Job", "ClusterSpec", "Execution", "ReliabilitySpec", "CompilationSpec",
     "CostSpec", "TEACHING_SEARCH", "checkpoint_bytes", "default_global_batch", "batch_schedule",
@@ -578,6 +579,31 @@ def default_checkpoint_bytes_per_s_per_chip() -> float:
     return reliability.llama3_storage_bytes_per_s() / reliability.llama3_summary().n_gpus
 
 
+def default_storage_bytes_per_s() -> float:
+    """The checkpoint storage limit the planner assumes: the largest FSx for Lustre file system a
+    SageMaker HyperPod cluster creates (100,800 GiB) at the top Persistent-2 tier, about 100.8 GB/s.
+
+    Chapter 06's model of the same storage (one home): :func:`trainium_lab.reliability.fsx_lustre_bytes_per_s`
+    of :func:`trainium_lab.reliability.hyperpod_fsx_size_range_bytes`'s largest size at the top of
+    :func:`trainium_lab.reliability.fsx_throughput_options_mb_per_s_per_tib`. A larger file system
+    built outside HyperPod (AWS has shown 1.1 PiB, :func:`trainium_lab.reliability.fsx_demonstrated_bytes_per_s`)
+    or S3 (``checkpoint_storage="s3"``) is a choice the plan must name (``storage_bytes_per_s``).
+
+    References
+    ----------
+    Amazon SageMaker API Reference, ``FSxLustreConfig`` (``SizeInGiB`` up to 100,800); Amazon FSx for
+    Lustre User Guide, "Managing provisioned throughput capacity".
+
+    Examples
+    --------
+    >>> from trainium_lab.units import GB
+    >>> round(default_storage_bytes_per_s() / GB, 1)
+    100.8
+    """
+    return reliability.fsx_lustre_bytes_per_s(reliability.hyperpod_fsx_size_range_bytes()[1],
+                                              max(reliability.fsx_throughput_options_mb_per_s_per_tib()))
+
+
 def checkpoint_write_bytes_per_s(n_chips: int, *, per_chip_bytes_per_s: float | None = None,
                                  storage_bytes_per_s: float | None = None) -> float:
     """Aggregate checkpoint write bandwidth of a job: every chip's share, up to the storage's limit.
@@ -585,8 +611,8 @@ def checkpoint_write_bytes_per_s(n_chips: int, *, per_chip_bytes_per_s: float | 
     ``min(n_chips × per_chip_bytes_per_s, storage_bytes_per_s)``. Each rank writes its own shard
     (a sharded checkpoint), so the bandwidth grows with the job until the shared storage is the
     bottleneck. Defaults: :func:`default_checkpoint_bytes_per_s_per_chip` (Meta's storage per
-    GPU) and :func:`trainium_lab.reliability.fsx_demonstrated_bytes_per_s` (the 1.1 PiB FSx for
-    Lustre file system AWS built on demand, about 1.15 TB/s).
+    GPU) and :func:`default_storage_bytes_per_s` (the largest FSx for Lustre file system HyperPod
+    creates, at the top tier: about 100.8 GB/s, chapter 06).
 
     Parameters
     ----------
@@ -607,13 +633,13 @@ def checkpoint_write_bytes_per_s(n_chips: int, *, per_chip_bytes_per_s: float | 
     >>> from trainium_lab.units import GB, TB
     >>> round(checkpoint_write_bytes_per_s(16) / GB, 2)        # one trn2.48xlarge
     1.95
-    >>> round(checkpoint_write_bytes_per_s(32_768) / TB, 3)    # 512 Trn2 UltraServers: the FSx limit
-    1.153
+    >>> round(checkpoint_write_bytes_per_s(32_768) / GB, 1)    # 512 Trn2 UltraServers: the FSx limit
+    100.8
     """
     n_chips = integer("n_chips", n_chips, minimum=1, maximum=10**7)
     per_chip = (default_checkpoint_bytes_per_s_per_chip() if per_chip_bytes_per_s is None
                 else in_range("per_chip_bytes_per_s", per_chip_bytes_per_s, 0.0, 1e15, low_open=True))
-    limit = (reliability.fsx_demonstrated_bytes_per_s() if storage_bytes_per_s is None
+    limit = (default_storage_bytes_per_s() if storage_bytes_per_s is None
              else in_range("storage_bytes_per_s", storage_bytes_per_s, 0.0, 1e18, low_open=True))
     return min(n_chips * per_chip, limit)
 
@@ -1177,7 +1203,8 @@ class RunPlan:
              ("sourced: Amazon S3, at least 3,500 PUT requests/s per partitioned prefix × 5 MiB parts, one "
               "prefix per instance (a floor: S3 sets no limit on prefixes)")
              if x.get("checkpoint_storage") == "s3" else
-             "sourced: FSx for Lustre, the 1.1 PiB file system AWS demonstrated, at 1,000 MB/s per TiB"),
+             "sourced: FSx for Lustre, the largest file system HyperPod creates (100,800 GiB) at 1,000 MB/s "
+             "per TiB (chapter 06)"),
             ("checkpoint write bandwidth (whole job)", x["checkpoint_write_bytes_per_s"], "bytes/s",
              "assumption" if x.get("checkpoint_bandwidth_given") else
              "computed: chips × per-chip bandwidth, up to the storage limit"),
@@ -1502,7 +1529,7 @@ def _resolve(job: Job, cluster: ClusterSpec, ex: Execution, rel: ReliabilitySpec
     ckpt = (ckpt_w, ckpt_r,
             default_checkpoint_bytes_per_s_per_chip() if ckpt_chip is None else ckpt_chip,
             ckpt_storage if ckpt_storage is not None else
-            ("s3" if checkpoint_storage == "s3" else reliability.fsx_demonstrated_bytes_per_s()),
+            ("s3" if checkpoint_storage == "s3" else default_storage_bytes_per_s()),
             checkpoint_mode, snapshot_s)
     given_ckpt = {"checkpoint_write_bytes_per_s": ckpt_w, "checkpoint_bytes_per_s_per_chip": ckpt_chip,
                   "storage_bytes_per_s": ckpt_storage}
@@ -1871,11 +1898,11 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
     checkpoint_read_bytes_per_s : float, optional
         For the restart's reload; default the write bandwidth.
     checkpoint_bytes_per_s_per_chip, storage_bytes_per_s : float, optional
-        The scaling model's inputs (default: Meta's Llama 3 storage per GPU, and the 1.1 PiB FSx
-        for Lustre file system AWS demonstrated): see :func:`checkpoint_write_bytes_per_s`.
+        The scaling model's inputs (default: Meta's Llama 3 storage per GPU, and the largest FSx
+        for Lustre file system HyperPod creates, at the top tier): see :func:`checkpoint_write_bytes_per_s`.
     checkpoint_storage : {"fsx", "s3"}
-        The storage behind the default limit (:data:`CHECKPOINT_STORAGES`): ``"fsx"``, the FSx for
-        Lustre file system AWS demonstrated (about 1.15 TB/s); ``"s3"``, Amazon S3's guaranteed
+        The storage behind the default limit (:data:`CHECKPOINT_STORAGES`): ``"fsx"``, the largest FSx
+        for Lustre file system HyperPod creates (about 100.8 GB/s, :func:`default_storage_bytes_per_s`); ``"s3", Amazon S3's guaranteed
         request rate per prefix (:func:`trainium_lab.reliability.s3_write_bytes_per_s`, one prefix
         per instance, 5 MiB parts), which grows with the job. ``storage_bytes_per_s`` overrides both.
     checkpoint_mode : {"sync", "async"}
@@ -2642,10 +2669,24 @@ def launch_environment(plan: RunPlan) -> pd.DataFrame:
         ("NEURON_RT_STOCHASTIC_ROUNDING_EN", "1" if (r.master == 0 and r.weights < 4) else "0"),
         ("NEURON_RT_STOCHASTIC_ROUNDING_SEED", "(unset: 0)" if (r.master == 0 and r.weights < 4)
          else "(not used: rounding is off)"),
-        ("processes per instance", str(per_instance)),
-        ("NEURON_RT_NUM_CORES", "(unset: one logical core per process, set by the framework)"),
-        ("NEURON_RT_VISIBLE_CORES", "(unset: set by the framework per process)"),
     ]
+    jax = p.framework == "jax"
+    if jax:
+        # JAX runs one worker process per instance that owns all its NeuronCores; across instances
+        # the PJRT plugin needs every process's core count and this process's index (JAX NeuronX
+        # Environment Variables); there is no torchrun
+        rows += [("processes per instance", "1"),
+                 ("NEURON_RT_NUM_CORES", "(unset: the process uses every NeuronCore of the instance)"),
+                 ("NEURON_RT_VISIBLE_CORES", "(unset: the process sees every NeuronCore of the instance)")]
+        if p.n_instances > 1:
+            rows += [("NEURON_PJRT_PROCESSES_NUM_DEVICES",
+                      ",".join([str(per_instance)] * min(p.n_instances, 3)) + (",…" if p.n_instances > 3 else "")
+                      + f" ({p.n_instances} entries of {per_instance}: one per instance)"),
+                     ("NEURON_PJRT_PROCESS_INDEX", f"<this instance's index, 0 to {p.n_instances - 1}>")]
+    else:
+        rows += [("processes per instance", str(per_instance)),
+                 ("NEURON_RT_NUM_CORES", "(unset: one logical core per process, set by the framework)"),
+                 ("NEURON_RT_VISIBLE_CORES", "(unset: set by the framework per process)")]
     if p.n_instances > 1:
         rows.append(("NEURON_RT_ROOT_COMM_ID", "<first host IP>:<free port>"))
     # the overlap schedule's flags (data/overlap_schedules.csv): what the plan's step time assumes
@@ -2658,10 +2699,13 @@ def launch_environment(plan: RunPlan) -> pd.DataFrame:
         if name == "NEURON_CC_FLAGS" and fp8:
             cast = names.loc["--auto-cast"]
             note = f"{note}; --auto-cast: {cast.note}" if note else f"--auto-cast: {cast.note}"
-        out.append({"name": name, "value": value, "kind": n.kind if name != "processes per instance"
-                    else "launcher (torchrun --nproc_per_node)",
-                    "sets": n.sets if name != "processes per instance"
-                    else "worker processes per instance: one per logical NeuronCore",
+        procs = name == "processes per instance"
+        out.append({"name": name, "value": value,
+                    "kind": n.kind if not procs else ("launcher (python, one process on each instance)" if jax
+                                                      else "launcher (torchrun --nproc_per_node)"),
+                    "sets": n.sets if not procs else (
+                        f"worker processes per instance: one JAX process owning its {per_instance} logical "
+                        "NeuronCores" if jax else "worker processes per instance: one per logical NeuronCore"),
                     "source": n.source, "note": note})
     return pd.DataFrame(out)
 
@@ -2789,7 +2833,9 @@ def preflight_checks(plan: RunPlan, *, benchmark_bytes: float = GiB) -> pd.DataF
                            f"schedule overlaps them: flags {p.flags_text})",
                  "value": p.step_s, "unit": "s per step"})
     rows.append({"step": "short run (throughput)", "tool": "training script",
-                 "command": f"torchrun --nproc_per_node={per_instance} train.py  # 50 steps on the full cluster",
+                 "command": ("NEURON_PJRT_PROCESS_INDEX=<i> python train.py  # on every instance i, one JAX "
+                             "process each; 50 steps on the full cluster" if fw == "jax" else
+                             f"torchrun --nproc_per_node={per_instance} train.py  # 50 steps on the full cluster"),
                  "expect": f"{p.tokens_per_s:,.0f} tokens/s ({p.step_s:.2f} s per step); if lower, days and cost "
                            "scale up by the ratio",
                  "value": p.tokens_per_s, "unit": "tokens/s"})
@@ -2878,6 +2924,6 @@ def capstone_405b_plan(**overrides) -> "RunPlan":
     True
     """
     kwargs = {"usd_per_hour": parity_usd_per_hour("trn2.48xlarge"), **CAPSTONE_405B_RUN, **overrides}
-    if "n_systems" in overrides:
+    if "n_systems" in overrides and "deadline_s" not in overrides:   # a count, unless a verdict is asked for
         kwargs.pop("deadline_s", None)
     return plan_run(kwargs.pop("model"), kwargs.pop("n_tokens"), **kwargs)

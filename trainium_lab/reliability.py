@@ -1115,7 +1115,8 @@ def fsx_demonstrated_bytes_per_s() -> float:
 
     The 1.1 PiB file system of AWS's HPC blog ("over a terabyte per second") at the top
     Persistent-2 tier (:func:`fsx_throughput_options_mb_per_s_per_tib`), through
-    :func:`fsx_lustre_bytes_per_s`: the storage limit the planner assumes by default.
+    :func:`fsx_lustre_bytes_per_s`: a file system built outside HyperPod; the planner's default
+    storage is the largest one HyperPod creates (``planning.default_storage_bytes_per_s``, chapter 06).
 
     References
     ----------

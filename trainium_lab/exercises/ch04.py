@@ -119,12 +119,12 @@ def _chips(system: str) -> int:
 
 
 def _q7_fewest() -> int:
-    """The fewest trn2.48xlarge that train Llama 3 70B on 1T tokens in 60 days at 40 % MFU."""
+    """The fewest trn2.48xlarge that train Llama 3 70B on 1T tokens in 60 days at the calibrated MFU."""
     import math
 
     from trainium_lab import sizing
 
-    job = sizing.size_job(70e9, 1e12, system="trn2.48xlarge", mfu=0.40)
+    job = sizing.size_job(70e9, 1e12, system="trn2.48xlarge")   # sizing's default: the calibrated MFU
     per_instance = 16
     return max(math.ceil(job.instance_days / 60), math.ceil(job.min_chips / per_instance))
 
@@ -145,8 +145,8 @@ def _q7_check(answer, expected):
 
     n = int(answer)
     if n < expected:
-        days = sizing.size_job(70e9, 1e12, system="trn2.48xlarge", mfu=0.40).instance_days / n
-        return False, f"{n} instances take {days:.0f} days at 40 % MFU: the deadline is 60"
+        job = sizing.size_job(70e9, 1e12, system="trn2.48xlarge")
+        return False, f"{n} instances take {job.instance_days / n:.0f} days at {job.mfu:.1%} MFU: the deadline is 60"
     if n > 1.25 * expected:
         return False, f"{n} meets the deadline with {n / expected - 1:.0%} to spare, more than a 25 % margin"
     return True, ""
@@ -158,11 +158,12 @@ q7 = Exercise(
     rel_tol=0.0,
     open_variant=True,
     checker=_q7_check,
-    also_accepted=(20, 23),
-    hint=("6ND FLOPs over one instance's 16 chips × peak × 0.4 gives instance-days (sizing.instance_days); "
+    also_accepted=(28, 33),
+    hint=("6ND FLOPs over one instance's 16 chips × peak × the calibrated MFU (sizing.default_mfu()) gives "
+          "instance-days (sizing.instance_days); "
           "divide by 60 days and round up; check the memory floor (sizing.size_job(...).min_chips) too."),
     solution=("flops = sizing.training_flops(70e9, 1e12)                  # 6ND = 4.2e23 FLOPs\n"
-              "days = sizing.instance_days(flops, 0.40, 'trn2.48xlarge')  # instance-days at 40 % MFU\n"
+              "days = sizing.instance_days(flops, sizing.default_mfu(), 'trn2.48xlarge')  # at the calibrated MFU\n"
               "memory = math.ceil(sizing.size_job(70e9, 1e12).min_chips / 16)   # the memory floor\n"
               "answer_7 = max(math.ceil(days / 60), memory)"),
     mistakes=[(lambda: _q7_fewest() * 16, "that counts chips: an instance holds 16"),

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from trainium_lab.exercises import Exercise, run_solution
 
-__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "q7", "ALL"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "q7", "ALL", "chained_70b_layout", "chained_pp4_or_pp8",
+           "e3_model_answer"]
 
 q1 = Exercise(
     "Q1 bubble of a 6-stage pipeline",
@@ -240,3 +241,117 @@ q7 = Exercise(
 
 
 ALL = (q1, q2, q3, q4, q5, q6, q7)
+
+
+# --------------------------------------------------------------------------- worked answers
+# The chapter's chained problems and E3 end in a folded answer; the code that computes it lives here
+# (a notebook cell longer than ~15 lines belongs in the package), each step printed with its numbers.
+
+
+def chained_70b_layout() -> str:
+    """Chained problem 1: Llama 3 70B on four Trn2 UltraServers, derived step by step (Markdown)."""
+    from trainium_lab import frameworks, layouts, parallelism, sizing, specs, topology, views
+    from trainium_lab.units import GiB
+
+    m70 = sizing.preset("llama3-70b")
+    ranks = 4 * specs.system("trn2-ultraserver").n_chips * topology.ranks_per_chip("trn2", 2)
+    lim = parallelism.tp_limit_table(("llama3-70b",), ("trn2-ultraserver",)).set_index("level").tp_limit_chips
+    y70 = lim["instance"]
+    tn = frameworks.overlap_schedule("torchneuron")  # the compiler's default: reduce-scatters at the end
+    cands = {}
+    for tp in (4, 8, 16, 32, 64):
+        dp = ranks // tp
+        cands[tp] = layouts.evaluate(layouts.layout("llama3-70b", tp=tp, pp=1, dp=dp, zero_stage=2, micro_batch=1,
+                                                    n_micro_batches=512 // dp, lnc=2, n_systems=4),
+                                     overlap_schedule=tn)
+    pick = min(tp for tp, e in cands.items() if e.fits)
+    dp_pick = ranks // pick
+    c_trn2 = specs.chip("trn2").dense_flops_per_s["bf16"]
+    b_star = parallelism.dp_compute_bound_tokens(c_trn2, specs.link("trn2-efa").bytes_per_s, n=dp_pick,
+                                                 mfu=sizing.default_mfu())
+    plans70 = {fw: layouts.plan("llama3-70b", system="trn2-ultraserver", n_systems=4, lnc=2, global_batch=512,
+                                framework=fw, recipe_name="bf16-adam", overlap_setting=st)
+               for fw, st in (("torchneuron", None), ("jax", "token-threading"))}
+    tn70 = plans70["torchneuron"]
+    mine = tn70.table[(tn70.table.tp == pick) & (tn70.table.pp == 1) & (tn70.table.zero_stage == 2)
+                      & (tn70.table.micro_batch == 1)].iloc[0]
+    win_fw = max(plans70, key=lambda k: plans70[k].best.tokens_per_s)
+    win = plans70[win_fw].best
+    flags = frameworks.overlap_schedule(win_fw, plans70[win_fw].settings["overlap_setting"]).flags_text()
+    return (
+        f"1. {m70.n_heads} heads: TP ≤ {views.tp_label(m70.n_heads, 4)}; Y* at the instance level ≈ **{y70:.0f} chips**, "
+        "more than the instance holds: TP inside an instance is never communication-bound; its cost still grows "
+        "with Y, so take only what memory needs.\n"
+        "2. Memory per chip (ZeRO-2, one sequence per micro-batch): "
+        + ", ".join(f"TP{tp} (DP{ranks // tp}, {512 // (ranks // tp)} sequences per replica) "
+                    f"{e.total_bytes / GiB:.0f} GiB{' ✓' if e.fits else ' ✗'}" for tp, e in cands.items())
+        + f" of {cands[pick].hbm_bytes / GiB:.0f} GiB: the smallest TP that fits is **{views.tp_label(pick, 4)}**.\n"
+        f"3. DP{dp_pick} over EFA at the calibrated MFU: b* ≈ **{b_star:,.0f} tokens**; ZeRO-2's reduce-scatter "
+        f"behind each of the {512 // dp_pick} micro-batches needs b*/2 ≈ {b_star / 2:,.0f} < 8,192, so it *could* "
+        "hide, but TorchNeuron's schedule (the compiler's default) runs the reduce-scatters at the end of the "
+        f"backward pass: exposed DP traffic **{cands[pick].time_s['dp_exposed']:.2f} s** of a "
+        f"{cands[pick].step_s:.2f} s step.\n"
+        f"4. TorchNeuron's best: **{tn70.best.label}**, {tn70.best.tokens_per_s:,.0f} tokens/s (the pick ranks "
+        f"{int(mine['rank'])}, {mine.tokens_per_s / tn70.best.tokens_per_s:.1%} of it); JAX with token threading: "
+        f"**{plans70['jax'].best.label}**, {plans70['jax'].best.tokens_per_s:,.0f} tokens/s.\n\n"
+        f"**Decision:** launch **{frameworks.framework(win_fw).name}** ({frameworks.status_text(win_fw)}), "
+        f"**{win.label}**, flags: {flags}. The rules explain it: heads and memory set TP, DP takes the rest, and "
+        "with many micro-batches per step the stage whose reduce-scatters the schedule can hide wins.")
+
+
+def chained_pp4_or_pp8() -> str:
+    """Chained problem 2: PP4 or PP8 for Llama 3 405B on two Trn2 UltraServers (Markdown)."""
+    import math
+
+    from trainium_lab import layouts, sizing
+    from trainium_lab.units import GiB
+
+    options = {"PP4 × DP2 ZeRO-1": (4, 2, 1), "PP4 × DP2 ZeRO-2": (4, 2, 2), "PP8 × DP1": (8, 1, 1)}
+    ev = {name: layouts.evaluate(layouts.layout("llama3-405b", tp=64, pp=pp, dp=dp, zero_stage=z, micro_batch=1,
+                                                n_micro_batches=64 // dp, lnc=2))
+          for name, (pp, dp, z) in options.items()}
+    n_layers = sizing.preset("llama3-405b").n_layers
+    best_fit = max((n for n in ev if ev[n].fits), key=lambda n: ev[n].tokens_per_s)
+    fastest = max(ev, key=lambda n: ev[n].tokens_per_s)
+    names = list(options)
+    return (
+        "1. Micro-batches and bubble: " + "; ".join(
+            f"{n}: m = {64 // options[n][1]}, "
+            f"**{layouts.pipeline_bubble_fraction(options[n][0], 64 // options[n][1]):.1%}**" for n in names) + ".\n"
+        "2. Busiest stage: " + "; ".join(f"PP{p}: **{math.ceil(n_layers / p)} layers** against {n_layers / p:.2f}"
+                                         for p in sorted({o[0] for o in options.values()})) + ".\n"
+        "3. Memory per chip: " + "; ".join(f"{n}: **{ev[n].total_bytes / GiB:.1f} GiB** "
+                                           f"({'fits' if ev[n].fits else 'does not keep 10 % free'})"
+                                           for n in names) + ".\n"
+        "4. Step and throughput: " + "; ".join(f"{n}: {ev[n].step_s:.1f} s, **{ev[n].tokens_per_s:,.0f} tokens/s**"
+                                               for n in names) + ".\n\n"
+        f"**Decision:** run **{best_fit}**, {ev[best_fit].tokens_per_s:,.0f} tokens/s. "
+        + (f"The fastest on paper, {fastest}, does not keep 10 % free; it would be "
+           f"{ev[fastest].tokens_per_s / ev[best_fit].tokens_per_s - 1:.1%} faster."
+           if ev[fastest].tokens_per_s > ev[best_fit].tokens_per_s else "No candidate is faster: the one that "
+           "does not fit would buy nothing.")
+        + " Deeper pipelines trade bubble for memory: with more micro-batches per replica the bubble shrinks.")
+
+
+def e3_model_answer() -> str:
+    """E3: Llama 3 70B on two Trn2 UltraServers, rules first, then the planner (Markdown)."""
+    from trainium_lab import frameworks, layouts, parallelism, sizing, specs
+
+    e3s = {fw: layouts.plan("llama3-70b", system="trn2-ultraserver", n_systems=2, lnc=2, global_batch=256,
+                            framework=fw, overlap_setting=st) for fw, st in (("torchneuron", None), ("jax", "token-threading"))}
+    e3_fw = max(e3s, key=lambda k: e3s[k].best.tokens_per_s)
+    top = e3s[e3_fw].best
+    c_trn2 = specs.chip("trn2").dense_flops_per_s["bf16"]
+    b_e3 = parallelism.dp_compute_bound_tokens(c_trn2, specs.link("trn2-efa").bytes_per_s, n=int(top.dp),
+                                               mfu=sizing.default_mfu())
+    return (
+        "**Rules first.** TP: 64 heads allow at most TP64 ranks = 16 chips, inside an instance and below the TP "
+        "limit (about 67 chips), but TP's share of the step grows as Y − 1, so take only as much TP as memory "
+        "needs. PP: only if memory needs it (bubble (p − 1)/m). DP: the rest of the 128 chips; it crosses EFA "
+        "between the two UltraServers, where a once-per-step reduction hides behind one micro-batch only above "
+        f"b* ≈ (n − 1)/n × mfu × C/W ≈ {b_e3:,.0f} tokens per replica (for n = {int(top.dp)}, at the calibrated MFU); "
+        "with gradient accumulation ZeRO-1 or DDP reduce once per step, ZeRO-2 and -3 once per micro-batch, "
+        "hidden only where the framework's schedule overlaps them (JAX with token threading). "
+        f"**The planner's best, with {frameworks.framework(e3_fw).name} and its schedule:** {top.label}: TP on the "
+        f"{top.tp_level} level ({top.tp_comm_s / top.step_s:.1%} of the step), DP on the {top.dp_level} level "
+        f"({top.dp_exposed_s:.2f} s exposed), {top.tokens_per_s:,.0f} tokens/s, {top.memory_gib:.1f} GiB per chip.")

@@ -6,7 +6,8 @@ from __future__ import annotations
 from trainium_lab import planning, sizing
 from trainium_lab.exercises import Exercise, run_solution
 
-__all__ = ["q1", "q2", "q3", "q4", "q5", "q9", "ALL", "defence"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "q9", "ALL", "defence", "derive_405b_layout",
+           "compare_hand_and_planner"]
 
 
 def _q4_equal_mfu() -> float:
@@ -18,14 +19,15 @@ def _q4_equal_mfu() -> float:
 q1 = Exercise(
     "Q1 the plan against chapter 04's floor, 8B on 250B tokens",
     unit="× the floor",
-    hint=("The floor: sizing.instance_days(6ND, 0.40, 'trn2.48xlarge') × 24 instance-hours. The plan: "
-          "planning.plan_run(..., n_systems=1, usd_per_hour=parity, mfu=0.40).results['instance_hours']. Divide the "
-          "plan by the floor."),
+    hint=("The floor: sizing.instance_days(6ND, m, 'trn2.48xlarge') × 24 instance-hours at the calibrated MFU "
+          "m = sizing.default_mfu(). The plan: planning.plan_run(..., n_systems=1, usd_per_hour=parity)"
+          ".results['instance_hours'] (the same MFU, its default). Divide the plan by the floor."),
     solution=("par = planning.parity_usd_per_hour('trn2.48xlarge')\n"
-              "floor_h = 24 * sizing.instance_days(sizing.training_flops(8e9, 250e9), 0.40, 'trn2.48xlarge')\n"
-              "plan = planning.plan_run('llama3-8b', 250e9, n_systems=1, usd_per_hour=par, mfu=0.40)\n"
+              "m = sizing.default_mfu()                       # the calibrated MFU, the planner's default\n"
+              "floor_h = 24 * sizing.instance_days(sizing.training_flops(8e9, 250e9), m, 'trn2.48xlarge')\n"
+              "plan = planning.plan_run('llama3-8b', 250e9, n_systems=1, usd_per_hour=par)\n"
               "answer_1 = plan.results['instance_hours'] / floor_h    # attention FLOPs, communication, losses"),
-    mistakes=[(1.0, "the floor counts 6ND at 40 % and nothing else; the plan adds attention FLOPs, "
+    mistakes=[(1.0, "the floor counts 6ND at the calibrated MFU and nothing else; the plan adds attention FLOPs, "
                     "communication, checkpoints and restarts"),
               (lambda: 1 / run_solution(q1._solution), "that is the floor over the plan: the plan is the larger"),
               (lambda: 24 * run_solution(q1._solution), "one side is in instance-days, the other in "
@@ -317,9 +319,89 @@ def defence(plan) -> str:
             continue
         neighbours.append(f"{n} systems: {q.layout.label()}, {q.days:.1f} days, {q.cost_usd:,.0f} USD")
     lines.append("**3. Why this count?** The neighbours: " + "; ".join(neighbours) + ". A count whose chips do "
-                 "not split the global batch into a power-of-two DP needs a deeper pipeline and runs slower; "
-                 "compare other platforms at a stated MFU with `planning.compare_platforms`.")
+                 "not split the global batch into a power-of-two DP needs a pipeline to absorb the rest"
+                 + (" (the plan's framework has none, so there is no plan)" if plan.layout.pp == 1 else
+                    ", and a deeper pipeline runs slower")
+                 + "; compare other platforms at a stated MFU with `planning.compare_platforms`.")
     return "\n\n".join(lines)
 
 
 ALL = (q1, q2, q3, q4, q5, q9)
+
+
+def derive_405b_layout() -> tuple[dict, str]:
+    """The chapter's by-hand derivation of the 405B layout, step by step: (the layout as keywords,
+    Markdown with each step's numbers). The code the chapter's five steps describe, kept here so the
+    notebook shows the question first and the derivation folded (audit 11-12)."""
+    from trainium_lab import frameworks, layouts, parallelism, sizing, specs, topology
+    from trainium_lab.units import GiB, day
+
+    m405 = sizing.preset("llama3-405b")
+    us = specs.system("trn2-ultraserver")
+    c_chip = specs.chip("trn2").dense_flops_per_s["bf16"]
+    mfu_cal = sizing.default_mfu()
+    rpc = topology.ranks_per_chip("trn2", 2)
+    flops = sizing.training_flops(m405.n_params, 1e12)
+    chip_days = flops / (c_chip * mfu_cal) / day                                                  # 1. the floor
+    floor_us = int(-(-chip_days // (60 * us.n_chips)))
+    lim = parallelism.tp_limit_table(("llama3-405b",), ("trn2-ultraserver",)).set_index("level").tp_limit_chips  # 2.
+    cur = frameworks.current_frameworks("trn2")                                                   # 3.
+    tt = frameworks.overlap_schedule("jax", "token-threading")
+    n_hand = next(n for n in range(floor_us, 8 * floor_us) if 2048 % (n * us.n_chips // 16) == 0)  # 4. the count
+    fits = {}
+    for tp_chips in (2, 4, 8, 16):                                                                 # smallest TP that fits
+        dp = n_hand * us.n_chips // tp_chips
+        if 2048 % dp == 0:
+            fits[tp_chips] = layouts.evaluate(layouts.layout("llama3-405b", tp=tp_chips * rpc, dp=dp, zero_stage=3,
+                                                             n_micro_batches=2048 // dp, lnc=2, n_systems=n_hand),
+                                              overlap_schedule=tt)
+    tp_pick = min(t for t, e in fits.items() if e.fits)
+    dp_pick = n_hand * us.n_chips // tp_pick
+    b_f = parallelism.fsdp_compute_bound_tokens(c_chip, specs.link("trn2-efa").bytes_per_s, n=dp_pick, mfu=mfu_cal)  # 5.
+    by_hand = dict(n_systems=n_hand, tp=tp_pick * rpc, pp=1, dp=dp_pick, zero_stage=3, n_micro_batches=2048 // dp_pick)
+    lines = [
+        f"1. 6ND = {flops:.2e} FLOPs at the calibrated {mfu_cal:.1%}: {chip_days:,.0f} chip-days, {floor_us} "
+        "UltraServers in 60 days with perfect scaling",
+        f"2. Y* = {lim['instance']:.0f} chips in an instance, {lim['ultraserver']:.0f} across the ring, "
+        f"{lim['efa']:.0f} over EFA: TP inside one instance",
+        "3. " + "; ".join(f"{f.name} ({frameworks.status_text(f)}): PP {'yes' if f.has_pp else 'none'}, ZeRO "
+                          f"{', '.join(map(str, f.zero_stages))}" for f in cur),
+        f"4. first count from {floor_us} whose DP divides 2,048: {n_hand} UltraServers; ZeRO-3 memory per chip: "
+        + ", ".join(f"TP{t * rpc} ranks = {t} chips {e.total_bytes / GiB:.0f} GiB{' ✓' if e.fits else ' ✗'}"
+                    for t, e in fits.items())
+        + f" → TP{tp_pick * rpc} ranks = {tp_pick} chips × DP{dp_pick}, {2048 // dp_pick} micro-batches of one sequence",
+        f"5. b*_FSDP = {b_f:,.0f} tokens < 8,192: hidden with {tt.flags_text()} (JAX); at the compiler's default "
+        "the reduce-scatters are exposed",
+        f"**By hand:** {n_hand} × trn2-ultraserver, TP{tp_pick * rpc} ranks = {tp_pick} chips × PP1 × DP{dp_pick}, "
+        f"ZeRO-3, JAX with {tt.flags_text()}, if perfect scaling held"]
+    return by_hand, "\n\n".join(lines)
+
+
+def compare_hand_and_planner(by_hand: dict, plan) -> str:
+    """The chapter's comparison: the by-hand 405B layout (:func:`derive_405b_layout`) at its count, the
+    planner's deadline plan ``plan`` (``planning.capstone_405b_plan()``) and half its batch (Markdown)."""
+    from trainium_lab import frameworks, layouts, planning
+    from trainium_lab.units import day
+
+    mfu_plan = plan.inputs["mfu"]                     # the planner's MFU, as in its deadline plan
+    hand_plan = planning.capstone_405b_plan(n_systems=by_hand["n_systems"], deadline_s=60 * day)
+    hand_lay = layouts.layout("llama3-405b", tp=by_hand["tp"], pp=1, dp=by_hand["dp"], zero_stage=3,
+                              n_micro_batches=by_hand["n_micro_batches"], lnc=2, n_systems=by_hand["n_systems"])
+    hand_eval = layouts.evaluate(hand_lay, mfu=mfu_plan,
+                                 overlap_schedule=frameworks.overlap_schedule("jax", "token-threading"))
+    half = planning.capstone_405b_plan(n_systems=plan.n_systems, global_batch=1024)
+    same = hand_plan.layout.label() == hand_lay.label()
+    return (
+        f"**At the hand count ({by_hand['n_systems']} UltraServers)** the planner picks **{hand_plan.layout.label()}** "
+        f"with {hand_plan.framework_text} — {'the hand layout itself' if same else 'not the hand layout'}; at the "
+        f"calibrated {mfu_plan:.1%} MFU the hand layout's effective MFU is {hand_eval.mfu_effective:.1%} (attention "
+        f"FLOPs, recomputation, the TP all-reduces), and checkpoints, rework and restarts take "
+        f"{hand_plan.results['lost_fraction']:.1%} of the training time: **{hand_plan.days:.1f} days**, deadline "
+        f"{hand_plan.deadline_verdict}.\n\n"
+        f"**The planner's deadline plan**: {plan.n_systems} UltraServers, {plan.layout.label()}, {plan.days:.1f} days, "
+        f"{plan.cost_usd / 1e6:.2f} M USD at the placeholder price"
+        + (": the hand derivation's count and layout." if (plan.n_systems, plan.layout.label()) ==
+           (by_hand["n_systems"], hand_lay.label()) else f", with {plan.framework_text}.")
+        + f"\n\n**Half the batch** (1,024 sequences) on {plan.n_systems} UltraServers: {half.layout.label()}, "
+        f"{half.days:.1f} days, {half.cost_usd / 1e6:.2f} M USD. Whether a smaller batch trains as well per token "
+        "is the convergence question, which only a loss curve answers.")

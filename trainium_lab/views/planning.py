@@ -127,7 +127,9 @@ def launch_script(plan: planning.RunPlan) -> str:
     lines = []
     for row in env.itertuples():
         if row.name == "processes per instance":
-            lines.append(f"# torchrun --nproc_per_node={row.value}   (one process per logical NeuronCore)")
+            lines.append("# python train.py   (one JAX process on each instance, owning all its NeuronCores)"
+                         if row.kind.startswith("launcher (python") else
+                         f"# torchrun --nproc_per_node={row.value}   (one process per logical NeuronCore)")
         elif row.value.startswith("("):
             lines.append(f"# {row.name}: {row.value.strip('()')}")
         elif " " in row.name:  # a program setting, not an environment variable
