@@ -237,7 +237,6 @@ RELEASE = re.compile(r"\b2\.\d\d\b")
 KNOWN_OUTSTANDING = {
     ("00_start_here.ipynb", "nxd-training"),
     ("04_sizing.ipynb", "nxd-training"),
-    ("09_serving.ipynb", "nxd-inference"),
     ("11_capstone.ipynb", "nxd-inference"),
     ("docs/cheatsheet.md", "nxd-inference"),
     ("docs/cheatsheet.md", "nxd-training"),

@@ -501,6 +501,25 @@ def test_attention_intensity_is_the_gqa_group_and_weights_turn_compute_bound_nea
     assert t.weight_bytes.iloc[1] == t.weight_bytes.iloc[0] / 2 == t.weight_bytes.iloc[2]
 
 
+def test_static_fp8_keeps_the_critical_batch_that_weight_only_int8_halves():
+    """vLLM Neuron's Llama 3 recipe (Neuron 2.32, model-recipes/llama-3.md, "Quantization"): static FP8
+    weights, activations and KV scales, FP8 matmuls. B* = (P/BW)·b_w/2: with b_w = 1 byte at the FP8 peak
+    it is ridge_fp8/2 (≈ 224 on Trn2, near BF16's 230); INT8 weight-only at the BF16 peak gives ridge_bf16/2."""
+    trn2 = specs.chip("trn2")
+    t = sv.quantization_modes_table("llama3-70b", "trn2", tp=8).set_index("mode")
+    assert list(t.index) == list(sv.QUANTIZATION_MODES)
+    bw = trn2.hbm_bytes_per_s
+    assert t.critical_batch["fp8-static"] == pytest.approx(trn2.dense_flops_per_s["fp8"] / bw / 2)
+    assert t.critical_batch["int8-weight-only"] == pytest.approx(t.critical_batch["bf16"] / 2)
+    assert t.critical_batch["fp8-static"] > 1.9 * t.critical_batch["int8-weight-only"]
+    assert t.ridge_flop_per_byte["fp8-static"] > 1.9 * t.ridge_flop_per_byte["bf16"]
+    assert t.weight_bytes_per_rank["fp8-static"] == t.weight_bytes_per_rank["bf16"] / 2 \
+        == t.weight_bytes_per_rank["int8-weight-only"]
+    assert t.attention_flop_per_byte["fp8-static"] == 2 * t.attention_flop_per_byte["bf16"]
+    with pytest.raises(ValueError, match="tp"):
+        sv.quantization_modes_table("llama3-70b", "trn2", tp=0)
+
+
 def test_kv_sharding_options_remove_the_replication():
     """NxD Inference replicates 8 KV heads to 32 at TP 32 (feature guide, REPLICATE_TO_TP_DEGREE: 4 copies);
     flash decoding shards the sequence over the 4 ranks sharing a head, attention DP 4 the batch, DCP 4 the
