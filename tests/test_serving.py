@@ -518,6 +518,18 @@ def test_static_fp8_keeps_the_critical_batch_that_weight_only_int8_halves():
     assert t.attention_flop_per_byte["fp8-static"] == 2 * t.attention_flop_per_byte["bf16"]
     with pytest.raises(ValueError, match="tp"):
         sv.quantization_modes_table("llama3-70b", "trn2", tp=0)
+    # the Llama 3 recipe's modes are modes the table models
+    assert set(sv.serving_fact("vllm_neuron_llama3_quantization")) == {"bf16", "fp8-static"} <= set(t.index)
+
+
+def test_vllm_neuron_instance_pages_and_scheduler():
+    """2.32 snapshot: the set-up guide names trn2/trn3 (as the status table does); one profiling page names Inf2;
+    the scheduler prefills one request per iteration."""
+    from trainium_lab import components
+    assert sv.serving_fact("vllm_neuron_instances_setup_guide") == components.component("vllm-neuron").chips
+    assert "inf2" in sv.serving_fact("vllm_neuron_instances_profiling_page")
+    assert "inf2" not in components.component("vllm-neuron").chips
+    assert sv.serving_fact("vllm_neuron_prefills_per_iteration") == 1
 
 
 def test_kv_sharding_options_remove_the_replication():
