@@ -530,6 +530,10 @@ def test_vllm_neuron_instance_pages_and_scheduler():
     assert "inf2" in sv.serving_fact("vllm_neuron_instances_profiling_page")
     assert "inf2" not in components.component("vllm-neuron").chips
     assert sv.serving_fact("vllm_neuron_prefills_per_iteration") == 1
+    # vLLM Neuron's TP design replicates KV heads past their count, as serving.replica models (TP 16, 8 KV heads: 2 copies)
+    assert sv.serving_fact("vllm_neuron_kv_head_replication") == 1
+    r = sv.replica("llama3-70b", "trn2", tp=16)
+    assert r.kv_bytes_per_token_stored == 2 * r.kv_bytes_per_token
 
 
 def test_kv_sharding_options_remove_the_replication():
