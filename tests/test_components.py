@@ -234,9 +234,7 @@ RELEASE = re.compile(r"\b2\.\d\d\b")
 #: chapters other engineers own that still name a component without its status and release (found
 #: 2026-12-06 by this test; see the h40 report). Delete a pair once its chapter states the status: the
 #: test fails on a stale pair as it does on a new one, so the list only shrinks.
-KNOWN_OUTSTANDING = {
-    ("09_serving.ipynb", "nxd-inference"),
-}
+KNOWN_OUTSTANDING: set[tuple[str, str]] = set()   # every chapter states them now
 
 
 def unstated_statuses(prose: dict[str, str]) -> set[tuple[str, str]]:

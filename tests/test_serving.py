@@ -501,6 +501,41 @@ def test_attention_intensity_is_the_gqa_group_and_weights_turn_compute_bound_nea
     assert t.weight_bytes.iloc[1] == t.weight_bytes.iloc[0] / 2 == t.weight_bytes.iloc[2]
 
 
+def test_static_fp8_keeps_the_critical_batch_that_weight_only_int8_halves():
+    """vLLM Neuron's Llama 3 recipe (Neuron 2.32, model-recipes/llama-3.md, "Quantization"): static FP8
+    weights, activations and KV scales, FP8 matmuls. B* = (P/BW)·b_w/2: with b_w = 1 byte at the FP8 peak
+    it is ridge_fp8/2 (≈ 224 on Trn2, near BF16's 230); INT8 weight-only at the BF16 peak gives ridge_bf16/2."""
+    trn2 = specs.chip("trn2")
+    t = sv.quantization_modes_table("llama3-70b", "trn2", tp=8).set_index("mode")
+    assert list(t.index) == list(sv.QUANTIZATION_MODES)
+    bw = trn2.hbm_bytes_per_s
+    assert t.critical_batch["fp8-static"] == pytest.approx(trn2.dense_flops_per_s["fp8"] / bw / 2)
+    assert t.critical_batch["int8-weight-only"] == pytest.approx(t.critical_batch["bf16"] / 2)
+    assert t.critical_batch["fp8-static"] > 1.9 * t.critical_batch["int8-weight-only"]
+    assert t.ridge_flop_per_byte["fp8-static"] > 1.9 * t.ridge_flop_per_byte["bf16"]
+    assert t.weight_bytes_per_rank["fp8-static"] == t.weight_bytes_per_rank["bf16"] / 2 \
+        == t.weight_bytes_per_rank["int8-weight-only"]
+    assert t.attention_flop_per_byte["fp8-static"] == 2 * t.attention_flop_per_byte["bf16"]
+    with pytest.raises(ValueError, match="tp"):
+        sv.quantization_modes_table("llama3-70b", "trn2", tp=0)
+    # the Llama 3 recipe's modes are modes the table models
+    assert set(sv.serving_fact("vllm_neuron_llama3_quantization")) == {"bf16", "fp8-static"} <= set(t.index)
+
+
+def test_vllm_neuron_instance_pages_and_scheduler():
+    """2.32 snapshot: the set-up guide names trn2/trn3 (as the status table does); one profiling page names Inf2;
+    the scheduler prefills one request per iteration."""
+    from trainium_lab import components
+    assert sv.serving_fact("vllm_neuron_instances_setup_guide") == components.component("vllm-neuron").chips
+    assert "inf2" in sv.serving_fact("vllm_neuron_instances_profiling_page")
+    assert "inf2" not in components.component("vllm-neuron").chips
+    assert sv.serving_fact("vllm_neuron_prefills_per_iteration") == 1
+    # vLLM Neuron's TP design replicates KV heads past their count, as serving.replica models (TP 16, 8 KV heads: 2 copies)
+    assert sv.serving_fact("vllm_neuron_kv_head_replication") == 1
+    r = sv.replica("llama3-70b", "trn2", tp=16)
+    assert r.kv_bytes_per_token_stored == 2 * r.kv_bytes_per_token
+
+
 def test_kv_sharding_options_remove_the_replication():
     """NxD Inference replicates 8 KV heads to 32 at TP 32 (feature guide, REPLICATE_TO_TP_DEGREE: 4 copies);
     flash decoding shards the sequence over the 4 ranks sharing a head, attention DP 4 the batch, DCP 4 the

@@ -36,7 +36,7 @@ MAPPING: dict[str, list[tuple[str, str]]] = {
     "07": [("uniform = np.arange(1, 129)", "diagrams.bucket_lifecycle()")],   # the bucketing code (07 is being restructured)
     "08": [("## The memory hierarchy, as numbers", 'diagrams.tile_path("trn2")'),
            ("## Double buffering: the engine timeline", "diagrams.double_buffering()")],
-    "09": [("## The KV cache", 'diagrams.kv_cache_growth("llama3-70b", "trn2", tp=8)')],
+    "09": [("growth = serving.kv_growth_table(", 'diagrams.kv_cache_growth("llama3-70b", "trn2", tp=8)')],
     "10": [("## How Neuron's stacks dispatch: all-gather, or all-to-all-v", "diagrams.moe_dispatch()")],
     "11": [("## A deadline: Llama 3 405B on Trn2 UltraServers", "diagrams.capstone_days()")],
 }

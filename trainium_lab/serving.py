@@ -106,7 +106,8 @@ __all__ = [
     "simulate_speculation", "SpeculativeEstimate", "speculative_decode",
     "serving_fact",
     "speculation_methods", "eagle_draft_model", "attention_decode_intensity", "weight_critical_batch",
-    "WEIGHT_FORMATS", "quantized_weights_table", "KV_SHARDING", "KVSharding", "kv_sharding",
+    "WEIGHT_FORMATS", "quantized_weights_table", "QUANTIZATION_MODES",
+    "quantization_modes_table", "KV_SHARDING", "KVSharding", "kv_sharding",
     "kv_sharding_table", "neff_memory_bytes", "prefix_cache_ttft_ratio",
     "disaggregated_server_ratio", "expected_unique_experts",
     "SELECTIVE_LOADING_ALPHA", "moe_decode_expert_bytes", "cost_per_million_tokens_usd", "cost_table",
@@ -2340,6 +2341,62 @@ def quantized_weights_table(model: str | ModelPreset, chip: str = "trn2", tp: in
         b = _weight_bytes_per_element(f)
         rows.append(dict(format=f, bytes_per_weight=b, weight_bytes=n * b, weight_bytes_per_rank=n * b / tp,
                          critical_batch=weight_critical_batch(chip, b)))
+    return pd.DataFrame(rows)
+
+
+#: the quantisation modes chapter 09 compares: mode -> (weight dtype, matmul dtype, KV-cache dtype).
+#: ``fp8-static`` is what vLLM Neuron ships for Llama 3 (a ModelOpt checkpoint with per-tensor static
+#: weight, activation and KV-cache scales, run as FP8 matmuls: model recipe llama-3.md, "Quantization");
+#: ``int8-weight-only`` keeps BF16 matmuls and dequantises the weights (the NxD Inference feature guide)
+QUANTIZATION_MODES: dict[str, tuple[str, str, str]] = {
+    "bf16": ("bfloat16", "bf16", "bfloat16"),
+    "fp8-static": ("float8_e4m3fn", "fp8", "float8_e4m3fn"),
+    "int8-weight-only": ("int8", "bf16", "bfloat16"),
+}
+
+
+def quantization_modes_table(model: str | ModelPreset, chip: str = "trn2", tp: int = 1) -> pd.DataFrame:
+    """What each quantisation mode (:data:`QUANTIZATION_MODES`) does to decode's roofline.
+
+    The weight matmuls read ``b_w`` bytes per weight and do 2 FLOPs per sequence: intensity ``2·B/b_w``
+    against the ridge point ``P/BW`` of the dtype the matmul runs in, so they turn compute-bound at
+    ``B* = (P/BW)·b_w/2`` (:func:`weight_critical_batch`). Weight-only INT8 halves ``b_w`` at the BF16
+    peak: ``B*`` halves. Static FP8 halves ``b_w`` and runs the matmul at the FP8 peak, which raises
+    the ridge: ``B*`` stays near the BF16 value. Attention's intensity (:func:`attention_decode_intensity`)
+    depends only on the KV-cache dtype.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``mode, weight_dtype, compute_dtype, kv_dtype, bytes_per_weight, weight_bytes_per_rank,
+        ridge_flop_per_byte, critical_batch, attention_flop_per_byte``.
+
+    References
+    ----------
+    AWS Neuron 2.32 docs: vllm-neuron/docs/model-recipes/llama-3.md ("Quantization": per-tensor static
+    FP8 with weight, activation and KV-cache scales); features-guide.md ("FP8 static weight
+    quantization", "KV cache FP8 quantization"); scaling-book, inference chapter (critical batch).
+
+    Examples
+    --------
+    >>> t = quantization_modes_table("llama3-70b", "trn2", tp=8).set_index("mode")
+    >>> [round(b) for b in t.critical_batch]
+    [230, 224, 115]
+    >>> t.attention_flop_per_byte.tolist()
+    [8.0, 16.0, 8.0]
+    """
+    m = resolve_model(model)
+    tp = integer("tp", tp, minimum=1, maximum=100_000)
+    c = specs.chip(chip)
+    n = float(m.exact_params())
+    rows = []
+    for mode, (w, comp, kv) in QUANTIZATION_MODES.items():
+        b = _weight_bytes_per_element(w)
+        rows.append(dict(mode=mode, weight_dtype=w, compute_dtype=comp, kv_dtype=kv, bytes_per_weight=b,
+                         weight_bytes_per_rank=n * b / tp,
+                         ridge_flop_per_byte=c.dense_flops_per_s[comp] / c.hbm_bytes_per_s,
+                         critical_batch=weight_critical_batch(chip, b, comp),
+                         attention_flop_per_byte=attention_decode_intensity(m, kv)))
     return pd.DataFrame(rows)
 
 

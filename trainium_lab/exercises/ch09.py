@@ -3,7 +3,7 @@ units; running it gives the reference answer (``trainium_lab.exercises.Exercise`
 
 from __future__ import annotations
 
-from trainium_lab import roofline, serving
+from trainium_lab import serving
 from trainium_lab.exercises import Exercise, run_solution
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "q7", "q11", "ALL"]
@@ -61,20 +61,34 @@ q2 = Exercise(
                                                        "ranks read their shards in parallel, at the whole chip's bandwidth")],
 )
 
+def _q3_one_roofline() -> float:
+    """The slip Q3 drills against: one roofline over the whole step, KV reads counted against the matmuls."""
+    return serving.decode_compute_bound_batch(serving.replica("llama3-70b", "trn3", tp=8), 1024)
+
+
 q3 = Exercise(
-    "Q3 batch where 70B decode turns compute-bound",
+    "Q3 batch where 70B's weight matmuls turn compute-bound, Trainium3",
     unit="sequences",
     rel_tol=0.02,
-    hint=("Set batch × FLOPs per token / peak equal to (weights + batch × context × KV per token) / "
-          "bandwidth and solve for the batch (serving.decode_compute_bound_batch)."),
-    solution=("r = serving.replica('llama3-70b', 'trn2', tp=8)              # 2 chips, 1 KV head per rank\n"
-              "ctx = 128\n"
-              "flops = serving.decode_flops_per_token(r.model, ctx)        # ≈ 2 FLOPs per weight\n"
-              "per_seq_s = flops / r.peak_flops_per_s_active - (ctx + 1) * r.kv_bytes_per_token_stored / r.hbm_bytes_per_s_active\n"
-              "answer_3 = r.weight_bytes / r.hbm_bytes_per_s_active / per_seq_s"),
-    mistakes=[(lambda: roofline.ridge_point("trn2", "bf16"),
-               "that is the ridge point (peak FLOP/s ÷ HBM bytes/s): it is the answer with no "
-               "context; the KV reads add bytes batching cannot share and push the batch higher"),
+    hint=("Only the weight matmuls share their bytes across the batch: a BF16 weight (2 bytes) read once "
+          "per step does 2 FLOPs per sequence, so B FLOPs per byte. Set that equal to Trainium3's ridge "
+          "point (specs.chip('trn3'): BF16 peak ÷ HBM bandwidth). The context enters attention's time "
+          "(memory-bound at any batch), not this batch."),
+    solution=("chip = specs.chip('trn3')\n"
+              "ridge = chip.dense_flops_per_s['bf16'] / chip.hbm_bytes_per_s   # FLOPs per byte where compute takes over\n"
+              "bytes_per_weight = 2                                          # BF16\n"
+              "# a weight read once per step does 2 FLOPs per sequence: intensity 2·B / bytes_per_weight\n"
+              "answer_3 = ridge * bytes_per_weight / 2   # no context term: KV reads belong to attention"),
+    mistakes=[(_q3_one_roofline,
+               "that is the one-roofline batch, with the KV reads counted against the weight matmuls' "
+               "FLOPs: the chapter takes the step apart. Attention reads its own KV per sequence and stays "
+               "memory-bound at any batch; the weight matmuls turn compute-bound at the same batch whatever "
+               "the context"),
+              (lambda: serving.weight_critical_batch("trn2"),
+               "that is Trainium2's batch: use Trainium3's BF16 peak and HBM bandwidth"),
+              (lambda: serving.weight_critical_batch("trn3", 1.0),
+               "that is the batch for one-byte weights with BF16 matmuls (weight-only INT8); these weights "
+               "are BF16, two bytes each"),
               (1.0, "a batch of one reads every weight for two FLOPs each: it is deep in the "
                     "HBM-bound region")],
 )
