@@ -350,10 +350,13 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     >>> b = p.best
     >>> b.tp_level, bool(b.fits), int(b.tp * b.pp * b.dp) == p.cluster.n_ranks
     ('instance', True, True)
-    >>> q = plan("qwen3-235b-a22b", system="trn2-ultraserver", n_systems=4, lnc=2, global_batch=512)
+    >>> q = plan("qwen3-235b-a22b", system="trn2-ultraserver", n_systems=1, lnc=2, global_batch=512)
     >>> int(q.best.tp * q.best.ep * q.best.pp * q.best.dp) == q.cluster.n_ranks, q.best.ep_level
     (True, 'instance')
-    >>> tp16 = q.all[q.all.tp == 16]   # 1,536-wide experts over TP 16: 96 of 128 columns
+    >>> q4 = plan("qwen3-235b-a22b", system="trn2-ultraserver", n_systems=4, lnc=2, global_batch=512)
+    >>> int(q4.best.ep), q4.best.ep_level   # across four, with AWS's 15 us EFA hop, DP beats EP
+    (1, 'none')
+    >>> tp16 = q4.all[q4.all.tp == 16]   # 1,536-wide experts over TP 16: 96 of 128 columns
     >>> sorted(set(tp16.expert_matmul_efficiency.round(2)))
     [0.75]
     >>> plan("llama3-8b", system="trn2.48xlarge", ep_degrees=(1, 2))
