@@ -63,15 +63,16 @@ def update_readme() -> None:
     from trainium_lab import reality
     from trainium_lab.views import reality as rv
 
-    lines = ["| set | rows | median error (%) | largest error (%) | no bound beaten |", "|:--|--:|--:|--:|:--|"]
+    cols = [c for c, _ in rv.SUMMARY_ERROR_COLUMNS]
+    lines = ["| set | rows | " + " | ".join(cols) + " | no bound beaten |", "|:--|--:|" + "--:|" * len(cols) + ":--|"]
     for _, r in rv.summary_table().iterrows():
-        lines.append(f"| {r['set']} | {r['rows']} | {r['median error (%)']} | {r['largest error (%)']} | "
-                     f"{r['no bound beaten']} |")
+        lines.append(f"| {r['set']} | {r['rows']} | " + " | ".join(str(r[c]) for c in cols) +
+                     f" | {r['no bound beaten']} |")
     s = reality.summary().set_index("set").loc["all"]
     para = (
-        "Error is |expected ÷ measured − 1|, in sample (\"fit\": the parameters were fitted on these rows).\n"
-        "Refitted without each row's group (its model, its NCCOM-TEST row, its EAGLE3 position), the\n"
-        f"out-of-sample median is {100 * s.median_out_of_sample_error:.1f} % and the largest "
+        "Error is |expected ÷ measured − 1|: out of sample, refitted without each row's group (its model,\n"
+        "its NCCOM-TEST row, its EAGLE3 position), and in sample (\"fit\": the parameters fitted on these rows).\n"
+        f"The out-of-sample median is {100 * s.median_out_of_sample_error:.1f} % and the largest "
         f"{100 * s.max_out_of_sample_error:.0f} %: quote those as the prediction.\n"
         "Refitted without the row's whole set (strict leave-one-set-out: no parameter is fitted on two sets,\n"
         "so the set's own parameters fall back to the middle of their documented ranges), the median is\n"
@@ -84,7 +85,7 @@ def update_readme() -> None:
     a = text.index("<!-- reality:start -->") + len("<!-- reality:start -->")
     b = text.index("<!-- reality:end -->")
     text = text[:a] + "\n" + "\n".join(lines) + "\n" + text[b:]
-    start = text.index("Error is |expected ÷ measured − 1|, in sample")
+    start = text.index("Error is |expected ÷ measured − 1|")
     end = text.index("## Using it as course material")
     path.write_text(text[:start] + para + text[end:], encoding="utf-8")
 
