@@ -210,12 +210,19 @@ def test_every_mapped_diagram_is_stored_in_its_chapter(ch):
 
 @pytest.mark.parametrize("ch", sorted(set(insert_diagrams.MAPPING) - DIAGRAMS_NOT_YET_INSERTED))
 def test_a_sentence_beside_each_stored_diagram_refers_to_it(ch):
-    """Issue 41: each diagram comes with one sentence of prose that refers to it (the cell before or after)."""
+    """Issue 41: each diagram comes with one sentence of prose that refers to it: the nearest markdown
+    cell before or after it (a code cell that prints the numbers it draws may sit in between)."""
     import json
 
     cells = json.loads(insert_diagrams.notebook(ch).read_text(encoding="utf-8"))["cells"]
+
+    def nearest_markdown(i, step):
+        j = i + step
+        while 0 <= j < len(cells) and cells[j]["cell_type"] != "markdown":
+            j += step
+        return "".join(cells[j]["source"]) if 0 <= j < len(cells) else ""
+
     for i, c in enumerate(cells):
         if c["cell_type"] == "code" and "".join(c["source"]).startswith("from trainium_lab import diagrams"):
-            near = " ".join("".join(cells[j]["source"]) for j in (i - 1, i + 1)
-                            if 0 <= j < len(cells) and cells[j]["cell_type"] == "markdown")
+            near = nearest_markdown(i, -1) + " " + nearest_markdown(i, +1)
             assert "diagram" in near.lower(), f"{ch} cell {i}: no sentence next to the diagram refers to it"
