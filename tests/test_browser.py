@@ -212,16 +212,24 @@ def lab(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def browser(lab):
-    """One headless Chromium context for all notebooks (JupyterLab's scripts stay cached)."""
+def playwright_driver():
+    """One Playwright driver for the module: its sync API cannot be started again inside itself, so
+    every test that drives a browser here takes this one."""
+    _require_browser()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        context = chromium.new_context(viewport={"width": 1440, "height": 900})
-        yield context
-        context.close()
-        chromium.close()
+        yield pw
+
+
+@pytest.fixture(scope="module")
+def browser(lab, playwright_driver):
+    """One headless Chromium context for all notebooks (JupyterLab's scripts stay cached)."""
+    chromium = playwright_driver.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    context = chromium.new_context(viewport={"width": 1440, "height": 900})
+    yield context
+    context.close()
+    chromium.close()
 
 
 # --- what the page shows ---------------------------------------------------------------------
@@ -805,15 +813,13 @@ def _open_as_learner(lab: Lab, page, name: str) -> dict:
     return page.evaluate(LEARNER_UI_JS)
 
 
-def test_learner_lab_has_no_nbgrader_ui_opens_chapters_unmodified_and_contents_works(tmp_path):
+def test_learner_lab_has_no_nbgrader_ui_opens_chapters_unmodified_and_contents_works(tmp_path, playwright_driver):
     """A fresh clone opened as a learner (``tools/course.py lab``'s configuration): no nbgrader
     menu, panel or button; no chapter marked modified by opening it (its kernel's version in the
     metadata); every chapter's first link, "Contents", opens chapter 00's chapter list. The same
     server without the learner configuration shows nbgrader's menu and marks chapters modified:
     the check can fail."""
-    _require_browser()
-    from playwright.sync_api import sync_playwright
-
+    pw = playwright_driver
     seen = {}
     for edition, config in (("learner", ROOT / "config" / "learner"), ("plain", None)):
         (tmp_path / edition).mkdir()
@@ -821,8 +827,8 @@ def test_learner_lab_has_no_nbgrader_ui_opens_chapters_unmodified_and_contents_w
         try:
             for name in LEARNER_CHAPTERS:
                 shutil.copy(ROOT / "notebooks" / name, lab.root / name)
-            with sync_playwright() as pw:
-                chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            try:
                 page = chromium.new_context(viewport={"width": 1440, "height": 900}).new_page()
                 page.route(re.compile(r"^https?://(?!127\.0\.0\.1)"), lambda route: route.abort())
                 seen[edition] = [_open_as_learner(lab, page, name) for name in LEARNER_CHAPTERS[:2]]
@@ -831,6 +837,7 @@ def test_learner_lab_has_no_nbgrader_ui_opens_chapters_unmodified_and_contents_w
                     page.wait_for_function("() => [...document.querySelectorAll('.lm-TabBar-tab.jp-mod-current')]"
                                            ".some(t => t.innerText.includes('00_start_here'))", timeout=30_000)
                     seen["contents"] = True
+            finally:
                 chromium.close()
             lab.shutdown_kernels()
         finally:

@@ -106,7 +106,7 @@ __all__ = [
     "simulate_speculation", "SpeculativeEstimate", "speculative_decode",
     "serving_fact",
     "speculation_methods", "eagle_draft_model", "attention_decode_intensity", "weight_critical_batch",
-    "WEIGHT_FORMATS", "quantized_weights_table", "QUANTIZATION_MODES",
+    "WEIGHT_FORMATS", "quantized_weights_table", "QUANTIZATION_MODES", "QuantizationMode",
     "quantization_modes_table", "KV_SHARDING", "KVSharding", "kv_sharding",
     "kv_sharding_table", "neff_memory_bytes", "prefix_cache_ttft_ratio",
     "disaggregated_server_ratio", "expected_unique_experts",
@@ -2348,11 +2348,21 @@ def quantized_weights_table(model: str | ModelPreset, chip: str = "trn2", tp: in
 #: ``fp8-static`` is what vLLM Neuron ships for Llama 3 (a ModelOpt checkpoint with per-tensor static
 #: weight, activation and KV-cache scales, run as FP8 matmuls: model recipe llama-3.md, "Quantization");
 #: ``int8-weight-only`` keeps BF16 matmuls and dequantises the weights (the NxD Inference feature guide)
-QUANTIZATION_MODES: dict[str, tuple[str, str, str]] = {
-    "bf16": ("bfloat16", "bf16", "bfloat16"),
-    "fp8-static": ("float8_e4m3fn", "fp8", "float8_e4m3fn"),
-    "int8-weight-only": ("int8", "bf16", "bfloat16"),
-}
+@dataclass(frozen=True)
+class QuantizationMode:
+    """One row of :data:`QUANTIZATION_MODES`: the weights' dtype, the peak-rate key the matmuls run
+    at (``specs.Chip.dense_flops_per_s``), and the KV cache's dtype."""
+
+    weight_dtype: str
+    matmul_peak: str
+    kv_dtype: str
+
+
+QUANTIZATION_MODES: dict[str, QuantizationMode] = {
+    mode: QuantizationMode(*fields) for mode, fields in (
+        ("bf16", ("bfloat16", "bf16", "bfloat16")),
+        ("fp8-static", ("float8_e4m3fn", "fp8", "float8_e4m3fn")),
+        ("int8-weight-only", ("int8", "bf16", "bfloat16")))}
 
 
 def quantization_modes_table(model: str | ModelPreset, chip: str = "trn2", tp: int = 1) -> pd.DataFrame:
@@ -2390,7 +2400,8 @@ def quantization_modes_table(model: str | ModelPreset, chip: str = "trn2", tp: i
     c = specs.chip(chip)
     n = float(m.exact_params())
     rows = []
-    for mode, (w, comp, kv) in QUANTIZATION_MODES.items():
+    for mode, q in QUANTIZATION_MODES.items():
+        w, comp, kv = q.weight_dtype, q.matmul_peak, q.kv_dtype
         b = _weight_bytes_per_element(w)
         rows.append(dict(mode=mode, weight_dtype=w, compute_dtype=comp, kv_dtype=kv, bytes_per_weight=b,
                          weight_bytes_per_rank=n * b / tp,
