@@ -225,8 +225,9 @@ def test_pages_open_from_disk_with_no_network(site):
                 problems.append(f"{path.stem}: {sum(drawn)} of {n_svg} charts drawn")
             if page.query_selector("article .math"):
                 try:
+                    # attached, not visible: the first formula may sit in a folded <details>
                     page.wait_for_selector("article .MathJax, article .MathJax_CHTML, "
-                                           "article .MathJax_SVG", timeout=20_000)
+                                           "article .MathJax_SVG", state="attached", timeout=20_000)
                 except Exception:  # noqa: BLE001 - playwright TimeoutError
                     problems.append(f"{path.stem}: MathJax did not typeset the formulas")
             page.screenshot(path=str(SCREENSHOTS / f"site_{path.stem}.png"))
