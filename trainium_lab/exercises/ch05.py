@@ -300,37 +300,72 @@ def chained_70b_layout() -> str:
 
 
 def chained_pp4_or_pp8() -> str:
-    """Chained problem 2: PP4 or PP8 for Llama 3 405B on two Trn2 UltraServers (Markdown)."""
+    """Chained problem 2: PP4 or PP8 for Llama 3 405B on two Trn2 UltraServers (Markdown).
+
+    Steps 1–4 are the teaching search (the chapter's BF16 + Adam recipe, no framework checked);
+    step 5 asks which Neuron 2.32 framework runs each candidate (:func:`trainium_lab.frameworks.runnable_by`)
+    and sizes it with that framework's own recipe; the decision ends in a layout a framework runs.
+    """
     import math
 
-    from trainium_lab import layouts, sizing
+    from trainium_lab import components, frameworks, layouts, sizing
     from trainium_lab.units import GiB
 
     options = {"PP4 × DP2 ZeRO-1": (4, 2, 1), "PP4 × DP2 ZeRO-2": (4, 2, 2), "PP8 × DP1": (8, 1, 1)}
-    ev = {name: layouts.evaluate(layouts.layout("llama3-405b", tp=64, pp=pp, dp=dp, zero_stage=z, micro_batch=1,
-                                                n_micro_batches=64 // dp, lnc=2))
-          for name, (pp, dp, z) in options.items()}
+
+    def _eval(pp, dp, z, recipe_name="bf16-adam"):
+        return layouts.evaluate(layouts.layout("llama3-405b", tp=64, pp=pp, dp=dp, zero_stage=z, micro_batch=1,
+                                               n_micro_batches=64 // dp, lnc=2, recipe_name=recipe_name))
+
+    ev = {name: _eval(*o) for name, o in options.items()}
     n_layers = sizing.preset("llama3-405b").n_layers
-    best_fit = max((n for n in ev if ev[n].fits), key=lambda n: ev[n].tokens_per_s)
-    fastest = max(ev, key=lambda n: ev[n].tokens_per_s)
     names = list(options)
+    runs = {n: frameworks.runnable_by(64, options[n][0], options[n][1], zero_stage=options[n][2], n_layers=n_layers)
+            for n in names}
+    own = {n: _eval(*options[n], recipe_name=frameworks.framework(runs[n][0]).recipe) for n in names if runs[n]}
+    runnable_fits = [n for n in own if own[n].fits]
+    nxd = frameworks.framework("nxd")
+    current = {fw: layouts.plan("llama3-405b", system="trn2-ultraserver", n_systems=2, lnc=2, global_batch=64,
+                                framework=fw, overlap_setting=st).best
+               for fw, st in (("torchneuron", None), ("jax", "token-threading"))}
+    best_fw = max(current, key=lambda k: current[k].tokens_per_s)
+    top = current[best_fw]
+    flags = " ".join(frameworks.overlap_schedule(best_fw, "token-threading" if best_fw == "jax" else None).flags)
+    teaching_best = max((n for n in ev if ev[n].fits), key=lambda n: ev[n].tokens_per_s)
+
+    def _runs(n):
+        if not runs[n]:
+            return f"{n}: **no framework** (PP only in NxD, which has no ZeRO-2)"
+        fw = frameworks.framework(runs[n][0])
+        return (f"{n}: only **{fw.name}** ({components.status_label(fw.component)}); with its recipe "
+                f"{own[n].total_bytes / GiB:.1f} GiB ({'fits' if own[n].fits else 'does not keep 10 % free'})")
+
     return (
         "1. Micro-batches and bubble: " + "; ".join(
             f"{n}: m = {64 // options[n][1]}, "
             f"**{layouts.pipeline_bubble_fraction(options[n][0], 64 // options[n][1]):.1%}**" for n in names) + ".\n"
         "2. Busiest stage: " + "; ".join(f"PP{p}: **{math.ceil(n_layers / p)} layers** against {n_layers / p:.2f}"
                                          for p in sorted({o[0] for o in options.values()})) + ".\n"
-        "3. Memory per chip: " + "; ".join(f"{n}: **{ev[n].total_bytes / GiB:.1f} GiB** "
-                                           f"({'fits' if ev[n].fits else 'does not keep 10 % free'})"
-                                           for n in names) + ".\n"
+        "3. Memory per chip (BF16 + Adam, the teaching recipe): " + "; ".join(
+            f"{n}: **{ev[n].total_bytes / GiB:.1f} GiB** ({'fits' if ev[n].fits else 'does not keep 10 % free'})"
+            for n in names) + ".\n"
         "4. Step and throughput: " + "; ".join(f"{n}: {ev[n].step_s:.1f} s, **{ev[n].tokens_per_s:,.0f} tokens/s**"
-                                               for n in names) + ".\n\n"
-        f"**Decision:** run **{best_fit}**, {ev[best_fit].tokens_per_s:,.0f} tokens/s. "
-        + (f"The fastest on paper, {fastest}, does not keep 10 % free; it would be "
-           f"{ev[fastest].tokens_per_s / ev[best_fit].tokens_per_s - 1:.1%} faster."
-           if ev[fastest].tokens_per_s > ev[best_fit].tokens_per_s else "No candidate is faster: the one that "
-           "does not fit would buy nothing.")
-        + " Deeper pipelines trade bubble for memory: with more micro-batches per replica the bubble shrinks.")
+                                               for n in names) + ".\n"
+        "5. Who runs it on Neuron 2.32: " + "; ".join(_runs(n) for n in names) + ". "
+        f"Neither current framework has PP; the planner's best for each on the same 128 chips: "
+        + "; ".join(f"{frameworks.framework(k).name}: {current[k].label}, {current[k].tokens_per_s:,.0f} tokens/s"
+                    for k in current) + ".\n\n"
+        f"**Decision:** the teaching search alone would pick **{teaching_best}** "
+        f"({ev[teaching_best].tokens_per_s:,.0f} tokens/s), "
+        + ("which no framework runs. " if not runs[teaching_best] else
+           f"which only {frameworks.framework(runs[teaching_best][0]).name} runs. ") + "Run "
+        f"**{top.label} on {frameworks.framework(best_fw).name}** ({frameworks.status_text(best_fw)}"
+        + (f"; `{flags}`" if flags else "") + "), "
+        f"{top.tokens_per_s:,.0f} tokens/s, {top.tokens_per_s / ev[teaching_best].tokens_per_s - 1:+.1%} against "
+        "the pipeline candidates' best on paper: here a pipeline buys nothing. "
+        + (f"A team that stays on {nxd.name} (an older release) would run {', '.join(runnable_fits)}, "
+           f"{max(own[n].tokens_per_s for n in runnable_fits):,.0f} tokens/s."
+           if runnable_fits else f"No candidate fits on {nxd.name}."))
 
 
 def e3_model_answer() -> str:
