@@ -98,6 +98,9 @@ def step_time_chart(df: pd.DataFrame, *, title: str = "Where a step's time goes"
 
 
 
+_BEST = ["other that fits", "the winner"]   # legend words, not "false"/"true"
+
+
 @functools.lru_cache(maxsize=32)
 def _scatter_template(colour: str, title: str, width: int, height: int) -> TemplateChart:
     if colour == "tp_level":
@@ -110,9 +113,9 @@ def _scatter_template(colour: str, title: str, width: int, height: int) -> Templ
             x=alt.X("tokens_per_s:Q", title="tokens per second (estimate)", scale=alt.Scale(zero=False)),
             y=alt.Y("headroom_gib:Q", title="HBM left per chip (GiB)"),
             color=alt.Color(f"{colour}:N", scale=scale, title=colour.replace("_", " ")),
-            size=alt.Size("best:N", scale=alt.Scale(domain=[False, True], range=[40, 320]), title="best"),
-            shape=alt.Shape("best:N", scale=alt.Scale(domain=[False, True], range=["circle", "diamond"]),
-                            title="best"),
+            size=alt.Size("best:N", scale=alt.Scale(domain=_BEST, range=[40, 320]), title="layout"),
+            shape=alt.Shape("best:N", scale=alt.Scale(domain=_BEST, range=["circle", "diamond"]),
+                            title="layout"),
             tooltip=[alt.Tooltip("rank:Q"), alt.Tooltip("label:N"), alt.Tooltip("tp_level:N", title="TP level"),
                      alt.Tooltip("tokens_per_s:Q", format=",.0f"), alt.Tooltip("step_s:Q", format=",.2f"),
                      alt.Tooltip("memory_gib:Q", format=",.1f", title="GiB used"),
@@ -144,7 +147,7 @@ def plan_scatter_chart(df: pd.DataFrame, *, colour: str = "tp_level", title: str
     if "pp" in values:
         values["pp"] = [f"PP{p}" for p in values["pp"]]
     best_rank = min(values["rank"]) if values["rank"] else None
-    values["best"] = [r == best_rank for r in values["rank"]]
+    values["best"] = [_BEST[r == best_rank] for r in values["rank"]]
     for c in ("tokens_per_s", "headroom_gib", "step_s", "memory_gib"):
         values[c] = [round(float(v), 4) for v in values[c]]
     keys = list(values)

@@ -286,7 +286,8 @@ def level_ratio_chart(df: pd.DataFrame, *, title: str = "C/W: FLOPs a chip compu
     """Horizontal bars of ``flops_per_byte`` (log scale) per system and level, labelled.
 
     ``df`` is :func:`trainium_lab.parallelism.level_ratios_table` output. The value is also
-    the data-parallel threshold in tokens per replica (BF16 gradients, many replicas).
+    the data-parallel threshold in tokens per replica at peak compute (BF16 gradients, many
+    replicas); at a real MFU the threshold is MFU × C/W.
     """
     d = df[["system", "level", "flops_per_byte"]].copy()
     d["row"] = d["system"] + " · " + d["level"]
@@ -305,7 +306,7 @@ def level_ratio_chart(df: pd.DataFrame, *, title: str = "C/W: FLOPs a chip compu
         text = alt.Chart(d).mark_text(align="left", dx=4, fontSize=10).encode(
             x=alt.X("flops_per_byte:Q"), y=y, text=alt.Text("flops_per_byte:Q", format=",.0f"))
         return alt.layer(bars, text, title=alt.TitleParams(
-            title, subtitle="= the tokens per data-parallel replica that hide a BF16 gradient all-reduce"),
+            title, subtitle="× MFU = the tokens per data-parallel replica that hide a BF16 gradient all-reduce"),
             width=width, height=24 * len(d) + 10, padding=PAD)
 
 

@@ -89,8 +89,8 @@ def explain_plan(plan) -> list[str]:
                      f"{layouts.interleaved_activation_factor(int(b.pp), int(b.virtual_stages)):.2f}× the activations.")
     close = int((plan.table.tokens_per_s >= 0.98 * b.tokens_per_s).sum()) - 1
     if close:
-        lines.append(f"{close} other fitting layouts are within 2 % of it: a tie at this level of "
-                     "modelling; choose among them by headroom and simplicity, then measure.")
+        lines.append(f"{close} other fitting layout{'s are' if close > 1 else ' is'} within 2 % of it: a tie at "
+                     "this level of modelling; choose among them by headroom and simplicity, then measure.")
     lines.append(f"Where its step goes: compute {parts['compute'] / b.step_s:.0%}; the largest overhead "
                  f"is {names[worst]} ({overhead[worst] / b.step_s:.1%})."
                  + (" Compute binds: overheads are small." if overhead[worst] < 0.1 * b.step_s
@@ -195,10 +195,19 @@ def _overlap_sentence(plan) -> str:
     label = "the labelled default, an assumption" if own == d.default else "your input"
     head = (f"Data-parallel overlap is an input: dp_overlap = {own:.2f} ({label}; plausible range "
             f"{d.low:.1f}–{d.high:.1f}).")
+    # the range is an assumption; what a framework's schedule leaves exposed is a separate input
+    schedule = ("" if plan.framework is not None else
+                " The teaching search also places every data-parallel collective behind compute; AWS's "
+                "compiler-default schedule leaves the FSDP reduce-scatters exposed (name a framework, "
+                "framework=..., to charge its schedule).")
     changed = s[~s.same_winner]
     if changed.empty:
-        return head + f" The winner holds across that range (its step at {d.low:.1f}: {s.step_s.iloc[-1]:.2f} s)."
+        return (head + f" The winner holds across that range, itself an assumption "
+                f"(its step at {d.low:.1f}: {s.step_s.iloc[-1]:.2f} s)." + schedule)
     first = changed.sort_values("dp_overlap", ascending=False).iloc[0]
     low = s.iloc[-1]
-    return (head + f" The winner depends on it: at dp_overlap = {first.dp_overlap:.2f} the best is {first.label}; "
-            f"at {low.dp_overlap:.2f}, {low.label} ({low.tokens_per_s:,.0f} tokens/s, {low.step_s:.2f} s per step).")
+    where = (f"at dp_overlap = {low.dp_overlap:.2f}, the lowest tried, the best is {low.label}"
+             if first.dp_overlap == low.dp_overlap else
+             f"at dp_overlap = {first.dp_overlap:.2f} the best is {first.label}; at {low.dp_overlap:.2f}, {low.label}")
+    return (head + f" The winner depends on it: {where} ({low.tokens_per_s:,.0f} tokens/s, "
+            f"{low.step_s:.2f} s per step)." + schedule)
