@@ -522,6 +522,11 @@ def test_preflight_expects_chapter_03s_bus_bandwidth(p405):
     assert tp.value == pytest.approx(collectives.bus_factor("all_reduce", 64) * GiB / cost.expected_s, rel=1e-12)
     assert tp.value < specs.link("trn2-neuronlink-intra").bytes_per_s
     assert "expected" in tp.expect and "bound" in tp.expect
+    # a group inside one instance is bound by the instance level's published figure (1,024 GB/s on
+    # Trn2), not by the chip's total that includes the UltraServer ring (1,280 GB/s)
+    intra = specs.link("trn2-neuronlink-intra").bytes_per_s
+    assert f"never above the bound {intra / GB:,.1f} GB/s" in tp.expect
+    assert intra < collectives.bus_factor("all_reduce", 64) * GiB / cost.bound_s
     assert "nccom-test -r 64" in tp.command
     # today's tools (Neuron 2.32): no neuron_parallel_compile; neuron-explorer capture for a profile
     assert not any("neuron_parallel_compile " in cmd for cmd in c.command if not cmd.startswith("run "))

@@ -7,7 +7,7 @@ from trainium_lab import planning, sizing
 from trainium_lab.exercises import Exercise, run_solution
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "q9", "ALL", "defence", "derive_405b_layout",
-           "compare_hand_and_planner"]
+           "compare_hand_and_planner", "mfu_notions"]
 
 
 def _q4_equal_mfu() -> float:
@@ -405,3 +405,27 @@ def compare_hand_and_planner(by_hand: dict, plan) -> str:
         + f"\n\n**Half the batch** (1,024 sequences) on {plan.n_systems} UltraServers: {half.layout.label()}, "
         f"{half.days:.1f} days, {half.cost_usd / 1e6:.2f} M USD. Whether a smaller batch trains as well per token "
         "is the convergence question, which only a loss curve answers.")
+
+
+def mfu_notions(plan) -> str:
+    """The four MFUs a learner meets, one sentence each, as chapter 04 defines them (Markdown).
+
+    ``plan`` is a :class:`trainium_lab.planning.RunPlan`; its effective MFU is the last line.
+    """
+    from trainium_lab import reality, specs
+
+    m, t = specs.calibration("planner_mfu"), specs.calibration("train_mfu")
+    runs = reality.measurements().query("set == 'trn1_training'")
+    mfu6n = [sizing.mfu_from_throughput(r.value * r.seq_len, sizing.preset(r.model).exact_params(), int(r.chips),
+                                        "trn1") for _, r in runs.iterrows()]
+    return "\n".join([
+        f"- **planner_mfu** {m.value:.1%}: the share of peak while computing at which `layouts.evaluate` (published "
+        "link rates) reproduces the Trn1 runs; it absorbs the collective costs the planner leaves out. **The plan uses "
+        "this one.**",
+        f"- **train_mfu** {t.value:.1%}: the same share while computing, fitted by `reality.training`, which charges "
+        "each TP collective its in-graph latency: higher, because that model itself explains more of the step.",
+        f"- **6N-MFU** {min(mfu6n):.1%}–{max(mfu6n):.1%} (chapter 04): measured tokens/s × 6N ÷ (chips × peak), over "
+        "the whole step with every overhead in it, and without attention FLOPs.",
+        f"- **effective MFU** {plan.estimate.mfu_effective:.1%} (this plan): the planner's model FLOPs (attention "
+        "counted) ÷ its whole step ÷ peak: planner_mfu less the step's exposed communication, bubble and "
+        "recomputation."])
