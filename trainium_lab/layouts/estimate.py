@@ -38,9 +38,13 @@ MOE_TIME_PARTS: tuple[str, ...] = ("compute", "tp_comm", "ep_comm", "pp_comm", "
 IGNORED: tuple[str, ...] = (
     "overlap of pipeline sends with compute (counted as fully exposed); TP all-reduces are counted "
     "fully exposed too unless you set tp_overlap (the share hidden behind compute, default 0)",
-    "latency terms other than those published in data/links.csv (only EFA has one); "
-    "contention between groups beyond the per-chip sharing chapter 03 models",
-    "traffic between logical cores of one chip (no published figure: costs 0)",
+    "NeuronLink's per-hop latency (AWS: about 1-2 µs per Ring/KangaRing hop) for groups inside one "
+    "system: those are charged only the latencies in data/links.csv, where only EFA has one (groups "
+    "that span systems run chapter 03's collective model, hop latencies included); contention between "
+    "groups beyond the per-chip sharing chapter 03 models",
+    "traffic between the logical cores of one chip: costed 0, although AWS's intra-node page says "
+    "large collectives are bound by HBM bandwidth (KangaRing cuts the HBM touches; chapter 03 fits "
+    "the nccom-test rows' in-chip rate, which the planner does not use)",
     "the optimizer step, gradient clipping, loss and logits computation, and data loading",
     "uneven stages, in part: when pp does not divide the layers the busiest stage's ⌈L/pp⌉ layers "
     "set the pace (compute, TP and MoE traffic, activations), but parameters and optimizer state are "
