@@ -222,7 +222,7 @@ q8 = Exercise(
     also_accepted=(152, 240, 288),
     hint=("1/m* = 2/(R·b) − 1/n − 1/k with R Trainium3's BF16 ridge point (peak ÷ HBM bandwidth) and b = 2 "
           "bytes; round m* up to a multiple of 8; anything up to twice that is fine."),
-    solution=("k, n = 8192, 28672 // 8                                # one chip's TP-8 shard\n"
+    solution=("k, n = 8192, 28672 // 8                                # one rank's TP-8 shard\n"
               "r = roofline.ridge_point('trn3', 'bf16')                  # FLOP/byte, ≈ 137\n"
               "m_star = 1 / (2 / (r * 2) - 1 / n - 1 / k)                # tokens, the closed form\n"
               "answer_8 = 8 * math.ceil(m_star / 8)                      # smallest multiple of 8 above it"),

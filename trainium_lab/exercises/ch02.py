@@ -79,15 +79,19 @@ q4 = Exercise(
 )
 
 q5 = Exercise(
-    "Q5 GiB saved on an 8B model by dropping the FP32 master copy",
+    "Q5 GiB saved on an 8B model without the master copy and with BF16 Adam moments",
     unit="GiB",
-    hint="The master copy is one FP32 value per parameter; GiB is 2**30 bytes.",
-    solution=("master_bytes_per_param = 4             # an FP32 copy of every weight\n"
-              "answer_5 = 8e9 * master_bytes_per_param / GiB   # GiB freed on every replica"),
-    mistakes=[(32.0, "that is GB (10**9 bytes); the question asks GiB (2**30)"),
-              (lambda: 8e9 * 16 / (2 ** 30), "that is the whole Adam state with the master copy "
-                                             "(16 bytes per parameter); the copy alone is 4"),
-              (lambda: 8e9 * 2 / (2 ** 30), "2 bytes is a BF16 copy; the master copy is FP32")],
+    hint=("Start from the 16-byte Adam state. The FP32 master copy goes (4 bytes), and each of the two "
+          "Adam moments drops from FP32 (4 bytes) to BF16 (2 bytes); GiB is 2**30 bytes."),
+    solution=("master_bytes = 4                          # the FP32 master copy, dropped\n"
+              "moment_bytes_saved = 2 * (4 - 2)          # two moments, FP32 -> BF16\n"
+              "answer_5 = 8e9 * (master_bytes + moment_bytes_saved) / GiB   # GiB freed on every replica"),
+    mistakes=[(64.0, "that is GB (10**9 bytes); the question asks GiB (2**30)"),
+              (lambda: 8e9 * 4 / (2 ** 30), "that is the master copy alone (chained problem 1); the two "
+                                            "moments shrink too, by 2 bytes each"),
+              (lambda: 8e9 * 6 / (2 ** 30), "you shrank only one Adam moment; Adam keeps two (m and v)"),
+              (lambda: 8e9 * 12 / (2 ** 30), "the moments are kept in BF16, not dropped: each still costs "
+                                             "2 bytes")],
 )
 
 
