@@ -8,7 +8,7 @@ from trainium_lab import frameworks, layouts, specs
 from trainium_lab._validate import instance, integer
 from trainium_lab.layouts.estimate import _tp_text
 
-__all__ = ["explain_plan", "level_meaning", "tp_label"]
+__all__ = ["explain_plan", "level_meaning", "level_meanings", "tp_label"]
 
 
 def tp_label(tp: int, ranks_per_chip: int) -> str:
@@ -225,9 +225,8 @@ def level_meaning(system: str, level: str, chips_in_level: float | None = None) 
     >>> level_meaning("trn3-gen2-ultraserver", "instance", 4)
     '4-chip server'
     >>> level_meaning("trn2-ultraserver", "instance", 16), level_meaning("trn2-ultraserver", "efa")
-    ('16-chip instance', 'EFA, across UltraServers')
+    ('16-chip instance', 'EFA')
     """
-    from trainium_lab import specs
     from trainium_lab.topology import LEVEL_NAMES
 
     if level not in LEVEL_NAMES:
@@ -242,5 +241,18 @@ def level_meaning(system: str, level: str, chips_in_level: float | None = None) 
     if level == "ultraserver":
         return f"{chips}UltraServer"
     if level == "efa":
-        return "EFA, across UltraServers" if specs.system(system).n_instances > 1 else "EFA, across instances"
+        return "EFA"
     return f"{chips}chip"
+
+
+def level_meanings(df: pd.DataFrame) -> list[str]:
+    """:func:`level_meaning` for each row of a frame with columns ``system``, ``level`` and
+    ``chips_in_level`` (``parallelism.level_ratios_table``, ``parallelism.tp_limit_table``).
+
+    Examples
+    --------
+    >>> from trainium_lab import parallelism
+    >>> level_meanings(parallelism.level_ratios_table(("trn3-gen2-ultraserver",)))
+    ['4-chip server', '144-chip UltraServer', 'EFA']
+    """
+    return [level_meaning(s, lv, n) for s, lv, n in zip(df["system"], df["level"], df["chips_in_level"])]
