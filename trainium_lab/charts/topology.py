@@ -405,7 +405,8 @@ def latency_floor_chart(df: pd.DataFrame, *,
             x=alt.X("measured_us:Q"), y=y,
             tooltip=[alt.Tooltip("bar:N", title="floor"), alt.Tooltip("measured_us:Q", format=",.0f", title="measured µs"),
                      alt.Tooltip("implied_us_per_step:Q", title="implied µs per step")])
-        return alt.layer(bars, tick, data=inline_rows(d), title=title, width=WIDTH,
+        # 400 px of bars beside 360 px of labels and the legend fit the 944 px output area
+        return alt.layer(bars, tick, data=inline_rows(d), title=title, width=WIDTH - 60,
                          height=alt.Step(26))
 
 
