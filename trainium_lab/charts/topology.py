@@ -370,3 +370,44 @@ def dp_threshold_chart(df: pd.DataFrame, tokens_per_chip: float | None = None, *
 
 
 __all__ += ["dp_threshold_chart"]
+
+
+#: launch, NeuronLink steps, EFA-bounded steps (in the order the rows give the parts)
+_FLOOR_PART_RANGE = [PALETTE[9], PALETTE[0], PALETTE[2]]
+
+
+@described(
+    'Horizontal stacked bars, one per latency floor and algorithm, of the fitted launch plus '
+    "steps times AWS's documented per-step latency, with a black tick at the measured floor: "
+    'where the tick sits far from the bar end, that algorithm does not explain the floor.')
+def latency_floor_chart(df: pd.DataFrame, *,
+                        title: str = "Latency floors: launch + steps × AWS's per-step latency against the measurement"
+                        ) -> alt.LayerChart:
+    """Stacked bars of launch + NeuronLink steps × α + EFA steps × α_EFA per floor and
+    algorithm, with a tick at the measured floor.
+
+    ``df`` is ``views.reality.latency_floor_parts()``: columns ``bar``, ``part``, ``us``,
+    ``steps``, ``measured_us``, ``implied_us_per_step``.
+    """
+    d = df[["bar", "part", "us", "steps", "measured_us", "implied_us_per_step"]].copy()
+    parts = list(dict.fromkeys(d["part"]))
+    d["order"] = d["part"].map({p: i for i, p in enumerate(parts)})
+    y = alt.Y("bar:N", sort=None, title=None, axis=alt.Axis(labelLimit=360))
+    with debug_mode(False):
+        bars = alt.Chart().mark_bar().encode(
+            x=alt.X("sum(us):Q", title="µs (linear)"), y=y,
+            color=alt.Color("part:N", scale=alt.Scale(domain=parts, range=_FLOOR_PART_RANGE[:len(parts)]),
+                            title="part (black tick: measured)"),
+            order=alt.Order("order:Q"),
+            tooltip=[alt.Tooltip("bar:N", title="floor"), alt.Tooltip("part:N"), alt.Tooltip("steps:Q"),
+                     alt.Tooltip("us:Q", format=",.0f", title="µs")])
+        tick = alt.Chart().mark_tick(color="black", thickness=3, size=20).encode(
+            x=alt.X("measured_us:Q"), y=y,
+            tooltip=[alt.Tooltip("bar:N", title="floor"), alt.Tooltip("measured_us:Q", format=",.0f", title="measured µs"),
+                     alt.Tooltip("implied_us_per_step:Q", title="implied µs per step")])
+        # 400 px of bars beside 360 px of labels and the legend fit the 944 px output area
+        return alt.layer(bars, tick, data=inline_rows(d), title=title, width=WIDTH - 60,
+                         height=alt.Step(26))
+
+
+__all__ += ["latency_floor_chart"]

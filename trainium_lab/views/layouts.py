@@ -8,7 +8,7 @@ from trainium_lab import frameworks, layouts, specs
 from trainium_lab._validate import instance, integer
 from trainium_lab.layouts.estimate import _tp_text
 
-__all__ = ["explain_plan", "tp_label"]
+__all__ = ["explain_plan", "level_meaning", "level_meanings", "tp_label"]
 
 
 def tp_label(tp: int, ranks_per_chip: int) -> str:
@@ -211,3 +211,48 @@ def _overlap_sentence(plan) -> str:
              f"at dp_overlap = {first.dp_overlap:.2f} the best is {first.label}; at {low.dp_overlap:.2f}, {low.label}")
     return (head + f" The winner depends on it: {where} ({low.tokens_per_s:,.0f} tokens/s, "
             f"{low.step_s:.2f} s per step)." + schedule)
+
+
+def level_meaning(system: str, level: str, chips_in_level: float | None = None) -> str:
+    """What a package level is on ``system``, in the words its source uses, for a table column.
+
+    The package names its levels ``chip``, ``instance``, ``ultraserver`` and ``efa`` on every
+    system. A Trn3 UltraServer is built of servers, not EC2 instances (``data/systems.csv``,
+    ``n_instances``, note "servers"), so its level ``instance`` reads as its server.
+
+    Examples
+    --------
+    >>> level_meaning("trn3-gen2-ultraserver", "instance", 4)
+    '4-chip server'
+    >>> level_meaning("trn2-ultraserver", "instance", 16), level_meaning("trn2-ultraserver", "efa")
+    ('16-chip instance', 'EFA')
+    """
+    from trainium_lab.topology import LEVEL_NAMES
+
+    if level not in LEVEL_NAMES:
+        raise ValueError(f"level must be one of {LEVEL_NAMES}, got {level!r}")
+    chips = "" if chips_in_level is None or chips_in_level != chips_in_level else f"{chips_in_level:.0f}-chip "
+    if level == "instance":
+        try:
+            servers = specs.fact(system, "n_instances").note == "servers"
+        except (KeyError, ValueError):
+            servers = False
+        return f"{chips}{'server' if servers else 'instance'}"
+    if level == "ultraserver":
+        return f"{chips}UltraServer"
+    if level == "efa":
+        return "EFA"
+    return f"{chips}chip"
+
+
+def level_meanings(df: pd.DataFrame) -> list[str]:
+    """:func:`level_meaning` for each row of a frame with columns ``system``, ``level`` and
+    ``chips_in_level`` (``parallelism.level_ratios_table``, ``parallelism.tp_limit_table``).
+
+    Examples
+    --------
+    >>> from trainium_lab import parallelism
+    >>> level_meanings(parallelism.level_ratios_table(("trn3-gen2-ultraserver",)))
+    ['4-chip server', '144-chip UltraServer', 'EFA']
+    """
+    return [level_meaning(s, lv, n) for s, lv, n in zip(df["system"], df["level"], df["chips_in_level"])]

@@ -201,3 +201,31 @@ def latency_floors() -> pd.DataFrame:
                      "implied µs per step": _sig(per_step * 1e6),
                      "step over": "EFA" if efa else "NeuronLink"})
     return pd.DataFrame(rows)
+
+
+def latency_floor_parts() -> pd.DataFrame:
+    """Each floor of :func:`latency_floors` against what AWS's documented hops give for it:
+    the fitted tool launch plus steps × per-step latency, one tidy row per part, in µs.
+
+    The parts are the launch (``nccom_launch_s``, fitted), the NeuronLink steps at AWS's upper
+    1-2 µs per hop (``hop_latency_s``) and the EFA-bounded steps at AWS's ~15 µs per EFA hop
+    (``efa_hop_latency_s``); ``measured_us`` repeats the floor on every row of its bar.
+
+    Examples
+    --------
+    >>> p = latency_floor_parts()
+    >>> sorted(p.part.unique())
+    ['EFA-bounded steps × 15 µs', 'NeuronLink steps × 2 µs', 'launch (fitted)']
+    """
+    t0 = reality.parameter("nccom_launch_s")
+    a_nl, a_efa = reality.parameter("hop_latency_s"), reality.parameter("efa_hop_latency_s")
+    rows = []
+    for r in latency_floors().itertuples(index=False):
+        bar = f"{r.floor} · {r.algorithm}"
+        nl, efa = r[3], r[4]  # NeuronLink steps, EFA-bounded steps
+        for part, us_ in (("launch (fitted)", t0 * 1e6),
+                          (f"NeuronLink steps × {a_nl * 1e6:g} µs", nl * a_nl * 1e6),
+                          (f"EFA-bounded steps × {a_efa * 1e6:g} µs", efa * a_efa * 1e6)):
+            rows.append({"bar": bar, "part": part, "us": round(us_, 1), "steps": nl if "NeuronLink" in part else
+                         (efa if "EFA" in part else 0), "measured_us": r[2], "implied_us_per_step": r[5]})
+    return pd.DataFrame(rows)
