@@ -986,3 +986,19 @@ def test_dropless_blockwise_matmul_in_the_planner():
                                         capacity_factor=1.25), dropless_block_size=512)
     with pytest.raises(ValueError, match="dropless_block_size"):
         layouts.evaluate(lay, dropless_block_size=0)
+
+
+def test_the_planner_costs_the_dispatch_the_frameworks_stack_runs():
+    """Issue 40: without ep_dispatch, a named framework's MoE exchange is its stack's own
+    (moe.dispatch_exchange: NxD gathers), and an explicit ep_dispatch still wins."""
+    from trainium_lab import frameworks, moe
+
+    assert moe.dispatch_exchange(frameworks.framework("nxd").component) == "all-gather"
+    kw = dict(system="trn2-ultraserver", n_systems=1, lnc=2, global_batch=512)
+    nxd = layouts.plan("qwen3-235b-a22b", framework="nxd", **kw)
+    gathered = layouts.plan("qwen3-235b-a22b", framework="nxd", ep_dispatch="all-gather", **kw)
+    a2a = layouts.plan("qwen3-235b-a22b", framework="nxd", ep_dispatch="all-to-all", **kw)
+    wide = nxd.table.ep > 1
+    assert wide.any()
+    assert nxd.table.ep_comm_s.tolist() == gathered.table.ep_comm_s.tolist()
+    assert (nxd.table.ep_comm_s[wide] != a2a.table.ep_comm_s[wide]).all()

@@ -259,7 +259,7 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
          dtype: str = "bfloat16", n_tokens: float | None = None, tp_overlap: float = 0.0,
          grad_bytes_per_param: float | None = None, ep_degrees: tuple[int, ...] | None = None,
          virtual_stages: tuple[int, ...] = (1,), capacity_factor: float = 1.0,
-         attention: str = "causal", torus: str = "per-device", ep_dispatch: str = "all-gather",
+         attention: str = "causal", torus: str = "per-device", ep_dispatch: str | None = None,
          expert_tp_degrees: tuple[int, ...] | None = None, narrow_expert_penalty: bool = True,
          dropless_block_size: int | None = None, framework: str | None = None,
          overlap_setting: str | None = None) -> Plan:
@@ -307,9 +307,11 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     torus : {"per-device", "own-links"}
         How groups inside one instance's 2D torus are charged, as in :func:`evaluate`
         (``"per-device"``, the default, is the course's model; Trainium3 is unaffected).
-    ep_dispatch : {"all-gather", "all-to-all"}
-        MoE only: the EP exchange to cost, as in :func:`evaluate` (default ``"all-gather"``,
-        what NxD runs).
+    ep_dispatch : {"all-gather", "all-to-all"}, optional
+        MoE only: the EP exchange to cost, as in :func:`evaluate`. Default: the one the named
+        framework's stack dispatches with (:func:`trainium_lab.moe.dispatch_exchange`; an
+        all-to-all-v is costed as an all-to-all at capacity factor 1), and without a framework
+        (or for one with no expert parallelism) ``"all-gather"``, what NxD runs.
     expert_tp_degrees : tuple of int, optional
         MoE only: expert-TP degrees to search (each layout tries those dividing its ``tp``;
         a ``tp`` that none divides is skipped). Default: the experts split like the
@@ -378,6 +380,9 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     min_headroom_fraction = in_range("min_headroom_fraction", min_headroom_fraction, 0.0, 1.0, high_open=True)
     attention = choice("attention", attention, ATTENTION_COUNTS)
     torus = choice("torus", torus, TORUS_LINK_MODELS)
+    if ep_dispatch is None:   # the exchange the chosen framework's stack runs (issue 40)
+        used = moe.dispatch_exchange(fw.component) if fw is not None else "none"
+        ep_dispatch = {"all-to-all-v": "all-to-all", "none": "all-gather"}.get(used, used)
     ep_dispatch = choice("ep_dispatch", ep_dispatch, moe.EP_DISPATCH_METHODS)
     if narrow_expert_penalty not in (True, False):
         raise ValueError(f"narrow_expert_penalty must be True or False, got {narrow_expert_penalty!r}")
