@@ -344,6 +344,7 @@ QUANTITIES = [
     Quantity("Trn2 EFA latency (one hop)", "µs", (
         rf"EFA latency {N} µs",
         rf"about {N} µs per EFA hop",
+        rf"~{N} µs per EFA hop",
     ), _efa_latency_us, ("03",)),
     Quantity("latency crossover of 16 ranks over Trn2 EFA", "MB", (
         rf"EFA latency [\d.]+ µs; crossover for n = 16: {N} MB",

@@ -978,8 +978,9 @@ def recovery_facts(topic: str | None = None) -> pd.DataFrame:
 
     Examples
     --------
-    >>> sorted(recovery_facts().topic.unique())
-    ['checkpoint', 'fsx lustre', 'hyperpod', 'hyperpod tiered checkpointing', 'llama3 storage', 's3']
+    >>> sorted(recovery_facts().topic.unique())  # doctest: +NORMALIZE_WHITESPACE
+    ['checkpoint', 'fsx lustre', 'hyperpod', 'hyperpod checkpointless training',
+     'hyperpod tiered checkpointing', 'llama3 storage', 's3']
     """
     df = _recovery_facts_table().copy()
     if topic is not None:
