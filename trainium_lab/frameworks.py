@@ -1,7 +1,7 @@
 """Training frameworks on Neuron, as data: what each can run, and its memory and checkpoint defaults.
 
 A layout is only a plan if some framework can run it. ``data/frameworks.csv`` records, for
-TorchNeuron (native PyTorch), the legacy NxD Training / NxD Core stack and JAX on Neuron, which
+TorchNeuron (native PyTorch), the legacy NxD Training / NxD Core training stack and JAX on Neuron, which
 parallelisms and ZeRO stages each offers, its pipeline schedules and their constraints, its
 precision recipe (a key of :data:`trainium_lab.sizing.RECIPES`), what its checkpoints hold and how
 they load, and its status — each fact with its source. This module reads that table and answers:
