@@ -12,10 +12,16 @@ from __future__ import annotations
 
 import math
 
+from trainium_lab import collectives
 from trainium_lab._validate import integer, positive
 
 __all__ = ["dp_in_one_instance", "dp_across_instances", "hierarchical_fix", "where_tp_lands",
            "hierarchical_or_accumulate", "bucket_size"]
+
+
+def _backward_s(n_params: float, tokens_per_chip: float, flops_per_s: float) -> float:
+    """The backward pass's time at peak, 4 · N · B / C (twice the forward's 2 · N · B FLOPs)."""
+    return 4 * n_params * tokens_per_chip / flops_per_s
 
 
 def _trn2():
@@ -34,8 +40,8 @@ def dp_in_one_instance(n_params: float, tokens_per_chip: float) -> str:
     """
     n, b = positive("n_params", n_params), positive("tokens_per_chip", tokens_per_chip)
     c, torus, _, k = _trn2()
-    back = 4 * n * b / c
-    ar = 2 * (k - 1) / k * 2 * n / torus
+    back = _backward_s(n, b, c)
+    ar = collectives.ring_allreduce_s(2 * n, k, torus)
     verdict = "≫ that, so the all-reduce hides" if b >= c / torus else "below it: the all-reduce is exposed"
     return (f"Threshold: C/W = {c / 1e12:.0f}e12 FLOP/s ÷ {torus / 1e9:,.0f}e9 bytes/s = **{c / torus:,.0f} tokens "
             f"per chip**; {b:,.0f} {verdict}.\n\n"
@@ -54,8 +60,8 @@ def dp_across_instances(n_params: float, tokens_per_chip: float, n_instances: in
     m = integer("n_instances", n_instances, minimum=1)
     c, _, efa, k = _trn2()
     chips = m * k
-    back = 4 * n * b / c
-    ar = 2 * (chips - 1) / chips * 2 * n / efa
+    back = _backward_s(n, b, c)
+    ar = collectives.ring_allreduce_s(2 * n, chips, efa)
     bound = "**communication-bound**" if c / efa > b else "**hidden**"
     return (f"Threshold over EFA: C/W = {c / 1e12:.0f}e12 / {efa / 1e9:.0f}e9 = **{c / efa:,.0f} tokens per chip**, "
             f"{c / efa / b:.1f} times the {b:,.0f} the job has: {bound}.\n\n"
@@ -73,9 +79,9 @@ def hierarchical_fix(n_params: float, tokens_per_chip: float, n_instances: int) 
     n, b = positive("n_params", n_params), positive("tokens_per_chip", tokens_per_chip)
     m = integer("n_instances", n_instances, minimum=2)
     c, torus, efa, k = _trn2()
-    inside = 2 * (k - 1) / k * 2 * n / torus      # reduce-scatter + all-gather in the torus
-    across = 2 * (m - 1) / m * (2 * n / k) / efa   # ring all-reduce of a 1/k shard over EFA
-    back = 4 * n * b / c
+    inside = collectives.ring_allreduce_s(2 * n, k, torus)      # reduce-scatter + all-gather in the torus
+    across = collectives.ring_allreduce_s(2 * n / k, m, efa)    # ring all-reduce of a 1/k shard over EFA
+    back = _backward_s(n, b, c)
     hidden = inside + across <= back
     return (f"Torus phases: 2 · ({k - 1}/{k}) · 2N / W_torus = **{inside * 1e3:.1f} ms**. "
             f"EFA phase: 2 · ({m - 1}/{m}) · (2N/{k}) / W_EFA = **{across * 1e3:.0f} ms** (each chip sends its own "
@@ -95,7 +101,7 @@ def where_tp_lands(good, bad, size_bytes: float) -> str:
     >>> "(b) Four per layer" in where_tp_lands(g, b, 2 * 4096 * 16384)
     True
     """
-    from trainium_lab import collectives, topology
+    from trainium_lab import topology
     from trainium_lab._validate import instance
     from trainium_lab.units import MB, format_bandwidth, format_seconds
 
@@ -122,14 +128,13 @@ def hierarchical_or_accumulate(n_params: float, tokens_per_chip: float, n_instan
     >>> "**not** hide the flat ring" in hierarchical_or_accumulate(8e9, 8192, 16)
     True
     """
-    from trainium_lab import collectives
     from trainium_lab.units import GB, format_seconds
 
     n, b = positive("n_params", n_params), positive("tokens_per_chip", tokens_per_chip)
     m = integer("n_instances", n_instances, minimum=2)
     c, torus, efa, k = _trn2()
     chips = m * k
-    t_back = 4 * n * b / c
+    t_back = _backward_s(n, b, c)
     t_flat = collectives.ring_allreduce_s(2 * n, chips, efa)
     t_hier = collectives.hierarchical_allreduce_s(2 * n, [(k, torus), (m, efa)])
     need = collectives.dp_comm_bound_tokens_per_chip(c, efa, chips)
@@ -157,7 +162,7 @@ def bucket_size(n_params: float, n_ranks: int = 16, candidates_mb: tuple[int, ..
     >>> "**Decision:**" in bucket_size(8e9)
     True
     """
-    from trainium_lab import collectives, specs
+    from trainium_lab import specs
     from trainium_lab.units import GB, MB, format_seconds
 
     n = positive("n_params", n_params)
