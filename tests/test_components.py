@@ -65,6 +65,8 @@ def test_statuses_as_the_2_32_pages_state_them():
     assert (c("vllm-neuron").status, c("vllm-neuron").chips) == ("beta", ("trn2", "trn3"))
     # nki.rst: NKI 0.3.0 (2.29) "for General Availability"
     assert (c("nki").status, c("nki").status_release) == ("ga", "2.29")
+    # whats-new 2.29.0: "Neuron Explorer is now out of Beta and Stable"
+    assert (c("neuron-explorer").status, c("neuron-explorer").status_release) == ("ga", "2.29")
 
 
 def test_labels_and_current():
