@@ -158,6 +158,31 @@ def test_summary_reports_in_sample_and_out_of_sample_errors_from_compare():
         assert (g.out_of_sample_error ** 2).sum() >= (g.abs_error ** 2).sum() * 0.99, name
 
 
+def test_strict_leave_one_set_out_falls_back_to_the_geometric_middle_of_the_set_s_own_ranges():
+    # data/README.md (issue 38): a left-out set's parameters take the median of a log-uniform prior
+    # over their documented plausible range; the parameters other sets fit keep their fit
+    # (training's in-graph collectives keep the NxD Inference collective_fixed_s)
+    def mid(name):
+        lo, hi = reality._plausible(name)
+        return math.sqrt(lo * hi)
+
+    rows = M.set_index("measurement_id")
+    c = C.set_index("measurement_id")
+    for mid_id, names in (("nxdi-llama33-70b-tpot", ("collective_fixed_s", "prefill_efficiency")),
+                          ("nxdi-llama31-405b-ttft", ("collective_fixed_s", "prefill_efficiency")),
+                          ("trn1-train-llama31-70b", ("train_mfu", "planner_mfu")),
+                          ("eagle3-llama31-8b-accept-pos2", ("eagle3_acceptance_alpha",)),
+                          ("nccom-allr-2r-1024", ("nccom_launch_s", "nccom_dma_efficiency"))):
+        row = rows.loc[mid_id].to_dict()
+        prior = reality._row_estimate(row, {n: mid(n) for n in names})[1]
+        assert c.loc[mid_id, "expected_without_set"] == pytest.approx(prior, rel=1e-12), mid_id
+        assert c.loc[mid_id, "expected_without_set"] != pytest.approx(c.loc[mid_id, "expected"], rel=1e-3), mid_id
+    train = rows.loc["trn1-train-llama31-70b"].to_dict()
+    both = reality._row_estimate(train, {"train_mfu": mid("train_mfu"),
+                                         "collective_fixed_s": mid("collective_fixed_s")})[1]
+    assert c.loc["trn1-train-llama31-70b", "expected_without_set"] != pytest.approx(both, rel=1e-3)
+
+
 def test_expectations_carry_a_range_from_out_of_sample_residuals():
     e = reality.decode("llama3-70b", "trn2", tp=64, batch=1, context_len=10000, bucket_len=12800)
     assert e.low_s < e.expected_s < e.high_s
