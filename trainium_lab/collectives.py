@@ -1117,8 +1117,8 @@ def _neuron_terms(op: str, size: float, n_ranks: int, system, n_systems: int, sh
     from trainium_lab import cores
 
     c = system.chip
-    lnc = lnc if lnc is not None else (cores.any_lnc(c.key) or 1)
-    per_chip = cores.logical_cores_per_chip(c.key, lnc)
+    lnc = lnc if lnc is not None else (cores.any_lnc(c) or 1)
+    per_chip = cores.logical_cores_per_chip(c, lnc)
     hbm_rank = c.hbm_bytes_per_s / per_chip
     hbm_gain = _largest_published(c, "hbm_bytes_per_s") / c.hbm_bytes_per_s
     link_gain = _largest_published(c, "neuronlink_bytes_per_s") / c.neuronlink_bytes_per_s
@@ -1288,11 +1288,11 @@ def neuron_collective(op: str, size_bytes: float, *, n_ranks: int, system: str, 
     launched_by = choice("launched_by", launched_by, LAUNCHED_BY)
     if chips_per_system is not None:
         chips_per_system = integer("chips_per_system", chips_per_system, minimum=1, maximum=10**6)
-    if not isinstance(system, str):
+    if not isinstance(system, (str, specs.System)):
         raise ValueError(f"system must be a system name; got {type(system).__name__}")
-    s = specs.system(system)
-    lnc_ = cores.resolve_lnc(s.chip_key, lnc) if lnc is not None else (cores.any_lnc(s.chip_key) or 1)
-    per_system = s.n_chips * cores.logical_cores_per_chip(s.chip_key, lnc_)
+    s = specs.resolve_system(system)
+    lnc_ = cores.resolve_lnc(s.chip, lnc) if lnc is not None else (cores.any_lnc(s.chip) or 1)
+    per_system = s.n_chips * cores.logical_cores_per_chip(s.chip, lnc_)
     if n_ranks % n_systems:
         raise ValueError(f"n_ranks must be a multiple of n_systems ({n_systems}); got {n_ranks}")
     if n_ranks // n_systems > per_system:

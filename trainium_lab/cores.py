@@ -47,7 +47,7 @@ def lnc_options(chip: str) -> tuple[int, ...]:
     >>> lnc_options("trn2"), lnc_options("trn1")
     ((1, 2), ())
     """
-    return specs.chip(chip).lnc_options
+    return specs.resolve_chip(chip).lnc_options
 
 
 def resolve_lnc(chip: str, lnc: int | None = None) -> int:
@@ -77,7 +77,7 @@ def resolve_lnc(chip: str, lnc: int | None = None) -> int:
     >>> resolve_lnc("trn2"), resolve_lnc("trn2", 1), resolve_lnc("trn1"), resolve_lnc("trn3")
     (2, 1, 1, 2)
     """
-    c = specs.chip(chip)
+    c = specs.resolve_chip(chip)
     if not c.lnc_options:
         if lnc is None or (not isinstance(lnc, bool) and lnc == 1):
             return 1
@@ -103,7 +103,7 @@ def any_lnc(chip: str) -> int | None:
     >>> any_lnc("trn2"), any_lnc("trn3"), any_lnc("trn1")
     (2, 2, None)
     """
-    c = specs.chip(chip)
+    c = specs.resolve_chip(chip)
     if c.lnc_default is not None:
         return c.lnc_default
     return c.lnc_options[0] if c.lnc_options else None
@@ -117,8 +117,8 @@ def logical_cores_per_chip(chip: str, lnc: int | None = None) -> int:
     >>> logical_cores_per_chip("trn1")
     2
     """
-    c = specs.chip(chip)
-    return c.neuron_cores // resolve_lnc(chip, lnc)
+    c = specs.resolve_chip(chip)
+    return c.neuron_cores // resolve_lnc(c, lnc)
 
 
 @dataclass(frozen=True)
@@ -204,7 +204,7 @@ def core_counts(system: str, lnc: int | None = None, n_systems: int = 1) -> Core
     s = specs.system(system)
     n_systems = integer("n_systems", n_systems, minimum=1, maximum=100_000)
     c = s.chip
-    lnc = resolve_lnc(c.key, lnc)
+    lnc = resolve_lnc(c, lnc)
     per_chip = c.neuron_cores // lnc
     n_chips = s.n_chips * n_systems
     efa = None if c.efa_bytes_per_s is None else c.efa_bytes_per_s / per_chip

@@ -447,7 +447,7 @@ def billing_unit(system: str) -> tuple[str, int, bool]:
     (('trn2u.48xlarge', 16, True), (4, False))
     """
     s = specs.system(system)
-    name, per_system = billed_instance(s.key)
+    name, per_system = billed_instance(s)
     chips = s.n_chips // per_system
     if name == s.key and s.n_instances > 1:
         return f"{s.key} server", chips, False
@@ -898,7 +898,7 @@ class _Inputs:
     n_tokens: float
     n_params: float
     recipe_name: str
-    system: str
+    system: object  # specs.System, resolved once
     n_chips: int
     n_instances: int
     seq_len: int
@@ -1302,13 +1302,13 @@ def _run_inputs(m: ModelPreset, system_key: str, n_tokens: float, recipe_name: s
     s = specs.system(system_key)
     write, read, per_chip, storage, mode, snapshot = checkpointing
     if storage == "s3":  # S3's floor grows with the writers: one prefix per instance
-        storage = reliability.s3_write_bytes_per_s(n_systems * billed_instance(s.key)[1])
+        storage = reliability.s3_write_bytes_per_s(n_systems * billed_instance(s)[1])
     if write is None:  # the bandwidth grows with the job up to the storage's limit
         write = checkpoint_write_bytes_per_s(n_systems * s.n_chips, per_chip_bytes_per_s=per_chip,
                                              storage_bytes_per_s=storage)
     read = write if read is None else read
-    return _Inputs(n_tokens=n_tokens, n_params=float(m.n_params), recipe_name=recipe_name, system=s.key,
-                   n_chips=n_systems * s.n_chips, n_instances=n_systems * billed_instance(s.key)[1],
+    return _Inputs(n_tokens=n_tokens, n_params=float(m.n_params), recipe_name=recipe_name, system=s,
+                   n_chips=n_systems * s.n_chips, n_instances=n_systems * billed_instance(s)[1],
                    seq_len=m.seq_len, usd_per_hour=usd_per_hour, checkpoint_write_bytes_per_s=write,
                    checkpoint_read_bytes_per_s=read, checkpoint_mode=mode, snapshot_s=snapshot,
                    chip_mtbf_s=chip_mtbf_s, instance_mtbf_s=instance_mtbf_s, restart_s=restart_s,
@@ -1448,6 +1448,7 @@ class _Resolved:
     dtype: str
     chip: object             # specs.Chip of the system
     system: str
+    system_spec: object      # specs.System, resolved once
     n_systems: int | None
     lnc: int | None
     max_systems: int
@@ -1561,7 +1562,7 @@ def _resolve(job: Job, cluster: ClusterSpec, ex: Execution, rel: ReliabilitySpec
         raise ValueError(f"dtype must be a number format such as 'bf16', got {dtype!r}")
     # the system, resolved once: every later step takes its key and chip from here
     system = specs.system(cluster.system if layout is None else layout.cluster.system)
-    chip = specs.chip(system.chip_key)
+    chip = system.chip
     if dtype not in chip.dense_flops_per_s:
         raise ValueError(f"dtype must be one of {sorted(chip.dense_flops_per_s)} (the number formats with "
                          f"a published peak on {chip.name}); got {dtype!r}")
@@ -1592,7 +1593,7 @@ def _resolve(job: Job, cluster: ClusterSpec, ex: Execution, rel: ReliabilitySpec
         n_systems = integer("n_systems", n_systems, minimum=1, maximum=max_systems)
     return _Resolved(m=m, n_tokens=x_tokens, deadline=deadline, global_batch=global_batch,
                      batch_basis=batch_basis, recipe_name=job.recipe_name, dtype=dtype, chip=chip,
-                     system=system.key, n_systems=n_systems, lnc=cluster.lnc, max_systems=max_systems,
+                     system=system.key, system_spec=system, n_systems=n_systems, lnc=cluster.lnc, max_systems=max_systems,
                      layout=layout, mfu=mfu, mfu_basis=mfu_basis, ranges=ranges, dp_overlap=dp_overlap,
                      min_headroom_fraction=min_headroom_fraction, mbs=mbs, zs=zs, modes=modes,
                      sequence_parallel=bool(ex.sequence_parallel), ckpt=ckpt, given_ckpt=given_ckpt,
@@ -1643,8 +1644,8 @@ def _choose_count(r: _Resolved, fw, sched, recipe_name: str, max_systems: int):
     expected wall time meets it: every count from the state's and the perfect-scaling floor up."""
     m, system_key, x_tokens, deadline = r.m, r.system, r.n_tokens, r.deadline
     fw_key = None if fw is None else fw.key
-    lnc_used = topology.cluster(system_key, 1, r.lnc).lnc
-    args = (system_key, lnc_used, r.global_batch, r.mfu, r.dp_overlap, r.min_headroom_fraction,
+    lnc_used = topology.cluster(r.system_spec, 1, r.lnc).lnc
+    args = (r.system_spec, lnc_used, r.global_batch, r.mfu, r.dp_overlap, r.min_headroom_fraction,
             recipe_name, r.dtype, r.mbs, r.zs, r.modes, r.sequence_parallel, fw_key, sched.setting)
 
     def search_at(n: int) -> layouts.Plan | None:
@@ -1653,13 +1654,13 @@ def _choose_count(r: _Resolved, fw, sched, recipe_name: str, max_systems: int):
     if r.n_systems is not None:
         if r.n_systems > max_systems:
             raise ValueError(f"n_systems must be at most max_systems ({max_systems}); got {r.n_systems}")
-        search = _search(m, system_key, r.n_systems, *args[1:])
+        search = _search(m, r.system_spec, r.n_systems, *args[1:])
         if search.table.empty:
             raise ValueError(f"n_systems: no layout of {m.name} fits on {r.n_systems} × {system_key} with "
                              f"{r.min_headroom_fraction:.0%} of HBM kept free; add systems or shard more")
         return search, (), 0
     state = sizing.training_state_bytes(m.n_params, sizing.recipe(recipe_name).bytes_per_param)
-    system = specs.system(system_key)
+    system = r.system_spec
     low = max(1, math.ceil(state / system.hbm_bytes_total - 1e-9))
     if low > max_systems:
         raise ValueError(f"max_systems ({max_systems}) is below the {low} systems the state needs")
@@ -1674,12 +1675,12 @@ def _choose_count(r: _Resolved, fw, sched, recipe_name: str, max_systems: int):
     n_compute = min(_active_params(m), float(moe._split(m)[2]))
     flops = sizing.training_flops(n_compute, x_tokens, include_attention=True,
                                   n_layers=m.n_layers, seq_len=m.seq_len, d_model=m.d_model)
-    ideal_s = sizing.instance_days(flops, r.mfu, system_key, r.dtype) * day / system.n_instances
+    ideal_s = sizing.instance_days(flops, r.mfu, system, r.dtype) * day / system.n_instances
     low_t = max(low, math.ceil(ideal_s / deadline - 1e-9))
     if low_t > max_systems:
         raise ValueError(f"deadline_s: even perfect scaling needs {low_t} × {system_key}, more than "
                          f"max_systems ({max_systems})")
-    common = (m, system_key, x_tokens, recipe_name, 1.0, r.ckpt, r.chip_mtbf, r.inst_mtbf, r.restart_s)
+    common = (m, system, x_tokens, recipe_name, 1.0, r.ckpt, r.chip_mtbf, r.inst_mtbf, r.restart_s)
     floor_inputs = functools.partial(_run_inputs, *common, 0.0, r.n_graphs, r.cache, r.precompile_workers,
                                      framework=fw_key)
     full_inputs = functools.partial(_run_inputs, *common, r.compile_s, r.n_graphs, r.cache,
@@ -2008,9 +2009,9 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
               mfu_basis: str = "assumption", schedule: frameworks.OverlapSchedule | None = None) -> RunPlan:
     schedule = frameworks.overlap_schedule(None) if schedule is None else schedule
     c = lay.cluster
-    s = specs.system(c.system)
-    inst_type, per_system = billed_instance(c.system)
-    unit_name, chips_per_instance, _ = billing_unit(c.system)
+    s = c.system_spec
+    inst_type, per_system = billed_instance(s)
+    unit_name, chips_per_instance, _ = billing_unit(s)
     n_instances = c.n_systems * per_system
     if usd_per_hour is None and usd_per_chip_hour is not None:
         usd = usd_per_chip_hour * chips_per_instance
@@ -2028,7 +2029,7 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
     else:
         usd = positive("usd_per_hour", usd_per_hour)
         basis = "input (assumption)"
-    x = _run_inputs(m, c.system, n_tokens, recipe_name, usd, ckpt,
+    x = _run_inputs(m, s, n_tokens, recipe_name, usd, ckpt,
                     chip_mtbf, inst_mtbf, restart_s, compile_s, n_graphs, cache, precompile_workers,
                     c.n_systems, framework=framework).replace(seq_len=lay.seq_len)
     est = layouts.evaluate(lay, mfu=mfu, dp_overlap=dp_overlap, min_headroom_fraction=min_headroom_fraction,
@@ -2067,7 +2068,7 @@ def _assemble(m, lay, search, n_tokens, mfu, dp_overlap, min_headroom_fraction, 
     results.update({"days_low": ends[0][0], "days_high": ends[1][0],
                     "cost_low_usd": ends[0][1], "cost_high_usd": ends[1][1]})
     # memory follows the total, compute the parameters a token uses (chapter 10)
-    size = sizing.size_job(m.n_params, n_tokens, system=s.key, recipe_name=recipe_name, mfu=mfu, dtype=dtype,
+    size = sizing.size_job(m.n_params, n_tokens, system=s, recipe_name=recipe_name, mfu=mfu, dtype=dtype,
                            n_active_params=_active_params(m))
     table = _sensitivity(lay, est, x, mfu, dp_overlap, min_headroom_fraction, results,
                          lambda r, p: billed(r, p)[2], schedule) if sensitivity \

@@ -140,7 +140,7 @@ def layout_mtbf_s(n_chips: int, *, system: str = "trn2-ultraserver",
     12.0
     """
     spec = specs.system(system)
-    n_domains = domains_for_chips(n_chips, system)
+    n_domains = domains_for_chips(n_chips, spec)
     rate = 0.0
     given = False
     for name, value, count in (("chip_mtbf_s", chip_mtbf_s, spec.n_chips),

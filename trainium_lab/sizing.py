@@ -1939,11 +1939,11 @@ def size_job(n_params: float, n_tokens: float, *, system: str = "trn2.48xlarge",
     bpp = r.bytes_per_param if bytes_per_param is None else bytes_per_param
     state = training_state_bytes(n_params, bpp)
     sysm = specs.system(system)
-    usable = usable_state_bytes_per_chip(sysm.chip_key, activation_share)
+    usable = usable_state_bytes_per_chip(sysm.chip, activation_share)
     if bytes_per_param is not None and stage == 3:
-        chips: int | None = min_chips_for_state(state, sysm.chip_key, activation_share)
+        chips: int | None = min_chips_for_state(state, sysm.chip, activation_share)
     else:
-        chips = min_chips_zero(n_params, stage, sysm.chip_key, recipe_name=r.key,
+        chips = min_chips_zero(n_params, stage, sysm.chip, recipe_name=r.key,
                                activation_share=activation_share,
                                grad_bytes_per_param=r.gradients)
     if chips is None:
@@ -1977,9 +1977,9 @@ def size_job(n_params: float, n_tokens: float, *, system: str = "trn2.48xlarge",
         n_params=n_params, n_tokens=n_tokens, system=sysm.key, recipe=r.key, zero_stage=stage,
         mfu=mfu, activation_share=float(activation_share), state_bytes=state,
         usable_bytes_per_chip=usable, min_chips=chips,
-        min_systems=None if chips is None else min_systems(chips, sysm.key),
+        min_systems=None if chips is None else min_systems(chips, sysm),
         activation_bytes_per_chip=act, flops=flops,
-        instance_days=instance_days(flops, mfu, sysm.key, dtype),
+        instance_days=instance_days(flops, mfu, sysm, dtype),
         grad_bytes_per_param=float(r.gradients), state_bytes_per_chip=per_chip,
         n_active_params=None if active is None or active == n_params else active)
 

@@ -31,7 +31,7 @@ __all__ = [
     "DATA_DIR", "Fact", "DtypeTable", "Chip", "NeuronCore", "System", "Link", "Accelerator",
     "chip", "chips", "core", "system", "systems", "system_readings", "link", "links", "accelerator",
     "accelerators", "fact", "facts", "all_facts", "alternatives", "source", "read_data_csv",
-    "lookup",
+    "lookup", "resolve_system", "resolve_chip",
 ]
 
 def _data_dir():
@@ -259,10 +259,14 @@ class System:
     #: that system's key; its hardware facts are that system's, only the links differ (topology)
     reading_of: str = ""
 
+    def __hash__(self) -> int:
+        # equal systems share a key; hashing the key keeps caches keyed on a record cheap
+        return hash(self.key)
+
     @property
     def chip(self) -> Chip:
-        """The system's chip."""
-        return chip(self.chip_key)
+        """The system's chip (its record, by the key the system holds: no name is resolved)."""
+        return _chips()[self.chip_key]
 
     @property
     def chips_per_instance(self) -> int:
@@ -521,7 +525,36 @@ def chip(name: str) -> Chip:
     >>> chip("Trainium2").neuron_cores
     8
     """
-    return lookup("chip", name, _chips(), _CHIP_ALIASES)
+    return resolve_chip(name)
+
+
+def resolve_system(system: str | System) -> System:
+    """The one resolver of a system at an API's edge: a :class:`System` passes through, a name
+    (key, alias or display name) is looked up with :func:`system`.
+
+    A public function that takes a system calls this once on entry and passes the record inward;
+    inner functions take the record and never look the name up again.
+
+    >>> s = resolve_system("trn2.48xlarge")
+    >>> resolve_system(s) is s, s.key
+    (True, 'trn2.48xlarge')
+    """
+    if isinstance(system, System):
+        return system
+    return lookup("system", system, _systems(), _SYSTEM_ALIASES)
+
+
+def resolve_chip(chip: str | Chip) -> Chip:
+    """The one resolver of a chip at an API's edge: a :class:`Chip` passes through, a name is
+    looked up with :func:`chip` (see :func:`resolve_system`).
+
+    >>> c = resolve_chip("Trainium2")
+    >>> resolve_chip(c) is c, c.key
+    (True, 'trn2')
+    """
+    if isinstance(chip, Chip):
+        return chip
+    return lookup("chip", chip, _chips(), _CHIP_ALIASES)
 
 
 def chips(include_inferentia: bool = False) -> tuple[Chip, ...]:
@@ -555,7 +588,7 @@ def system(name: str) -> System:
     >>> system("trn2-ultraserver").n_instances
     4
     """
-    return lookup("system", name, _systems(), _SYSTEM_ALIASES)
+    return resolve_system(name)
 
 
 def systems(include_inferentia: bool = False) -> tuple[System, ...]:

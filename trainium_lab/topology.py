@@ -88,7 +88,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache, cached_property
 
 import numpy as np
@@ -231,7 +231,9 @@ class Cluster:
 
     Build it with :func:`cluster`. Counting: ``ranks_per_chip`` logical cores per
     chip (physical cores / LNC), ``chips_per_instance`` chips per instance (or
-    Trn3 server), ``instances_per_system`` instances per system.
+    Trn3 server), ``instances_per_system`` instances per system. ``system_spec`` is the
+    system's record, resolved once by :func:`cluster`: code holding a cluster reads the
+    system's and the chip's figures there (``chip_spec``) and never looks a name up again.
     """
 
     system: str
@@ -244,6 +246,12 @@ class Cluster:
     grid_side: int
     levels: tuple[Level, ...]
     topology: str
+    system_spec: specs.System = field(repr=False, compare=False)
+
+    @property
+    def chip_spec(self) -> specs.Chip:
+        """The chip's record (from :attr:`system_spec`)."""
+        return self.system_spec.chip
 
     @property
     def chips_per_system(self) -> int:
@@ -304,13 +312,13 @@ class Cluster:
 # --------------------------------------------------------------------- counting
 
 
-def ranks_per_chip(chip: str = "trn2", lnc: int | None = None) -> int:
+def ranks_per_chip(chip: str | specs.Chip = "trn2", lnc: int | None = None) -> int:
     """Ranks per chip: one per logical NeuronCore (:func:`trainium_lab.cores.logical_cores_per_chip`).
 
     Parameters
     ----------
-    chip : str
-        A chip name known to :func:`trainium_lab.specs.chip`.
+    chip : str or specs.Chip
+        A chip name known to :func:`trainium_lab.specs.chip`, or its record.
     lnc : int, optional
         Physical cores per logical core (1 or 2 on Trn2/Trn3); default: the chip's
         documented default (Trn2: 2; Trn1 has no setting: 1; Trn3 has none stated, so
@@ -328,7 +336,7 @@ def ranks_per_chip(chip: str = "trn2", lnc: int | None = None) -> int:
     return cores.logical_cores_per_chip(chip, lnc)
 
 
-def ranks_per_system(system: str = "trn2.48xlarge", lnc: int | None = None) -> int:
+def ranks_per_system(system: str | specs.System = "trn2.48xlarge", lnc: int | None = None) -> int:
     """Logical NeuronCores in one system (instance or UltraServer).
 
     Examples
@@ -336,8 +344,8 @@ def ranks_per_system(system: str = "trn2.48xlarge", lnc: int | None = None) -> i
     >>> ranks_per_system("trn2.48xlarge", lnc=2), ranks_per_system("trn2-ultraserver", lnc=2)
     (64, 256)
     """
-    s = specs.system(system)
-    return s.n_chips * ranks_per_chip(s.chip_key, lnc)
+    s = specs.resolve_system(system)
+    return s.n_chips * ranks_per_chip(s.chip, lnc)
 
 
 def check_degrees(n_ranks: int, tp: int, pp: int = 1, dp: int = 1, ep: int = 1) -> int:
@@ -371,8 +379,7 @@ def check_degrees(n_ranks: int, tp: int, pp: int = 1, dp: int = 1, ep: int = 1) 
 
 
 @cache
-def _levels(system_key: str) -> tuple[Level, ...]:
-    s = specs.system(system_key)
+def _levels(s: specs.System) -> tuple[Level, ...]:
     out = [Level("chip", 0, None, None, "between logical cores of one chip", "not stated", None,
                  False, "on-chip traffic between logical NeuronCores",
                  "not modelled: no published figure; far faster than any chip-to-chip link")]
@@ -393,14 +400,16 @@ def _levels(system_key: str) -> tuple[Level, ...]:
     return tuple(out)
 
 
-def cluster(system: str = "trn2-ultraserver", n_systems: int = 1, lnc: int | None = None) -> Cluster:
+def cluster(system: str | specs.System = "trn2-ultraserver", n_systems: int = 1,
+            lnc: int | None = None) -> Cluster:
     """``n_systems`` copies of ``system`` joined by EFA, counted in logical cores.
 
     Parameters
     ----------
-    system : str
+    system : str or specs.System
         One of ``SYSTEMS``: ``"trn1.32xlarge"``, ``"trn2.48xlarge"``, ``"trn2-ultraserver"``,
-        ``"trn3-gen1-ultraserver"``, ``"trn3-gen2-ultraserver"``.
+        ``"trn3-gen1-ultraserver"``, ``"trn3-gen2-ultraserver"``; or its record, already
+        resolved (:func:`trainium_lab.specs.resolve_system`), which is not looked up again.
     n_systems : int
         How many instances or UltraServers (>= 1).
     lnc : int, optional
@@ -424,39 +433,39 @@ def cluster(system: str = "trn2-ultraserver", n_systems: int = 1, lnc: int | Non
     (256.0, 'not stated')
     """
     try:
-        key = specs.system(system).key
+        s = specs.resolve_system(system)
     except ValueError:
-        key = None
-    if key not in _LEVEL_LINKS:
-        listed = ", ".join(repr(s) for s in SYSTEMS)
+        s = None
+    if s is None or s.key not in _LEVEL_LINKS:
+        listed = ", ".join(repr(k) for k in SYSTEMS)
         raise UnknownNameError(f"system must be one of {listed}; got {system!r}")
-    s = specs.system(key)
+    key = s.key
     n_systems = integer("n_systems", n_systems, minimum=1)
     c = s.chip
-    lnc = cores.resolve_lnc(c.key, lnc)
+    lnc = cores.resolve_lnc(c, lnc)
     side = math.isqrt(s.chips_per_instance)
     if side * side != s.chips_per_instance:
         side = s.chips_per_instance  # a 1 × n row for non-square servers
     return Cluster(system=key, chip=c.key, n_systems=n_systems, lnc=lnc,
                    ranks_per_chip=c.neuron_cores // lnc, chips_per_instance=s.chips_per_instance,
-                   instances_per_system=s.n_instances, grid_side=side, levels=_levels(key),
-                   topology=s.topology)
+                   instances_per_system=s.n_instances, grid_side=side, levels=_levels(s),
+                   topology=s.topology, system_spec=s)
 
 
-def _system_keys(names) -> list[str]:
-    """Keys of the named systems, each checked to be one this module can lay out."""
+def _system_records(names) -> list[specs.System]:
+    """The named systems' records, each checked to be one this module can lay out."""
     if isinstance(names, str):
         names = (names,)
     elif not hasattr(names, "__iter__"):
         raise ValueError(f"systems must be a list of system names, got {names!r}")
-    keys = []
+    records = []
     for name in names:
-        key = specs.system(name).key
-        if key not in _LEVEL_LINKS:
-            listed = ", ".join(repr(s) for s in SYSTEMS)
+        s = specs.resolve_system(name)
+        if s.key not in _LEVEL_LINKS:
+            listed = ", ".join(repr(k) for k in SYSTEMS)
             raise UnknownNameError(f"system must be one of {listed}; got {name!r}")
-        keys.append(key)
-    return keys
+        records.append(s)
+    return records
 
 
 def levels_table(systems: tuple[str, ...] | list[str] | None = None) -> pd.DataFrame:
@@ -483,8 +492,9 @@ def levels_table(systems: tuple[str, ...] | list[str] | None = None) -> pd.DataF
     """
     names = SYSTEMS if systems is None else sequence("systems", systems, lambda _name, s: s)
     rows = []
-    for key in _system_keys(names):
-        for lv in _levels(key):
+    for s in _system_records(names):
+        key = s.key
+        for lv in _levels(s):
             if lv.bytes_per_s is None:
                 continue
             rows.append(dict(system=key, level=lv.name, index=lv.index, link_key=lv.link_key,
@@ -521,8 +531,9 @@ def alternative_links_table(systems: tuple[str, ...] | list[str] | None = None) 
     cols = ["system", "level", "used_link_key", "used_gb_per_s", "link_key", "bytes_per_s",
             "gb_per_s", "scope", "direction", "description", "source"]
     rows = []
-    for key in _system_keys(names):
-        for lv in _levels(key):
+    for s in _system_records(names):
+        key = s.key
+        for lv in _levels(s):
             for alt in lv.alternatives:
                 lk = specs.link(alt)
                 rows.append(dict(system=key, level=lv.name, used_link_key=lv.link_key,
@@ -747,7 +758,7 @@ def _distinct(values: np.ndarray) -> np.ndarray:
     return (np.diff(s, axis=1) != 0).sum(axis=1) + 1
 
 
-def place(tp: int, pp: int = 1, dp: int = 1, ep: int = 1, *, system: str = "trn2-ultraserver",
+def place(tp: int, pp: int = 1, dp: int = 1, ep: int = 1, *, system: str | specs.System = "trn2-ultraserver",
           n_systems: int | None = None, lnc: int | None = None,
           ordering: str = "tp-pp-dp") -> Placement:
     """Map every rank of a ``tp × pp × dp × ep`` job to (system, instance, chip, logical core).
@@ -798,7 +809,7 @@ def place(tp: int, pp: int = 1, dp: int = 1, ep: int = 1, *, system: str = "trn2
                              f"{base.system} systems ({base.ranks_per_system} ranks each at "
                              f"lnc={base.lnc})")
         n_systems = product // base.ranks_per_system
-    c = cluster(base.system, n_systems, base.lnc)
+    c = cluster(base.system_spec, n_systems, base.lnc)
     check_degrees(c.n_ranks, **degrees)
     return Placement(c, degrees, order)
 
@@ -860,10 +871,10 @@ def _max_units(stride: int, degree: int, unit: int, n_ranks: int) -> int:
 
 
 @cache
-def _spans(system_key: str, n_systems: int, lnc: int, degrees: tuple[int, ...],
+def _spans(system: specs.System, n_systems: int, lnc: int, degrees: tuple[int, ...],
            order: tuple[str, ...]) -> dict[str, tuple[int, int, int, int, int]]:
     """``{kind: (level_index, n_chips, n_instances, n_systems, sharing)}``, maxima over groups."""
-    c = cluster(system_key, n_systems, lnc)
+    c = cluster(system, n_systems, lnc)
     deg = dict(zip(order, degrees))
     out = {}
     stride = 1
@@ -883,7 +894,7 @@ def _spans(system_key: str, n_systems: int, lnc: int, degrees: tuple[int, ...],
     return out
 
 
-def group_spans(tp: int, pp: int = 1, dp: int = 1, ep: int = 1, *, system: str = "trn2-ultraserver",
+def group_spans(tp: int, pp: int = 1, dp: int = 1, ep: int = 1, *, system: str | specs.System = "trn2-ultraserver",
                 n_systems: int | None = None, lnc: int | None = None,
                 ordering: str = "tp-pp-dp") -> pd.DataFrame:
     """Where the groups of each kind land, in closed form: no rank table, any cluster size.
@@ -919,7 +930,7 @@ def group_spans(tp: int, pp: int = 1, dp: int = 1, ep: int = 1, *, system: str =
     """
     p = place(tp, pp, dp, ep, system=system, n_systems=n_systems, lnc=lnc, ordering=ordering)
     c, degrees, order = p.cluster, p.degrees, p.ordering  # validated; p's rank table is never built
-    spans = _spans(c.system, c.n_systems, c.lnc, tuple(degrees[k] for k in order), order)
+    spans = _spans(c.system_spec, c.n_systems, c.lnc, tuple(degrees[k] for k in order), order)
     rows = []
     for kind in KINDS:
         index, chips, inst, syst, sharing = spans[kind]

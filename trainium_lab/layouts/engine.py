@@ -96,13 +96,13 @@ _ORDER_EP = topology.parse_ordering("tp-ep-pp-dp")
 
 
 @functools.lru_cache(maxsize=65536)
-def _comm(system: str, n_systems: int, lnc: int, tp: int, pp: int, dp: int, ep: int = 1,
+def _comm(system: str | specs.System, n_systems: int, lnc: int, tp: int, pp: int, dp: int, ep: int = 1,
           torus: str = "per-device") -> _Comm:
     c = topology.cluster(system, n_systems, lnc)
     order = _ORDER if ep == 1 else _ORDER_EP
     degrees = {"tp": tp, "pp": pp, "dp": dp, "ep": ep}
     # the same levels, chip counts and sharing as topology.place(...).slowest(kind), in closed form
-    spans = topology._spans(c.system, c.n_systems, c.lnc, tuple(degrees[k] for k in order), order)
+    spans = topology._spans(c.system_spec, c.n_systems, c.lnc, tuple(degrees[k] for k in order), order)
 
     def slowest(kind: str):
         index, n_chips, _, _, sharing = spans[kind]
@@ -115,7 +115,7 @@ def _comm(system: str, n_systems: int, lnc: int, tp: int, pp: int, dp: int, ep: 
             # collective model has it, launch and step latencies included; gradient collectives are
             # large messages, so the algorithm is the one the runtime runs at 1 GB.
             r = -(-degrees[kind] // n_sys)
-            cost = collectives.neuron_collective(coll, _LARGE_BYTES, n_ranks=r * n_sys, system=c.system,
+            cost = collectives.neuron_collective(coll, _LARGE_BYTES, n_ranks=r * n_sys, system=c.system_spec,
                                                  n_systems=n_sys, sharing=sh, lnc=c.lnc,
                                                  chips_per_system=-(-n_chips // n_sys))
             return cost.latency_s, cost.per_byte_s
@@ -200,7 +200,7 @@ def _core(m: ModelPreset, c: topology.Cluster, seq_len: int, recipe_name: str, d
     same rule. When ``pp`` divides ``L`` every number is bit-identical to the even split.
     """
     r = recipe(recipe_name, grad_bytes_per_param)
-    chip = specs.chip(c.chip)
+    chip = c.chip_spec
     rpc = c.ranks_per_chip
     n_params = float(m.n_params)
     L, h, s = m.n_layers, float(m.d_model), float(seq_len)

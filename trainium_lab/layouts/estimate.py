@@ -265,7 +265,7 @@ class Layout:
 def layout(model: str | ModelPreset, tp: int, pp: int = 1, dp: int = 1, ep: int = 1, *,
            zero_stage: int = 1, micro_batch: int = 1, n_micro_batches: int = 1,
            recompute: str = "selective", sequence_parallel: bool = True,
-           system: str = "trn2-ultraserver", n_systems: int | None = None, lnc: int | None = None,
+           system: str | specs.System = "trn2-ultraserver", n_systems: int | None = None, lnc: int | None = None,
            seq_len: int | None = None, recipe_name: str = "bf16-adam", dtype: str = "bfloat16",
            grad_bytes_per_param: float | None = None, virtual_stages: int = 1,
            capacity_factor: float = 1.0, expert_tp: int | None = None) -> Layout:
@@ -285,8 +285,9 @@ def layout(model: str | ModelPreset, tp: int, pp: int = 1, dp: int = 1, ep: int 
         >= 1 each.
     recompute : {"none", "selective", "full"}
     sequence_parallel : bool
-    system : str
-        One of :data:`trainium_lab.topology.SYSTEMS`.
+    system : str or specs.System
+        One of :data:`trainium_lab.topology.SYSTEMS`, or its record (resolved once, at the edge:
+        :func:`trainium_lab.specs.resolve_system`).
     n_systems : int, optional
         Default: ``tp·pp·dp·ep`` divided by the ranks of one system.
     lnc : int, optional
@@ -375,9 +376,9 @@ def layout(model: str | ModelPreset, tp: int, pp: int = 1, dp: int = 1, ep: int 
                              f"systems ({base.ranks_per_system} ranks each at lnc={base.lnc}); "
                              f"or pass n_systems")
         n_systems = product // base.ranks_per_system
-    c = topology.cluster(base.system, n_systems, base.lnc)
+    c = topology.cluster(base.system_spec, n_systems, base.lnc)
     topology.check_degrees(c.n_ranks, tp, pp, dp, ep)
-    chip = specs.chip(c.chip)
+    chip = c.chip_spec
     if dtype not in chip.dense_flops_per_s:
         raise ValueError(f"dtype must be one of {sorted(chip.dense_flops_per_s)} for {c.chip}; got {dtype!r}")
     return Layout(m, tp, pp, dp, ep, zero_stage, micro_batch, n_micro_batches, recompute,
@@ -677,7 +678,7 @@ def evaluate(lay: Layout, *, mfu: float | None = None, dp_overlap: float | None 
         raise ValueError("overlap_schedule must be a frameworks.OverlapSchedule (frameworks.overlap_schedule"
                          f"(...)) or None; got {overlap_schedule!r}"[:200])
     c = lay.cluster
-    cm = _comm(c.system, c.n_systems, c.lnc, lay.tp, lay.pp, lay.dp, lay.ep, torus)
+    cm = _comm(c.system_spec, c.n_systems, c.lnc, lay.tp, lay.pp, lay.dp, lay.ep, torus)
     one = lambda v: np.array([v])  # noqa: E731
     out = _core(lay.model, c, lay.seq_len, lay.recipe, lay.dtype, lay.sequence_parallel, mfu, dp_overlap,
                 tp_overlap, lay.grad_bytes_per_param,

@@ -189,7 +189,7 @@ class Plan:
         c = self.cluster
         return layout(self.model, int(r.tp), int(r.pp), int(r.dp), int(r.ep), zero_stage=int(r.zero_stage),
                       micro_batch=int(r.micro_batch), n_micro_batches=int(r.n_micro_batches),
-                      recompute=str(r.recompute), system=c.system, n_systems=c.n_systems, lnc=c.lnc,
+                      recompute=str(r.recompute), system=c.system_spec, n_systems=c.n_systems, lnc=c.lnc,
                       sequence_parallel=self.settings.get("sequence_parallel", True),
                       seq_len=self.settings.get("seq_len"), recipe_name=self.settings.get("recipe_name", "bf16-adam"),
                       dtype=self.settings.get("dtype", "bfloat16"),
@@ -421,8 +421,8 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
                 raise ValueError(f"ep_degrees must divide n_experts ({m.n_experts}) of {m.name}; got {e}")
     seq_len = m.seq_len if seq_len is None else integer("seq_len", seq_len, minimum=1)
     grads = recipe(recipe_name, grad_bytes_per_param).gradients
-    if dtype not in specs.chip(c.chip).dense_flops_per_s:
-        raise ValueError(f"dtype must be one of {sorted(specs.chip(c.chip).dense_flops_per_s)}; got {dtype!r}")
+    if dtype not in c.chip_spec.dense_flops_per_s:
+        raise ValueError(f"dtype must be one of {sorted(c.chip_spec.dense_flops_per_s)}; got {dtype!r}")
     if n_tokens is not None:
         n_tokens = positive("n_tokens", n_tokens)
 
@@ -462,7 +462,7 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     if len(T) == 0:
         raise ValueError(f"global_batch ({global_batch}) admits no layout on {n_ranks} ranks: no data-"
                          "parallel degree divides it together with the micro-batch sizes")
-    comms = [_comm(c.system, c.n_systems, c.lnc, int(a), int(b), int(d), int(e), torus)
+    comms = [_comm(c.system_spec, c.n_systems, c.lnc, int(a), int(b), int(d), int(e), torus)
              for a, e, b, d in zip(T.tolist(), E.tolist(), P.tolist(), D.tolist())]
 
     # ---- the options grid (ZeRO × micro-batch × recompute × v), degree-major as before
