@@ -480,54 +480,46 @@ def _cmd_plan(args: argparse.Namespace) -> None:
     model = _model(args)
     if args.systems is not None and args.deadline is not None:
         raise CliError("plan: give --systems or --deadline, not both")
-    kwargs = dict(
-        system=args.system, mfu=None if args.mfu is None else parse_fraction(args.mfu, "--mfu"),
-        purchase_option=args.option, checkpoint_mode=args.checkpoint_mode,
-        checkpoint_storage=args.checkpoint_storage,
-        restart_s=parse_seconds(args.restart, "--restart"), compile_s=parse_seconds(args.compile, "--compile"),
-        n_graphs=_integer(args.graphs, "--graphs"), cache=args.cache,
-        global_batch=None if args.global_batch is None else _integer(args.global_batch, "--global-batch"),
-        recipe_name=args.recipe,
-        # an FP8 recipe's matmuls run at the FP8 peak unless --dtype says otherwise
-        dtype=args.dtype or ("fp8" if str(args.recipe).startswith("fp8") else "bfloat16"),
-        framework=args.framework)
-    for flag, name, parse in (("checkpoint_bandwidth", "checkpoint_write_bytes_per_s", parse_rate),
-                              ("checkpoint_bandwidth_per_chip", "checkpoint_bytes_per_s_per_chip", parse_rate),
-                              ("storage_bandwidth", "storage_bytes_per_s", parse_rate),
-                              ("snapshot", "snapshot_s", parse_seconds)):
-        text = getattr(args, flag)
-        if text is not None:
-            kwargs[name] = parse(text, "--" + flag.replace("_", "-"))
     if args.snapshot is not None and args.checkpoint_mode != "async":
         raise CliError("--snapshot applies only to an asynchronous checkpoint: add --checkpoint-mode async")
     if args.checkpoint_mode == "async" and args.snapshot is None:
         raise CliError("--checkpoint-mode async needs --snapshot (the blocking copy to host memory, e.g. 5s)")
-    if args.max_systems is not None:
-        kwargs["max_systems"] = _integer(args.max_systems, "--max-systems")
-    if args.systems is not None:
-        kwargs["n_systems"] = _integer(args.systems, "--systems")
-    if args.deadline is not None:
-        kwargs["deadline_s"] = parse_seconds(args.deadline, "--deadline")
-    if args.lnc is not None:
-        kwargs["lnc"] = _integer(args.lnc, "--lnc")
     if args.price is not None and args.price_per_chip is not None:
         raise CliError("--price-per-chip: give --price (per instance-hour) or --price-per-chip, not both")
-    if args.price is not None:
-        kwargs["usd_per_hour"] = parse_usd_per_hour(args.price, "--price")
-    if args.price_per_chip is not None:
-        kwargs["usd_per_chip_hour"] = parse_usd_per_hour(args.price_per_chip, "--price-per-chip")
-    if args.mfu_range is not None:
-        kwargs["mfu_range"] = _pair(args.mfu_range, "--mfu-range", parse_fraction)
-    if args.price_range is not None:
-        kwargs["usd_per_hour_range"] = _pair(args.price_range, "--price-range", parse_usd_per_hour)
-    if args.chip_mtbf_range is not None:
-        kwargs["chip_mtbf_range_s"] = _pair(args.chip_mtbf_range, "--chip-mtbf-range", parse_seconds)
-    if args.other_cost:  # NAME=USD, NAME one of planning.OTHER_COSTS (the model names a wrong one)
-        kwargs["other_costs_usd"] = _assignments(args.other_cost, "--other-cost", parse_count)
-    if args.chip_mtbf is not None:
-        kwargs["chip_mtbf_s"] = parse_seconds(args.chip_mtbf, "--chip-mtbf")
+
+    def given(flag: str, parse):  # the flag's parsed value, or None when it was not given
+        text = getattr(args, flag.replace("-", "_"))
+        return None if text is None else parse(text, "--" + flag)
+
+    # the plan's specs are built here, once, from the flags (planning.plan's pipeline does the rest)
+    job = planning.Job(
+        model, parse_count(args.tokens, "--tokens"), deadline_s=given("deadline", parse_seconds),
+        global_batch=given("global-batch", _integer), recipe_name=args.recipe,
+        # an FP8 recipe's matmuls run at the FP8 peak unless --dtype says otherwise
+        dtype=args.dtype or ("fp8" if str(args.recipe).startswith("fp8") else "bfloat16"))
+    cluster = planning.ClusterSpec(
+        args.system, n_systems=given("systems", _integer), lnc=given("lnc", _integer),
+        max_systems=given("max-systems", _integer), framework=args.framework)
+    execution = planning.Execution(mfu=given("mfu", parse_fraction),
+                                   mfu_range=given("mfu-range", lambda t, f: _pair(t, f, parse_fraction)))
+    reliability = planning.ReliabilitySpec(
+        checkpoint_write_bytes_per_s=given("checkpoint-bandwidth", parse_rate),
+        checkpoint_bytes_per_s_per_chip=given("checkpoint-bandwidth-per-chip", parse_rate),
+        storage_bytes_per_s=given("storage-bandwidth", parse_rate), checkpoint_mode=args.checkpoint_mode,
+        checkpoint_storage=args.checkpoint_storage, snapshot_s=given("snapshot", parse_seconds),
+        chip_mtbf_s=given("chip-mtbf", parse_seconds),
+        chip_mtbf_range_s=given("chip-mtbf-range", lambda t, f: _pair(t, f, parse_seconds)),
+        restart_s=parse_seconds(args.restart, "--restart"))
+    compilation = planning.CompilationSpec(compile_s=parse_seconds(args.compile, "--compile"),
+                                           n_graphs=_integer(args.graphs, "--graphs"), cache=args.cache)
+    cost = planning.CostSpec(
+        usd_per_hour=given("price", parse_usd_per_hour), usd_per_chip_hour=given("price-per-chip", parse_usd_per_hour),
+        purchase_option=args.option,
+        usd_per_hour_range=given("price-range", lambda t, f: _pair(t, f, parse_usd_per_hour)),
+        # NAME=USD, NAME one of planning.OTHER_COSTS (the model names a wrong one)
+        other_costs_usd=_assignments(args.other_cost, "--other-cost", parse_count) if args.other_cost else None)
     try:
-        plan = planning.plan_run(model, parse_count(args.tokens, "--tokens"), **kwargs)
+        plan = planning.plan(job, cluster, execution, reliability, compilation, cost)
     except ValueError as exc:
         message = str(exc).splitlines()[0]
         if message.startswith("usd_per_hour:"):

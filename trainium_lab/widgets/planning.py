@@ -79,13 +79,12 @@ class PlanningWorksheet(Explorer):
 
     def _search(self, n_tokens: float, usd_per_hour: float) -> planning.RunPlan:
         v = self.search.values()
-        kwargs = dict(system=v["system"], lnc=v["lnc"], global_batch=v["global_batch"],
-                      usd_per_hour=usd_per_hour)
-        if v["deadline_days"] > 0:
-            kwargs["deadline_s"] = v["deadline_days"] * day
-        else:
-            kwargs["n_systems"] = v["n_systems"]
-        return planning.plan_run(v["model"], n_tokens, **kwargs)
+        deadline = v["deadline_days"] > 0
+        return planning.plan(
+            planning.Job(v["model"], n_tokens, deadline_s=v["deadline_days"] * day if deadline else None,
+                         global_batch=v["global_batch"]),
+            planning.ClusterSpec(v["system"], n_systems=None if deadline else v["n_systems"], lnc=v["lnc"]),
+            cost=planning.CostSpec(usd_per_hour=usd_per_hour))
 
     def run(self, _button=None) -> None:
         """Search the layout with the current inputs, then refresh the plan."""
@@ -110,13 +109,17 @@ class PlanningWorksheet(Explorer):
     def _compute(self, tokens_b, mfu_pct, usd_per_hour, ckpt_gb_per_s, chip_mtbf_days, restart_min,
                  compile_min, cache):
         p = self.base_plan
-        return planning.plan_run(
-            p.model, float(tokens_b) * 1e9, layout=p.layout, mfu=float(mfu_pct) / 100.0,
-            usd_per_hour=usd_per_hour, checkpoint_write_bytes_per_s=float(ckpt_gb_per_s) * GB,
-            chip_mtbf_s=float(chip_mtbf_days) * day, restart_s=float(restart_min) * minute,
-            compile_s=float(compile_min) * minute, cache=cache, global_batch=p.inputs["global_batch"],
-            deadline_s=p.deadline_s, framework=p.framework or planning.TEACHING_SEARCH,
-            overlap_setting=p.inputs.get("overlap_setting") if p.framework else None)
+        # the searched plan's layout, re-priced with the worksheet's inputs
+        return planning.plan(
+            planning.Job(p.model, float(tokens_b) * 1e9, deadline_s=p.deadline_s,
+                         global_batch=p.inputs["global_batch"]),
+            planning.ClusterSpec(layout=p.layout, framework=p.framework or planning.TEACHING_SEARCH,
+                                 overlap_setting=p.inputs.get("overlap_setting") if p.framework else None),
+            planning.Execution(mfu=float(mfu_pct) / 100.0),
+            planning.ReliabilitySpec(checkpoint_write_bytes_per_s=float(ckpt_gb_per_s) * GB,
+                                     chip_mtbf_s=float(chip_mtbf_days) * day, restart_s=float(restart_min) * minute),
+            planning.CompilationSpec(compile_s=float(compile_min) * minute, cache=cache),
+            planning.CostSpec(usd_per_hour=usd_per_hour))
 
     @staticmethod
     def _render(p: planning.RunPlan):
