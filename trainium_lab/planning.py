@@ -1091,7 +1091,9 @@ class RunPlan:
     def framework_text(self) -> str:
         """The framework, its status and the flags, in one phrase (what a plan shows a reader)."""
         if self.framework is None:
-            return "teaching search: no framework checked"
+            crosses = (self.search is not None and not self.search.table.empty
+                       and self.search.table.tp_level.iloc[0] == "efa")
+            return "teaching search: no framework checked" + ("; its TP groups cross EFA" if crosses else "")
         f = frameworks.framework(self.framework)
         return (f"{f.name}, {self.inputs.get('framework_status')}; overlap {self.inputs.get('overlap_setting')}"
                 f" (flags: {self.flags_text})")
