@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trainium_lab import compilation, frameworks, layouts, planning, reliability, serving, sizing, specs
+from trainium_lab import compilation, frameworks, layouts, planning, reliability, serving, sizing, specs, topology
 from trainium_lab.units import GB, GiB, day, hour, minute
 from trainium_lab.views import planning as views
 
@@ -1061,3 +1061,55 @@ def test_plan_from_specs_equals_plan_run_with_keywords():
         planning.plan(planning.Job("llama3-8b", 1e11), "trn2.48xlarge")
     with pytest.raises(ValueError, match="n_tokens"):
         planning.plan(planning.Job("llama3-8b", -1.0), cost=planning.CostSpec(usd_per_hour=40.0))
+
+
+# ------------------------------------------------------------------ issue 39: TP inside one NeuronLink domain
+
+
+def test_current_frameworks_keep_tp_inside_one_system_and_the_teaching_search_does_not():
+    # data/frameworks.csv tp_domain: TP collectives are not overlapped (AWS's overlap page), so every current
+    # framework's TP group stays inside one system's NeuronLink; framework="any" still searches TP over EFA
+    for key in ("torchneuron", "jax", "nxd"):
+        assert frameworks.framework(key).tp_domain == "system"
+        assert frameworks.framework(key).sources["tp_domain"] in {r["source_id"] for r in rows("sources.csv")}
+    kw = dict(system="trn2.48xlarge", n_systems=4, lnc=2, global_batch=2048)
+    jax = layouts.plan("llama3-405b", framework="jax", **kw)
+    teach = layouts.plan("llama3-405b", **kw)
+    assert "efa" not in set(jax.all.tp_level) and (jax.all.tp <= 64).all() and (jax.all.tp == 64).any()
+    assert "efa" in set(teach.all.tp_level)
+    # a given layout with TP over two instances: no framework with the rule runs it
+    over = layouts.layout("llama3-405b", tp=128, dp=2, zero_stage=3, system="trn2.48xlarge", n_systems=4, lnc=2,
+                          n_micro_batches=1024)
+    inside = layouts.layout("llama3-405b", tp=64, dp=4, zero_stage=3, system="trn2.48xlarge", n_systems=4, lnc=2,
+                            n_micro_batches=512)
+    assert layouts.evaluate(over).levels["tp"] == "efa" and frameworks.layout_runnable_by(over) == ()
+    assert "jax" in frameworks.layout_runnable_by(inside)
+    # on an UltraServer the NeuronLink domain is the whole UltraServer: TP128 stays inside it
+    us = layouts.layout("llama3-405b", tp=128, dp=4, zero_stage=3, system="trn2-ultraserver", n_systems=2, lnc=2,
+                        n_micro_batches=512)
+    assert layouts.evaluate(us).levels["tp"] == "ultraserver" and "jax" in frameworks.layout_runnable_by(us)
+
+
+@pytest.mark.parametrize("model, system, fw", [("llama3-405b", "trn2.48xlarge", "jax"),
+                                               ("llama3-405b", "trn2.48xlarge", None),
+                                               ("llama3-8b", "trn2-ultraserver", "torchneuron"),
+                                               ("mixtral-8x7b", "trn2.48xlarge", None)])
+def test_the_batch_split_precheck_never_rules_out_a_count_the_planner_plans(model, system, fw):
+    # layouts.admits_batch / max_systems_splitting let the deadline search skip counts without planning
+    # them: exact only if every count they rule out has no layout
+    from trainium_lab.layouts.planner import admits_batch, max_systems_splitting
+    m = sizing.preset(model)
+    f = None if fw is None else frameworks.framework(fw)
+    per = topology.cluster(system, 1, 2).n_ranks
+    cap = max_systems_splitting(m, per, 256, f)
+    for n in list(range(1, 41)) + [cap, cap + 1, cap + 7]:
+        admitted = admits_batch(m, per * n, n, 256, f)
+        if n > cap:
+            assert not admitted
+        try:
+            p = layouts.plan(m, system=system, n_systems=n, lnc=2, global_batch=256, framework=fw)
+            planned = not p.all.empty
+        except ValueError:
+            planned = False
+        if planned:
+            assert admitted, n

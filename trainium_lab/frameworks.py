@@ -306,8 +306,13 @@ def layout_runnable_by(lay) -> tuple[str, ...]:
     for attr in ("tp", "pp", "dp", "ep", "zero_stage", "virtual_stages", "model"):
         if not hasattr(lay, attr):
             raise ValueError(f"lay must be a Layout (layouts.layout(...)); got {type(lay).__name__}")
-    return runnable_by(lay.tp, lay.pp, lay.dp, lay.ep, zero_stage=lay.zero_stage,
-                       virtual_stages=lay.virtual_stages, n_layers=lay.model.n_layers)
+    who = runnable_by(lay.tp, lay.pp, lay.dp, lay.ep, zero_stage=lay.zero_stage,
+                      virtual_stages=lay.virtual_stages, n_layers=lay.model.n_layers)
+    c = getattr(lay, "cluster", None)
+    if c is not None and c.n_systems > 1 and (c.n_ranks // c.n_systems) % lay.tp:
+        # its TP groups (innermost ranks) straddle systems: over EFA, which tp_domain rules out
+        who = tuple(k for k in who if framework(k).tp_domain != "system")
+    return who
 
 
 def checkpoint_bytes_per_param(fw: str | Framework, *, master_weights: bool | None = None) -> float:
