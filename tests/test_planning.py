@@ -973,13 +973,17 @@ def test_the_default_405b_plan_runs_on_a_current_framework_with_its_own_overlap(
     assert p.search.table.tp_level.iloc[0] != "efa" and p.layout.tp <= p.layout.cluster.n_ranks // p.n_systems
     # then the 2,048-sequence batch caps DP at 2,048, so 2,048 instances are the most any layout uses, and
     # they miss 90 days at the planned MFU (issue 39: before the TP rule, TP128 over EFA on 4,096 "met" it)
-    assert p.n_systems == 2048 and not p.meets_deadline and p.deadline_verdict == "missed"
+    assert p.n_systems == 2048 and not p.meets_deadline and p.deadline_verdict == "missed" and p.fastest_count
     assert p.results["days_low"] < 90 < p.days
     # the plan names what would meet it, computed: a Trn2 UltraServer's NeuronLink holds TP128
     a = p.deadline_alternative
     assert a.layout.cluster.system == "trn2-ultraserver" and a.meets_deadline and a.framework is not None
     assert a.search.table.tp_level.iloc[0] == "ultraserver" and a.layout.cluster.n_chips <= planning.MAX_CHIPS
     assert "trn2-ultraserver" in p.deadline_text and "missed" in p.deadline_text
+    # the same count fixed by hand is not "the fastest count": its verdict stands alone
+    fixed = planning.plan_run("llama3-405b", 15e12, n_systems=2048, deadline_s=90 * day, usd_per_hour=40.0)
+    assert fixed.deadline_verdict == "missed" and not fixed.fastest_count and fixed.deadline_alternative is None
+    assert "fastest" not in fixed.deadline_text and fixed.wall_s == pytest.approx(p.wall_s, rel=1e-12)
     # the teaching search may still put TP over EFA, and says so
     t = planning.plan_run("llama3-405b", 15e12, deadline_s=90 * day, usd_per_hour=40.0, framework="any")
     assert t.search.table.tp_level.iloc[0] == "efa" and "cross EFA" in t.framework_text

@@ -1015,6 +1015,14 @@ class RunPlan:
         below the state's or the perfect-scaling floor, or missing the deadline even at perfect
         scaling with the same failures and checkpoints. With :attr:`systems_tried` they cover every
         count from 1 to the answer, so the answer is the exact minimum.
+    fastest_count : bool
+        True when the deadline search found no count that meets the deadline: the plan is then the
+        count with the least expected wall time (exact: every count that splits the global batch,
+        in the order of their floors), and :attr:`deadline_verdict` says "missed".
+    deadline_alternative : RunPlan or None
+        With :attr:`fastest_count`, the plan on the first system of the same chip with a larger
+        NeuronLink domain (an UltraServer) that meets the deadline within the same chip budget;
+        ``None`` when none does.
     """
 
     model: ModelPreset
@@ -1039,6 +1047,7 @@ class RunPlan:
     systems_bounded: int = 0
     billing: Billing | None = None
     deadline_alternative: "RunPlan | None" = None
+    fastest_count: bool = False
 
     def __getattr__(self, name: str):  # the results read as attributes: plan.wall_s, plan.cost_usd
         results = self.__dict__.get("results")
@@ -1122,7 +1131,7 @@ class RunPlan:
         r = self.results
         text = (f"{format_seconds(self.deadline_s)}: {v} (planned {self.days:,.1f} days; range "
                 f"{r['days_low']:,.1f}–{r['days_high']:,.1f} days)")
-        if not v.startswith("missed"):
+        if not self.fastest_count:
             return text
         c = self.layout.cluster
         fw = None if self.framework is None else frameworks.framework(self.framework)
@@ -1870,6 +1879,8 @@ def plan(job: Job, cluster: ClusterSpec | None = None, execution: Execution | No
             if first_error is None:
                 first_error = e
             continue
+        if p.meets_deadline is False and r.n_systems is None and r.layout is None:
+            p = replace(p, fastest_count=True)   # the search chose the count: none met, the fastest
         if best is None or rank(p) < rank(best):
             best = p
     if best is None:
