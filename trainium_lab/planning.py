@@ -1770,7 +1770,7 @@ def _choose_count(r: _Resolved, fw, sched, recipe_name: str, max_systems: int):
                 floor_meets(n)
         best_wall, best_n = math.inf, None
         for n in sorted(admitted, key=lambda n: (floor_wall[n], n)):
-            if floor_wall[n] >= best_wall:
+            if floor_wall[n] > best_wall:
                 break
             w = _full_wall_s(search_at(n), full_inputs(n))
             if w < math.inf and (best_n is None or (w, n) < (best_wall, best_n)):
@@ -1966,7 +1966,11 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
     n_systems : int, optional
         Systems (instances or UltraServers); see above when omitted.
     deadline_s : float, optional
-        Wall-clock deadline in seconds; used to choose ``n_systems`` when it is not given.
+        Wall-clock deadline in seconds; used to choose ``n_systems`` when it is not given: the
+        fewest that meet it. When no count up to ``max_systems`` does (yet perfect scaling would
+        within it), the plan is the count with the least expected wall time, marked
+        :attr:`RunPlan.fastest_count`, its verdict "missed", with the plan on a larger NeuronLink
+        domain of the same chip that would meet it (:attr:`RunPlan.deadline_alternative`).
     lnc : int, optional
         Logical NeuronCore setting (the chip's default if omitted).
     mfu : float
@@ -2038,6 +2042,9 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
         is the teaching search: every layout the model allows, every data-parallel collective
         behind compute, no framework checked, labelled so in the plan. The plan names its
         framework, status and flags (:attr:`RunPlan.framework_text`, :func:`launch_environment`).
+        Every current framework keeps each TP group inside one system's NeuronLink domain
+        (``tp_domain`` of ``data/frameworks.csv``: TP collectives are not overlapped with compute);
+        only the teaching search puts TP over EFA, and its :attr:`RunPlan.framework_text` says so.
     overlap_setting : str, optional
         Fix the framework's schedule (``"compiler-default"``, ``"token-threading"``).
     layout : trainium_lab.layouts.Layout, optional
