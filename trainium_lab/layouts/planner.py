@@ -410,8 +410,10 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     framework : {"torchneuron", "nxd", "jax"}, optional
         Search only what that framework can run (``data/frameworks.csv``,
         :func:`trainium_lab.frameworks.runnable_mask`): its ZeRO stages, no PP or EP where it
-        has none, interleaving only where it has that schedule (NxD: ``pp × v = L``); and use
-        its precision recipe unless ``recipe_name`` is given, and its overlap schedule
+        has none, interleaving only where it has that schedule (NxD: ``pp × v = L``), TP
+        groups inside one system's NeuronLink domain where its ``tp_domain`` is ``"system"``
+        (every framework of the table: TP collectives are not overlapped, so never over EFA;
+        :func:`admits_batch`); and use its precision recipe unless ``recipe_name`` is given, and its overlap schedule
         (``overlap_setting``). ``None``: the teaching search, every layout the model allows with
         every data-parallel collective behind compute (no framework is checked:
         :meth:`Plan.runnable_by` then says which frameworks can run the winner).
