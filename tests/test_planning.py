@@ -1081,6 +1081,8 @@ def test_current_frameworks_keep_tp_inside_one_system_and_the_teaching_search_do
     teach = layouts.plan("llama3-405b", **kw)
     assert "efa" not in set(jax.all.tp_level) and (jax.all.tp <= 64).all() and (jax.all.tp == 64).any()
     assert "efa" in set(teach.all.tp_level)
+    t = planning.plan_run("llama3-405b", 15e12, deadline_s=90 * day, usd_per_hour=40.0, framework="any")
+    assert t.search.table.tp_level.iloc[0] == "efa" and t.search.runnable_by() == ()
     # a given layout with TP over two instances: no framework with the rule runs it
     over = layouts.layout("llama3-405b", tp=128, dp=2, zero_stage=3, system="trn2.48xlarge", n_systems=4, lnc=2,
                           n_micro_batches=1024)

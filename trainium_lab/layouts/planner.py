@@ -112,8 +112,11 @@ class Plan:
         if self.table.empty:
             return ()
         r = self.table.iloc[rank]
-        return frameworks.runnable_by(int(r.tp), int(r.pp), int(r.dp), int(r.ep), zero_stage=int(r.zero_stage),
-                                      virtual_stages=int(r.virtual_stages), n_layers=self.model.n_layers)
+        who = frameworks.runnable_by(int(r.tp), int(r.pp), int(r.dp), int(r.ep), zero_stage=int(r.zero_stage),
+                                     virtual_stages=int(r.virtual_stages), n_layers=self.model.n_layers)
+        if r.tp_level == "efa":   # TP over EFA: not where a framework with a tp_domain rule puts it
+            who = tuple(k for k in who if frameworks.framework(k).tp_domain != "system")
+        return who
 
     def overlap_sensitivity(self, values: tuple[float, ...] | None = None) -> pd.DataFrame:
         """The winner at other data-parallel overlaps (memory does not depend on it).
