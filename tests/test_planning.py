@@ -1101,15 +1101,15 @@ def test_current_frameworks_keep_tp_inside_one_system_and_the_teaching_search_do
                                                ("llama3-8b", "trn2-ultraserver", "torchneuron"),
                                                ("mixtral-8x7b", "trn2.48xlarge", None)])
 def test_the_batch_split_precheck_never_rules_out_a_count_the_planner_plans(model, system, fw):
-    # layouts.admits_batch / max_systems_splitting let the deadline search skip counts without planning
+    # layouts._admits_batch / _max_systems_splitting let the deadline search skip counts without planning
     # them: exact only if every count they rule out has no layout
-    from trainium_lab.layouts.planner import admits_batch, max_systems_splitting
+    from trainium_lab.layouts.planner import _admits_batch, _max_systems_splitting
     m = sizing.preset(model)
     f = None if fw is None else frameworks.framework(fw)
     per = topology.cluster(system, 1, 2).n_ranks
-    cap = max_systems_splitting(m, per, 256, f)
+    cap = _max_systems_splitting(m, per, 256, f)
     for n in list(range(1, 41)) + [cap, cap + 1, cap + 7]:
-        admitted = admits_batch(m, per * n, n, 256, f)
+        admitted = _admits_batch(m, per * n, n, 256, f)
         if n > cap:
             assert not admitted
         try:

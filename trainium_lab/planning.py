@@ -73,7 +73,7 @@ import pandas as pd
 from trainium_lab import (compilation, collectives, cores, dtypes, frameworks, layouts, moe, reliability,
                           serving, sizing, specs)
 from trainium_lab import topology
-from trainium_lab.layouts.planner import admits_batch, max_systems_splitting
+from trainium_lab.layouts.planner import _admits_batch, _max_systems_splitting
 from trainium_lab._validate import (choice, in_range, instance, integer,
                                     positive, sequence)
 from trainium_lab.sizing import ModelPreset
@@ -1135,7 +1135,7 @@ class RunPlan:
             return text
         c = self.layout.cluster
         fw = None if self.framework is None else frameworks.framework(self.framework)
-        cap = max_systems_splitting(self.model, c.n_ranks // c.n_systems, int(self.inputs["global_batch"]), fw)
+        cap = _max_systems_splitting(self.model, c.n_ranks // c.n_systems, int(self.inputs["global_batch"]), fw)
         text += (f"; no count of {c.system} the search reached meets it (no layout splits the "
                  f"{int(self.inputs['global_batch']):,}-sequence batch over more than {cap:,} of them"
                  f"{' with TP inside one' if fw is not None and fw.tp_domain == 'system' else ''}): "
@@ -1681,7 +1681,7 @@ def _choose_count(r: _Resolved, fw, sched, recipe_name: str, max_systems: int):
 
     def search_at(n: int) -> layouts.Plan | None:
         # a count no degree grid splits the batch over has no layout: skip the planner (exact)
-        if not admits_batch(m, ranks_per_system * n, n, r.global_batch, fw):
+        if not _admits_batch(m, ranks_per_system * n, n, r.global_batch, fw):
             return None
         return _try_search(m, args[0], n, *args[1:])
 
@@ -1749,7 +1749,7 @@ def _choose_count(r: _Resolved, fw, sched, recipe_name: str, max_systems: int):
             return False
 
     # above this count no layout splits the global batch (exact: dp·ep would exceed it)
-    top = min(max_systems, max_systems_splitting(m, ranks_per_system, r.global_batch, fw))
+    top = min(max_systems, _max_systems_splitting(m, ranks_per_system, r.global_batch, fw))
 
     def candidates():
         for n in range(low_t, top + 1):
@@ -1764,7 +1764,7 @@ def _choose_count(r: _Resolved, fw, sched, recipe_name: str, max_systems: int):
         # verdict says "missed"), found exactly: the counts that split the batch, in the order of
         # their floors (lower bounds on their wall times), until a floor reaches the best wall time
         admitted = [n for n in range(low, top + 1)
-                    if admits_batch(m, ranks_per_system * n, n, r.global_batch, fw)]
+                    if _admits_batch(m, ranks_per_system * n, n, r.global_batch, fw)]
         for n in admitted:
             if n not in floor_wall:
                 floor_meets(n)

@@ -264,7 +264,7 @@ def _tp_in_domain(fw, tps: list[int], n_ranks: int, n_systems: int) -> list[int]
     return [t for t in tps if per_system % t == 0]
 
 
-def admits_batch(model: ModelPreset, n_ranks: int, n_systems: int, global_batch: int, fw=None) -> bool:
+def _admits_batch(model: ModelPreset, n_ranks: int, n_systems: int, global_batch: int, fw=None) -> bool:
     """Whether any ``(tp, ep, pp)`` degree grid of :func:`plan` splits ``global_batch``: some
     ``dp·ep`` left over divides it. A necessary condition for :func:`plan` to find a layout (it
     checks micro-batches, ZeRO stages and memory besides), computed without evaluating any
@@ -273,10 +273,10 @@ def admits_batch(model: ModelPreset, n_ranks: int, n_systems: int, global_batch:
     Examples
     --------
     >>> m = preset("llama3-405b")
-    >>> admits_batch(m, 64 * 3, 3, 2048), admits_batch(m, 64 * 4, 4, 2048)
+    >>> _admits_batch(m, 64 * 3, 3, 2048), _admits_batch(m, 64 * 4, 4, 2048)
     (True, True)
     >>> fw = frameworks.framework("torchneuron")
-    >>> admits_batch(m, 64 * 3, 3, 2048, fw), admits_batch(m, 64 * 4096, 4096, 2048, fw)
+    >>> _admits_batch(m, 64 * 3, 3, 2048, fw), _admits_batch(m, 64 * 4096, 4096, 2048, fw)
     (False, False)
     """
     # the same rules as the grid of plan(), from the small sets (divisors of the heads, layers up
@@ -299,7 +299,7 @@ def admits_batch(model: ModelPreset, n_ranks: int, n_systems: int, global_batch:
     return False
 
 
-def max_systems_splitting(model: ModelPreset, ranks_per_system: int, global_batch: int, fw=None) -> int:
+def _max_systems_splitting(model: ModelPreset, ranks_per_system: int, global_batch: int, fw=None) -> int:
     """The most systems on which some layout of :func:`plan` can still split ``global_batch``.
 
     With ``n`` systems of ``r`` ranks, ``dp·ep = n·r / (tp·pp)`` must divide the batch, so it is at
@@ -311,7 +311,7 @@ def max_systems_splitting(model: ModelPreset, ranks_per_system: int, global_batc
     Examples
     --------
     >>> m = preset("llama3-405b")
-    >>> max_systems_splitting(m, 64, 2048, frameworks.framework("torchneuron"))   # TP <= 64 ranks, no PP
+    >>> _max_systems_splitting(m, 64, 2048, frameworks.framework("torchneuron"))   # TP <= 64 ranks, no PP
     2048
     """
     tps = [d for d in _divisors_cached(model.n_heads) if not (model.n_kv_heads % d and d % model.n_kv_heads)]
@@ -415,8 +415,8 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
         :func:`trainium_lab.frameworks.runnable_mask`): its ZeRO stages, no PP or EP where it
         has none, interleaving only where it has that schedule (NxD: ``pp × v = L``), TP
         groups inside one system's NeuronLink domain where its ``tp_domain`` is ``"system"``
-        (every framework of the table: TP collectives are not overlapped, so never over EFA;
-        :func:`admits_batch`); and use its precision recipe unless ``recipe_name`` is given, and its overlap schedule
+        (every framework of the table: TP collectives are not overlapped, so never over EFA);
+        and use its precision recipe unless ``recipe_name`` is given, and its overlap schedule
         (``overlap_setting``). ``None``: the teaching search, every layout the model allows with
         every data-parallel collective behind compute (no framework is checked:
         :meth:`Plan.runnable_by` then says which frameworks can run the winner).
