@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trainium_lab import cli, collectives, reliability, sizing, specs
+from trainium_lab import cli, collectives, planning, reliability, sizing, specs
 from trainium_lab.units import GB, GiB, day, hour, minute, ms
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -310,6 +310,23 @@ def test_sizing_counts_the_active_parameters_of_a_mixture_of_experts(capsys):
     code, out, _ = main_out(capsys, "sizing", "--params", "100B", "--active-params", "10B", "--tokens", "1T",
                             "--json")
     assert json.loads(out)["results"]["flops"] == pytest.approx(6e22)
+
+
+def test_plan_gives_the_default_405b_plan_of_plan_run(capsys):
+    # issue 39: the CLI's plan is plan_run's; TP stays inside one trn2.48xlarge, so 2,048 instances (the most the
+    # 2,048-sequence batch splits over) miss 90 days, and the plan names the UltraServer plan that would meet it
+    code, out, _ = main_out(capsys, "plan", "--model", "llama3-405b", "--tokens", "15T", "--deadline", "90d",
+                            "--price", "40", "--json")
+    assert code == 0
+    data = json.loads(out)
+    p = planning.plan_run("llama3-405b", 15e12, deadline_s=90 * day, usd_per_hour=40.0)
+    assert (data["inputs"]["n_systems"], data["layout"]["label"]) == (p.n_systems, p.layout.label())
+    assert data["layout"]["levels"]["tp"] != "efa" and data["deadline"]["verdict"] == p.deadline_verdict == "missed"
+    alt = data["deadline"]["alternative"]
+    assert (alt["system"], alt["n_systems"], alt["layout"]) == (p.deadline_alternative.system,
+                                                                p.deadline_alternative.n_systems,
+                                                                p.deadline_alternative.layout.label())
+    assert data["deadline"]["text"] == p.deadline_text
 
 
 def test_compare_and_plan_default_to_the_calibrated_mfu_and_the_published_batch(capsys):

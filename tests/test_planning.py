@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trainium_lab import compilation, frameworks, layouts, planning, reliability, serving, sizing, specs
+from trainium_lab import compilation, frameworks, layouts, planning, reliability, serving, sizing, specs, topology
 from trainium_lab.units import GB, GiB, day, hour, minute
 from trainium_lab.views import planning as views
 
@@ -336,8 +336,27 @@ def test_max_systems_bounds_the_search():
 
 
 def test_a_deadline_nothing_meets():
+    # perfect scaling needs more systems than max_systems: refused
     with pytest.raises(ValueError, match="deadline_s"):
         planning.plan_run("llama3-8b", 1e12, deadline_s=1 * hour, usd_per_hour=40.0, max_systems=4)
+    # no count meets it (issue 39; it raised before): the fastest count, labelled "missed", the same as
+    # planning every count on its own. With 64 sequences and TP at most 32 ranks (the heads), no layout
+    # has more than 32 instances
+    kw = dict(usd_per_hour=40.0, global_batch=64)
+    p = planning.plan_run("llama3-8b", 1e12, deadline_s=6 * day, max_systems=64, **kw)
+    assert not p.meets_deadline and p.deadline_verdict.startswith("missed") and p.days > 6
+    assert "more than 32 of them" in p.deadline_text and "this is the fastest count" in p.deadline_text
+    walls = {}
+    for n in range(1, 65):
+        try:
+            walls[n] = planning.plan_run("llama3-8b", 1e12, n_systems=n, **kw).wall_s
+        except ValueError as exc:
+            assert "global_batch" in str(exc) or "n_systems" in str(exc)
+    assert max(walls) <= 32
+    assert p.n_systems == min(walls, key=lambda n: (walls[n], n))
+    assert p.wall_s == pytest.approx(min(walls.values()), rel=1e-12)
+    # an UltraServer does not help: its TP is capped by the same 32 heads (no alternative is named)
+    assert p.deadline_alternative is None
 
 
 # --------------------------------------------------------------------------- bad input
@@ -732,10 +751,20 @@ def test_405b_on_15t_tokens_in_90_days_on_trn2_ultraservers_with_the_defaults():
     s3 = planning.plan_run("llama3-405b", 15e12, system="trn2-ultraserver", deadline_s=90 * day, usd_per_hour=40.0,
                            checkpoint_storage="s3")
     assert q.lost_fraction > 0.3 and s3.lost_fraction < 0.2 and s3.meets_deadline and s3.n_systems <= 512
-    # a fixed 1,024 caps data parallelism below what 90 days need at that MFU: the default is not that
-    with pytest.raises(ValueError, match="deadline_s"):
-        planning.plan_run("llama3-405b", 15e12, system="trn2-ultraserver", deadline_s=90 * day, usd_per_hour=40.0,
+    # a fixed 1,024 caps data parallelism below what 90 days need at that MFU: the default is not that.
+    # No count meets it, so the plan is the fastest count, labelled "missed" (issue 39; it raised before):
+    # with TP at most 128 ranks (the heads) and DP at most 1,024, no layout has more than 512 UltraServers
+    f = planning.plan_run("llama3-405b", 15e12, system="trn2-ultraserver", deadline_s=90 * day, usd_per_hour=40.0,
                           global_batch=1024)
+    assert not f.meets_deadline and f.deadline_verdict.startswith("missed") and f.days > 90
+    assert f.n_systems <= 512 and "this is the fastest count" in f.deadline_text
+    assert f.deadline_alternative is None   # no trn2 system has a larger NeuronLink domain
+    # the fastest: no power-of-two count (the only ones whose DP divides 1,024 with TP dividing the heads) is faster
+    for n in (64, 128, 256, 512):
+        if n != f.n_systems:
+            other = planning.plan_run("llama3-405b", 15e12, system="trn2-ultraserver", n_systems=n, usd_per_hour=40.0,
+                                      global_batch=1024)
+            assert other.wall_s >= f.wall_s
 
 
 def test_the_default_global_batch_is_the_published_schedule():
@@ -938,7 +967,26 @@ def test_the_default_405b_plan_runs_on_a_current_framework_with_its_own_overlap(
     own = frameworks.overlap_schedule(p.framework, p.inputs["overlap_setting"])
     assert (p.inputs["gather_overlap"], p.inputs["reduce_overlap"]) == (own.gather_overlap, own.reduce_overlap)
     assert p.flags == own.flags and (own.reduce_overlap == 0.0 or p.flags)  # overlap of reductions needs flags
-    assert p.layout.pp == 1 and p.meets_deadline
+    assert p.layout.pp == 1
+    # every TP group inside one instance's NeuronLink (data/frameworks.csv, tp_domain), never over EFA
+    assert frameworks.framework(p.framework).tp_domain == "system"
+    assert "efa" not in set(p.search.all.tp_level) and p.layout.tp <= p.layout.cluster.n_ranks // p.n_systems
+    # then the 2,048-sequence batch caps DP at 2,048, so 2,048 instances are the most any layout uses, and
+    # they miss 90 days at the planned MFU (issue 39: before the TP rule, TP128 over EFA on 4,096 was "at risk")
+    assert p.n_systems == 2048 and not p.meets_deadline and p.deadline_verdict == "missed" and p.fastest_count
+    assert p.results["days_low"] < 90 < p.days
+    # the plan names what would meet it, computed: a Trn2 UltraServer's NeuronLink holds TP128
+    a = p.deadline_alternative
+    assert a.layout.cluster.system == "trn2-ultraserver" and a.meets_deadline and a.framework is not None
+    assert a.search.table.tp_level.iloc[0] == "ultraserver" and a.layout.cluster.n_chips <= planning.MAX_CHIPS
+    assert "trn2-ultraserver" in p.deadline_text and "missed" in p.deadline_text
+    # the same count fixed by hand is not "the fastest count": its verdict stands alone
+    fixed = planning.plan_run("llama3-405b", 15e12, n_systems=2048, deadline_s=90 * day, usd_per_hour=40.0)
+    assert fixed.deadline_verdict == "missed" and not fixed.fastest_count and fixed.deadline_alternative is None
+    assert "fastest" not in fixed.deadline_text and fixed.wall_s == pytest.approx(p.wall_s, rel=1e-12)
+    # the teaching search may still put TP over EFA, and says so
+    t = planning.plan_run("llama3-405b", 15e12, deadline_s=90 * day, usd_per_hour=40.0, framework="any")
+    assert t.search.table.tp_level.iloc[0] == "efa" and "cross EFA" in t.framework_text
     assert p.framework_text in p._repr_markdown_()
     table = p.inputs_table().set_index("input")
     assert "training framework" in table.index and "overlap schedule" in table.index
@@ -1017,3 +1065,57 @@ def test_plan_from_specs_equals_plan_run_with_keywords():
         planning.plan(planning.Job("llama3-8b", 1e11), "trn2.48xlarge")
     with pytest.raises(ValueError, match="n_tokens"):
         planning.plan(planning.Job("llama3-8b", -1.0), cost=planning.CostSpec(usd_per_hour=40.0))
+
+
+# ------------------------------------------------------------------ issue 39: TP inside one NeuronLink domain
+
+
+def test_current_frameworks_keep_tp_inside_one_system_and_the_teaching_search_does_not():
+    # data/frameworks.csv tp_domain: TP collectives are not overlapped (AWS's overlap page), so every current
+    # framework's TP group stays inside one system's NeuronLink; framework="any" still searches TP over EFA
+    for key in ("torchneuron", "jax", "nxd"):
+        assert frameworks.framework(key).tp_domain == "system"
+        assert frameworks.framework(key).sources["tp_domain"] in {r["source_id"] for r in rows("sources.csv")}
+    kw = dict(system="trn2.48xlarge", n_systems=4, lnc=2, global_batch=2048)
+    jax = layouts.plan("llama3-405b", framework="jax", **kw)
+    teach = layouts.plan("llama3-405b", **kw)
+    assert "efa" not in set(jax.all.tp_level) and (jax.all.tp <= 64).all() and (jax.all.tp == 64).any()
+    assert "efa" in set(teach.all.tp_level)
+    t = planning.plan_run("llama3-405b", 15e12, deadline_s=90 * day, usd_per_hour=40.0, framework="any")
+    assert t.search.table.tp_level.iloc[0] == "efa" and t.search.runnable_by() == ()
+    # a given layout with TP over two instances: no framework with the rule runs it
+    over = layouts.layout("llama3-405b", tp=128, dp=2, zero_stage=3, system="trn2.48xlarge", n_systems=4, lnc=2,
+                          n_micro_batches=1024)
+    inside = layouts.layout("llama3-405b", tp=64, dp=4, zero_stage=3, system="trn2.48xlarge", n_systems=4, lnc=2,
+                            n_micro_batches=512)
+    assert layouts.evaluate(over).levels["tp"] == "efa" and frameworks.layout_runnable_by(over) == ()
+    assert "jax" in frameworks.layout_runnable_by(inside)
+    # on an UltraServer the NeuronLink domain is the whole UltraServer: TP128 stays inside it
+    us = layouts.layout("llama3-405b", tp=128, dp=4, zero_stage=3, system="trn2-ultraserver", n_systems=2, lnc=2,
+                        n_micro_batches=512)
+    assert layouts.evaluate(us).levels["tp"] == "ultraserver" and "jax" in frameworks.layout_runnable_by(us)
+
+
+@pytest.mark.parametrize("model, system, fw", [("llama3-405b", "trn2.48xlarge", "jax"),
+                                               ("llama3-405b", "trn2.48xlarge", None),
+                                               ("llama3-8b", "trn2-ultraserver", "torchneuron"),
+                                               ("mixtral-8x7b", "trn2.48xlarge", None)])
+def test_the_batch_split_precheck_never_rules_out_a_count_the_planner_plans(model, system, fw):
+    # layouts._admits_batch / _max_systems_splitting let the deadline search skip counts without planning
+    # them: exact only if every count they rule out has no layout
+    from trainium_lab.layouts.planner import _admits_batch, _max_systems_splitting
+    m = sizing.preset(model)
+    f = None if fw is None else frameworks.framework(fw)
+    per = topology.cluster(system, 1, 2).n_ranks
+    cap = _max_systems_splitting(m, per, 256, f)
+    for n in list(range(1, 41)) + [cap, cap + 1, cap + 7]:
+        admitted = _admits_batch(m, per * n, n, 256, f)
+        if n > cap:
+            assert not admitted
+        try:
+            p = layouts.plan(m, system=system, n_systems=n, lnc=2, global_batch=256, framework=fw)
+            planned = not p.all.empty
+        except ValueError:
+            planned = False
+        if planned:
+            assert admitted, n

@@ -605,6 +605,11 @@ def _cmd_plan(args: argparse.Namespace) -> None:
         "search": {"systems_tried": list(plan.systems_tried), "systems_bounded": plan.systems_bounded},
         "sensitivity": plan.sensitivity.to_dict(orient="records"),
     }
+    if plan.deadline_s is not None:
+        alt = plan.deadline_alternative
+        data["deadline"] = {"verdict": plan.deadline_verdict, "text": plan.deadline_text, "alternative": None if alt is None else {
+            "system": alt.system, "n_systems": alt.n_systems, "n_chips": alt.n_chips, "layout": alt.layout.label(),
+            "framework": alt.framework, "verdict": alt.deadline_verdict, "days": alt.days}}
     _emit(args, "Training plan (trainium_lab.planning)", rows, data)
 
 

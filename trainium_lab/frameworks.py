@@ -86,6 +86,11 @@ class Framework:
         ``"one-dp-rank-broadcast"``, ``"every-rank-own-shard"`` or ``""`` (not documented).
     sources : dict
         ``{field: source_id}``; ``notes`` likewise ``{field: note}``.
+    train_chips : tuple of str
+        The chips it trains on (empty: none excluded).
+    tp_domain : str
+        ``"system"`` when its planner keeps every tensor-parallel group inside one system's
+        NeuronLink domain (an instance or an UltraServer), never over EFA; ``""``: no rule.
     """
 
     key: str
@@ -105,6 +110,7 @@ class Framework:
     sources: dict
     notes: dict
     train_chips: tuple[str, ...] = ()
+    tp_domain: str = ""
 
     @property
     def current(self) -> bool:
@@ -156,6 +162,7 @@ def _records() -> dict[str, Framework]:
             stochastic_rounding=f.get("stochastic_rounding", ""),
             precision_control=f.get("precision_control", ""), checkpoint_components=comps,
             checkpoint_load=f.get("checkpoint_load", ""), train_chips=_list(f.get("train_chips", "")),
+            tp_domain=f.get("tp_domain", ""),
             sources=dict(zip(rows.field, rows.source_id)), notes=dict(zip(rows.field, rows.note)))
     return out
 
@@ -299,8 +306,13 @@ def layout_runnable_by(lay) -> tuple[str, ...]:
     for attr in ("tp", "pp", "dp", "ep", "zero_stage", "virtual_stages", "model"):
         if not hasattr(lay, attr):
             raise ValueError(f"lay must be a Layout (layouts.layout(...)); got {type(lay).__name__}")
-    return runnable_by(lay.tp, lay.pp, lay.dp, lay.ep, zero_stage=lay.zero_stage,
-                       virtual_stages=lay.virtual_stages, n_layers=lay.model.n_layers)
+    who = runnable_by(lay.tp, lay.pp, lay.dp, lay.ep, zero_stage=lay.zero_stage,
+                      virtual_stages=lay.virtual_stages, n_layers=lay.model.n_layers)
+    c = getattr(lay, "cluster", None)
+    if c is not None and c.n_systems > 1 and (c.n_ranks // c.n_systems) % lay.tp:
+        # its TP groups (innermost ranks) straddle systems: over EFA, which tp_domain rules out
+        who = tuple(k for k in who if framework(k).tp_domain != "system")
+    return who
 
 
 def checkpoint_bytes_per_param(fw: str | Framework, *, master_weights: bool | None = None) -> float:

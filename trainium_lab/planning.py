@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Callable, Mapping, Sequence
 
@@ -73,6 +73,7 @@ import pandas as pd
 from trainium_lab import (compilation, collectives, cores, dtypes, frameworks, layouts, moe, reliability,
                           serving, sizing, specs)
 from trainium_lab import topology
+from trainium_lab.layouts.planner import _admits_batch, _max_systems_splitting
 from trainium_lab._validate import (choice, in_range, instance, integer,
                                     positive, sequence)
 from trainium_lab.sizing import ModelPreset
@@ -1014,6 +1015,14 @@ class RunPlan:
         below the state's or the perfect-scaling floor, or missing the deadline even at perfect
         scaling with the same failures and checkpoints. With :attr:`systems_tried` they cover every
         count from 1 to the answer, so the answer is the exact minimum.
+    fastest_count : bool
+        True when the deadline search found no count that meets the deadline: the plan is then the
+        count with the least expected wall time (exact: every count that splits the global batch,
+        in the order of their floors), and :attr:`deadline_verdict` says "missed".
+    deadline_alternative : RunPlan or None
+        With :attr:`fastest_count`, the plan on the first system of the same chip with a larger
+        NeuronLink domain (an UltraServer) that meets the deadline within the same chip budget;
+        ``None`` when none does.
     """
 
     model: ModelPreset
@@ -1037,6 +1046,8 @@ class RunPlan:
     systems_tried: tuple[int, ...]
     systems_bounded: int = 0
     billing: Billing | None = None
+    deadline_alternative: "RunPlan | None" = None
+    fastest_count: bool = False
 
     def __getattr__(self, name: str):  # the results read as attributes: plan.wall_s, plan.cost_usd
         results = self.__dict__.get("results")
@@ -1089,7 +1100,9 @@ class RunPlan:
     def framework_text(self) -> str:
         """The framework, its status and the flags, in one phrase (what a plan shows a reader)."""
         if self.framework is None:
-            return "teaching search: no framework checked"
+            crosses = (self.search is not None and not self.search.table.empty
+                       and self.search.table.tp_level.iloc[0] == "efa")
+            return "teaching search: no framework checked" + ("; its TP groups cross EFA" if crosses else "")
         f = frameworks.framework(self.framework)
         return (f"{f.name}, {self.inputs.get('framework_status')}; overlap {self.inputs.get('overlap_setting')}"
                 f" (flags: {self.flags_text})")
@@ -1116,8 +1129,25 @@ class RunPlan:
         if v is None:
             return None
         r = self.results
-        return (f"{format_seconds(self.deadline_s)}: {v} (planned {self.days:,.1f} days; range "
+        text = (f"{format_seconds(self.deadline_s)}: {v} (planned {self.days:,.1f} days; range "
                 f"{r['days_low']:,.1f}–{r['days_high']:,.1f} days)")
+        if not self.fastest_count:
+            return text
+        c = self.layout.cluster
+        fw = None if self.framework is None else frameworks.framework(self.framework)
+        cap = _max_systems_splitting(self.model, c.n_ranks // c.n_systems, int(self.inputs["global_batch"]), fw)
+        text += (f"; no count of {c.system} the search reached meets it (no layout splits the "
+                 f"{int(self.inputs['global_batch']):,}-sequence batch over more than {cap:,} of them"
+                 f"{' with TP inside one' if fw is not None and fw.tp_domain == 'system' else ''}): "
+                 f"this is the fastest count")
+        a = self.deadline_alternative
+        if a is None:
+            return text
+        ac = a.layout.cluster
+        name = "teaching search" if a.framework is None else frameworks.framework(a.framework).name
+        return (f"{text}; {a.n_systems:,} × {ac.system} ({ac.n_chips:,} chips, {a.layout.label()}, {name}) "
+                f"would: {a.deadline_verdict} (planned {a.days:,.1f} days; range "
+                f"{a.results['days_low']:,.1f}–{a.results['days_high']:,.1f} days)")
 
     @property
     def meets_deadline(self) -> bool | None:
@@ -1648,7 +1678,12 @@ def _choose_count(r: _Resolved, fw, sched, recipe_name: str, max_systems: int):
     args = (r.system_spec, lnc_used, r.global_batch, r.mfu, r.dp_overlap, r.min_headroom_fraction,
             recipe_name, r.dtype, r.mbs, r.zs, r.modes, r.sequence_parallel, fw_key, sched.setting)
 
+    ranks_per_system = topology.cluster(system_key, 1, r.lnc).n_ranks
+
     def search_at(n: int) -> layouts.Plan | None:
+        # a count no degree grid splits the batch over has no layout: skip the planner (exact)
+        if not _admits_batch(m, ranks_per_system * n, n, r.global_batch, fw):
+            return None
         return _try_search(m, args[0], n, *args[1:])
 
     if r.n_systems is not None:
@@ -1691,10 +1726,12 @@ def _choose_count(r: _Resolved, fw, sched, recipe_name: str, max_systems: int):
         # and checkpoints but no compiles: a lower bound on the wall time of every layout of n
         # systems, so a count it rules out cannot meet
         try:
-            return _economics(x_tokens * n / ideal_s, floor_inputs(n), detail=False)["wall_s"] <= deadline
+            floor_wall[n] = _economics(x_tokens * n / ideal_s, floor_inputs(n), detail=False)["wall_s"]
         except _NeverFinishes:
-            return False
+            floor_wall[n] = math.inf
+        return floor_wall[n] <= deadline
 
+    floor_wall: dict[int, float] = {}
     ruled_out: list[int] = []
     closest: list[tuple[float, int]] = []  # (training time without losses, count) planned
 
@@ -1712,14 +1749,35 @@ def _choose_count(r: _Resolved, fw, sched, recipe_name: str, max_systems: int):
         except _NeverFinishes:
             return False
 
+    # above this count no layout splits the global batch (exact: dp·ep would exceed it)
+    top = min(max_systems, _max_systems_splitting(m, ranks_per_system, r.global_batch, fw))
+
     def candidates():
-        for n in range(low_t, max_systems + 1):
+        for n in range(low_t, top + 1):
             if floor_meets(n):
                 yield n
             else:
                 ruled_out.append(n)
 
     found, tried_dl = _first(meets, candidates())
+    if found is None:
+        # no count meets the deadline: the plan is the count with the least expected wall time (its
+        # verdict says "missed"), found exactly: the counts that split the batch, in the order of
+        # their floors (lower bounds on their wall times), until a floor reaches the best wall time
+        admitted = [n for n in range(low, top + 1)
+                    if _admits_batch(m, ranks_per_system * n, n, r.global_batch, fw)]
+        for n in admitted:
+            if n not in floor_wall:
+                floor_meets(n)
+        best_wall, best_n = math.inf, None
+        for n in sorted(admitted, key=lambda n: (floor_wall[n], n)):
+            if floor_wall[n] > best_wall:
+                break
+            w = _full_wall_s(search_at(n), full_inputs(n))
+            if w < math.inf and (best_n is None or (w, n) < (best_wall, best_n)):
+                best_wall, best_n = w, n
+        if best_n is not None:
+            return search_at(best_n), tuple(tried_dl), len(ruled_out) + (low_t - low)
     if found is None:
         why = ("; even at perfect scaling every count either computes too long or loses too much to "
                "failures, checkpoints and restarts")
@@ -1738,6 +1796,17 @@ def _choose_count(r: _Resolved, fw, sched, recipe_name: str, max_systems: int):
         raise ValueError(f"deadline_s: no count of {system_key} up to max_systems ({max_systems}) "
                          f"finishes {m.name} on {x_tokens:.3g} tokens within {format_seconds(deadline)}{why}")
     return search_at(found), tuple(tried_dl), len(ruled_out) + (low_t - low)
+
+
+def _full_wall_s(search: layouts.Plan | None, inputs: "_Inputs") -> float:
+    """The expected wall time of a search's fastest layout (``inf`` when nothing fits or failures
+    outpace a checkpoint cycle)."""
+    if search is None:
+        return math.inf
+    try:
+        return _economics(float(search.best.tokens_per_s), inputs, detail=False)["wall_s"]
+    except _NeverFinishes:
+        return math.inf
 
 
 def _plan_one(r: _Resolved, fw, sched, max_systems: int | None = None) -> RunPlan:
@@ -1795,20 +1864,50 @@ def plan(job: Job, cluster: ClusterSpec | None = None, execution: Execution | No
     r = _resolve(job, cluster, execution or Execution(), reliability_spec or ReliabilitySpec(),
                  compilation_spec or CompilationSpec(), cost or CostSpec())
     best, first_error = None, None
+
+    def rank(p: RunPlan) -> tuple:
+        # a plan that meets the deadline (or has none): the fewest systems, then the least wall time;
+        # after those, one that misses it: the least wall time
+        return (0, p.n_systems, p.wall_s) if p.meets_deadline is not False else (1, p.wall_s, p.n_systems)
+
     for fw, sched in _candidates(r, cluster.framework, cluster.overlap_setting):
-        # a later candidate must need no more systems than the plan in hand
-        bound = best.n_systems if (best is not None and r.n_systems is None and r.layout is None) else None
+        # a later candidate must need no more systems than the plan in hand (if that one meets)
+        bound = (best.n_systems if (best is not None and best.meets_deadline is not False
+                                    and r.n_systems is None and r.layout is None) else None)
         try:
             p = _plan_one(r, fw, sched, bound)
         except ValueError as e:
             if first_error is None:
                 first_error = e
             continue
-        if best is None or (p.n_systems, p.wall_s) < (best.n_systems, best.wall_s):
+        if p.meets_deadline is False and r.n_systems is None and r.layout is None:
+            p = replace(p, fastest_count=True)   # the search chose the count: none met, the fastest
+        if best is None or rank(p) < rank(best):
             best = p
     if best is None:
         raise first_error
+    if best.meets_deadline is False and r.n_systems is None and r.layout is None:
+        best = replace(best, deadline_alternative=_meets_elsewhere(job, cluster, execution, reliability_spec,
+                                                                   compilation_spec, cost, r))
     return best
+
+
+def _meets_elsewhere(job, cluster, execution, reliability_spec, compilation_spec, cost, r) -> "RunPlan | None":
+    """When no count of the system meets the deadline: the plan on the first system of the same chip
+    with a larger NeuronLink domain (more chips per system: an UltraServer) that meets it, within the
+    same chip budget, or ``None``. Computed by the same search; nothing else changes."""
+    own = specs.system(r.system)
+    budget = r.max_systems * own.n_chips
+    for s in sorted((s for s in specs.systems() if s.chip_key == own.chip_key and s.n_chips > own.n_chips),
+                    key=lambda s: s.n_chips):
+        alt = replace(cluster, system=s.key, max_systems=max(1, budget // s.n_chips))
+        try:
+            p = plan(job, alt, execution, reliability_spec, compilation_spec, cost)
+        except ValueError:
+            continue
+        if p.meets_deadline:
+            return p
+    return None
 
 
 def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.48xlarge",
@@ -1868,7 +1967,11 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
     n_systems : int, optional
         Systems (instances or UltraServers); see above when omitted.
     deadline_s : float, optional
-        Wall-clock deadline in seconds; used to choose ``n_systems`` when it is not given.
+        Wall-clock deadline in seconds; used to choose ``n_systems`` when it is not given: the
+        fewest that meet it. When no count up to ``max_systems`` does (yet perfect scaling would
+        within it), the plan is the count with the least expected wall time, marked
+        :attr:`RunPlan.fastest_count`, its verdict "missed", with the plan on a larger NeuronLink
+        domain of the same chip that would meet it (:attr:`RunPlan.deadline_alternative`).
     lnc : int, optional
         Logical NeuronCore setting (the chip's default if omitted).
     mfu : float
@@ -1940,6 +2043,9 @@ def plan_run(model: str | ModelPreset, n_tokens: float, *, system: str = "trn2.4
         is the teaching search: every layout the model allows, every data-parallel collective
         behind compute, no framework checked, labelled so in the plan. The plan names its
         framework, status and flags (:attr:`RunPlan.framework_text`, :func:`launch_environment`).
+        Every current framework keeps each TP group inside one system's NeuronLink domain
+        (``tp_domain`` of ``data/frameworks.csv``: TP collectives are not overlapped with compute);
+        only the teaching search puts TP over EFA, and its :attr:`RunPlan.framework_text` says so.
     overlap_setting : str, optional
         Fix the framework's schedule (``"compiler-default"``, ``"token-threading"``).
     layout : trainium_lab.layouts.Layout, optional

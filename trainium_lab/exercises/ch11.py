@@ -299,8 +299,12 @@ def defence(plan) -> str:
         if not holds:
             try:
                 fix = replan(deadline_s=plan.deadline_s, chip_mtbf_s=inputs["chip_mtbf_s"] / 2)
-                verdict += (f" Restoring it takes {fix.n_systems} systems ({fix.days:.1f} days, {fix.cost_usd:,.0f} USD), "
-                            "or faster checkpoints and restarts on the same count.")
+                if fix.fastest_count:   # the search found no count that meets it: the fastest one
+                    verdict += (f" No count up to the search's limit restores it: the fastest, {fix.n_systems} "
+                                f"systems, takes {fix.days:.1f} days.")
+                else:
+                    verdict += (f" Restoring it takes {fix.n_systems} systems ({fix.days:.1f} days, "
+                                f"{fix.cost_usd:,.0f} USD), or faster checkpoints and restarts on the same count.")
             except ValueError as err:
                 verdict += f" No count up to the search's limit restores it ({err})."
     lines.append(f"**2. The chip MTBF halved** ({inputs['chip_mtbf_s'] / day:,.0f} → {inputs['chip_mtbf_s'] / 2 / day:,.0f} "

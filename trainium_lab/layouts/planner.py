@@ -11,6 +11,7 @@ arXiv:1910.02054 (2020); Llama Team, "The Llama 3 Herd of Models", arXiv:2407.21
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field, replace
 
@@ -111,8 +112,11 @@ class Plan:
         if self.table.empty:
             return ()
         r = self.table.iloc[rank]
-        return frameworks.runnable_by(int(r.tp), int(r.pp), int(r.dp), int(r.ep), zero_stage=int(r.zero_stage),
-                                      virtual_stages=int(r.virtual_stages), n_layers=self.model.n_layers)
+        who = frameworks.runnable_by(int(r.tp), int(r.pp), int(r.dp), int(r.ep), zero_stage=int(r.zero_stage),
+                                     virtual_stages=int(r.virtual_stages), n_layers=self.model.n_layers)
+        if r.tp_level == "efa":   # TP over EFA: not where a framework with a tp_domain rule puts it
+            who = tuple(k for k in who if frameworks.framework(k).tp_domain != "system")
+        return who
 
     def overlap_sensitivity(self, values: tuple[float, ...] | None = None) -> pd.DataFrame:
         """The winner at other data-parallel overlaps (memory does not depend on it).
@@ -246,6 +250,92 @@ class Plan:
         return keep.assign(rank=np.arange(1, len(keep) + 1))[["rank", *a.columns]]
 
 
+def _tp_in_domain(fw, tps: list[int], n_ranks: int, n_systems: int) -> list[int]:
+    """The TP degrees whose groups stay inside one system when ``fw.tp_domain`` is ``"system"``.
+
+    Ranks are laid out TP innermost, so a group of ``tp`` consecutive ranks stays inside one
+    system exactly when ``tp`` divides the ranks of a system (or there is one system): the TP
+    collectives, which no Neuron schedule hides behind compute (``data/frameworks.csv``,
+    ``tp_domain``), then run over NeuronLink, never over EFA.
+    """
+    if fw is None or fw.tp_domain != "system" or n_systems == 1:
+        return tps
+    per_system = n_ranks // n_systems
+    return [t for t in tps if per_system % t == 0]
+
+
+def _admits_batch(model: ModelPreset, n_ranks: int, n_systems: int, global_batch: int, fw=None) -> bool:
+    """Whether any ``(tp, ep, pp)`` degree grid of :func:`plan` splits ``global_batch``: some
+    ``dp·ep`` left over divides it. A necessary condition for :func:`plan` to find a layout (it
+    checks micro-batches, ZeRO stages and memory besides), computed without evaluating any
+    layout: a deadline search skips the counts it rules out. ``fw`` a :class:`Framework` or ``None``.
+
+    Examples
+    --------
+    >>> m = preset("llama3-405b")
+    >>> _admits_batch(m, 64 * 3, 3, 2048), _admits_batch(m, 64 * 4, 4, 2048)
+    (True, True)
+    >>> fw = frameworks.framework("torchneuron")
+    >>> _admits_batch(m, 64 * 3, 3, 2048, fw), _admits_batch(m, 64 * 4096, 4096, 2048, fw)
+    (False, False)
+    """
+    # the same rules as the grid of plan(), from the small sets (divisors of the heads, layers up
+    # to L, divisors of the experts) rather than the divisors of the ranks
+    tps = [d for d in _divisors_cached(model.n_heads) if n_ranks % d == 0
+           and not (model.n_kv_heads % d and d % model.n_kv_heads)]
+    pps = [d for d in range(1, min(model.n_layers, n_ranks) + 1) if n_ranks % d == 0]
+    eps = [e for e in (_divisors_cached(model.n_experts) if model.is_moe else (1,)) if n_ranks % e == 0]
+    if fw is not None:
+        pps = pps if fw.has_pp else [1]
+        eps = eps if "ep" in fw.parallelisms else [e for e in eps if e == 1]
+        tps = tps if "tp" in fw.parallelisms else [1]
+        tps = _tp_in_domain(fw, tps, n_ranks, n_systems)
+    for t in tps:
+        for e in eps:
+            for p in pps:
+                prod = t * e * p
+                if n_ranks % prod == 0 and global_batch % (n_ranks // prod * e) == 0:
+                    return True
+    return False
+
+
+def _max_systems_splitting(model: ModelPreset, ranks_per_system: int, global_batch: int, fw=None) -> int:
+    """The most systems on which some layout of :func:`plan` can still split ``global_batch``.
+
+    With ``n`` systems of ``r`` ranks, ``dp·ep = n·r / (tp·pp)`` must divide the batch, so it is at
+    most the batch: ``n <= batch · tp_max · pp_max / r``, with ``tp_max`` the largest TP degree
+    the model's heads (and, under ``fw.tp_domain``, the system) allow and ``pp_max`` the layers
+    (1 without pipeline parallelism). Every count above it has no layout: a deadline search
+    stops there.
+
+    Examples
+    --------
+    >>> m = preset("llama3-405b")
+    >>> _max_systems_splitting(m, 64, 2048, frameworks.framework("torchneuron"))   # TP <= 64 ranks, no PP
+    2048
+    """
+    tps = [d for d in _divisors_cached(model.n_heads) if not (model.n_kv_heads % d and d % model.n_kv_heads)]
+    pp_max = model.n_layers
+    if fw is not None:
+        pp_max = model.n_layers if fw.has_pp else 1
+        tps = tps if "tp" in fw.parallelisms else [1]
+        if fw.tp_domain == "system":
+            tps = [t for t in tps if ranks_per_system % t == 0]
+    return max(1, global_batch * max(tps) * pp_max // ranks_per_system)
+
+
+@functools.lru_cache(maxsize=64)
+def _divisors_cached(n: int) -> tuple[int, ...]:
+    return tuple(_divisors(n))
+
+
+@functools.lru_cache(maxsize=None)
+def _dispatch_exchange(component: str) -> str:
+    """:func:`trainium_lab.moe.dispatch_exchange`, read once per component: a deadline search plans
+    thousands of counts with the same framework."""
+    return moe.dispatch_exchange(component)
+
+
 def _divisors(n: int) -> list[int]:
     small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
     return sorted(set(small + [n // d for d in small]))
@@ -323,8 +413,10 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     framework : {"torchneuron", "nxd", "jax"}, optional
         Search only what that framework can run (``data/frameworks.csv``,
         :func:`trainium_lab.frameworks.runnable_mask`): its ZeRO stages, no PP or EP where it
-        has none, interleaving only where it has that schedule (NxD: ``pp × v = L``); and use
-        its precision recipe unless ``recipe_name`` is given, and its overlap schedule
+        has none, interleaving only where it has that schedule (NxD: ``pp × v = L``), TP
+        groups inside one system's NeuronLink domain where its ``tp_domain`` is ``"system"``
+        (every framework of the table: TP collectives are not overlapped, so never over EFA);
+        and use its precision recipe unless ``recipe_name`` is given, and its overlap schedule
         (``overlap_setting``). ``None``: the teaching search, every layout the model allows with
         every data-parallel collective behind compute (no framework is checked:
         :meth:`Plan.runnable_by` then says which frameworks can run the winner).
@@ -381,7 +473,7 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     attention = choice("attention", attention, ATTENTION_COUNTS)
     torus = choice("torus", torus, TORUS_LINK_MODELS)
     if ep_dispatch is None:   # the exchange the chosen framework's stack runs (issue 40)
-        used = moe.dispatch_exchange(fw.component) if fw is not None else "none"
+        used = _dispatch_exchange(fw.component) if fw is not None else "none"
         ep_dispatch = {"all-to-all-v": "all-to-all", "none": "all-gather"}.get(used, used)
     ep_dispatch = choice("ep_dispatch", ep_dispatch, moe.EP_DISPATCH_METHODS)
     if narrow_expert_penalty not in (True, False):
@@ -436,6 +528,7 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
         pps = pps if fw.has_pp else [1]
         eps = eps if "ep" in fw.parallelisms else [e for e in eps if e == 1]
         tps = tps if "tp" in fw.parallelisms else [1]
+        tps = _tp_in_domain(fw, tps, n_ranks, c.n_systems)
     T, E, P = (g.ravel() for g in np.meshgrid(np.array(tps, dtype=np.int64), np.array(eps or [1], dtype=np.int64),
                                               np.array(pps, dtype=np.int64), indexing="ij"))
     prod = T * E * P

@@ -183,6 +183,9 @@ def blocks(plan: planning.RunPlan) -> list[tuple[str, Any]]:
     h2("Summary")
     para(p._repr_markdown_())
     deadline = "" if p.deadline_s is None else (
+        f" No count of {p.system} meets the deadline of {format_seconds(p.deadline_s)}: this plan is the "
+        f"fastest count (the summary gives its verdict, and a system that would meet it)."
+        if p.fastest_count else
         f" The count of systems was chosen for a deadline of {format_seconds(p.deadline_s)} "
         f"by an exact search: every count below {p.n_systems} misses it ({p.systems_bounded} ruled out "
         f"by the perfect-scaling and state floors, {len(p.systems_tried) - 1} by the layout planner; "
