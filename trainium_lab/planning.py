@@ -1402,7 +1402,7 @@ class ClusterSpec:
     to ``max_systems``); ``layout`` fixes the layout; ``framework`` as in :func:`plan_run`.
     """
 
-    system: str = "trn2.48xlarge"
+    system: str | specs.System = "trn2.48xlarge"  # a name, or the record (resolved once in _resolve)
     n_systems: int | None = None
     lnc: int | None = None
     max_systems: int | None = None
@@ -1678,7 +1678,7 @@ def _choose_count(r: _Resolved, fw, sched, recipe_name: str, max_systems: int):
     args = (r.system_spec, lnc_used, r.global_batch, r.mfu, r.dp_overlap, r.min_headroom_fraction,
             recipe_name, r.dtype, r.mbs, r.zs, r.modes, r.sequence_parallel, fw_key, sched.setting)
 
-    ranks_per_system = topology.cluster(system_key, 1, r.lnc).n_ranks
+    ranks_per_system = topology.cluster(r.system_spec, 1, r.lnc).n_ranks
 
     def search_at(n: int) -> layouts.Plan | None:
         # a count no degree grid splits the batch over has no layout: skip the planner (exact)
@@ -1896,11 +1896,11 @@ def _meets_elsewhere(job, cluster, execution, reliability_spec, compilation_spec
     """When no count of the system meets the deadline: the plan on the first system of the same chip
     with a larger NeuronLink domain (more chips per system: an UltraServer) that meets it, within the
     same chip budget, or ``None``. Computed by the same search; nothing else changes."""
-    own = specs.system(r.system)
+    own = r.system_spec
     budget = r.max_systems * own.n_chips
     for s in sorted((s for s in specs.systems() if s.chip_key == own.chip_key and s.n_chips > own.n_chips),
                     key=lambda s: s.n_chips):
-        alt = replace(cluster, system=s.key, max_systems=max(1, budget // s.n_chips))
+        alt = replace(cluster, system=s, max_systems=max(1, budget // s.n_chips))  # the record: resolved
         try:
             p = plan(job, alt, execution, reliability_spec, compilation_spec, cost)
         except ValueError:
