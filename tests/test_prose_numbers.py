@@ -23,10 +23,10 @@ A quantity passes when one of these holds, tried in this order:
 1. **printed** (rule i) — a stored output of the same notebook (stdout, text/plain, text/markdown,
    the text of an HTML table; not SVG charts) prints a number that the prose's figure is, at the
    prose's precision: the printed value rounded to the prose's digits. A round whole number is
-   read to its significant digits, at least two (27,000 means 26,500–27,499). Units: a prose unit
+   read to its significant digits, at least two (27,000 means 26,500–27,499; 700 means 695–704). Units: a prose unit
    and a printed unit must be of the same family and are scaled within it (1.3 ms is 1,270 µs);
    GB and GiB, GB/s and GiB/s are different families and never match; a prose percentage also
-   matches a printed fraction (13.5 % and 0.135); a printed number without a unit (a table cell)
+   matches a printed fraction (13.5 % and 0.135), and a prose fraction a printed percentage; a printed number without a unit (a table cell)
    matches any unit. Scientific notation is read as its value (2.4e-4, 2.4 × 10⁻⁴, $2.4 \\times
    10^{-4}$), thousands separators are dropped (LaTeX ``57{,}344`` too).
 2. **sourced** (rule ii) — its sentence carries its source: a link to a web page (not Binder), a
@@ -40,9 +40,10 @@ A quantity passes when one of these holds, tried in this order:
    a code cell whose output prints one of the chain's results: a number after its first ``=``/``≈``,
    or one later in the same sentence (the conclusion: "= 16.7, so **17 chips**"; a count
    conclusion must be printed with its noun, "17 chips").
-4. **input** (rule iv's twin for scenarios) — it is a literal in the source of one of the next two
-   code cells (the scenario the cell computes), or in the solution of an exercise such a cell
-   checks (``chNN.qK.check(``): a premise the code visibly uses.
+4. **input** (rule iv's twin for scenarios) — it is a literal in the source of the code cell right
+   before the markdown cell or of one of the next two code cells (the scenario the cell computes),
+   or in the solution of an exercise such a cell checks (``chNN.qK.check(``): a premise the code
+   visibly uses.
 
 There is no allow-list: every chapter must have no unaccounted quantity. Chapters 05 and 11 have
 their code cells changed by another branch this session (issue 39); until the coordinator

@@ -77,7 +77,7 @@ def _value(num: str) -> tuple[float, int]:
     raw = num.replace(",", "")
     mantissa, _, exp = raw.lower().partition("e")
     decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
-    if not decimals and not exp and len(raw) >= 4:
+    if not decimals and not exp and len(raw) >= 3:
         # a round integer in prose (27,000) is written to its significant digits, at least two
         zeros = len(raw) - len(raw.rstrip("0"))
         return float(raw), -min(zeros, len(raw) - 2)
@@ -116,6 +116,8 @@ def matches(prose: Quantity, printed: Quantity) -> bool:
         candidates = [printed.value * qf[1] / pf[1]]
     elif pf and pf[0] == "%" and not qf:
         candidates.append(100 * printed.value)
+    elif qf and qf[0] == "%" and not pf:
+        candidates.append(printed.value / 100)
     return any(abs(c - prose.value) <= tol for c in candidates)
 
 
@@ -129,10 +131,10 @@ NAMING_WORDS = (
     r"DeepSeek|H|A|B|p|trn|inf|MLPerf|NeuronLink-v|NeuronCore-v|EFA-v|PCIe Gen|Gen|ZeRO-?|ZeRO stage|"
     r"stage|NCCL|CUDA|Megatron-LM|transformers|torch|vLLM|nbval|Altair|arXiv|RFC|ISO|IEEE|Rainier|"
     r"Project|Ultra|Theorem|Lemma|Eq\.|equation|§|SQuAD|Gen6|LNC=|TP|PP|DP|EP|SP|CP|tp=|pp=|dp=|ep=|TP=|PP=|DP=|EP=")
-_NAMING = re.compile(r"(?:\b(?:" + NAMING_WORDS + r")[ -]?|[A-Za-z][\w.-]*[-_.=]|[A-Za-z])$")
+_NAMING = re.compile(r"(?:\b(?:" + NAMING_WORDS + r")[\s-]*|[A-Za-z][\w.-]*[-_.=]|[A-Za-z])$")
 YEAR = re.compile(r"(?:19|20)\d\d")
 #: definitions of units, not facts: seconds in a day and an hour, bytes in a KiB, GiB per GB
-UNIT_CONSTANTS = {86_400.0, 3_600.0, 1_024.0, 1.074, 1.0737, 1.07374}
+UNIT_CONSTANTS = {86_400.0, 3_600.0, 1_024.0, 1_048_576.0, 1_073_741_824.0, 1.074, 1.0737, 1.07374}
 
 
 SOURCE = "⟦source⟧"
@@ -140,7 +142,7 @@ SOURCE = "⟦source⟧"
 
 #: an author-year citation, as the chapters write them: "(Korthikanti et al. 2022, §4.2.3)",
 #: "Rajbhandari et al. 2020", "DeepSeek-AI 2024"; and an arXiv id
-CITATION = re.compile(r"\b[A-Z][\w-]+(?: et al\.?| and [A-Z][\w-]+)?,? (?:19|20)\d\d\b|arXiv:\d{4}\.\d{4,5}")
+CITATION = re.compile(r"\b[A-Z][\w-]+(?: et al\.?| and [A-Z][\w-]+)?,?\s+\(?(?:19|20)\d\d\b|arXiv:\d{4}\.\d{4,5}")
 
 
 @functools.cache
@@ -241,9 +243,12 @@ def sentences(text: str) -> list[tuple[int, int]]:
 
 # --------------------------------------------------------------------------- derivations
 
+#: units inside a chain: all but the ratio signs, which are operators there
+_CHAIN_UNIT_RE = "|".join(("(?<= )" if len(u) == 1 and u.isalpha() else "") + re.escape(u)
+                          for u in sorted(_UNITS, key=len, reverse=True) if u not in ("$", "×", "x", "times"))
 #: an arithmetic chain: numbers (with units, in bold, in math, in brackets) joined by operators
 _ELEM = (r"\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][+-]?\d+)?(?:\^\{?-?\d+\}?|[" + _SUP + r"]+)?"
-         r"(?:\s?(?:" + _UNIT_RE + r")(?![A-Za-z]))?")
+         r"(?:\s?(?:" + _CHAIN_UNIT_RE + r")(?![A-Za-z]))?")
 _JOIN = (r"[\s*$(){}\[\]]*(?:[×x*/÷+−=≈→-]|\\times|\\cdot|\\approx|\\div|\\to|\\frac|\\sqrt|≤|≥|<|>|per)"
          r"[\s*$(){}\[\]\\]*(?:sqrt|frac)?[\s*$(){}\[\]]*")
 CHAIN = re.compile(_ELEM + r"(?:" + _JOIN + _ELEM + r")+")
@@ -309,7 +314,7 @@ def exercise_literals(chapter: str, attr: str) -> list[Quantity]:
         q = getattr(importlib.import_module(f"trainium_lab.exercises.ch{chapter}"), attr)
     except (ImportError, AttributeError):
         return []
-    return printed_quantities(q._solution)
+    return printed_quantities(re.sub(r"(?<=\d)_(?=\d)", "", q._solution))
 
 
 def _checking_cell(cells: list[dict], i: int) -> dict | None:
@@ -318,10 +323,10 @@ def _checking_cell(cells: list[dict], i: int) -> dict | None:
 
 
 def _inputs(cells: list[dict], i: int, chapter: str) -> list[Quantity]:
-    """Literals of the next code cell and, if it or the one after checks an exercise
+    """Literals of the code cell right before, of the next two code cells and, if one of them checks an exercise
     (``chNN.qK.check(``), of that exercise's solution."""
     out = []
-    for cell in cells[i + 1:i + 3]:
+    for cell in ([cells[i - 1]] if i else []) + cells[i + 1:i + 3]:
         if cell["cell_type"] != "code":
             continue
         src = re.sub(r"(?<=\d)_(?=\d)", "", _text(cell["source"]))
@@ -329,6 +334,15 @@ def _inputs(cells: list[dict], i: int, chapter: str) -> list[Quantity]:
         for ch, attr in re.findall(r"\bch(\d\d)\.(q\w+)\.check\(", src):
             out += exercise_literals(ch, attr)
     return out
+
+
+def _count_printed(count: str, printed: str) -> bool:
+    """Whether a count conclusion ("17 chips", "232 tokens") is printed: its number, at its
+    precision, followed by its noun (up to two words between: "**17** Trainium2 chips")."""
+    number, noun = count.split()[0].strip("*"), count.split()[-1]
+    want = _value(number)[0]
+    pat = r"(?<![\d.,])(\d[\d,]*(?:\.\d+)?)\**\s+(?:[\w*-]+\s+){0,2}\**" + re.escape(noun)
+    return any(abs(float(m.group(1).replace(",", "")) - want) <= 0.5 for m in re.finditer(pat, printed))
 
 
 def check_notebook(nb: dict, chapter: str, ids: set[str] | None = None) -> list[Finding]:
@@ -357,7 +371,7 @@ def check_notebook(nb: dict, chapter: str, ids: set[str] | None = None) -> list[
             counts = [m.group(0) for m in re.finditer(r"(?:\d{1,3}(?:,\d{3})+|\d+)\**\s+[a-z]\w+", text[r:s1])]
             nxt_out = output_text(nxt) if nxt else ""
             if any(matches(q, p) for q in results for p in nxt_printed) or any(
-                    re.search(r"(?<![\d.])" + re.escape(c.replace("*", "")), nxt_out) for c in counts):
+                    _count_printed(c, nxt_out) for c in counts):
                 checked.append((a, b))
         for m in NUMBER.finditer(text):
             q = _quantity(m)
