@@ -67,7 +67,14 @@ NOTEBOOKS = pn.notebooks()
 
 #: chapters whose code cells another engineer changes this session (405B plan, issue 39): their
 #: markdown is fixed here, their numbers that depend on the new plan wait for the re-execution
-PENDING: dict[str, str] = {}
+PENDING: dict[str, str] = {
+    "05": "issue 39 changes chapter 05's code cells (405B plan) this session: its by-hand derivations (Y* over "
+          "the ring and EFA, the 32/31.5 stage imbalance, b* over EFA, the 70B state over 64 chips) need their "
+          "check cells to print the intermediates, after the coordinator's re-execution",
+    "11": "issue 39 changes chapter 11's code cells this session: the parity and 8B-run derivations (7,912 and "
+          "10,672 TFLOP/s, 3.07e15 FLOP/s, 32,200 USD), C/W over EFA, 100.8 GB/s and the break-even premises "
+          "(45 %, 35 % MFU) need their check cells to print them, after the coordinator's re-execution",
+}
 
 
 def _params():

@@ -131,7 +131,7 @@ NAMING_WORDS = (
     r"DeepSeek|H|A|B|p|trn|inf|MLPerf|NeuronLink-v|NeuronCore-v|EFA-v|PCIe Gen|Gen|ZeRO-?|ZeRO stage|"
     r"stage|NCCL|CUDA|Megatron-LM|transformers|torch|vLLM|nbval|Altair|arXiv|RFC|ISO|IEEE|Rainier|"
     r"Project|Ultra|Theorem|Lemma|Eq\.|equation|§|SQuAD|Gen6|LNC=|TP|PP|DP|EP|SP|CP|tp=|pp=|dp=|ep=|TP=|PP=|DP=|EP=")
-_NAMING = re.compile(r"(?:\b(?:" + NAMING_WORDS + r")[\s-]*|[A-Za-z][\w.-]*[-_.=]|[A-Za-z])$")
+_NAMING = re.compile(r"(?:\b(?:" + NAMING_WORDS + r")[\s>-]*|[A-Za-z][\w.-]*[-_.=]|[A-Za-z])$")
 YEAR = re.compile(r"(?:19|20)\d\d")
 #: definitions of units, not facts: seconds in a day and an hour, bytes in a KiB, GiB per GB
 UNIT_CONSTANTS = {86_400.0, 3_600.0, 1_024.0, 1_048_576.0, 1_073_741_824.0, 1.074, 1.0737, 1.07374}
