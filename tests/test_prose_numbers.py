@@ -28,7 +28,8 @@ A quantity passes when one of these holds, tried in this order:
    GB and GiB, GB/s and GiB/s are different families and never match; a prose percentage also
    matches a printed fraction (13.5 % and 0.135), and a prose fraction a printed percentage; a printed number without a unit (a table cell)
    matches any unit. Scientific notation is read as its value (2.4e-4, 2.4 × 10⁻⁴, $2.4 \\times
-   10^{-4}$), thousands separators are dropped (LaTeX ``57{,}344`` too).
+   10^{-4}$), thousands separators are dropped (LaTeX ``57{,}344`` too), and the first number of a
+   range takes the range's unit ("1–2 µs" states 1 µs and 2 µs).
 2. **sourced** (rule ii) — its sentence carries its source: a link to a web page (not Binder), a
    ``data/…`` path, a ``data/sources.csv`` id in backticks or brackets, a source's title from
    data/sources.csv in italics or quotes (AWS's page *Compute-Communication Overlap in Neuron*), an
@@ -172,3 +173,10 @@ def test_scenario_inputs_of_the_next_cell_pass():
     nb = _nb(("markdown", "Take a sequence of 4,096 tokens and hidden size 16,384."),
              ("code", "act = 2 * 4096 * 16_384", "done\n"))
     assert _verdicts(nb) == [("4,096", "input"), ("16,384", "input")]
+
+
+def test_a_range_states_both_ends_in_its_unit():
+    nb = _nb(("markdown", "A hop costs 1–2 µs."), ("code", "print(x)", "per-hop latency 2 µs\n"))
+    assert _verdicts(nb) == [("1", ""), ("2 µs", "printed")]
+    nb = _nb(("markdown", "A hop costs 1–2 µs."), ("code", "print(x)", "per-hop latency 1-2 us\n"))
+    assert [r for _, r in _verdicts(nb)] == ["printed", "printed"]

@@ -97,9 +97,16 @@ class Quantity:
         return _UNITS.get(self.unit) if self.unit else None
 
 
+_RANGE_END = re.compile(r"\s?(?:[–-]|to)\s?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?\s?(?P<unit>" + _UNIT_RE + r")(?![A-Za-z0-9])")
+
+
 def _quantity(m: re.Match) -> Quantity:
+    """The quantity a match reads; the first number of a range takes the range's unit
+    ("1–2 µs" is 1 µs and 2 µs; "64 KiB to 8 MiB" keeps each its own)."""
     value, decimals = _value(m.group("num"))
     unit = "$" if m.group("dollar") else (m.group("unit") or m.group("times") or "")
+    if not unit and (end := _RANGE_END.match(m.string, m.end())):
+        unit = end.group("unit")
     return Quantity(value, decimals, unit, m.group(0))
 
 
