@@ -33,7 +33,8 @@ A quantity passes when one of these holds, tried in this order:
 2. **sourced** (rule ii) — its sentence carries its source: a link to a web page (not Binder), a
    ``data/…`` path, a ``data/sources.csv`` id in backticks or brackets, a source's title from
    data/sources.csv in italics or quotes (AWS's page *Compute-Communication Overlap in Neuron*), an
-   author-year citation (Korthikanti et al. 2022) or an arXiv id. A sentence ends at '.', '?' or
+   author-year citation (Korthikanti et al. 2022; Kwon et al. (2023); DeepSeek-AI 2024, …) or an
+   arXiv id. A sentence ends at '.', '?' or
    '!' before a capital, at a blank line, a list item, a heading and a table cell.
 3. **derived** (rule iii) — it is an operand of a by-hand derivation that the **next cell, a code
    cell,** checks: a chain of numbers joined by operators (×, ÷, /, +, −, →, ≤, "per", ``\\times``,
@@ -146,7 +147,8 @@ def test_a_sourced_quantity_passes():
                  "The link moves 47.3 GB/s (source `aws-trainium2`)."):
         nb = _nb(("markdown", text))
         assert _verdicts(nb) == [("47.3 GB/s", "sourced")], text
-    # the source must be in the same sentence
+    # a capitalised word before a number is no citation, and the source must be in the same sentence
+    assert _verdicts(_nb(("markdown", "Take 2048 tokens: the link moves 47.3 GB/s."))) == [("47.3 GB/s", "")]
     nb = _nb(("markdown", "See [AWS](https://aws.example/x). The link moves 47.3 GB/s."))
     assert _verdicts(nb) == [("47.3 GB/s", "")]
 

@@ -148,8 +148,12 @@ SOURCE = "⟦source⟧"
 
 
 #: an author-year citation, as the chapters write them: "(Korthikanti et al. 2022, §4.2.3)",
-#: "Rajbhandari et al. 2020", "DeepSeek-AI 2024"; and an arXiv id
-CITATION = re.compile(r"\b[A-Z][\w-]+(?: et al\.?| and [A-Z][\w-]+)?,?\s+\(?(?:19|20)\d\d\b|arXiv:\d{4}\.\d{4,5}")
+#: "Kwon et al. (2023)", "(DeepSeek-AI 2024, section 3.3)", "(Llama Team 2024)" (a name, then a year
+#: closed by a bracket, comma or semicolon); and an arXiv id
+_YEAR = r"(?:19[5-9]\d|20[0-2]\d)"
+CITATION = re.compile(r"\bet\s+al\.?,?\s+\(?" + _YEAR + r"\b"                     # Kwon et al. (2023)
+                      r"|\b[A-Z][\w-]*[a-z][\w-]*(?:\s+Team)?,?\s+\(?" + _YEAR + r"[),;]"  # DeepSeek-AI 2024,
+                      r"|arXiv:\d{4}\.\d{4,5}")
 
 
 @functools.cache
@@ -225,8 +229,6 @@ def not_a_quantity(text: str, m: re.Match, q: Quantity, math_span) -> str | None
         return "a small integer in a formula (a coefficient, an exponent, a degree)"
     if not q.unit and q.decimals <= 0 and q.value < 1000 and "^" not in q.text and not any(c in q.text for c in _SUP):
         return "a count below 1,000 with no unit of measure"
-    if q.unit == "s" and re.match(r"[A-Za-z]", after[:0] or " ") and False:
-        return None
     return None
 
 
