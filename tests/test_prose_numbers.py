@@ -45,7 +45,7 @@ A quantity passes when one of these holds, tried in this order:
 4. **input** (rule iv's twin for scenarios) — it is a literal in the source of the code cell right
    before the markdown cell or of one of the next two code cells (the scenario the cell computes),
    or in the solution of an exercise such a cell checks (``chNN.qK.check(``): a premise the code
-   visibly uses.
+   visibly uses, stated at least to the literal's digits (35 % repeats a literal 0.35).
 
 There is no allow-list: every chapter must have no unaccounted quantity. Chapters 05 and 11 have
 their code cells changed by another branch this session (issue 39); until the coordinator
@@ -74,8 +74,8 @@ PENDING: dict[str, str] = {
           "the ring and EFA, the 32/31.5 stage imbalance, b* over EFA, the 70B state over 64 chips) need their "
           "check cells to print the intermediates, after the coordinator's re-execution",
     "11": "issue 39 changes chapter 11's code cells this session: the parity and 8B-run derivations (7,912 and "
-          "10,672 TFLOP/s, 3.07e15 FLOP/s, 32,200 USD), C/W over EFA, 100.8 GB/s and the break-even premises "
-          "(45 %, 35 % MFU) need their check cells to print them, after the coordinator's re-execution",
+          "10,672 TFLOP/s; 3.07e15 FLOP/s, 1.56e6 s, 32,200 USD) and the 405B derivation's C/W over EFA (26,680) "
+          "need their check cells to print them, after the coordinator's re-execution",
 }
 
 

@@ -345,6 +345,12 @@ def _inputs(cells: list[dict], i: int, chapter: str) -> list[Quantity]:
     return out
 
 
+def _decimals_in(prose: Quantity, literal: Quantity) -> int:
+    """The literal's precision in the prose's unit (a literal 0.35 is 35 % to 0 decimals): the
+    prose may not round a literal it claims to repeat."""
+    return literal.decimals - (2 if prose.unit == "%" and not literal.unit else 0)
+
+
 def _count_printed(count: str, printed: str) -> bool:
     """Whether a count conclusion ("17 chips", "232 tokens") is printed: its number, at its
     precision, followed by its noun (up to two words between: "**17** Trainium2 chips")."""
@@ -396,7 +402,7 @@ def check_notebook(nb: dict, chapter: str, ids: set[str] | None = None) -> list[
                 reason = "sourced"
             elif any(a <= m.start() < b for a, b in checked):
                 reason = "derived"
-            elif any(matches(q, lit) and q.decimals >= lit.decimals for lit in inputs):
+            elif any(matches(q, lit) and q.decimals >= _decimals_in(q, lit) for lit in inputs):
                 reason = "input"
             else:
                 reason = ""
