@@ -70,9 +70,9 @@ NOTEBOOKS = pn.notebooks()
 #: chapters whose code cells another engineer changes this session (405B plan, issue 39): their
 #: markdown is fixed here, their numbers that depend on the new plan wait for the re-execution
 PENDING: dict[str, str] = {
-    "05": "issue 39 changes chapter 05's code cells (405B plan) this session: its by-hand derivations (Y* over "
-          "the ring and EFA, the 32/31.5 stage imbalance, b* over EFA, the 70B state over 64 chips) need their "
-          "check cells to print the intermediates, after the coordinator's re-execution",
+    "05": "issue 39 changes chapter 05's code cells (405B plan) this session: its by-hand derivations (the "
+          "32/31.5 stage imbalance, the DP all-reduce's 0.88 of the last backward, the 70B state over 64 chips) "
+          "need their check cells to print the intermediates, after the coordinator's re-execution",
     "11": "issue 39 changes chapter 11's code cells this session: the parity and 8B-run derivations (7,912 and "
           "10,672 TFLOP/s; 3.07e15 FLOP/s, 1.56e6 s, 32,200 USD) and the 405B derivation's C/W over EFA (26,680) "
           "need their check cells to print them, after the coordinator's re-execution",

@@ -65,7 +65,7 @@ _SUP = "⁰¹²³⁴⁵⁶⁷⁸⁹⁻"
 NUMBER = re.compile(
     r"(?P<dollar>\$(?=\d))?"
     r"(?P<num>(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\d^" + _SUP + r"])|\d+\^\{?-?\d+\}?|\d+[" + _SUP + r"]+)"
-    r"(?:\s?(?P<unit>" + _UNIT_RE + r")(?![A-Za-z0-9])(?<![×x])|\s?(?P<times>[×x])(?!\s*[\d($\\])(?![A-Za-z]))?")
+    r"(?:\s?(?P<unit>" + _UNIT_RE + r")(?![A-Za-z0-9])(?<![×x])|(?P<times>[×x])(?![\w($\\])|\s(?P<spaced>×)(?!\s*[\w($\\]))?")
 
 
 def _value(num: str) -> tuple[float, int]:
@@ -104,7 +104,7 @@ def _quantity(m: re.Match) -> Quantity:
     """The quantity a match reads; the first number of a range takes the range's unit
     ("1–2 µs" is 1 µs and 2 µs; "64 KiB to 8 MiB" keeps each its own)."""
     value, decimals = _value(m.group("num"))
-    unit = "$" if m.group("dollar") else (m.group("unit") or m.group("times") or "")
+    unit = "$" if m.group("dollar") else (m.group("unit") or m.group("times") or m.group("spaced") or "")
     if not unit and (end := _RANGE_END.match(m.string, m.end())):
         unit = end.group("unit")
     return Quantity(value, decimals, unit, m.group(0))
