@@ -14,7 +14,10 @@ instead of silently checking nothing.
 
 **Exercise keys.** A chapter reveals an exercise's figure in the ``# reveal`` cell after its
 ``chNN.qK.check(...)`` cell; every exercise with such a cell has its key (``q.expected``)
-compared with the numbers the reveal printed.
+compared with the numbers the reveal printed. Every other exercise whose key is a number is either
+in ``KEY_OUTPUTS`` (a stored output, found by its phrase, states the key's figure or the one it is
+computed from: compared through that relation at the printed digits) or in ``NO_OUTPUT`` with the reason no output states it (a by-hand question on its
+own inputs, or an open variant whose key is one accepted answer); an exercise in neither fails.
 
 **Adding a quantity.** Append a ``Quantity`` to ``QUANTITIES``: a name, the unit, one pattern per
 phrasing (a space matches any white space; put the value in ``{N}``; give enough words around it
@@ -494,7 +497,7 @@ def reveals() -> list[tuple[str, str, str, str]]:
             if m:
                 current = m.groups()
                 continue
-            if current and src.lstrip().startswith("# reveal"):
+            if current and src.lstrip().lower().startswith("# reveal"):   # "# reveal" or "# Reveal: …"
                 # what the reveal prints as text (a chart's repr is not a statement)
                 printed = "".join(_text(o.get("text")) or _text(o.get("data", {}).get("text/plain"))
                                   for o in cell.get("outputs", [])
@@ -553,3 +556,121 @@ def test_every_exercise_key_matches_its_reveal(ch, attr, where, printed):
 def test_the_key_check_can_fail():
     assert key_matches(74.67, "74.7 s") and key_matches(0.332, "33.20%") and key_matches(1822.4, "1,822 days")
     assert not key_matches(27.7, "DMA floor: 46.3 µs; exp 3.46 µs")
+
+
+# --------------------------------------------------------------------------- keys without a reveal
+
+#: exercises whose key a stored output states, or is computed from one, although no ``# reveal``
+#: cell prints it: chapter, phrase (the printed value in ``{N}``) and the relation that turns the
+#: printed value into the key (identity when the output states the key itself). The phrase must be
+#: found, and the key must lie within what the printed digits allow.
+KEY_OUTPUTS: dict[str, tuple[str, str, Callable[[float], float]]] = {
+    # Q2 points at the bidirectional B200 row of the table under "One-way or bidirectional"
+    "ch00.q2": ("00", r"{N} GB/s  bidirectional  NVIDIA B200 SXM", lambda gb_s: 16 * 2**30 / (gb_s * 1e9 / 2) * 1e3),
+    # Q7 doubles the 65,536-chip job printed above it: half its MTBF
+    "ch10.q7": ("10", r"65,536 chips: job MTBF {N} min", lambda minutes: minutes / 2),
+    # Q4: the claim check prints the ceiling at equal MFU; at 35 % against 45 % it scales by 35/45
+    "ch11.q4": ("11", r"the claim needs trn2.48xlarge at most \*\*{N}–[\d.]+ USD/h", lambda usd_h: usd_h * 0.35 / 0.45),
+    # the reference plan chapter 11 defends under Q9 (an open variant: the key is that plan's count)
+    "ch11.q9": ("11", r"\*\*The plan:\*\* {N} × trn2-ultraserver", lambda n: n),
+}
+
+BY_HAND = ("a by-hand question on its own inputs: no stored output states its figure (the course prints no "
+           "answer above its question, and this one has no reveal); its key is the solution's arithmetic "
+           "on the package's data, executed by tests/test_exercises.py")
+OPEN = ("an open variant: any answer meeting its conditions is accepted and the key is one of them; no "
+        "output states it; the checker is tested with the key and wrong answers in tests/test_exercises.py")
+#: every other exercise with a numeric key, and why no notebook output states it
+NO_OUTPUT: dict[str, str] = {
+    **{k: BY_HAND for k in (
+        "ch00.q3", "ch00.q5", "ch01.q2", "ch01.q4", "ch01.q5", "ch02.q3", "ch02.q4", "ch02.q5",
+        "ch03.q2", "ch03.q3", "ch03.q5", "ch04.q2", "ch04.q3", "ch04.q5", "ch04.q6", "ch05.q3", "ch05.q4",
+        "ch05.q5", "ch06.q6", "ch07.q4", "ch07.q5", "ch07.q6", "ch08.q1", "ch08.q2", "ch08.q3", "ch08.q4",
+        "ch09.q1", "ch09.q2", "ch09.q3", "ch09.q4", "ch09.q5", "ch09.q6", "ch09.q7", "ch10.q1", "ch10.q2",
+        "ch10.q3", "ch10.q4", "ch10.q5", "ch10.q6", "ch11.q1", "ch11.q3", "ch11.q5")},
+    **{k: OPEN for k in ("ch01.q8", "ch04.q7", "ch06.q8", "ch10.q10")},
+}
+
+
+def numeric_exercises() -> dict[str, object]:
+    """``{"chNN.qK": exercise}`` for every exercise whose key is a number."""
+    out = {}
+    for path in sorted((ROOT / "trainium_lab" / "exercises").glob("ch[0-9][0-9].py")):
+        module = importlib.import_module(f"trainium_lab.exercises.{path.stem}")
+        names = {id(v): k for k, v in vars(module).items() if re.fullmatch(r"q\w+", k)}
+        for q in module.ALL:
+            e = q.expected
+            if isinstance(e, (int, float)) and not isinstance(e, bool):
+                out[f"{path.stem}.{names[id(q)]}"] = q
+    return out
+
+
+def key_output_statements(key: str, places: list[Place]) -> list[Statement]:
+    ch, phrase, _ = KEY_OUTPUTS[key]
+    q = Quantity(key, "", (phrase.replace("{N}", NUMBER),))
+    return statements(q, [p for p in places if p.where.startswith(f"{ch} ") and p.where.endswith("output")])
+
+
+def test_every_numeric_key_is_checked_against_an_output_or_says_why():
+    numeric = numeric_exercises()
+    revealed = {f"{ch}.{attr}" for ch, attr, *_ in REVEALS}
+    for key in numeric:
+        homes = [name for name, where in (("a reveal", revealed), ("KEY_OUTPUTS", KEY_OUTPUTS),
+                                          ("NO_OUTPUT", NO_OUTPUT)) if key in where]
+        assert len(homes) == 1, f"{key}: its key must be checked by exactly one of a reveal, KEY_OUTPUTS, NO_OUTPUT; found {homes}"
+    stale = sorted((set(KEY_OUTPUTS) | set(NO_OUTPUT)) - set(numeric))
+    assert not stale, f"not a numeric exercise (renamed or removed?): {stale}"
+    for key, why in NO_OUTPUT.items():
+        assert (why == OPEN) == numeric[key].open_variant, f"{key}: listed as {'open' if why == OPEN else 'by hand'}"
+
+
+@pytest.mark.parametrize("key", sorted(KEY_OUTPUTS))
+def test_keys_agree_with_the_output_that_states_them(key, places):
+    found = key_output_statements(key, places)
+    assert found, f"{key}: the phrase {KEY_OUTPUTS[key][1]!r} is in no stored output of chapter {KEY_OUTPUTS[key][0]}"
+    expected = float(numeric_exercises()[key].expected)
+    problems = [s for s in found if not key_from_output(key, s)]
+    assert not problems, (f"{key}: key {expected:.6g} is not what {[s.excerpt for s in problems]} gives "
+                          f"through its relation (printed digits allow {[key_range(key, s) for s in problems]})")
+
+
+def key_range(key: str, s: Statement) -> tuple[float, float]:
+    """The keys a printed statement allows: its relation over the printed value ± half a unit
+    in the last printed digit."""
+    relation = KEY_OUTPUTS[key][2]
+    ends = [relation(s.value - _half_ulp(s.decimals)), relation(s.value + _half_ulp(s.decimals))]
+    return min(ends), max(ends)
+
+
+def key_from_output(key: str, s: Statement, expected: float | None = None) -> bool:
+    expected = float(numeric_exercises()[key].expected) if expected is None else expected
+    lo, hi = key_range(key, s)
+    return lo * (1 - 1e-9) - 1e-12 <= expected <= hi * (1 + 1e-9) + 1e-12
+
+
+def test_a_key_that_disagrees_with_its_output_fails():
+    KEY_OUTPUTS["ch99.q1"] = ("99", r"plan: {N} UltraServers", lambda n: n)
+    KEY_OUTPUTS["ch99.q2"] = ("99", r"job MTBF {N} min", lambda minutes: minutes / 2)
+    try:
+        found = key_output_statements("ch99.q1", [Place("99 cell 3 output", "plan: 64 UltraServers")])
+        assert [s.value for s in found] == [64]
+        assert key_from_output("ch99.q1", found[0], 64.0) and not key_from_output("ch99.q1", found[0], 48.0)
+        # a relation: "46 min" allows 45.5-46.5 min, so half of it 22.75-23.25
+        mtbf = key_output_statements("ch99.q2", [Place("99 cell 5 output", "job MTBF 46 min, 31 failures a day")])
+        assert key_from_output("ch99.q2", mtbf[0], 23.2) and not key_from_output("ch99.q2", mtbf[0], 46.0)
+        # and a phrase printed in another chapter, or in prose, is not found
+        assert not key_output_statements("ch99.q1", [Place("98 cell 3 output", "plan: 64 UltraServers"),
+                                                     Place("99 cell 2", "plan: 64 UltraServers")])
+    finally:
+        del KEY_OUTPUTS["ch99.q1"], KEY_OUTPUTS["ch99.q2"]
+
+
+def test_exercise_key_counts():
+    """The counts the issue asks for (printed with ``-s``): every exercise, those checked against a
+    stored output, those checked otherwise."""
+    total = sum(len(importlib.import_module(f"trainium_lab.exercises.{p.stem}").ALL)
+                for p in sorted((ROOT / "trainium_lab" / "exercises").glob("ch[0-9][0-9].py")))
+    against_output = len(REVEALS) + len(KEY_OUTPUTS)
+    print(f"exercises {total}; numeric keys {len(numeric_exercises())}; checked against a stored output "
+          f"{against_output} ({len(REVEALS)} reveals, {len(KEY_OUTPUTS)} by phrase); listed without one {len(NO_OUTPUT)}")
+    assert against_output + len(NO_OUTPUT) >= len(numeric_exercises())

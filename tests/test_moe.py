@@ -275,6 +275,7 @@ def test_all_to_all_table_levels():
                                         "ring 16 (instance) + ring 4 (ultraserver)"]
     trn3 = t[t.system == "trn3-gen1-ultraserver"]
     assert trn3.phases.tolist()[2] == "direct 64 (ultraserver)"
+    assert trn3.phases.tolist()[0] == "direct 4 (server)"   # a Trn3 UltraServer is built of servers
     # at equal group size, the switch beats the torus ring
     for n in (16, 64):
         assert float(trn3[trn3.ep_chips == n].all_to_all_s.iloc[0]) < float(trn2[trn2.ep_chips == n].all_to_all_s.iloc[0])

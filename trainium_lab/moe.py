@@ -734,6 +734,14 @@ def _algorithm(level: topology.Level) -> str:
     return "direct" if (level.switched or level.name == "efa") else "ring"
 
 
+def _level_word(system: str, level: str) -> str:
+    """A level as its system names it: a Trn3 UltraServer's ``instance`` level is a server
+    (``data/systems.csv``: ``n_instances`` counts "servers")."""
+    if level == "instance" and specs.fact(system, "n_instances").note == "servers":
+        return "server"
+    return level
+
+
 def _phases(c: topology.Cluster, per_instance: int, instances: int, systems: int
             ) -> list[tuple[topology.Level, int]]:
     """The hierarchical all-to-all's phases: ``(level, participants)``, innermost first.
@@ -901,7 +909,8 @@ def all_to_all_table(model, *, tokens_per_chip: int = 8192, ep_chips: tuple[int,
             c = _chip_cluster(name, -(-n // per_system))
             lv = c.crossing_level(n)
             shape = _packed_shape(c, n)
-            phases = " + ".join(f"{_algorithm(level)} {k} ({level.name})" for level, k in _phases(c, *shape))
+            phases = " + ".join(f"{_algorithm(level)} {k} ({_level_word(name, level.name)})"
+                                for level, k in _phases(c, *shape))
             one = _a2a_group(c, shape, size)
             compute = expert_flops / rate
             rows.append(dict(system=name, ep_chips=n, level=lv.name, phases=phases or "none",

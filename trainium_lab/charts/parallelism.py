@@ -277,6 +277,29 @@ def pipeline_schedule_chart(ops: pd.DataFrame, idle: pd.DataFrame, *,
 # --------------------------------------------------------------------- C/W by level
 
 
+def _level_rows(df: pd.DataFrame) -> list[str]:
+    """Row labels "system · level" with each level in its system's own words: a Trn3
+    UltraServer's 4-chip (Gen2) or 16-chip (Gen1) unit is a **server** (``data/systems.csv``,
+    ``n_instances`` note), not an EC2 instance.
+
+    >>> _level_rows(pd.DataFrame({"system": ["trn3-gen2-ultraserver", "trn2-ultraserver"],
+    ...                          "level": ["instance", "instance"]}))
+    ['trn3-gen2-ultraserver · server', 'trn2-ultraserver · instance']
+    """
+    from trainium_lab.views.layouts import level_meaning
+
+    return [f"{s} · {level_meaning(s, lv)}" for s, lv in zip(df["system"], df["level"])]
+
+
+def _level_legend_expr(df: pd.DataFrame) -> str:
+    """A legend label expression that names the ``instance`` level "instance / server" when a
+    system in ``df`` calls it a server."""
+    servers = any(r.endswith(" · server") for r in _level_rows(df))
+    return "datum.label == 'instance' ? 'instance / server' : datum.label" if servers else "datum.label"
+
+
+
+
 @described(
     'Horizontal bars on a log scale of compute per byte of communication bandwidth (FLOP per '
     'byte) for each system and level: the higher the bar, the more tokens a collective at '
@@ -290,7 +313,7 @@ def level_ratio_chart(df: pd.DataFrame, *, title: str = "C/W: FLOPs a chip compu
     replicas); at a real MFU the threshold is MFU × C/W.
     """
     d = df[["system", "level", "flops_per_byte"]].copy()
-    d["row"] = d["system"] + " · " + d["level"]
+    d["row"] = _level_rows(d)
     d["flops_per_byte"] = d["flops_per_byte"].round(0)
     d["base"] = 100.0
     y = alt.Y("row:N", sort=None, title=None, axis=alt.Axis(labelLimit=260))
@@ -299,8 +322,9 @@ def level_ratio_chart(df: pd.DataFrame, *, title: str = "C/W: FLOPs a chip compu
             x=alt.X("flops_per_byte:Q", scale=alt.Scale(type="log", domain=[100, 100_000]),
                     title="C/W (FLOPs per byte; log scale)"),
             x2=alt.X2("base:Q"),
-            y=y, color=alt.Color("level:N", title="level", scale=alt.Scale(
-                domain=["instance", "ultraserver", "efa"], range=[PALETTE[4], PALETTE[0], PALETTE[2]])),
+            y=y, color=alt.Color("level:N", title="level", legend=alt.Legend(labelExpr=_level_legend_expr(d)),
+                                 scale=alt.Scale(domain=["instance", "ultraserver", "efa"],
+                                                 range=[PALETTE[4], PALETTE[0], PALETTE[2]])),
             tooltip=[alt.Tooltip("system:N"), alt.Tooltip("level:N"),
                      alt.Tooltip("flops_per_byte:Q", format=",.0f", title="C/W")])
         text = alt.Chart(d).mark_text(align="left", dx=4, fontSize=10).encode(
@@ -322,7 +346,7 @@ def tp_limit_chart(df: pd.DataFrame, *, title: str = "TP limit Y* (chips) agains
     ``df`` is :func:`trainium_lab.parallelism.tp_limit_table` output.
     """
     d = df[["system", "level", "chips_in_level", "model", "tp_limit_chips"]].copy()
-    d["row"] = d["system"] + " · " + d["level"]
+    d["row"] = _level_rows(d)
     d["tp_limit_chips"] = d["tp_limit_chips"].round(1)
     levels = d.drop_duplicates("row").dropna(subset=["chips_in_level"])
     y = alt.Y("row:N", sort=None, title=None, axis=alt.Axis(labelLimit=260))

@@ -12,6 +12,7 @@ import pandas as pd
 from altair.utils.schemapi import debug_mode
 
 from trainium_lab.charts.base import HEIGHT, PALETTE, WIDTH, TemplateLayerChart, described, inline_rows, row_dicts
+from trainium_lab.charts.parallelism import _level_rows
 
 __all__ = ["levels_chart", "ring_step_chart", "size_sweep_chart", "placement_chart"]
 
@@ -30,7 +31,7 @@ def levels_chart(df: pd.DataFrame, *, title: str = "Bandwidth per chip at each l
     ``scope``, ``direction``.
     """
     d = df[["system", "level", "gb_per_s", "scope", "direction"]].copy()
-    d["row"] = d["system"] + " · " + d["level"]
+    d["row"] = _level_rows(d)   # a Trn3 UltraServer's unit is a server, not an instance
     d["caveat"] = [f"{g:,.0f} GB/s · {s} · direction {dr}" for g, s, dr in
                    zip(d["gb_per_s"], d["scope"], d["direction"])]
     height = 22 * len(d)
@@ -345,9 +346,10 @@ def dp_threshold_chart(df: pd.DataFrame, tokens_per_chip: float | None = None, *
     """
     from trainium_lab.charts.base import rule_crosses_label, text_width_px
 
-    rows = [{"row": f"{s} · {lv} ({dt})", "system": s, "level": lv, "dtype": dt,
+    rows = [{"row": f"{label} ({dt})", "system": s, "level": lv, "dtype": dt,
              "tokens_per_chip": float(t), "text": f"{t:,.0f}"}
-            for s, lv, dt, t in zip(df["system"], df["level"], df["dtype"], df["tokens_per_chip"])]
+            for label, s, lv, dt, t in zip(_level_rows(df), df["system"], df["level"], df["dtype"],
+                                           df["tokens_per_chip"])]
     values = [r["tokens_per_chip"] for r in rows] + ([float(tokens_per_chip)] if tokens_per_chip else [])
     low = 10.0 ** math.floor(math.log10(max(min(values), 1.0) / 2))
     high = 10.0 ** math.ceil(math.log10(max(values) * 3))
