@@ -47,10 +47,7 @@ A quantity passes when one of these holds, tried in this order:
    or in the solution of an exercise such a cell checks (``chNN.qK.check(``): a premise the code
    visibly uses, stated at least to the literal's digits (35 % repeats a literal 0.35).
 
-There is no allow-list: every chapter must have no unaccounted quantity. Chapters 05 and 11 have
-their code cells changed by another branch this session (issue 39); until the coordinator
-re-executes them, their remaining findings are listed by ``PENDING`` with the reason, as strict
-xfails (a fixed chapter fails its xfail until its entry goes).
+There is no allow-list: every chapter must have no unaccounted quantity.
 """
 
 from __future__ import annotations
@@ -69,19 +66,10 @@ NOTEBOOKS = pn.notebooks()
 
 #: chapters whose code cells another engineer changes this session (405B plan, issue 39): their
 #: markdown is fixed here, their numbers that depend on the new plan wait for the re-execution
-PENDING: dict[str, str] = {
-    "05": "issue 39 changes chapter 05's code cells (405B plan) this session: its by-hand derivations (the "
-          "32/31.5 stage imbalance, the DP all-reduce's 0.88 of the last backward, the 70B state over 64 chips) "
-          "need their check cells to print the intermediates, after the coordinator's re-execution",
-    "11": "issue 39 changes chapter 11's code cells this session: the parity and 8B-run derivations (7,912 and "
-          "10,672 TFLOP/s; 3.07e15 FLOP/s, 1.56e6 s, 32,200 USD) and the 405B derivation's C/W over EFA (26,680) "
-          "need their check cells to print them, after the coordinator's re-execution",
-}
 
 
 def _params():
-    return [pytest.param(p, id=p.stem[:2], marks=[pytest.mark.xfail(strict=True, reason=PENDING[p.stem[:2]])]
-                         if p.stem[:2] in PENDING else []) for p in NOTEBOOKS]
+    return [pytest.param(p, id=p.stem[:2]) for p in NOTEBOOKS]
 
 
 @pytest.fixture(scope="module")

@@ -374,7 +374,7 @@ def derive_405b_layout() -> tuple[dict, str]:
         + ", ".join(f"TP{t * rpc} ranks = {t} chips {e.total_bytes / GiB:.0f} GiB{' ✓' if e.fits else ' ✗'}"
                     for t, e in fits.items())
         + f" → TP{tp_pick * rpc} ranks = {tp_pick} chips × DP{dp_pick}, {2048 // dp_pick} micro-batches of one sequence",
-        f"5. b*_FSDP = {b_f:,.0f} tokens < 8,192: hidden with {tt.flags_text()} (JAX); at the compiler's default "
+        f"5. C/W over EFA = {c_chip / specs.link('trn2-efa').bytes_per_s:,.0f}; b*_FSDP = {b_f:,.0f} tokens < 8,192: hidden with {tt.flags_text()} (JAX); at the compiler's default "
         "the reduce-scatters are exposed",
         f"**By hand:** {n_hand} × trn2-ultraserver, TP{tp_pick * rpc} ranks = {tp_pick} chips × PP1 × DP{dp_pick}, "
         f"ZeRO-3, JAX with {tt.flags_text()}, if perfect scaling held"]
