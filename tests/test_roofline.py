@@ -353,6 +353,10 @@ def test_generations_table_shows_tiers_and_disagreements():
     assert t.loc["trn2", "ridge_bf16"] == pytest.approx(roofline.ridge_point("trn2", "bf16"))
     d = cores.disagreements(["trn2", "trn3"])
     assert {"hbm_bytes_per_s", "neuronlink_bytes_per_s"} <= set(d.field)
+    # trn3's lnc_default has an alternative row with the same value (a second source): not disputed
+    assert specs.alternatives("trn3", "lnc_default")
+    assert "lnc_default" not in set(d.field) and "lnc_default" not in t.loc["trn3", "disputed"]
+    assert (cores.disagreements().used != cores.disagreements().alternative).all()
     with pytest.raises(ValueError, match="entities"):
         cores.disagreements(["trn7"])
 

@@ -31,9 +31,21 @@ def _low_precision(table: specs.DtypeTable) -> tuple[str, float]:
     return key, rate
 
 
+def _differs(used: specs.Fact, alt: specs.Fact) -> bool:
+    """True when an ``alternative`` row gives another value; one that repeats the used value
+    (same number in the same unit) is a second source, not a disagreement."""
+    return (str(alt.value), alt.unit) != (str(used.value), used.unit)
+
+
+def _contested(entity: str) -> list[tuple[specs.Fact, specs.Fact]]:
+    """(used, alternative) pairs of ``entity`` whose values differ."""
+    pairs = [(specs.fact(entity, f.field), f) for f in specs.all_facts()
+             if f.entity == entity and f.status == "alternative"]
+    return [(used, alt) for used, alt in pairs if _differs(used, alt)]
+
+
 def _disputed(entity: str) -> str:
-    fields = sorted({f.field for f in specs.all_facts() if f.entity == entity and f.status == "alternative"})
-    return ", ".join(fields)
+    return ", ".join(sorted({alt.field for _used, alt in _contested(entity)}))
 
 
 def _generation_row(key: str, name: str, short_name: str, vendor: str, kind: str,
@@ -65,7 +77,7 @@ def generations_table() -> pd.DataFrame:
         ``hbm_gib``, ``hbm_tb_per_s``, ``ridge_bf16`` (FLOP/byte), ``scale_up_gb_per_s`` and
         ``scale_up_direction`` (per chip), ``neuron_cores``, ``sbuf_mib_per_core``, ``tier``
         (source tier of the compute figure: A = vendor-authored, B = secondary),
-        ``disputed`` (fields with an ``alternative`` row) and ``source``.
+        ``disputed`` (fields with an ``alternative`` row giving another value) and ``source``.
 
     Examples
     --------
@@ -93,6 +105,9 @@ def generations_table() -> pd.DataFrame:
 def disagreements(entities: list[str] | None = None) -> pd.DataFrame:
     """Facts on which two pages disagree: the value used beside each alternative.
 
+    An ``alternative`` row that repeats the used value (a second source for the same figure,
+    such as Trainium3's default LNC) is not a disagreement and is left out.
+
     Parameters
     ----------
     entities : list of str, optional
@@ -110,6 +125,8 @@ def disagreements(entities: list[str] | None = None) -> pd.DataFrame:
     >>> d = disagreements(["trn2"])
     >>> d.loc[d.field == "hbm_bytes_per_s", ["used", "alternative"]].values.tolist()
     [['2.9 TB/s', '3 TB/s']]
+    >>> "lnc_default" in set(disagreements(["trn3"]).field)
+    False
     """
     if entities is None:
         entities = [c.key for c in specs.chips()] + [a.key for a in specs.accelerators()]
@@ -121,8 +138,7 @@ def disagreements(entities: list[str] | None = None) -> pd.DataFrame:
             raise UnknownNameError(f"entities must name entities in data/; got {e!r}")
     rows = []
     for e in entities:
-        for alt in (f for f in facts if f.entity == e and f.status == "alternative"):
-            used = specs.fact(e, alt.field)
+        for used, alt in _contested(e):
             rows.append({"entity": e, "field": alt.field, "used": f"{used.value} {used.unit}",
                          "used_source": used.source_title,
                          "alternative": f"{alt.value} {alt.unit}",

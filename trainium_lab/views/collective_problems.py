@@ -66,8 +66,9 @@ def dp_across_instances(n_params: float, tokens_per_chip: float, n_instances: in
     return (f"Threshold over EFA: C/W = {c / 1e12:.0f}e12 / {efa / 1e9:.0f}e9 = **{c / efa:,.0f} tokens per chip**, "
             f"{c / efa / b:.1f} times the {b:,.0f} the job has: {bound}.\n\n"
             f"Backward pass: 4 · N · B / C = **{back * 1e3:.0f} ms**. "
-            f"All-reduce: 2 · ({chips - 1}/{chips}) · 2N / W_EFA = **{ar:.2f} s**: "
-            f"the step waits about {ar - back:.2f} s for the network, {ar / back:.1f}× the backward pass.")
+            f"All-reduce: 2 · ({chips - 1}/{chips}) · 2N / W_EFA = **{ar:.2f} s**, {ar / back:.1f}× the "
+            f"backward pass: after the backward pass ends, the step waits about {ar - back:.2f} s "
+            f"({(ar - back) / back:.1f}× the backward pass) for the network.")
 
 
 def hierarchical_fix(n_params: float, tokens_per_chip: float, n_instances: int) -> str:
