@@ -63,15 +63,15 @@ q3 = Exercise(
     unit="cause",
     hint=("Look at how often the spikes come, whether they ever stop, and how tall they are. "
           "What does the job do every few hundred steps, for the same time each time?"),
-    solution=("# Spikes every 592 steps, all the same height, for as long as the job runs:\n"
+    solution=("# Spikes every 426 steps, all the same height, for as long as the job runs:\n"
               "# a blocking write of the same checkpoint at a fixed interval. The height is\n"
-              "# bytes / bandwidth: 70e9 x 14 B / 12 GB/s = 82 s on top of a 12.9 s step.\n"
+              "# bytes / bandwidth: 70e9 x 14 B / 12 GB/s = 82 s on top of a 17.9 s step.\n"
               "answer_3 = 'checkpoint write'"),
     mistakes=[("shape recompile", "a new shape compiles once and the cache keeps it (chapter 07): "
-                                  "it spikes the first time the shape appears, not every 592 "
+                                  "it spikes the first time the shape appears, not every 426 "
                                   "steps for ever, and not always by the same 82 s"),
               ("slow rank", "a slow rank makes every step slower (the others wait for it at "
-                            "each collective); here 591 steps in 592 are normal"),
+                            "each collective); here 425 steps in 426 are normal"),
               ("device error", "a device error stops the job; this one keeps going")],
 )
 
