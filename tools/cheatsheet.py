@@ -346,9 +346,14 @@ def rows() -> list[tuple[str, tuple[str, ...], str, str, str]]:
          f"{16 * 4 // cores.logical_cores_per_chip('trn2', 1)} chips"))
     add(("09", ("speculative decoding:",), "Speculative decoding's k drafted tokens yield (1 − α^(k+1)) / (1 − α) per "
          "target pass", "Leviathan et al. 2023, eq. 1", f"α = 0.8, k = 5: {serving.expected_tokens_per_pass(0.8, 5):.2f} tokens"))
-    add(("09", ("trainium3's decode",), "Trainium3's decode bound beats Trainium2's by its HBM bandwidth ratio; "
-         "the expected step gains less where the TP all-reduces' fixed cost dominates",
-         "ratio of HBM bandwidths", f"×{t3.hbm_bytes_per_s / t2.hbm_bytes_per_s:.2f} (the bound)"))
+    gens = {batch: serving.chip_decode_table("llama3-70b", 16, batch, 2048).set_index("name").bound_ms
+            for batch in (1, 64)}
+    add(("09", ("trainium3's decode",), "Trainium3's decode bound beats Trainium2's by a little less than its HBM "
+         "bandwidth ratio (the all-reduces' hop latency does not scale); the expected step gains less where the "
+         "TP all-reduces' fixed cost dominates",
+         "below the ratio of HBM bandwidths", f"HBM ×{t3.hbm_bytes_per_s / t2.hbm_bytes_per_s:.2f}; Llama 3 70B on 16 "
+         "chips, the bound " + " to ".join(f"×{g['Trainium2'] / g['Trainium3']:.2f} (batch {b})"
+                                           for b, g in gens.items())))
 
     # 10 · mixture of experts
     mix, qwen = moe.parameter_table("mixtral-8x7b"), moe.parameter_table("qwen3-235b-a22b")

@@ -330,7 +330,7 @@ def claims_table(query: str = "", *, verdict: str | None = None,
     >>> int(t.verdict.value_counts()["supported"]) >= 3, len(t) >= 40
     (True, True)
     >>> claims_table("rainier", verdict="contradicted").claim_id.tolist()
-    ['rainier-100k', 'rainier-65ef']
+    ['rainier-65ef']
     """
     if not isinstance(query, str):
         raise ValueError(f"query must be text, got {type(query).__name__}")

@@ -1404,7 +1404,9 @@ def fabric_readings_table(size_bytes: float, ep_chips: tuple[int, ...] = (16, 64
     ``trn3-gen1-ultraserver``) and the PCIe Gen6 switch-fabric reading the same AWS page gives
     for Gen2 (256 GB/s per chip inside a 4-chip server, 320 GB/s across servers, both
     bidirectional, so half each way while every chip sends and receives): a direct exchange
-    inside the server, then one across servers (:func:`trainium_lab.collectives.direct_all_to_all_s`).
+    inside the server, then one across servers (:func:`trainium_lab.collectives.direct_all_to_all_s`),
+    labelled with that reading's system, ``trn3-gen2-ultraserver-pcie``
+    (:data:`trainium_lab.topology.FABRIC_READINGS`).
 
     Returns
     -------
@@ -1442,6 +1444,7 @@ def fabric_readings_table(size_bytes: float, ep_chips: tuple[int, ...] = (16, 64
                       all_to_all_s=_a2a_group(c2, shape, size, phase=_own_links_phase(c2))),
                  dict(ep_chips=n, system="trn3-gen1-ultraserver", reading="NeuronLink-v4 2.56 TB/s switch",
                       all_to_all_s=all_to_all_s(size, n, "trn3-gen1-ultraserver")),
-                 dict(ep_chips=n, system="trn3-gen2-ultraserver", reading="PCIe Gen6 switch fabric (Gen2)",
+                 dict(ep_chips=n, system=topology.FABRIC_READINGS["trn3-gen2-ultraserver"]["pcie"],
+                      reading="PCIe Gen6 switch fabric (Gen2)",
                       all_to_all_s=pcie)]
     return pd.DataFrame(rows)
