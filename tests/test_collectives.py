@@ -440,7 +440,7 @@ def test_hierarchical_takes_fewer_steps_than_a_flat_ring_across_instances():
     assert f.latency_s == pytest.approx(p["fixed_s"] + 126 * max(p["hop_s"], p["efa_hop_s"]), rel=1e-12)
     assert h.latency_s < f.latency_s
     # "auto" takes the faster below AWS's 16 MB "small collective" boundary (Neuron 2.17 notes) and
-    # the flat ring from it up (AWS: "only on Trn1 for large message size cases", keyed here on
+    # the flat ring from it up (AWS: "We only enable Flat Ring on Trn1 for large message size cases", keyed here on
     # NeuronLink-v2), even where the model finds it slower; the bound is the cheaper either way
     assert c.flat_ring_min_bytes() == 16e6
     for size in (8.0, 2.0**20, 2.0**23, 2.0**24, 2.0**30, 2.0**34):

@@ -139,7 +139,7 @@ def test_max_error_per_set_is_at_most_25_percent(set_name, max_error):
 def test_largest_error_outside_the_labelled_rows_and_the_flat_ring_rows():
     # issue 38 replaces issue 24's strict xfail: rows below 16 MB of the 2023 two-instance run are
     # judged by their bound only. From 16 MB up the runtime runs AWS's flat ring on NeuronLink-v2
-    # ("only on Trn1 for large message size cases"; 16 MB is where Neuron 2.17's "small collective"
+    # ("We only enable Flat Ring on Trn1 for large message size cases"; 16 MB is where Neuron 2.17's "small collective"
     # class ends): every such row within 18 %. The largest in-sample error left is the 32-rank
     # all-gather at 512 KiB (30 % fast), well inside the issue's 50 %.
     t = MODELLED[MODELLED.judged == "tolerance"]
