@@ -264,6 +264,31 @@ def _tp_in_domain(fw, tps: list[int], n_ranks: int, n_systems: int) -> list[int]
     return [t for t in tps if per_system % t == 0]
 
 
+def _degree_lists(model: ModelPreset, n_ranks: int, n_systems: int, eps, fw=None
+                  ) -> tuple[list[int], list[int], list[int]]:
+    """The TP, PP and EP degrees :func:`plan` crosses on ``n_ranks`` ranks of ``n_systems`` systems:
+    TP divides the heads and the ranks (and the K/V heads, or is a multiple of them), PP divides the
+    ranks and is at most the layers, EP (from ``eps``) divides the ranks; a framework ``fw`` keeps
+    only what it runs (no PP or EP where it has none, TP inside one system under its ``tp_domain``).
+
+    Examples
+    --------
+    >>> tps, pps, eps = _degree_lists(preset("llama3-8b"), 64, 1, (1,), frameworks.framework("jax"))
+    >>> tps, pps, eps
+    ([1, 2, 4, 8, 16, 32], [1], [1])
+    """
+    tps = [d for d in _divisors_cached(model.n_heads)
+           if n_ranks % d == 0 and not (model.n_kv_heads % d and d % model.n_kv_heads)]
+    pps = [d for d in range(1, min(model.n_layers, n_ranks) + 1) if n_ranks % d == 0]
+    eps = [e for e in eps if n_ranks % e == 0]
+    if fw is not None:
+        pps = pps if fw.has_pp else [1]
+        eps = eps if "ep" in fw.parallelisms else [e for e in eps if e == 1]
+        tps = tps if "tp" in fw.parallelisms else [1]
+        tps = _tp_in_domain(fw, tps, n_ranks, n_systems)
+    return tps, pps, eps
+
+
 def _admits_batch(model: ModelPreset, n_ranks: int, n_systems: int, global_batch: int, fw=None) -> bool:
     """Whether any ``(tp, ep, pp)`` degree grid of :func:`plan` splits ``global_batch``: some
     ``dp·ep`` left over divides it. A necessary condition for :func:`plan` to find a layout (it
@@ -279,17 +304,8 @@ def _admits_batch(model: ModelPreset, n_ranks: int, n_systems: int, global_batch
     >>> _admits_batch(m, 64 * 3, 3, 2048, fw), _admits_batch(m, 64 * 4096, 4096, 2048, fw)
     (False, False)
     """
-    # the same rules as the grid of plan(), from the small sets (divisors of the heads, layers up
-    # to L, divisors of the experts) rather than the divisors of the ranks
-    tps = [d for d in _divisors_cached(model.n_heads) if n_ranks % d == 0
-           and not (model.n_kv_heads % d and d % model.n_kv_heads)]
-    pps = [d for d in range(1, min(model.n_layers, n_ranks) + 1) if n_ranks % d == 0]
-    eps = [e for e in (_divisors_cached(model.n_experts) if model.is_moe else (1,)) if n_ranks % e == 0]
-    if fw is not None:
-        pps = pps if fw.has_pp else [1]
-        eps = eps if "ep" in fw.parallelisms else [e for e in eps if e == 1]
-        tps = tps if "tp" in fw.parallelisms else [1]
-        tps = _tp_in_domain(fw, tps, n_ranks, n_systems)
+    eps = _divisors_cached(model.n_experts) if model.is_moe else (1,)
+    tps, pps, eps = _degree_lists(model, n_ranks, n_systems, eps, fw)
     for t in tps:
         for e in eps:
             for p in pps:
@@ -520,15 +536,7 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
 
     # ---- the degree grid: tp × ep × pp, dp what is left (numpy; candidate_degrees' rules)
     n_ranks = c.n_ranks
-    divs = _divisors(n_ranks)
-    tps = [d for d in divs if not (m.n_heads % d or (m.n_kv_heads % d and d % m.n_kv_heads))]
-    pps = [d for d in divs if d <= m.n_layers]
-    eps = [e for e in eps if n_ranks % e == 0]
-    if fw is not None:
-        pps = pps if fw.has_pp else [1]
-        eps = eps if "ep" in fw.parallelisms else [e for e in eps if e == 1]
-        tps = tps if "tp" in fw.parallelisms else [1]
-        tps = _tp_in_domain(fw, tps, n_ranks, c.n_systems)
+    tps, pps, eps = _degree_lists(m, n_ranks, c.n_systems, eps, fw)
     T, E, P = (g.ravel() for g in np.meshgrid(np.array(tps, dtype=np.int64), np.array(eps or [1], dtype=np.int64),
                                               np.array(pps, dtype=np.int64), indexing="ij"))
     prod = T * E * P
