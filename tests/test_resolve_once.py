@@ -91,3 +91,17 @@ def test_a_name_and_its_record_give_the_same_results():
     assert x == y
     with pytest.raises(ValueError, match="system must be a system name"):
         collectives.neuron_collective("all_reduce", 1024, n_ranks=2, system=3)
+
+
+def test_a_decode_step_resolves_its_chip_once(lookups):
+    # STYLE.md's example: reality.decode looked its chip up in specs four times and in
+    # cores.resolve_lnc four more; the record now travels with the Replica (serving.Replica.chip_spec)
+    from trainium_lab import reality, serving
+
+    serving._replica.cache_clear()
+    reality.decode("llama3-70b", "trn2", tp=32, batch=4, context_len=2048)
+    assert lookups["chip"] == 1, dict(lookups)
+    lookups.clear()
+    rep = serving.replica("llama3-70b", "trn2", tp=64)
+    serving.decode_step(rep, 1, 4096)
+    assert lookups["chip"] == 1, dict(lookups)

@@ -175,10 +175,10 @@ def _nonneg_int(name: str, value: object, minimum: int = 0) -> int:
     return integer(name, value, minimum=minimum, maximum=10**9)
 
 
-def _system_for(chip: str, n_ranks: int, lnc: int) -> specs.System:
-    per = [s for s in specs.systems(include_inferentia=True) if s.chip_key == chip and s.n_instances == 1]
+def _system_for(chip: specs.Chip, n_ranks: int, lnc: int) -> specs.System:
+    per = [s for s in specs.systems(include_inferentia=True) if s.chip_key == chip.key and s.n_instances == 1]
     if not per:
-        per = [s for s in specs.systems(include_inferentia=True) if s.chip_key == chip]
+        per = [s for s in specs.systems(include_inferentia=True) if s.chip_key == chip.key]
     per.sort(key=lambda s: s.n_chips)
     for s in per:
         if s.n_chips * cores.logical_cores_per_chip(chip, lnc) >= n_ranks:
@@ -282,11 +282,11 @@ def collective(op: str, size_bytes: float, *, n_ranks: int, system: str, n_syste
 
 def _replica(model, chip, tp, weight_dtype, lnc):
     m = _model(model)
-    chip = _chip(chip)
+    c = specs.resolve_chip(_chip(chip))   # the chip's record, resolved once and passed down
     tp = _nonneg_int("tp", tp, 1)
-    lnc_ = cores.resolve_lnc(chip, lnc)
-    _system_for(chip, tp, lnc_)
-    return serving.replica(m, chip, tp=tp, lnc=lnc, weight_dtype=weight_dtype)
+    lnc_ = cores.resolve_lnc(c, lnc)
+    _system_for(c, tp, lnc_)
+    return serving.replica(m, c, tp=tp, lnc=lnc_, weight_dtype=weight_dtype)
 
 
 #: NxD Inference's automatic bucketing (``enable_bucketing=True``): context-encoding and

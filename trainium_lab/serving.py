@@ -78,7 +78,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -450,6 +450,8 @@ class Replica:
     padded_heads: int = 0
     padding_weight_bytes: float = 0.0
     replicated_kv_weight_bytes: float = 0.0
+    #: the chip's record, resolved once by :func:`replica` (not part of equality or the repr)
+    chip_spec: specs.Chip | None = field(default=None, compare=False, repr=False)
 
     @property
     def n_ranks(self) -> int:
@@ -498,10 +500,9 @@ class Replica:
 
 
 @functools.lru_cache(maxsize=256)
-def _replica(model: ModelPreset, chip: str, tp: int, pp: int, lnc: int, weight_dtype: str,
+def _replica(model: ModelPreset, c: specs.Chip, tp: int, pp: int, lnc: int, weight_dtype: str,
              kv_dtype: str, compute_dtype: str) -> Replica:
-    c = specs.chip(chip)
-    per_chip = cores.logical_cores_per_chip(c.key, lnc)
+    per_chip = cores.logical_cores_per_chip(c, lnc)
     m = model
     if m.kv_lora_rank:
         raise ValueError(f"model must use grouped-query attention: {m.name} caches a multi-head latent "
@@ -548,7 +549,7 @@ def _replica(model: ModelPreset, chip: str, tp: int, pp: int, lnc: int, weight_d
         kv_bytes_per_token_per_rank=kv_cache_bytes_per_token(layers, kv_per_rank, hd, kvb),
         hbm_bytes_per_rank=c.hbm_bytes / per_chip, hbm_bytes_per_s_per_rank=c.hbm_bytes_per_s / per_chip,
         peak_flops_per_s_per_rank=peak / per_chip, activation_bytes=ab, padded_heads=extra,
-        padding_weight_bytes=padding_params * wb, replicated_kv_weight_bytes=replica_params * wb)
+        padding_weight_bytes=padding_params * wb, replicated_kv_weight_bytes=replica_params * wb, chip_spec=c)
 
 
 def replica(model: str | ModelPreset, chip: str = "trn2", tp: int = 1, pp: int = 1,
@@ -616,8 +617,8 @@ def replica(model: str | ModelPreset, chip: str = "trn2", tp: int = 1, pp: int =
     if compute_dtype not in c.dense_flops_per_s:
         raise ValueError(f"compute_dtype must be one of {', '.join(c.dense_flops_per_s)} for {c.name}; "
                          f"got {compute_dtype!r}")
-    lnc = cores.resolve_lnc(c.key, lnc)
-    return _replica(m, c.key, tp, pp, lnc, weight_dtype, kv_dtype, compute_dtype)
+    lnc = cores.resolve_lnc(c, lnc)
+    return _replica(m, c, tp, pp, lnc, weight_dtype, kv_dtype, compute_dtype)
 
 
 def _rep(rep: object) -> Replica:
@@ -926,7 +927,7 @@ def tp_collective_fixed_s(rep: Replica, size_bytes: float = 0.0) -> float:
     size = _amount("size_bytes", size_bytes)
     if rep.tp == 1:
         return 0.0
-    c = specs.chip(rep.chip)
+    c = rep.chip_spec
     alg, ar_steps = collectives._intra_algorithm(c, size, rep.tp)
     steps = collectives._op_steps("all_reduce", alg, rep.tp, ar_steps)
     return _calibrated("collective_fixed_s") + steps * _calibrated("hop_latency_s")
@@ -934,7 +935,7 @@ def tp_collective_fixed_s(rep: Replica, size_bytes: float = 0.0) -> float:
 
 def _largest_rate(rep: Replica, field_name: str) -> float:
     """The larger published figure of a chip rate, as a multiple of the one used (bounds take it)."""
-    c = specs.chip(rep.chip)
+    c = rep.chip_spec
     return collectives._largest_published(c, field_name) / getattr(c, field_name)
 
 
@@ -946,7 +947,7 @@ def exact_weight_bytes(rep: Replica) -> float:
 
 def _exchange_rate(rep: Replica) -> float:
     """Published rate a TP group's exchange runs at: HBM inside one chip, NeuronLink per chip beyond."""
-    c = specs.chip(rep.chip)
+    c = rep.chip_spec
     return c.hbm_bytes_per_s if rep.tp <= rep.ranks_per_chip else c.neuronlink_bytes_per_s
 
 
@@ -1851,7 +1852,7 @@ def check_launch(model: str | ModelPreset, n_chips: int, tp: int, pp: int, num_c
     alt_tp = available if m.n_heads % available == 0 else 0
     dalt = (decode_step(replica(m, chip, alt_tp, 1, rep.lnc), 1, mml)
             if alt_tp else None)
-    return LaunchCheck(m.name, specs.chip(rep.chip).name, n_chips, rep.lnc, rep.tp, rep.pp,
+    return LaunchCheck(m.name, rep.chip_spec.name, n_chips, rep.lnc, rep.tp, rep.pp,
                        rep.n_ranks, available, num_cores, rep.n_chips, mml, cap.block_size,
                        "pipeline" in serving_fact("vllm_neuron_parallelism"), cap, d1, dfull,
                        alt_tp, dalt)
