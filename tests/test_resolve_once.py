@@ -98,7 +98,9 @@ def test_a_decode_step_resolves_its_chip_once(lookups):
     # cores.resolve_lnc four more; the record now travels with the Replica (serving.Replica.chip_spec)
     from trainium_lab import reality, serving
 
+    reality.decode("llama3-8b", "trn2", tp=8, batch=1, context_len=128)   # the calibration, fitted once
     serving._replica.cache_clear()
+    lookups.clear()
     reality.decode("llama3-70b", "trn2", tp=32, batch=4, context_len=2048)
     assert lookups["chip"] == 1, dict(lookups)
     lookups.clear()

@@ -1068,9 +1068,15 @@ def dispatch_exchange(component: str) -> str:
     >>> dispatch_exchange("nxd-training"), dispatch_exchange("torchneuron"), dispatch_exchange("nki-library")
     ('all-gather', 'none', 'all-to-all-v')
     """
+    table = _dispatch_exchanges()
+    return table[choice("component", component, tuple(table))]
+
+
+@functools.cache
+def _dispatch_exchanges() -> dict[str, str]:
+    """Component -> exchange, read once (a deadline search asks for every count it plans)."""
     t = dispatch_stacks()
-    key = choice("component", component, tuple(dict.fromkeys(t.component)))
-    return str(t[t.component == key].exchange.iloc[0])
+    return {str(c): str(t[t.component == c].exchange.iloc[0]) for c in dict.fromkeys(t.component)}
 
 
 def ep_exchange_bytes(n_tokens: float, d_model: int, experts_per_token: int, ep: int, *,

@@ -30,8 +30,7 @@ CASES = [
 
 
 def run() -> list[dict]:
-    from trainium_lab import layouts, planning
-    from trainium_lab.layouts import planner
+    from trainium_lab import layouts, moe, planning
     from trainium_lab.units import day
 
     rows = []
@@ -42,7 +41,7 @@ def run() -> list[dict]:
 
         planning._search.cache_clear()
         layouts._comm.cache_clear()
-        planner._dispatch_exchange.cache_clear()
+        moe._dispatch_exchanges.cache_clear()
         start = time.perf_counter()
         p = go()
         cold = time.perf_counter() - start

@@ -345,13 +345,6 @@ def _divisors_cached(n: int) -> tuple[int, ...]:
     return tuple(_divisors(n))
 
 
-@functools.lru_cache(maxsize=None)
-def _dispatch_exchange(component: str) -> str:
-    """:func:`trainium_lab.moe.dispatch_exchange`, read once per component: a deadline search plans
-    thousands of counts with the same framework."""
-    return moe.dispatch_exchange(component)
-
-
 def _divisors(n: int) -> list[int]:
     small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
     return sorted(set(small + [n // d for d in small]))
@@ -489,7 +482,7 @@ def plan(model: str | ModelPreset, *, system: str = "trn2-ultraserver", n_system
     attention = choice("attention", attention, ATTENTION_COUNTS)
     torus = choice("torus", torus, TORUS_LINK_MODELS)
     if ep_dispatch is None:   # the exchange the chosen framework's stack runs (issue 40)
-        used = _dispatch_exchange(fw.component) if fw is not None else "none"
+        used = moe.dispatch_exchange(fw.component) if fw is not None else "none"
         ep_dispatch = {"all-to-all-v": "all-to-all", "none": "all-gather"}.get(used, used)
     ep_dispatch = choice("ep_dispatch", ep_dispatch, moe.EP_DISPATCH_METHODS)
     if narrow_expert_penalty not in (True, False):
