@@ -455,6 +455,65 @@ def test_judged_on_a_measurement_outside_the_calibration_sets():
     assert reality.prefill("llama3-8b", "trn2", tp=8, prompt_tokens=512).bound_s < 51.07e-3
 
 
+@pytest.fixture
+def with_rows(monkeypatch):
+    """Append measurement rows (a copy of a calibration row with some fields changed) for one test."""
+    base = reality.measurements()
+
+    def add(rows):
+        tmpl = base.set_index("measurement_id").loc["nxdi-llama33-70b-tpot"]
+        extra = [{**tmpl.to_dict(), "measurement_id": mid, **kw} for mid, kw in rows.items()]
+        df = pd.concat([base, pd.DataFrame(extra)], ignore_index=True)
+        monkeypatch.setattr(reality, "_measurements", lambda: df)
+        for f in (reality._compare, reality._cross_validation, reality._without_set):
+            f.cache_clear()
+        return reality.compare().set_index("measurement_id")
+
+    yield add
+    for f in (reality._compare, reality._cross_validation, reality._without_set):
+        f.cache_clear()
+
+
+def test_rows_outside_the_calibration_sets_are_predicted_or_reported_never_raised(with_rows):
+    # a judge appends published rows the calibration never saw (data/README.md): compare() predicts
+    # what it can model with the public functions' own defaults, and names why it cannot model the rest
+    held = dict(set="judged_only", stack="vllm-neuron", context_buckets="", token_generation_buckets="")
+    before = reality.summary().set_index("set").loc["all"]
+    c = with_rows({
+        "x-tpot": dict(held, model="llama3-8b", tp=8, batch=2, input_tokens=512, output_tokens=128, value=10.52),
+        "x-ttft": dict(held, model="llama3-8b", tp=8, batch=1, input_tokens=512, output_tokens=128,
+                       metric="ttft", value=51.07),
+        "x-no-lnc": dict(held, model="llama3-8b", tp=8, batch=2, input_tokens=512, output_tokens=128,
+                         lnc=float("nan"), value=10.52),
+        "x-model": dict(held, model="falcon-180b", value=20.0),
+        "x-batch": dict(held, batch=float("nan"), value=20.0),
+        "x-metric": dict(held, metric="output_tokens_per_s", value=100.0),
+        "x-unit": dict(held, unit="fortnights", value=1.0),
+        "x-instance": dict(held, instance="p5.48xlarge", value=20.0),
+    })
+    d = reality.decode("llama3-8b", "trn2", tp=8, batch=2, context_len=512 + 128 // 2)
+    assert c.loc["x-tpot", "expected"] == pytest.approx(d.expected_s)            # auto buckets, as decode()
+    assert c.loc["x-no-lnc", "expected"] == pytest.approx(d.expected_s)          # LNC not stated: the chip's default
+    p = reality.prefill("llama3-8b", "trn2", tp=8, prompt_tokens=512, stack="other")
+    assert c.loc["x-ttft", "expected"] == pytest.approx(p.expected_s)            # a stack with no calibration set
+    assert c.loc["x-ttft", "expected"] != pytest.approx(
+        reality.prefill("llama3-8b", "trn2", tp=8, prompt_tokens=512).expected_s)
+    assert c.loc[["x-tpot", "x-ttft"], "modelled"].all()
+    assert (c.loc[["x-tpot", "x-ttft"], "expected_out_of_sample"] == c.loc[["x-tpot", "x-ttft"], "expected"]).all()
+    why = c.loc[["x-model", "x-batch", "x-metric", "x-unit", "x-instance"], "not_modelled_because"]
+    assert not c.loc[why.index, "modelled"].any()
+    assert "falcon-180b" in why["x-model"] and why["x-batch"] == "batch not stated"
+    assert "output_tokens_per_s" in why["x-metric"] and "fortnights" in why["x-unit"] and "p5.48xlarge" in why["x-instance"]
+    s = reality.summary().set_index("set")
+    assert s.loc["all"].to_dict() == before.to_dict()                          # the fit's figures: calibration sets only
+    assert s.loc["outside the calibration sets", "n_rows"] == 3
+
+
+def test_a_calibration_row_the_model_cannot_take_still_raises(with_rows):
+    with pytest.raises(ValueError, match="model must be one of"):
+        with_rows({"bad": dict(set="nxdi_trn2_tutorials", model="falcon-180b")})
+
+
 def test_serving_expectations_pad_to_nxd_inference_automatic_buckets_by_default():
     # AWS, NxD Inference Features Configuration Guide, "Automatic Bucketing" (aws-nxdi-features):
     # context-encoding and token-generation buckets are the powers of two from 128 up

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -629,21 +630,40 @@ def _measured(row) -> float:
     return v
 
 
+#: the metrics a measurement row can be modelled by, and the numeric columns each one needs
+_NEEDS = {
+    "tpot": ("tp", "batch", "input_tokens", "output_tokens"),
+    "ttft": ("tp", "input_tokens"),
+    "train_sequences_per_s": ("n_instances", "tp", "pp", "dp", "seq_len", "global_batch", "micro_batch"),
+    "collective_time": ("n_ranks", "size_bytes", "n_instances"),
+}
+
+
 def _modelled(row) -> tuple[bool, str]:
+    """Whether a row can be modelled, and if not why: its metric, its unit and the columns it needs."""
     if row["set"] == PREFIX_CACHE_SET:
         return False, "prefix caching: prompt lengths not stated; judged by prefix_cache_check"
-    if row["set"] == "nccom_test_guide":
+    metric = str(row["metric"])
+    if row["unit"] not in _UNIT:
+        return False, f"unit {row['unit']!r} is not one of {', '.join(_UNIT)}"
+    if metric not in _NEEDS and not re.fullmatch(r"acceptance_position_\d+", metric):
+        return False, f"metric {metric!r} has no model"
+    if metric == "collective_time":
         if row["instance"] == "not stated":
             return False, "instance not stated"
         if row["op"] not in OPS:
             return False, f"op {row['op']} not modelled"
+    missing = [c for c in _NEEDS.get(metric, ()) if not math.isfinite(float(row[c]))]
+    if missing:
+        return False, f"{', '.join(missing)} not stated"
     return True, ""
 
 
 def _row_replica(row) -> serving.Replica:
     """The replica a serving row ran: its model on its instance's chip, at its TP, LNC and weight dtype."""
     chip = specs.system(row["instance"].split(" ")[0]).chip_key
-    return _replica(row["model"], chip, int(row["tp"]), row["weight_dtype"], int(row["lnc"]))
+    lnc = float(row["lnc"])
+    return _replica(row["model"], chip, int(row["tp"]), row["weight_dtype"], int(lnc) if math.isfinite(lnc) else None)
 
 
 def _buckets(cell) -> tuple[int, ...]:
@@ -654,7 +674,13 @@ def _buckets(cell) -> tuple[int, ...]:
 
 
 def _bucket(n: int, cell) -> int:
-    b = [x for x in _buckets(cell) if x >= n]
+    """The bucket ``n`` tokens run in: the smallest stated bucket that holds them (none holds them:
+    unpadded); NxD Inference's automatic bucket when the row states none, as :func:`decode` and
+    :func:`prefill` assume by default."""
+    stated = _buckets(cell)
+    if not stated:
+        return auto_bucket_tokens(n)
+    b = [x for x in stated if x >= n]
     return min(b) if b else n
 
 
@@ -667,10 +693,11 @@ def _row_estimate(row, params: dict[str, float] | None = None) -> tuple[float, f
     """
     metric = row["metric"]
     params = params or {}
-    if row["set"] == "nccom_test_guide":
+    if metric == "collective_time":
         cands = _row_candidates(row["op"], float(row["size_bytes"]), int(row["n_ranks"]),
                                 row["instance"].split(" ")[0], int(row["n_instances"]))
-        bound, expected, _ = _collective_row(cands, collectives._neuron_params("nccom-test", params))
+        launched_by = "nccom-test" if row["stack"] == "nccom-test" else "graph"
+        bound, expected, _ = _collective_row(cands, collectives._neuron_params(launched_by, params))
         return bound, expected, "time"
     if metric == "tpot":
         ctx = int(row["input_tokens"]) + int(row["output_tokens"]) // 2
@@ -689,7 +716,10 @@ def _row_estimate(row, params: dict[str, float] | None = None) -> tuple[float, f
         size = sb * rep.model.d_model * rep.activation_bytes
         x = None if "collective_fixed_s" not in params else (
             params["collective_fixed_s"] + serving.tp_collective_fixed_s(rep, size) - parameter("collective_fixed_s"))
-        step = serving.prefill_step(rep, s_, 1, params.get("prefill_efficiency"), latency_s=x, bucket_tokens=sb)
+        eff = params.get("prefill_efficiency")
+        if eff is None and row["stack"] != "nxd-inference":   # no calibration set: the range's middle, as prefill()
+            eff = math.sqrt(_plausible("prefill_efficiency")[0] * _plausible("prefill_efficiency")[1])
+        step = serving.prefill_step(rep, s_, 1, eff, latency_s=x, bucket_tokens=sb)
         return step.bound_s, step.expected_s, "time"
     if metric == "train_sequences_per_s":
         e = _training(row["model"], row["instance"], n_systems=int(row["n_instances"]), tp=int(row["tp"]),
@@ -789,10 +819,16 @@ def _compare() -> pd.DataFrame:
     prior = _without_set()
     for row in _records(_measurements()):
         ok, why = _modelled(row)
-        measured = _measured(row)
+        measured = _measured(row) if row["unit"] in _UNIT else math.nan
         bound = expected = oos = math.nan
-        kind = "time" if row["set"] == "nccom_test_guide" else ""
-        if ok:
+        kind = "time" if row["metric"] == "collective_time" else ""
+        if ok and row["set"] not in SET_PARAMETERS:
+            try:        # a row outside the calibration sets the model cannot take is reported, not raised
+                bound, expected, kind = _row_estimate(row)
+                oos = expected          # no parameter was fitted on it: the expectation is a prediction
+            except (ValueError, KeyError) as exc:
+                ok, why = False, f"not modelled: {exc}"
+        elif ok:        # a calibration row must always be modelled
             bound, expected, kind = _row_estimate(row)
             oos = cv[row["measurement_id"]]["expected"] if row["measurement_id"] in cv else expected
         label = UNEXPLAINED if ok and _judged_by_bound_only(row) else ""
@@ -864,7 +900,9 @@ def summary() -> pd.DataFrame:
     by their bound only. ``median_without_set_error``/``max_without_set_error`` leave the
     whole set out (its parameters at the middle of their plausible ranges): what the documented
     ranges alone predict. Rows judged by their bound only are counted in ``n_bound_only``, not in
-    the errors.
+    the errors. ``"all"`` pools the four calibration sets only; modelled rows of any other set
+    (added to ``data/measurements.csv`` to judge the model) are pooled in a last row, ``"outside
+    the calibration sets"``, where the expectation is the prediction (no parameter saw them).
 
     Examples
     --------
@@ -875,7 +913,10 @@ def summary() -> pd.DataFrame:
     c = _compare()
     c = c[c.modelled]
     rows = [{"set": k, **_stats(g)} for k, g in c.groupby("set", sort=False)]
-    rows.append({"set": "all", **_stats(c)})
+    cal = c[c.set.isin(list(SET_PARAMETERS))]
+    rows.append({"set": "all", **_stats(cal)})
+    if len(cal) < len(c):       # rows outside the calibration sets judge the model: never pooled with the fit
+        rows.append({"set": "outside the calibration sets", **_stats(c[~c.set.isin(list(SET_PARAMETERS))])})
     return pd.DataFrame(rows)
 
 

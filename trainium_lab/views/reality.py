@@ -58,7 +58,7 @@ def compare_table(sets=None, *, modelled_only: bool = True) -> pd.DataFrame:
         c = c[c.modelled]
     return pd.DataFrame({
         "measurement": c.measurement_id.to_list(),
-        "set": [SET_LABELS[s] for s in c.set],
+        "set": [SET_LABELS.get(s, s) for s in c.set],
         "measured": [_fmt(v, k) for v, k in zip(c.measured, c.kind)],
         "bound": [_fmt(v, k) for v, k in zip(c.bound, c.kind)],
         "expected": [_fmt(v, k) for v, k in zip(c.expected, c.kind)],
@@ -82,7 +82,7 @@ def summary_table() -> pd.DataFrame:
     and whether every bound held."""
     s = reality.summary()
     return pd.DataFrame({
-        "set": [SET_LABELS.get(k, "all measurements") for k in s.set],
+        "set": [SET_LABELS.get(k, "all calibration sets" if k == "all" else k) for k in s.set],
         "rows": s.n_rows.to_list(),
         **{col: [round(100 * v, 1) for v in s[field]] for col, field in SUMMARY_ERROR_COLUMNS},
         "no bound beaten": s.bounds_hold.to_list(),
