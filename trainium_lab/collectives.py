@@ -1063,13 +1063,19 @@ class CollectiveCost:
                 f"(latency {format_seconds(self.latency_s)})")
 
 
-def _intra_algorithm(chip, size: float, r: int) -> tuple[str, float]:
+def _intra_algorithm(chip, size: float, r: int, launched_by: str = "graph") -> tuple[str, float]:
     """The intra-node algorithm and its all-reduce hops (AWS, "Intra-node Collective Communications").
 
-    Chips with routed NeuronLink (:data:`ROUTED_NEURONLINK`) and more than two ranks: Mesh below
-    1 MB, RDH to 56 MB (``2·log2 r`` steps), KangaRing above (half the per-hop latency of a ring:
-    ``r`` steps for an all-reduce). Others: Ring, ``2(r−1)`` steps (AWS documents no other
-    algorithm for NeuronLink-v2).
+    Inside a compiled graph, on every chip, the runtime's documented choice by size for more than
+    two ranks: Mesh below 1 MB, RDH to 56 MB (``2·log2 r`` steps), KangaRing above (half the
+    per-hop latency of a ring: ``r`` steps for an all-reduce); AWS calls Ring "Fallback only".
+    The same on Trainium1 and Inferentia2 as on Trainium2/3: Trainium1's NeuronLink-v2 torus
+    makes every chip's memory "directly addressable from each of the chips" (what Mesh's direct
+    remote writes need), and AWS's Trn3 page describes Trn1 and Trn2 NeuronLink alike. The
+    NCCOM-TEST guide's Trainium1 runs (``launched_by="nccom-test"``) are modelled as the Ring
+    their own numbers show on NeuronLink-v2: at 1 KiB a 32-rank all-gather takes about 90 µs more
+    than a 2-rank one, about 3 µs for each rank added, which a 1-step Mesh cannot explain (the
+    guide's later runs, on a newer runtime, finish 32-rank collectives in 6 to 24 µs).
 
     Mesh is O(1) in steps: 2 for an all-reduce at any group size (the hops do not grow with the
     chips). Counting one hop per remote chip a rank writes to (``2·n_chips``) was tried and
@@ -1079,7 +1085,7 @@ def _intra_algorithm(chip, size: float, r: int) -> tuple[str, float]:
     """
     if r <= 1:
         return "none", 0.0
-    if chip.neuronlink_version in ROUTED_NEURONLINK and r > 2:
+    if r > 2 and (launched_by == "graph" or chip.neuronlink_version in ROUTED_NEURONLINK):
         if size < MESH_MAX_BYTES:
             return "mesh", 2.0
         if size < RDH_MAX_BYTES:
@@ -1104,7 +1110,8 @@ def _largest_published(chip, field_name: str) -> float:
 
 
 def _neuron_terms(op: str, size: float, n_ranks: int, system, n_systems: int, sharing: int = 1,
-                  lnc: int | None = None, chips_per_system: int | None = None) -> list[dict]:
+                  lnc: int | None = None, chips_per_system: int | None = None,
+                  launched_by: str = "graph") -> list[dict]:
     """Each candidate algorithm's terms: time = Σ parameter × term (linear once the algorithm is fixed).
 
     ``launch`` counts the fixed cost, ``steps`` NeuronLink hops (α), ``efa_steps`` EFA hops
@@ -1124,7 +1131,7 @@ def _neuron_terms(op: str, size: float, n_ranks: int, system, n_systems: int, sh
     link_gain = _largest_published(c, "neuronlink_bytes_per_s") / c.neuronlink_bytes_per_s
     k = n_systems
     r = n_ranks // k                                   # ranks per system
-    alg, ar_steps = _intra_algorithm(c, size, r)
+    alg, ar_steps = _intra_algorithm(c, size, r, launched_by)
     steps = _op_steps(op, alg, r, ar_steps)
     fr = bus_factor(op, r)
     if r <= 1:
@@ -1211,8 +1218,9 @@ def neuron_collective(op: str, size_bytes: float, *, n_ranks: int, system: str, 
     """One collective as the Neuron runtime runs it: the course's one collective model.
 
     Inside one system the ranks of one chip exchange through its HBM, a group of several chips
-    over NeuronLink, with the intra-node algorithm AWS documents (routed NeuronLink, Trainium2/3:
-    Mesh < 1 MB, RDH to 56 MB, KangaRing above; NeuronLink-v2, Trainium1 and Inferentia2: Ring).
+    over NeuronLink, with the intra-node algorithm AWS documents, chosen by size on every chip
+    inside a compiled graph (Mesh < 1 MB, RDH to 56 MB, KangaRing above); the NCCOM-TEST guide's
+    Trainium1 runs (``launched_by="nccom-test"`` on NeuronLink-v2) ran a Ring (see ``_intra_algorithm``).
     A group that spans systems is **hierarchical** (instance first): reduce-scatter inside each
     system, an all-reduce of the shards across systems over EFA, all-gather inside each system.
     Without routed NeuronLink the runtime may also run a **flat ring** over every rank (2(N−1)
@@ -1300,7 +1308,7 @@ def neuron_collective(op: str, size_bytes: float, *, n_ranks: int, system: str, 
                          f"got {n_ranks}")
     if chips_per_system is not None and chips_per_system > s.n_chips:
         raise ValueError(f"chips_per_system must be at most the {s.n_chips} chips of a {s.key}; got {chips_per_system}")
-    cands = _neuron_terms(op, size, n_ranks, s, n_systems, sharing, lnc_, chips_per_system)
+    cands = _neuron_terms(op, size, n_ranks, s, n_systems, sharing, lnc_, chips_per_system, launched_by)
     if algorithm == "flat_ring":
         if len(cands) < 2:
             raise ValueError(f"algorithm 'flat_ring' runs only on NeuronLink-v2 groups that span systems "

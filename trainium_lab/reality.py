@@ -197,10 +197,11 @@ def _factor(op: str, n: int) -> float:
     return collectives.bus_factor(op, n)
 
 
-def _collective_candidates(op: str, size: float, n_ranks: int, system: specs.System, n_systems: int):
+def _collective_candidates(op: str, size: float, n_ranks: int, system: specs.System, n_systems: int,
+                           launched_by: str = "nccom-test"):
     """The algorithms the runtime could run, each as the linear terms of :func:`fit` (one home:
     :func:`trainium_lab.collectives.neuron_collective`)."""
-    return collectives._neuron_terms(op, size, n_ranks, system, n_systems)
+    return collectives._neuron_terms(op, size, n_ranks, system, n_systems, launched_by=launched_by)
 
 
 def _collective_row(cands: list[dict], p: dict) -> tuple[float, float, str]:
@@ -209,8 +210,9 @@ def _collective_row(cands: list[dict], p: dict) -> tuple[float, float, str]:
 
 
 @functools.lru_cache(maxsize=256)
-def _row_candidates(op: str, size: float, n_ranks: int, system: str, n_systems: int):
-    return _collective_candidates(op, size, n_ranks, specs.system(system), n_systems)
+def _row_candidates(op: str, size: float, n_ranks: int, system: str, n_systems: int,
+                    launched_by: str = "nccom-test"):
+    return _collective_candidates(op, size, n_ranks, specs.system(system), n_systems, launched_by)
 
 
 def collective(op: str, size_bytes: float, *, n_ranks: int, system: str, n_systems: int = 1,
@@ -694,9 +696,9 @@ def _row_estimate(row, params: dict[str, float] | None = None) -> tuple[float, f
     metric = row["metric"]
     params = params or {}
     if metric == "collective_time":
-        cands = _row_candidates(row["op"], float(row["size_bytes"]), int(row["n_ranks"]),
-                                row["instance"].split(" ")[0], int(row["n_instances"]))
         launched_by = "nccom-test" if row["stack"] == "nccom-test" else "graph"
+        cands = _row_candidates(row["op"], float(row["size_bytes"]), int(row["n_ranks"]),
+                                row["instance"].split(" ")[0], int(row["n_instances"]), launched_by)
         bound, expected, _ = _collective_row(cands, collectives._neuron_params(launched_by, params))
         return bound, expected, "time"
     if metric == "tpot":

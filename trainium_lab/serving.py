@@ -906,8 +906,8 @@ def tp_collective_fixed_s(rep: Replica, size_bytes: float = 0.0) -> float:
     Everything before a byte moves, the same model on every chip: one in-NEFF cost per
     collective (``collective_fixed_s``, fitted on the NxD Inference decode steps) plus the hops
     of the algorithm the runtime picks for a message of ``size_bytes`` on the replica's chips
-    (:func:`trainium_lab.collectives.neuron_collective`: Mesh, RDH or KangaRing on routed
-    NeuronLink, a Ring on NeuronLink-v2), each at AWS's per-hop latency (``hop_latency_s``).
+    (:func:`trainium_lab.collectives.neuron_collective`: Mesh, RDH or KangaRing by size, on every
+    chip), each at AWS's per-hop latency (``hop_latency_s``).
     The bytes are :func:`tp_collective_bytes_s`. 0 at ``tp = 1``.
 
     References
