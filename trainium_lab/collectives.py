@@ -1074,7 +1074,7 @@ def _intra_algorithm(chip, size: float, r: int, launched_by: str = "graph") -> t
     remote writes need), and AWS's Trn3 page describes Trn1 and Trn2 NeuronLink alike. The
     NCCOM-TEST guide's Trainium1 runs (``launched_by="nccom-test"``) are modelled as the Ring
     their own numbers show on NeuronLink-v2: at 1 KiB a 32-rank all-gather takes about 90 µs more
-    than a 2-rank one, about 3 µs for each rank added, which a 1-step Mesh cannot explain (the
+    than a 2-rank all-reduce, about 3 µs for each rank added, which a 1-step Mesh cannot explain (the
     guide's later runs, on a newer runtime, finish 32-rank collectives in 6 to 24 µs).
 
     Mesh is O(1) in steps: 2 for an all-reduce at any group size (the hops do not grow with the
