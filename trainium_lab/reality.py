@@ -441,7 +441,7 @@ def prefill(model, chip: str, *, tp: int, prompt_tokens: int, batch: int = 1, we
                         step.expected_s * lo, step.expected_s * hi)
     plo, phi = _plausible("prefill_efficiency")
     mid, slow, fast = (serving.prefill_step(rep, s, batch, e, latency_s=x, bucket_tokens=bucket_tokens)
-                       for e in (math.sqrt(plo * phi), plo, phi))
+                       for e in (_range_middle("prefill_efficiency"), plo, phi))
     return Estimate("prefill", mid.bound_s, mid.expected_s, f"stack {stack}: no calibration set",
                     fast.expected_s, slow.expected_s)
 
@@ -720,7 +720,7 @@ def _row_estimate(row, params: dict[str, float] | None = None) -> tuple[float, f
             params["collective_fixed_s"] + serving.tp_collective_fixed_s(rep, size) - parameter("collective_fixed_s"))
         eff = params.get("prefill_efficiency")
         if eff is None and row["stack"] != "nxd-inference":   # no calibration set: the range's middle, as prefill()
-            eff = math.sqrt(_plausible("prefill_efficiency")[0] * _plausible("prefill_efficiency")[1])
+            eff = _range_middle("prefill_efficiency")
         step = serving.prefill_step(rep, s_, 1, eff, latency_s=x, bucket_tokens=sb)
         return step.bound_s, step.expected_s, "time"
     if metric == "train_sequences_per_s":
@@ -801,7 +801,7 @@ def _without_set() -> dict[str, float]:
     out: dict[str, float] = {}
     df = _measurements()
     for set_name, names in SET_PARAMETERS.items():
-        p = {n: math.sqrt(_plausible(n)[0] * _plausible(n)[1]) for n in names}
+        p = {n: _range_middle(n) for n in names}
         for r in _records(df[df.set == set_name]):
             if _modelled(r)[0]:
                 out[r["measurement_id"]] = _row_estimate(r, p)[1]
@@ -1122,6 +1122,13 @@ def _per_row_values(name: str, rows, p: dict) -> list[float]:
 def _plausible(name: str) -> tuple[float, float]:
     df = specs.read_data_csv("calibration.csv").set_index("parameter")
     return float(df.loc[name, "plausible_low"]), float(df.loc[name, "plausible_high"])
+
+
+def _range_middle(name: str) -> float:
+    """The geometric middle of a parameter's plausible range: its value where no calibration set
+    pins it (a stack without one, a set left out; data/README.md says why the geometric middle)."""
+    lo, hi = _plausible(name)
+    return math.sqrt(lo * hi)
 
 
 def parameters() -> pd.DataFrame:
