@@ -90,7 +90,8 @@ def summary_table() -> pd.DataFrame:
 
 
 def summary_line() -> str:
-    """One sentence with the overall median and maximum error and whether any bound is beaten.
+    """One sentence with the overall median and largest error (out of sample, fit, whole set left out)
+    and whether any bound is beaten.
 
     Examples
     --------
@@ -106,7 +107,9 @@ def summary_line() -> str:
             f"left out of the fit): median |expected ÷ measured − 1| = {100 * allrow.median_out_of_sample_error:.1f} %, "
             f"largest {100 * allrow.max_out_of_sample_error:.1f} %; fit (in sample): "
             f"{100 * allrow.median_abs_error:.1f} %, largest {100 * allrow.max_abs_error:.1f} % "
-            f"({worst.measurement_id}); {'no bound beaten' if beaten == 0 else f'{beaten} bounds beaten'}; "
+            f"({worst.measurement_id}); whole set left out (its parameters at the middle of their documented "
+            f"ranges): {100 * allrow.median_without_set_error:.1f} %, largest {100 * allrow.max_without_set_error:.1f} %; "
+            f"{'no bound beaten' if beaten == 0 else f'{beaten} bounds beaten'}; "
             f"{int((~c.modelled).sum())} rows whose configuration the source does not state are not modelled.")
 
 
