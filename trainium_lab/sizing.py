@@ -1566,8 +1566,17 @@ def _presets() -> dict[str, ModelPreset]:
     return out
 
 
+@functools.cache
+def _preset_aliases() -> dict[str, str]:
+    """Other names of a preset (``aliases`` rows of ``model_presets.csv``: the Llama 3.1 names), lower case."""
+    df = specs.read_data_csv("model_presets.csv")
+    rows = df[df.field == "aliases"]
+    return {a.strip().lower(): str(k) for k, v in zip(rows.entity, rows.value) for a in str(v).split(";") if a.strip()}
+
+
 def preset(name: str) -> ModelPreset:
-    """Look up a model preset: ``"llama3-8b"``, ``"llama3-70b"``, ``"llama3-405b"``.
+    """Look up a model preset: ``"llama3-8b"``, ``"llama3-70b"``, ``"llama3-405b"`` (or an alias of
+    ``model_presets.csv``, such as ``"llama3.1-8b"``).
 
     Raises
     ------
@@ -1580,7 +1589,7 @@ def preset(name: str) -> ModelPreset:
     >>> p.n_layers, p.d_model, p.n_heads, p.n_kv_heads
     (80, 8192, 64, 8)
     """
-    return specs.lookup("preset", name, _presets())
+    return specs.lookup("preset", name, _presets(), _preset_aliases())
 
 
 def resolve_model(model: "str | ModelPreset") -> ModelPreset:
