@@ -807,3 +807,12 @@ def test_active_parameters_given_explicitly_and_bad():
     assert sizing.size_job(8e9, 1e12, model="llama3-8b").n_active_params is None  # dense
     with pytest.raises(ValueError, match="n_active_params"):
         sizing.size_job(8e9, 1e12, n_active_params=9e9)  # more than the total
+
+
+def test_llama_3_1_names_resolve_to_the_presets_of_the_same_dimensions():
+    # aliases rows of data/model_presets.csv (Meta's registry: Llama 3 and 3.1 share the dimensions)
+    for alias, key in (("llama3.1-8b", "llama3-8b"), ("Llama-3.1-70B", "llama3-70b"),
+                       ("llama3.3-70b", "llama3-70b"), ("meta-llama-3.1-405b", "llama3-405b")):
+        assert sizing.preset(alias) is sizing.preset(key)
+    with pytest.raises(ValueError, match="preset must be one of"):
+        sizing.preset("llama3.1-13b")
